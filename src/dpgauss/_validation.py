@@ -1,0 +1,134 @@
+"""Input validation shared by every public function: one place, one message style.
+
+Every public numeric function of dpgauss accepts Python numbers, sequences and numpy
+arrays, broadcasts them against each other like a ``scipy.special`` ufunc, and returns a
+Python ``float`` when every input was a scalar.  Bad input never turns into a NaN or a
+warning: it raises
+
+* ``TypeError`` when a value is not a real number (strings, ``None``, complex, booleans);
+* ``ValueError`` when a value is outside its allowed range, naming the argument, the range
+  and, for arrays, the first offending index;
+* ``ValueError`` when the shapes of the arguments do not broadcast.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = [
+    "Interval",
+    "as_real_array",
+    "broadcast_args",
+    "check_interval",
+    "finish",
+]
+
+
+@dataclass(frozen=True)
+class Interval:
+    """A real interval with open or closed ends, used to describe an allowed range."""
+
+    low: float = -math.inf
+    high: float = math.inf
+    low_closed: bool = False
+    high_closed: bool = False
+
+    def contains(self, x: np.ndarray) -> np.ndarray:
+        """Elementwise membership; NaN is never a member."""
+        above = x >= self.low if self.low_closed else x > self.low
+        below = x <= self.high if self.high_closed else x < self.high
+        return above & below
+
+    def __str__(self) -> str:
+        left = "[" if self.low_closed else "("
+        right = "]" if self.high_closed else ")"
+        return f"{left}{_fmt(self.low)}, {_fmt(self.high)}{right}"
+
+
+def _fmt(x: float) -> str:
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return f"{x:g}"
+
+
+POSITIVE = Interval(0.0, math.inf)
+NONNEGATIVE = Interval(0.0, math.inf, low_closed=True)
+UNIT_OPEN = Interval(0.0, 1.0)
+
+
+def as_real_array(value: object, name: str) -> np.ndarray:
+    """Convert ``value`` to a float64 array, or raise ``TypeError`` naming ``name``."""
+    if isinstance(value, bool | np.bool_) or value is None or isinstance(value, str | bytes):
+        raise TypeError(
+            f"{name} must be a real number or an array of real numbers; got {type(value).__name__}"
+        )
+    if isinstance(value, numbers.Real):
+        return np.asarray(float(value), dtype=np.float64)
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as exc:  # ragged sequences and the like
+        raise TypeError(
+            f"{name} must be a real number or an array of real numbers; "
+            f"could not convert {type(value).__name__}: {exc}"
+        ) from None
+    if arr.dtype.kind not in "iuf":
+        raise TypeError(
+            f"{name} must be a real number or an array of real numbers; "
+            f"got an array of dtype {arr.dtype}"
+        )
+    return arr.astype(np.float64, copy=False)
+
+
+def check_interval(arr: np.ndarray, name: str, allowed: Interval, note: str = "") -> None:
+    """Raise ``ValueError`` if any element of ``arr`` lies outside ``allowed``."""
+    ok = allowed.contains(arr)
+    if ok.all():
+        return
+    bad = np.argwhere(~ok)[0] if arr.ndim else ()
+    value = float(arr[tuple(bad)] if arr.ndim else arr[()])
+    where = f" at index {tuple(int(i) for i in bad)}" if arr.ndim else ""
+    extra = f" ({note})" if note else ""
+    raise ValueError(f"{name} must be in {allowed}{extra}; got {value!r}{where}")
+
+
+def broadcast_args(**arrays: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Broadcast the arrays against each other, naming them if the shapes do not fit."""
+    try:
+        return tuple(np.broadcast_arrays(*arrays.values()))
+    except ValueError:
+        shapes = ", ".join(f"{k} {v.shape}" for k, v in arrays.items())
+        raise ValueError(f"argument shapes do not broadcast: {shapes}") from None
+
+
+def real_args(**spec: tuple[object, Interval]) -> tuple[tuple[np.ndarray, ...], bool]:
+    """Validate and broadcast several real arguments in one call.
+
+    ``spec`` maps an argument name to ``(value, allowed interval)``.  Returns the
+    broadcast float64 arrays in the order given and whether every input was a scalar.
+    """
+    arrays = {}
+    for name, (value, allowed) in spec.items():
+        arr = as_real_array(value, name)
+        check_interval(arr, name, allowed)
+        arrays[name] = arr
+    scalar = all(a.ndim == 0 for a in arrays.values())
+    return broadcast_args(**arrays), scalar
+
+
+def finish(result: np.ndarray, scalar: bool) -> float | np.ndarray:
+    """Return a Python float for scalar calls, the array otherwise."""
+    if scalar:
+        return float(np.asarray(result)[()])
+    return np.asarray(result)
+
+
+def vectorised_call(func: Callable[..., np.ndarray], *arrays: np.ndarray) -> np.ndarray:
+    """Run ``func`` on flattened copies of ``arrays`` and restore their common shape."""
+    shape = arrays[0].shape
+    flat = [np.ascontiguousarray(a, dtype=np.float64).ravel() for a in arrays]
+    return func(*flat).reshape(shape)

@@ -1,0 +1,158 @@
+"""The ``dpgauss`` command: a thin layer over the library.
+
+Every sub-command parses its arguments, calls one library function and prints the result.
+Bad arguments end in a one-line message on stderr and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Callable, Sequence
+
+from .privacy import (
+    analytic_gaussian_sigma,
+    classical_gaussian_sigma,
+    gaussian_delta,
+    gaussian_epsilon,
+)
+
+__all__ = ["main"]
+
+
+class UsageError(Exception):
+    """A bad command line: reported in one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(message)
+
+
+def _number(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    return value
+
+
+def _classical_or_none(epsilon: float, delta: float, sensitivity: float) -> float | None:
+    if not 0.0 < epsilon < 1.0:
+        return None
+    return classical_gaussian_sigma(epsilon, delta, sensitivity)
+
+
+def _calibrate(args: argparse.Namespace) -> str:
+    sigma = analytic_gaussian_sigma(args.epsilon, args.delta, args.sensitivity)
+    classical = _classical_or_none(args.epsilon, args.delta, args.sensitivity)
+    ratio = None if classical is None else (classical / sigma) ** 2
+    if args.json:
+        return json.dumps(
+            {
+                "sigma": sigma,
+                "classical_sigma": classical,
+                "variance_ratio": ratio,
+                "epsilon": args.epsilon,
+                "delta": args.delta,
+                "sensitivity": args.sensitivity,
+            }
+        )
+    lines = [
+        f"epsilon={args.epsilon:g} delta={args.delta:g} sensitivity={args.sensitivity:g}",
+        f"analytic sigma  : {sigma:.10g}",
+    ]
+    if classical is None:
+        lines.append("classical sigma : not valid (Theorem 1 needs 0 < epsilon < 1)")
+    else:
+        lines.append(f"classical sigma : {classical:.10g}")
+        lines.append(f"variance ratio  : {ratio:.6g} (classical / analytic)")
+    return "\n".join(lines)
+
+
+def _profile(args: argparse.Namespace) -> str:
+    if args.epsilon is not None:
+        value = gaussian_delta(args.sigma, args.epsilon, args.sensitivity)
+        key, given_key, given = "delta", "epsilon", args.epsilon
+    else:
+        value = gaussian_epsilon(args.sigma, args.delta, args.sensitivity)
+        key, given_key, given = "epsilon", "delta", args.delta
+    if args.json:
+        return json.dumps(
+            {"sigma": args.sigma, "sensitivity": args.sensitivity, given_key: given, key: value}
+        )
+    return (
+        f"sigma={args.sigma:g} sensitivity={args.sensitivity:g} {given_key}={given:g}\n"
+        f"{key} = {value:.10g}"
+    )
+
+
+def _demo(args: argparse.Namespace) -> str:
+    delta = 1e-5
+    rows = ["analytic vs classical Gaussian noise, delta = 1e-5, sensitivity = 1", ""]
+    rows.append(f"{'epsilon':>8} {'analytic sigma':>15} {'classical sigma':>16} {'var. ratio':>11}")
+    for eps in (0.01, 0.1, 0.5, 0.9, 2.0, 10.0, 100.0):
+        sigma = analytic_gaussian_sigma(eps, delta)
+        classical = _classical_or_none(eps, delta, 1.0)
+        if classical is None:
+            rows.append(f"{eps:>8g} {sigma:>15.6g} {'not valid':>16} {'-':>11}")
+        else:
+            ratio = (classical / sigma) ** 2
+            rows.append(f"{eps:>8g} {sigma:>15.6g} {classical:>16.6g} {ratio:>11.3f}")
+    rows.append("")
+    rows.append("(the end-to-end taxi heat-map release replaces this table in a later version)")
+    return "\n".join(rows)
+
+
+def _build_parser() -> _Parser:
+    parser = _Parser(
+        prog="dpgauss",
+        description="Differentially private releases with exactly calibrated Gaussian noise.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    cal = sub.add_parser("calibrate", help="smallest sigma for (epsilon, delta)-DP")
+    cal.add_argument("--epsilon", type=_number, required=True, help="epsilon >= 0")
+    cal.add_argument("--delta", type=_number, required=True, help="0 < delta < 1")
+    cal.add_argument("--sensitivity", type=_number, default=1.0, help="L2 sensitivity > 0")
+    cal.add_argument("--json", action="store_true", help="print one JSON object")
+    cal.set_defaults(run=_calibrate)
+
+    prof = sub.add_parser("profile", help="delta for an epsilon, or epsilon for a delta")
+    prof.add_argument("--sigma", type=_number, required=True, help="noise sigma > 0")
+    prof.add_argument("--sensitivity", type=_number, default=1.0, help="L2 sensitivity > 0")
+    which = prof.add_mutually_exclusive_group(required=True)
+    which.add_argument("--epsilon", type=_number, help="epsilon >= 0: print delta(epsilon)")
+    which.add_argument("--delta", type=_number, help="0 < delta < 1: print epsilon(delta)")
+    prof.add_argument("--json", action="store_true", help="print one JSON object")
+    prof.set_defaults(run=_profile)
+
+    demo = sub.add_parser("demo", help="the main job: a short tour")
+    demo.set_defaults(run=_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``dpgauss`` console script; returns the exit status."""
+    parser = _build_parser()
+    try:
+        args = parser.parse_args(argv)
+        run: Callable[[argparse.Namespace], str] = args.run
+        for name in ("epsilon", "delta", "sigma", "sensitivity"):
+            value = getattr(args, name, None)
+            if value is not None and not math.isfinite(value):
+                raise UsageError(f"--{name} must be finite; got {value}")
+        print(run(args))
+    except UsageError as exc:
+        print(f"dpgauss: error: {exc}", file=sys.stderr)
+        return 2
+    except (ValueError, TypeError) as exc:
+        print(f"dpgauss: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -40,6 +40,7 @@ __all__ = [
     "ref_epsilon",
     "ref_log_delta",
     "ref_mu",
+    "ref_one_minus_delta",
     "ref_sigma",
     "rel_err",
 ]
@@ -99,10 +100,28 @@ def ref_delta(mu: object, eps: object, dps: int = DPS) -> mpf:
     raise ArithmeticError(f"ref_delta did not converge for mu={mu!r}, eps={eps!r}")
 
 
+def ref_one_minus_delta(mu: object, eps: object, dps: int = DPS) -> mpf:
+    """1 - delta(mu, eps) = Phi(eps/mu - mu/2) + e^eps Phi(-mu/2 - eps/mu), without cancellation.
+
+    Resolves the profile when delta is within 10^-dps of 1, where :func:`ref_delta`, being
+    accurate in relative terms only, rounds to 1.
+    """
+    m = mpf_exact(mu)
+    e = mpf_exact(eps)
+    with mp.workdps(30):
+        size = max(abs(e / m), m, mpf(1))
+        work = dps + _GUARD + 2 * int(mpmath.ceil(mpmath.log10(size)))
+    with mp.workdps(work):
+        r = e / m
+        return _Phi(r - m / 2) + mpmath.exp(e) * _Phi(-m / 2 - r)
+
+
 def ref_log_delta(mu: object, eps: object) -> mpf:
-    """Natural log of :func:`ref_delta` (meaningful far below the double range)."""
+    """Natural log of the profile: absolute accuracy near 0, and far below the double range."""
     d = ref_delta(mu, eps)
     with mp.workdps(DPS + _GUARD):
+        if d > 0.5:  # log(delta) = log1p(-(1 - delta)), near 0 when delta is near 1
+            return mpmath.log1p(-ref_one_minus_delta(mu, eps))
         return mpmath.log(d)
 
 
@@ -275,8 +294,15 @@ def ref_epsilon(mu: object, delta: object) -> mpf:
         while ghi > 0:
             hi *= 2
             ghi = g(hi)
-        lo, hi = _illinois(g, mpf(0), hi, g0, ghi,
-                           mpf(10) ** (-_ROOT_RTOL_DIGITS), mpf(10) ** (-2 * _ROOT_RTOL_DIGITS))
+        lo, hi = _illinois(
+            g,
+            mpf(0),
+            hi,
+            g0,
+            ghi,
+            mpf(10) ** (-_ROOT_RTOL_DIGITS),
+            mpf(10) ** (-2 * _ROOT_RTOL_DIGITS),
+        )
         return (lo + hi) / 2
 
 

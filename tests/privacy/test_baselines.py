@@ -56,9 +56,11 @@ def test_classical_formula(eps, delta, sens):
 
 def test_classical_known_values():
     assert classical_gaussian_sigma(0.5, 1e-5) == pytest.approx(
-        2 * math.sqrt(2 * math.log(1.25e5)), rel=1e-15)
+        2 * math.sqrt(2 * math.log(1.25e5)), rel=1e-15
+    )
     assert classical_gaussian_sigma(0.5, 1e-5, 3.0) == pytest.approx(
-        6 * math.sqrt(2 * math.log(1.25e5)), rel=1e-15)
+        6 * math.sqrt(2 * math.log(1.25e5)), rel=1e-15
+    )
     # just below eps = 1, close to the paper's 4.84 at eps = 1
     assert classical_gaussian_sigma(0.999999, 1e-5) == pytest.approx(4.8448, abs=1e-3)
 
@@ -195,8 +197,9 @@ def test_theorem4_raises_when_delta_not_below_delta0(eps, delta):
         theorem4_sigma_lower_bound(eps, [1e-300, delta, delta])
 
 
-@pytest.mark.parametrize(("eps", "delta"), [(1e-8, 1e-5), (1.0, 1e-5), (20.0, 1e-9),
-                                            (1e3, 1e-300), (1e3, 0.4)])
+@pytest.mark.parametrize(
+    ("eps", "delta"), [(1e-8, 1e-5), (1.0, 1e-5), (20.0, 1e-9), (1e3, 1e-300), (1e3, 0.4)]
+)
 def test_theorem4_fixed_points(eps, delta):
     bound = theorem4_sigma_lower_bound(eps, delta)
     assert bound == pytest.approx(1 / math.sqrt(2 * eps), rel=1e-15)
@@ -253,8 +256,11 @@ def test_type_errors(func, valid):
     check_type_errors(func, valid)
 
 
-@pytest.mark.parametrize(("func", "valid"), [s for s in SIGNATURES if len(s[1]) > 1],
-                         ids=lambda x: getattr(x, "__name__", ""))
+@pytest.mark.parametrize(
+    ("func", "valid"),
+    [s for s in SIGNATURES if len(s[1]) > 1],
+    ids=lambda x: getattr(x, "__name__", ""),
+)
 def test_shape_mismatch(func, valid):
     check_broadcast_mismatch(func, valid)
 

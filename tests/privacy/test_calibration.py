@@ -124,6 +124,25 @@ def test_gdp_mu_corners(eps, delta):
     assert_mu_ok(eps, delta, gdp_mu(eps, delta))
 
 
+@pytest.mark.parametrize(
+    ("eps", "delta"),
+    [
+        # large eps with delta next to 1: found inaccurate (rel. error up to 6e-9) in an
+        # early version of the implementation
+        (550.2476756850681, 0.9999968728050596),
+        (602.734012712118, 0.9999999999999996),
+        (793.4753081972938, 0.9999999999881076),
+        (891.8475140464677, 0.9999999982198396),
+        (992.7638926175421, 0.9999999712358205),
+        (521.5806850395938, 0.9999999999999967),
+        (1e3, 0.999),
+    ],
+)
+def test_large_eps_delta_near_one(eps, delta):
+    assert_sigma_ok(eps, delta, 1.0, analytic_gaussian_sigma(eps, delta))
+    assert_mu_ok(eps, delta, gdp_mu(eps, delta))
+
+
 def test_competitor_failing_point():
     # eps = 20, delta = 1e-9: sigma = 0.359812086..., well below the classical formula
     sigma = analytic_gaussian_sigma(20.0, 1e-9)

@@ -265,8 +265,14 @@ def test_monotonicity():
     assert np.all(np.diff(e) < 0)
 
 
-FUNCS_2 = [gaussian_delta, gaussian_log_delta, gaussian_epsilon, gdp_delta, gdp_log_delta,
-           gdp_epsilon]
+FUNCS_2 = [
+    gaussian_delta,
+    gaussian_log_delta,
+    gaussian_epsilon,
+    gdp_delta,
+    gdp_log_delta,
+    gdp_epsilon,
+]
 
 
 @pytest.mark.parametrize("func", FUNCS_2, ids=lambda f: f.__name__)
@@ -283,8 +289,9 @@ def test_broadcast_shape_and_elementwise_equality(func):
             assert out[i, j] == scalar
 
 
-@pytest.mark.parametrize("func", [gaussian_delta, gaussian_log_delta, gaussian_epsilon],
-                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "func", [gaussian_delta, gaussian_log_delta, gaussian_epsilon], ids=lambda f: f.__name__
+)
 def test_broadcast_three_arguments(func):
     sigma = np.array([0.5, 1.0, 7.0])
     second = np.array([[1e-9], [0.3]]) if func is gaussian_epsilon else np.array([[0.0], [1.0]])
@@ -294,8 +301,9 @@ def test_broadcast_three_arguments(func):
     for k in range(4):
         for i in range(2):
             for j in range(3):
-                assert out[k, i, j] == func(float(sigma[j]), float(second[i, 0]),
-                                            float(sens[k, 0, 0]))
+                assert out[k, i, j] == func(
+                    float(sigma[j]), float(second[i, 0]), float(sens[k, 0, 0])
+                )
 
 
 def test_zero_dim_and_numpy_scalars_give_float():

@@ -22,6 +22,7 @@ from .reference import (
     ref_epsilon,
     ref_log_delta,
     ref_mu,
+    ref_one_minus_delta,
     ref_sigma,
     rel_err,
 )
@@ -196,6 +197,21 @@ def test_classical_mechanism_fails_for_large_eps():
     assert ref_delta_sigma(sigma, 20.0) > 1e-9 * 100
 
 
+@pytest.mark.parametrize(("mu", "eps"), [(0.5, 0.0), (3.0, 1.0), (8.0, 0.5), (30.0, 2.0)])
+def test_complement_and_log_near_one(mu, eps):
+    with hp():
+        assert abs(ref_delta(mu, eps) + ref_one_minus_delta(mu, eps) - 1) < mpf(10) ** -DPS
+        assert abs(ref_log_delta(mu, eps) - mpmath.log(ref_delta(mu, eps))) < mpf(10) ** -DPS
+
+
+def test_log_delta_resolves_delta_next_to_one():
+    # eps = 0, mu = 56: delta = 1 - erfc(56 / (2 sqrt 2)) = 1 - 6.06e-174
+    with hp():
+        expected = -mpmath.erfc(mpf(56) / (2 * mpmath.sqrt(2)))
+        assert abs(ref_log_delta(56.0, 0.0) / expected - 1) < mpf(10) ** -50
+        assert ref_log_delta(56.0, 0.0) < 0
+
+
 def test_log_delta_far_below_double_range():
     # mu = 1e-10, eps = 1e3: delta = exp(about -5e25)
     ld = ref_log_delta(1e-10, 1e3)
@@ -207,8 +223,15 @@ def test_log_delta_far_below_double_range():
 
 @pytest.mark.parametrize(
     ("eps", "delta"),
-    [(0.0, 1e-300), (1e-8, 1e-300), (1e3, 1e-300), (1e3, 0.5), (1e-8, 0.5), (20.0, 1e-9),
-     (1.0, 1 - 2**-53)],
+    [
+        (0.0, 1e-300),
+        (1e-8, 1e-300),
+        (1e3, 1e-300),
+        (1e3, 0.5),
+        (1e-8, 0.5),
+        (20.0, 1e-9),
+        (1.0, 1 - 2**-53),
+    ],
 )
 def test_corner_solutions(eps, delta):
     mu = ref_mu(eps, delta)

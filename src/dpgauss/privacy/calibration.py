@@ -26,11 +26,12 @@ import numpy as np
 from scipy.special import erfinv, ndtri
 
 from .._validation import NONNEGATIVE, POSITIVE, UNIT_OPEN, finish, real_args
+from . import _solve
 from .profile import log_delta_error, log_delta_terms
 
 __all__ = ["analytic_gaussian_sigma", "gdp_mu"]
 
-_MAX_ITER = 100
+_BLOCK = 1 << 15
 
 
 def _mu_lower_bound(eps: np.ndarray, delta: np.ndarray) -> np.ndarray:
@@ -46,70 +47,40 @@ def _mu_lower_bound(eps: np.ndarray, delta: np.ndarray) -> np.ndarray:
 def _derivatives(
     log_d: np.ndarray, t: np.ndarray, log_phi: np.ndarray, mu: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
-    """First and second derivatives of ``log δ`` in ``x = log μ``.
+    """``g′`` and ``g″/g′`` of ``g = log δ`` in ``x = log μ``.
 
     ``g′ = μ φ(t)/δ`` (from ∂δ/∂μ = φ(t)) and, with ``dt/dx = −(t + μ)``,
-    ``g″ = g′ (1 + t (t + μ) − g′)``.
+    ``g″/g′ = 1 + t (t + μ) − g′``.
     """
     g1 = mu * np.exp(log_phi - log_d)
-    return g1, g1 * (1.0 + t * (t + mu) - g1)
-
-
-def _halley_fast(eps: np.ndarray, log_target: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Safeguarded Halley iterations on the fast kernel, from a lower bound ``x``."""
-    x = x.copy()
-    x_lo = np.full_like(x, -np.inf)
-    x_hi = np.full_like(x, np.inf)
-    active = np.ones(x.shape, dtype=bool)
-    for _ in range(_MAX_ITER):
-        idx = np.flatnonzero(active)
-        if idx.size == 0:
-            break
-        xi = x[idx]
-        mu = np.exp(xi)
-        log_d, t, log_phi = log_delta_terms(mu, eps[idx], exact=False)
-        g = log_d - log_target[idx]
-        lo = np.where(g <= 0, xi, x_lo[idx])
-        hi = np.where(g > 0, xi, x_hi[idx])
-        x_lo[idx], x_hi[idx] = lo, hi
-        g1, g2 = _derivatives(log_d, t, log_phi, mu)
-        newton = g / g1
-        denom = 1.0 - 0.5 * newton * g2 / g1
-        step = np.where(denom > 0.5, newton / denom, newton)
-        new = xi - step
-        bad = ~((new >= lo) & (new <= hi))
-        fallback = np.where(
-            np.isfinite(hi), np.where(np.isfinite(lo), 0.5 * (lo + hi), hi - 1.0), lo + 1.0
-        )
-        new = np.where(bad, fallback, new)
-        x[idx] = new
-        # Cubic convergence: after a step below 1e-5 the error is far below the fast
-        # kernel's own (~2e-7), which the exact Newton step that follows removes.
-        done = (~bad & (np.abs(step) <= 1e-5)) | (hi - lo <= 1e-15 * np.maximum(1.0, np.abs(new)))
-        active[idx[done]] = False
-    return x
+    return g1, 1.0 + t * (t + mu) - g1
 
 
 def _mu_flat(eps: np.ndarray, delta: np.ndarray) -> np.ndarray:
-    """Largest μ with exact-kernel log δ_μ(ε) + error ≤ log δ, on flat arrays."""
+    """Largest μ with exact log δ_μ(ε) + error ≤ log δ, on flat arrays."""
     log_target = np.log(delta)
-    x = _halley_fast(eps, log_target, np.log(_mu_lower_bound(eps, delta)))
-    # One exact evaluation and a Newton step onto the root of
-    # (log δ + 2·error bound − log δ_t), widened for curvature and for the rounding of
-    # exp(x).  Since the exact kernel is within the error bound of the true log δ at every
-    # point, the true profile at the result is at most log δ_t − (error bound): safe.
-    mu = np.exp(x)
-    log_d, t, log_phi = log_delta_terms(mu, eps)
-    g1, g2 = _derivatives(log_d, t, log_phi, mu)
-    step = (log_d + 2.0 * log_delta_error(log_d, t) - log_target) / g1
-    x = x - (step + 2.0 * np.abs(g2 / g1) * step * step + 1e-15 * (1.0 + np.abs(x)))
+
+    def kernel(x: np.ndarray, idx: np.ndarray, exact: bool) -> tuple[np.ndarray, ...]:
+        mu = np.exp(x)
+        log_d, t, log_phi = log_delta_terms(mu, eps[idx], exact)
+        g1, curvature = _derivatives(log_d, t, log_phi, mu)
+        err = log_delta_error(log_d, t) if exact else 0.0 * g1
+        return log_d - log_target[idx], g1, curvature, err
+
+    x0 = np.log(_mu_lower_bound(eps, delta))
+    x = _solve.solve_safe(kernel, x0, pad=lambda x: 1e-15 * (1.0 + np.abs(x)))
     return np.exp(x)
 
 
 def _calibrate(eps: np.ndarray, delta: np.ndarray) -> np.ndarray:
     shape = np.broadcast(eps, delta).shape
-    eps_f, d_f = (np.broadcast_to(a, shape).ravel().astype(np.float64) for a in (eps, delta))
-    return _mu_flat(eps_f, d_f).reshape(shape)
+    eps_f, d_f = (np.broadcast_to(a, shape).ravel() for a in (eps, delta))
+    out = np.empty(eps_f.size)
+    # Blocks small enough for the temporaries to stay in cache: ~20 % faster at 10^6.
+    for start in range(0, eps_f.size, _BLOCK):
+        block = slice(start, start + _BLOCK)
+        out[block] = _mu_flat(eps_f[block], d_f[block])
+    return out.reshape(shape)
 
 
 def gdp_mu(epsilon: object, delta: object) -> float | np.ndarray:

@@ -38,7 +38,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from .._validation import NONNEGATIVE, POSITIVE, UNIT_OPEN, finish, real_args
-from . import _mills
+from . import _mills, _solve
 
 __all__ = [
     "gaussian_delta",
@@ -171,55 +171,32 @@ def gaussian_delta(sigma: object, epsilon: object, sensitivity: object = 1.0) ->
 
 
 def _epsilon_flat(mu: np.ndarray, log_target: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Smallest ε ≥ 0 with computed log δ_μ(ε) + error ≤ log_target (flat arrays)."""
+    """Smallest ε ≥ 0 with exact log δ_μ(ε) + error ≤ log_target (flat arrays).
+
+    Derivatives in ε, with ``s = t + μ``: ``g′ = −φ(t) R(s)/δ`` (from ∂δ/∂ε) and, since
+    ``dt/dε = ds/dε = 1/μ`` and ``R′/R = s − 1/R``, ``g″/g′ = 1 − 1/(μ R(s)) − g′``.
+    """
     eps = np.zeros_like(mu)
     log_d0, t0, _ = log_delta_terms(mu, eps)
     todo = log_d0 + log_delta_error(log_d0, t0) > log_target
     if not todo.any():
         return eps
     mu_s, lt = mu[todo], log_target[todo]
-    # Φ(μ/2 − ε/μ) ≤ δ as soon as ε ≥ μ(μ/2 + q), q = −Φ⁻¹(δ): an upper end of the bracket.
-    hi = np.maximum(mu_s * (0.5 * mu_s + q[todo]), 0.0) * (1.0 + 1e-12) + 1e-300
-    lo = np.zeros_like(mu_s)
-    for _ in range(64):
-        g_hi = log_delta_terms(mu_s, hi, exact=False)[0] - lt
-        short = g_hi > 0
-        if not short.any():
-            break
-        lo = np.where(short, hi, lo)
-        hi = np.where(short, 2.0 * hi, hi)
-    x = hi.copy()
-    active = np.ones(mu_s.shape, dtype=bool)
-    for _ in range(100):
-        idx = np.flatnonzero(active)
-        if idx.size == 0:
-            break
-        m, e = mu_s[idx], x[idx]
-        log_d, t, log_phi = log_delta_terms(m, e, exact=False)
+
+    def kernel(x: np.ndarray, idx: np.ndarray, exact: bool) -> tuple[np.ndarray, ...]:
+        m = mu_s[idx]
+        log_d, t, log_phi = log_delta_terms(m, x, exact)
         log_r = log_mills_far(m, t)
-        g = log_d - lt[idx]
-        slope = -np.exp(log_phi + log_r - log_d)  # d log δ / dε < 0
-        lo[idx] = np.where(g > 0, e, lo[idx])
-        hi[idx] = np.where(g <= 0, e, hi[idx])
-        with np.errstate(divide="ignore", invalid="ignore"):
-            step = g / slope
-        new = e - step
-        bad = ~((new >= lo[idx]) & (new <= hi[idx]))
-        new = np.where(bad, 0.5 * (lo[idx] + hi[idx]), new)
-        x[idx] = new
-        tol = 4e-16 * np.abs(new)
-        done = ((np.abs(step) <= tol) & ~bad) | (hi[idx] - lo[idx] <= tol)
-        active[idx[done]] = False
-    # Step to the safe side by the evaluation error, then verify.
-    for _ in range(64):
-        log_d, t, log_phi = log_delta_terms(mu_s, x)
-        log_r = log_mills_far(mu_s, t)
-        excess = log_d + log_delta_error(log_d, t) - lt
-        if not (excess > 0).any():
-            break
-        slope = np.exp(log_phi + log_r - log_d)
-        step = np.where(excess > 0, 2.0 * excess / slope + 4e-16 * x, 0.0)
-        x = x + step
+        g1 = -np.exp(log_phi + log_r - log_d)
+        curvature = 1.0 - np.exp(-log_r) / m - g1
+        err = log_delta_error(log_d, t) if exact else 0.0 * g1
+        return log_d - lt[idx], g1, curvature, err
+
+    # Φ(μ/2 − ε/μ) ≤ δ as soon as ε ≥ μ(μ/2 + q), q = −Φ⁻¹(δ): the bracket's upper end.
+    hi = np.maximum(mu_s * (0.5 * mu_s + q[todo]), 0.0) * (1.0 + 1e-12) + 1e-300
+    x = _solve.solve_safe(
+        kernel, hi, pad=lambda x: 4e-16 * np.abs(x) + 1e-300, lo=np.zeros_like(hi), hi=hi * 2.0
+    )
     eps[todo] = np.nextafter(x, np.inf)
     return eps
 

@@ -56,6 +56,7 @@ def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
+REAL = Interval()
 POSITIVE = Interval(0.0, math.inf)
 NONNEGATIVE = Interval(0.0, math.inf, low_closed=True)
 UNIT_OPEN = Interval(0.0, 1.0)
@@ -93,7 +94,8 @@ def check_interval(arr: np.ndarray, name: str, allowed: Interval, note: str = ""
     value = float(arr[tuple(bad)] if arr.ndim else arr[()])
     where = f" at index {tuple(int(i) for i in bad)}" if arr.ndim else ""
     extra = f" ({note})" if note else ""
-    raise ValueError(f"{name} must be in {allowed}{extra}; got {value!r}{where}")
+    rule = "be finite" if allowed == REAL else f"be in {allowed}"
+    raise ValueError(f"{name} must {rule}{extra}; got {value!r}{where}")
 
 
 def broadcast_args(**arrays: np.ndarray) -> tuple[np.ndarray, ...]:

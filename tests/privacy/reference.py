@@ -67,20 +67,13 @@ def _Phi(x: mpf) -> mpf:
     return mpmath.erfc(-x / mpmath.sqrt(2)) / 2
 
 
-def ref_delta(mu: object, eps: object, dps: int = DPS) -> mpf:
-    """delta(mu, eps) = Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu) to ``dps`` digits.
+def _delta_terms(m: mpf, e: mpf, dps: int = DPS) -> tuple[mpf, mpf]:
+    """(delta(m, e), e^e Phi(-m/2 - e/m)), the first to ``dps`` significant digits.
 
-    ``mu > 0`` and ``eps >= 0`` may be floats, ints or mpf (taken exactly).  The working
-    precision is raised until at least ``dps`` significant digits survive the cancellation
-    between the two terms, and also covers the size of the exponent (about (eps/mu)^2 / 2)
-    so that its rounding does not cost relative accuracy.
+    The working precision is raised until at least ``dps`` digits survive the cancellation
+    between the two terms; it also covers the size of the exponent (about (e/m)^2 / 2) so
+    that rounding the exponent does not cost relative accuracy.
     """
-    m = mpf_exact(mu)
-    e = mpf_exact(eps)
-    if not m > 0 or not mpmath.isfinite(m):
-        raise ValueError(f"mu must be finite and > 0, got {mu!r}")
-    if not e >= 0 or not mpmath.isfinite(e):
-        raise ValueError(f"eps must be finite and >= 0, got {eps!r}")
     with mp.workdps(30):
         size = max(abs(e / m), m, mpf(1))
         work = dps + _GUARD + 2 * int(mpmath.ceil(mpmath.log10(size)))
@@ -93,11 +86,25 @@ def ref_delta(mu: object, eps: object, dps: int = DPS) -> mpf:
             if d > 0:
                 lost = int(mpmath.ceil(mpmath.log10(t1 / d)))
                 if work - lost >= dps + 5:
-                    return d
+                    return d, t2
                 work += lost + 5
             else:  # complete cancellation: no digit left, double the precision
                 work *= 2
-    raise ArithmeticError(f"ref_delta did not converge for mu={mu!r}, eps={eps!r}")
+    raise ArithmeticError(f"ref_delta did not converge for mu={m}, eps={e}")
+
+
+def ref_delta(mu: object, eps: object, dps: int = DPS) -> mpf:
+    """delta(mu, eps) = Phi(mu/2 - eps/mu) - e^eps Phi(-mu/2 - eps/mu) to ``dps`` digits.
+
+    ``mu > 0`` and ``eps >= 0`` may be floats, ints or mpf (taken exactly).
+    """
+    m = mpf_exact(mu)
+    e = mpf_exact(eps)
+    if not m > 0 or not mpmath.isfinite(m):
+        raise ValueError(f"mu must be finite and > 0, got {mu!r}")
+    if not e >= 0 or not mpmath.isfinite(e):
+        raise ValueError(f"eps must be finite and >= 0, got {eps!r}")
+    return _delta_terms(m, e, dps)[0]
 
 
 def ref_one_minus_delta(mu: object, eps: object, dps: int = DPS) -> mpf:
@@ -166,53 +173,32 @@ def ref_delta_integral(mu: object, eps: object, dps: int = 40) -> mpf:
         return integral * c * mpmath.npdf(z0) / w
 
 
-def _illinois(g, lo: mpf, hi: mpf, glo: mpf, ghi: mpf, rtol: mpf, atol: mpf) -> tuple[mpf, mpf]:
-    """Bracketing Illinois (modified regula falsi) with a bisection safeguard.
+def _safe_newton(f, lo: mpf, hi: mpf, g_lo: mpf, x: mpf, tol) -> mpf:
+    """Newton's method kept inside a sign-change bracket (bisection when a step leaves it).
 
-    Requires ``glo`` and ``ghi`` of opposite signs; returns the final bracket (lo, hi),
-    with g(lo) of the sign of the initial glo and g(hi) of the sign of the initial ghi.
+    ``f(x)`` returns ``(g(x), g'(x))``; g(lo) = ``g_lo`` and g(hi) have opposite signs and
+    ``x`` is a starting point in [lo, hi].  Stops when a step is below ``tol(x)``; the
+    returned point is then accurate to about the square of that step.
     """
-    if glo == 0:
-        return lo, lo
-    if ghi == 0:
-        return hi, hi
-    if (glo > 0) == (ghi > 0):
-        raise ArithmeticError("root not bracketed")
-    side = 0
-    stalled = 0
-    for _ in range(400):
-        width = abs(hi - lo)
-        if width <= rtol * max(abs(lo), abs(hi)) + atol:
-            break
-        if stalled >= 3:  # regula falsi stuck on one side: bisect
-            x = (lo + hi) / 2
-            stalled = 0
+    for _ in range(200):
+        g, dg = f(x)
+        if g == 0:
+            return x
+        if (g > 0) == (g_lo > 0):
+            lo, g_lo = x, g
         else:
-            x = hi - ghi * (hi - lo) / (ghi - glo)
-            if not (min(lo, hi) < x < max(lo, hi)):
-                x = (lo + hi) / 2
-        gx = g(x)
-        if gx == 0:
-            return x, x
-        if (gx > 0) == (glo > 0):
-            lo, glo = x, gx
-            if side == -1:
-                ghi /= 2
-                stalled += 1
-            else:
-                stalled = 0
-            side = -1
-        else:
-            hi, ghi = x, gx
-            if side == 1:
-                glo /= 2
-                stalled += 1
-            else:
-                stalled = 0
-            side = 1
-    else:
-        raise ArithmeticError("Illinois iteration did not converge")
-    return lo, hi
+            hi = x
+        a, b = min(lo, hi), max(lo, hi)
+        if dg != 0:
+            xn = x - g / dg
+            if abs(xn - x) <= tol(x):  # converged (before any bracket test: x may be an end)
+                return min(max(xn, a), b)
+        if dg == 0 or not a < xn < b:
+            xn = (lo + hi) / 2
+        if b - a <= tol(xn):
+            return xn
+        x = xn
+    raise ArithmeticError("safeguarded Newton iteration did not converge")
 
 
 def _check_eps(eps: mpf) -> None:
@@ -240,7 +226,13 @@ def ref_mu(eps: object, delta: object) -> mpf:
         logd = mpmath.log(d)
 
         def g(x: mpf) -> mpf:
-            return mpmath.log(ref_delta(mpmath.exp(x), e)) - logd
+            return mpmath.log(_delta_terms(mpmath.exp(x), e)[0]) - logd
+
+        def g_and_slope(x: mpf) -> tuple[mpf, mpf]:
+            # d delta / d mu = phi(mu/2 - eps/mu), so d log delta / d log mu = mu phi / delta
+            mu = mpmath.exp(x)
+            dl = _delta_terms(mu, e)[0]
+            return mpmath.log(dl) - logd, mu * mpmath.npdf(mu / 2 - e / mu) / dl
 
         q = mpf(-float(ndtri(float(d))))  # starting guess only: checked below
         lo = 2 * e / (q + mpmath.sqrt(q * q + 2 * e)) if q > 0 else -q + mpmath.sqrt(q * q + 2 * e)
@@ -258,8 +250,9 @@ def ref_mu(eps: object, delta: object) -> mpf:
             xhi += mpmath.log(2)
             ghi = g(xhi)
         # the root in x = log(mu) is needed to absolute accuracy ~ relative accuracy of mu
-        lo_x, hi_x = _illinois(g, xlo, xhi, glo, ghi, mpf(0), mpf(10) ** (-_ROOT_RTOL_DIGITS))
-        return mpmath.exp((lo_x + hi_x) / 2)
+        x0 = xlo if -glo < ghi else xhi
+        tol = mpf(10) ** (-_ROOT_RTOL_DIGITS)
+        return mpmath.exp(_safe_newton(g_and_slope, xlo, xhi, glo, x0, lambda _x: tol))
 
 
 def ref_sigma(eps: object, delta: object, sensitivity: object = 1.0) -> mpf:
@@ -279,10 +272,12 @@ def ref_epsilon(mu: object, delta: object) -> mpf:
             raise ValueError(f"mu must be > 0, got {mu}")
         logd = mpmath.log(d)
 
-        def g(e: mpf) -> mpf:
-            return mpmath.log(ref_delta(m, e)) - logd
+        def g_and_slope(e: mpf) -> tuple[mpf, mpf]:
+            # d delta / d eps = -e^eps Phi(-mu/2 - eps/mu)
+            dl, t2 = _delta_terms(m, e)
+            return mpmath.log(dl) - logd, -t2 / dl
 
-        g0 = g(mpf(0))
+        g0 = g_and_slope(mpf(0))[0]
         if g0 <= 0:
             return mpf(0)
         # delta(mu, eps) < Phi(mu/2 - eps/mu) <= delta once eps >= mu (mu/2 + q)
@@ -290,20 +285,10 @@ def ref_epsilon(mu: object, delta: object) -> mpf:
         hi = m * (m / 2 + q)
         if not hi > 0:
             hi = m * m
-        ghi = g(hi)
-        while ghi > 0:
+        while g_and_slope(hi)[0] > 0:
             hi *= 2
-            ghi = g(hi)
-        lo, hi = _illinois(
-            g,
-            mpf(0),
-            hi,
-            g0,
-            ghi,
-            mpf(10) ** (-_ROOT_RTOL_DIGITS),
-            mpf(10) ** (-2 * _ROOT_RTOL_DIGITS),
-        )
-        return (lo + hi) / 2
+        rtol = mpf(10) ** (-_ROOT_RTOL_DIGITS)  # purely relative: eps* can be ~1e-300
+        return _safe_newton(g_and_slope, mpf(0), hi, g0, hi, lambda x: rtol * abs(x))
 
 
 def ref_delta0(eps: object) -> mpf:

@@ -143,6 +143,27 @@ def test_large_eps_delta_near_one(eps, delta):
     assert_mu_ok(eps, delta, gdp_mu(eps, delta))
 
 
+@pytest.mark.parametrize("eps", [0.0, 1e-8, 1.0, 1e3])
+@pytest.mark.parametrize("delta", [2.2250738585072014e-308, 1e-310, 1e-320])
+def test_gdp_mu_subnormal_delta(eps, delta):
+    # delta in (0, 1) includes subnormal doubles.  For eps = 0 the optimum mu ~ 2.5 delta
+    # is itself subnormal (relative spacing up to ~1e-4 at 1e-320): safety always,
+    # accuracy to what the double grid allows.
+    mu = gdp_mu(eps, delta)
+    assert type(mu) is float and 0 < mu < math.inf
+    exact = ref_mu(eps, delta)
+    assert mu <= exact
+    assert ref_delta(mu, eps) <= delta
+    spacing = 5e-324 / float(exact)
+    assert rel_err(mu, exact) <= RTOL + 2 * spacing
+
+
+def test_gdp_mu_smallest_delta():
+    mu = gdp_mu(0.0, 5e-324)  # optimum ~ 1.25e-323: 1e-323 is the largest safe double
+    assert 0 < mu <= float(ref_mu(0.0, 5e-324))
+    assert ref_delta(mu, 0.0) <= 5e-324
+
+
 def test_competitor_failing_point():
     # eps = 20, delta = 1e-9: sigma = 0.359812086..., well below the classical formula
     sigma = analytic_gaussian_sigma(20.0, 1e-9)

@@ -162,6 +162,21 @@ def test_sigma_and_mu_forms_agree(mu, eps, sens):
     assert gaussian_delta(sigma, eps) == gaussian_delta(sigma, eps, 1.0)
 
 
+@pytest.mark.parametrize("sens", [1.0, 2.0**-20, 2.0**20])
+@pytest.mark.parametrize("mu", [2.0**-20, 0.125, 1.0, 4.0, 64.0])
+def test_sigma_forms_equal_gdp_forms_at_exact_mu(mu, sens):
+    sigma = sens / mu  # exact: powers of two, so Delta / sigma == mu exactly
+    for eps in [0.0, 1e-8, 1.0, 20.0]:
+        assert gaussian_delta(sigma, eps, sens) == pytest.approx(gdp_delta(mu, eps), rel=1e-12)
+        assert gaussian_log_delta(sigma, eps, sens) == pytest.approx(
+            gdp_log_delta(mu, eps), rel=1e-12, abs=1e-12
+        )
+    for delta in [1e-300, 1e-9, 0.1]:
+        assert gaussian_epsilon(sigma, delta, sens) == pytest.approx(
+            gdp_epsilon(mu, delta), rel=1e-12, abs=1e-15
+        )
+
+
 # ------------------------------------------------------------------------- fixed points
 
 MU_GRID = [1e-10, 1e-8, 1e-6, 1e-4, 0.01, 1.0, 10.0, 100.0, 1e3]
@@ -209,6 +224,17 @@ def test_underflow_floors_at_smallest_positive_double():
     exact = float(ref_log_delta(exact_mu(1e10, 1.0), 1e-8))
     assert exact == pytest.approx(-5033.15, abs=0.01)
     assert gaussian_log_delta(1e10, 1e-8) == pytest.approx(exact, rel=1e-12)
+
+
+def test_huge_sigma_underflows_quietly():
+    # sigma = 1e300 (mu = 1e-300) at eps = 1e-8: eps/mu = 1e292, delta = exp(-5e583).
+    # The value is below every double: floor, no overflow warning, no NaN.
+    assert gaussian_delta(1e300, 1e-8) == TINY
+    assert gdp_delta(1e-300, 1.0) == TINY
+    log_value = gdp_log_delta(1e-300, 1e-8)
+    assert log_value <= -1e300  # -inf (overflowed) or a huge negative number, never NaN
+    assert gaussian_log_delta(1e300, 1.0) <= -1e300
+    assert gaussian_epsilon(1e300, 1e-300) == 0.0
 
 
 def test_eps_zero_is_erf():

@@ -144,6 +144,16 @@ def test_epsilon_is_smallest(mu, delta):
         assert ref_delta(mu, 0) <= delta
 
 
+@pytest.mark.parametrize(("mu", "delta"), [(1e-300, 1e-310), (1e-300, 1e-301), (1e-200, 1e-250)])
+def test_epsilon_is_smallest_for_tiny_answers(mu, delta):
+    # eps* ~ 1e-300: the root finder must work in relative terms
+    e = ref_epsilon(mu, delta)
+    assert 0 < e < 1e-190
+    with hp():
+        above, below = e * (1 + mpf(10) ** -30), e * (1 - mpf(10) ** -30)
+    assert ref_delta(mu, above) <= delta < ref_delta(mu, below)
+
+
 def test_epsilon_zero_when_already_zero_dp():
     # delta(mu, 0) = erf(mu/(2 sqrt 2)) ~ 0.3989 mu for small mu
     assert ref_epsilon(1e-3, 1e-3) == 0

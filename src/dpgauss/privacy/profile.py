@@ -64,9 +64,12 @@ def log_delta_error(log_d: np.ndarray, t: np.ndarray) -> np.ndarray:
     is ``log1p(−tail)`` with ``tail = 1 − δ ≤ 0.32`` accurate to ``(1 + t²)`` ulps, so the
     error is proportional to ``1 − δ``: that keeps δ close to 1 exact in relative terms.
     """
-    tail = -np.expm1(log_d)
-    left = 1e-15 * (1.0 + t * t) * tail + 4e-16 * np.abs(log_d)
-    return np.where(t < -1.0, left, 1e-13 + 2e-15 * np.abs(log_d))
+    with np.errstate(over="ignore", invalid="ignore"):
+        tail = -np.expm1(log_d)
+        left = 1e-15 * (1.0 + t * t) * tail + 4e-16 * np.abs(log_d)
+        err = np.where(t < -1.0, left, 1e-13 + 2e-15 * np.abs(log_d))
+    # log δ = −inf (δ below every double) is exact as a bound: nothing to add.
+    return np.where(np.isfinite(log_d), err, 0.0)
 
 
 def log_delta_terms(
@@ -195,7 +198,7 @@ def _epsilon_flat(mu: np.ndarray, log_target: np.ndarray, q: np.ndarray) -> np.n
     # Φ(μ/2 − ε/μ) ≤ δ as soon as ε ≥ μ(μ/2 + q), q = −Φ⁻¹(δ): the bracket's upper end.
     hi = np.maximum(mu_s * (0.5 * mu_s + q[todo]), 0.0) * (1.0 + 1e-12) + 1e-300
     x = _solve.solve_safe(
-        kernel, hi, pad=lambda x: 4e-16 * np.abs(x) + 1e-300, lo=np.zeros_like(hi), hi=hi * 2.0
+        kernel, hi, pad=lambda x: 4e-16 * np.abs(x) + _TINY, lo=np.zeros_like(hi), hi=hi * 2.0
     )
     eps[todo] = np.nextafter(x, np.inf)
     return eps

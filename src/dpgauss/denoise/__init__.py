@@ -1,6 +1,21 @@
 """Denoisers: post-processing of a released vector that uses only y, σ and public structure."""
 
+from .auto import auto
 from .graph import Graph, as_graph
 from .result import Denoised, check_observation
+from .shrinkage import james_stein, posterior_mean
+from .thresholding import hard_threshold, soft_threshold
+from .wavelets import wavelet_denoise
 
-__all__ = ["Denoised", "Graph", "as_graph", "check_observation"]
+__all__ = [
+    "Denoised",
+    "Graph",
+    "as_graph",
+    "auto",
+    "check_observation",
+    "hard_threshold",
+    "james_stein",
+    "posterior_mean",
+    "soft_threshold",
+    "wavelet_denoise",
+]

@@ -1,0 +1,310 @@
+"""Wavelet shrinkage of a released signal or grid (SureShrink with orthonormal wavelets).
+
+An orthonormal transform ``W`` keeps white noise white: if ``y = θ + N(0, σ²I)`` then
+``Wy = Wθ + N(0, σ²I)``, and a piecewise-smooth ``θ`` has few large wavelet coefficients.
+Soft thresholding the detail coefficients and transforming back is therefore nearly
+minimax over Besov balls (Donoho & Johnstone 1994, 1995) and, as a post-processing of a
+Gaussian release, costs no privacy (Balle & Wang 2018, Section 4 and the NYC-taxi heat
+maps of Section 5.3; the coordinatewise guarantee is their Thm 12).
+
+Implementation (PyWavelets, an optional extra: ``pip install dpgauss[wavelets]``):
+
+* ``mode="periodization"``: for an orthogonal wavelet and a length divisible by
+  ``2**level`` along every axis this is an exactly orthonormal transform (Parseval).  The
+  wavelet is checked to be orthonormal (biorthogonal wavelets and the FIR-approximate
+  discrete Meyer ``"dmey"`` are refused).
+* Lengths not divisible by ``2**level`` are padded, along each axis, to the next multiple
+  by a straight line from the last sample back to the first (so that the periodic
+  extension has no jump), transformed, thresholded, transformed back and cropped.
+  Padding is linear in ``y``, so the estimator stays weakly differentiable and SURE stays
+  exact; the divergence then weighs each kept coefficient ``j`` by ``⟨w_j, PCw_j⟩``
+  (``P`` the padding, ``C`` the crop, ``w_j`` the basis vector) instead of 1, computed per
+  axis from translates of one prototype per level with FFTs.
+* Approximation (scaling) coefficients are never thresholded.
+* ``threshold="sure"`` picks one λ per level (all orientations of a 2-D level share it)
+  by minimising soft thresholding's SURE over that level's coefficients (SureShrink,
+  Donoho & Johnstone 1995); with padding the coefficient noise is slightly coloured near
+  the boundary, which affects only this choice, not the validity of the reported SURE.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+import warnings
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from .result import Denoised, check_observation
+from .thresholding import _threshold_arg, sure_threshold, universal_threshold
+
+__all__ = ["wavelet_denoise"]
+
+_MODE = "periodization"
+_ORTHONORMAL_TOL = 1e-10
+
+
+def _import_pywt() -> ModuleType:
+    try:
+        import pywt
+    except ImportError as exc:  # pragma: no cover - exercised only without the extra
+        raise ImportError(
+            "wavelet denoising needs PyWavelets, an optional dependency: "
+            "pip install dpgauss[wavelets]"
+        ) from exc
+    return pywt
+
+
+def orthonormal_wavelet(wavelet: object) -> Any:
+    """Return ``pywt.Wavelet(wavelet)`` after checking that its filter bank is orthonormal.
+
+    The filters must satisfy ``Σ h[k]h[k+2m] = δ_m`` (low and high pass), be orthogonal to
+    each other at even shifts, and reconstruct with the time-reversed analysis filters.
+    """
+    pywt = _import_pywt()
+    if isinstance(wavelet, str):
+        try:
+            wav = pywt.Wavelet(wavelet)
+        except ValueError:
+            raise ValueError(
+                "wavelet must name a discrete orthogonal wavelet known to PyWavelets "
+                f"(e.g. 'haar', 'db4', 'sym8', 'coif2'); got {wavelet!r}"
+            ) from None
+    elif isinstance(wavelet, pywt.Wavelet):
+        wav = wavelet
+    else:
+        raise TypeError(
+            f"wavelet must be a wavelet name or a pywt.Wavelet; got {type(wavelet).__name__}"
+        )
+    lo, hi = np.asarray(wav.dec_lo, float), np.asarray(wav.dec_hi, float)
+    rec_lo, rec_hi = np.asarray(wav.rec_lo, float), np.asarray(wav.rec_hi, float)
+    length = lo.size
+    lags = np.arange(-(length - 1), length)
+    even = lags % 2 == 0
+    delta = (lags == 0).astype(float)
+    err = max(
+        np.abs(np.correlate(lo, lo, "full") - delta)[even].max(),
+        np.abs(np.correlate(hi, hi, "full") - delta)[even].max(),
+        np.abs(np.correlate(lo, hi, "full"))[even].max(),
+        np.abs(rec_lo - lo[::-1]).max() if rec_lo.size == length else math.inf,
+        np.abs(rec_hi - hi[::-1]).max() if rec_hi.size == length else math.inf,
+    )
+    if not (wav.orthogonal and err <= _ORTHONORMAL_TOL):
+        raise ValueError(
+            f"wavelet must be orthonormal so that the coefficient noise stays white with the "
+            f"same σ; {wav.name!r} is not (filter orthonormality error {err:.2g}). Use an "
+            "orthogonal family such as 'haar', 'db<N>', 'sym<N>' or 'coif<N>'"
+        )
+    return wav
+
+
+def _level(level: object, shape: tuple[int, ...], wav: Any) -> int:
+    pywt = _import_pywt()
+    top = math.floor(math.log2(min(shape)))
+    if level is None:
+        auto = min(pywt.dwt_max_level(n, wav.dec_len) for n in shape)
+        return max(1, min(auto, top))
+    if isinstance(level, bool) or not isinstance(level, numbers.Integral):
+        raise TypeError(f"level must be an integer or None; got {type(level).__name__}")
+    if not 1 <= int(level) <= top:
+        raise ValueError(
+            f"level must be in [1, {top}] for y of shape {shape} (2**level may not exceed the "
+            f"shortest axis); got {int(level)}"
+        )
+    return int(level)
+
+
+def _bridge(n: int, n_pad: int) -> np.ndarray:
+    """Weights ``t`` of the padding ``x[n + q] = (1 − t_q)·x[n−1] + t_q·x[0]``."""
+    p = n_pad - n
+    return np.arange(1, p + 1, dtype=np.float64) / (p + 1)
+
+
+def _pad(x: np.ndarray, padded_shape: tuple[int, ...]) -> np.ndarray:
+    """Pad every axis with the straight line from its last sample back to its first."""
+    for axis, (n, n_pad) in enumerate(zip(x.shape, padded_shape, strict=True)):
+        if n_pad == n:
+            continue
+        t = _bridge(n, n_pad)
+        first = np.take(x, [0], axis=axis)
+        last = np.take(x, [n - 1], axis=axis)
+        shape = [1] * x.ndim
+        shape[axis] = t.size
+        t = t.reshape(shape)
+        x = np.concatenate([x, (1.0 - t) * last + t * first], axis=axis)
+    return x
+
+
+def _correlate(kernel_fft: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """``c(s) = Σᵢ K(i)·f((i − s) mod N)`` for every shift ``s``, by FFT."""
+    return np.fft.irfft(kernel_fft * np.conj(np.fft.rfft(f)), n=f.size)
+
+
+_FilterBank = tuple[tuple[float, ...], ...]
+
+
+def _filter_bank(wav: Any) -> _FilterBank:
+    return tuple(tuple(float(v) for v in f) for f in wav.filter_bank)
+
+
+@functools.lru_cache(maxsize=256)
+def _axis_weights(bank: _FilterBank, n: int, n_pad: int, kind: str, level: int) -> np.ndarray:
+    """``⟨w, PCw⟩`` for every level-``level`` basis vector of one axis (see module doc).
+
+    At level ``l`` the periodized basis vectors are the translates by ``2**l·k`` of one
+    prototype (``φ_l`` for ``kind="a"``, approximation; ``ψ_l`` for ``"d"``, detail).
+    With ``K`` the indicator of the kept samples ``[0, n)`` and ``A``/``B`` the padding
+    weights on ``x[n−1]``/``x[0]``,
+    ``⟨w_s, PCw_s⟩ = Σ K·w_s² + w_s(n−1)·Σ A·w_s + w_s(0)·Σ B·w_s``: one circular
+    correlation each, for all translates at once.  Cached: it depends only on the
+    filters, the lengths and the level.
+    """
+    pywt = _import_pywt()
+    wav = pywt.Wavelet("cached", filter_bank=bank)
+    t = _bridge(n, n_pad)
+    kept = np.zeros(n_pad)
+    kept[:n] = 1.0
+    on_last = np.zeros(n_pad)
+    on_last[n:] = 1.0 - t
+    on_first = np.zeros(n_pad)
+    on_first[n:] = t
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Level value", category=UserWarning)
+        coeffs = pywt.wavedec(np.zeros(n_pad), wav, mode=_MODE, level=level)
+        coeffs[0 if kind == "a" else 1][0] = 1.0
+        proto = pywt.waverec(coeffs, wav, mode=_MODE)
+    shifts = np.arange(0, n_pad, 2**level)
+    energy = _correlate(np.fft.rfft(kept), proto * proto)[shifts]
+    to_last = _correlate(np.fft.rfft(on_last), proto)[shifts]
+    to_first = _correlate(np.fft.rfft(on_first), proto)[shifts]
+    at_last = proto[(n - 1 - shifts) % n_pad]  # w_s(n − 1)
+    at_first = proto[-shifts % n_pad]  # w_s(0)
+    out = energy + at_last * to_last + at_first * to_first
+    out.setflags(write=False)
+    return out
+
+
+def _band_weights(
+    bank: _FilterBank, sizes: list[tuple[int, int]], key: str, level: int
+) -> np.ndarray | None:
+    """Outer product over axes of the per-axis weights of a band; None when all are 1.
+
+    ``key`` has one letter per axis, 'a' (scaling function) or 'd' (wavelet), as in
+    ``pywt.wavedecn``; ``sizes`` holds ``(n, n_pad)`` per axis.
+    """
+    if all(n == n_pad for n, n_pad in sizes):
+        return None
+    out = np.ones(())
+    for (n, n_pad), kind in zip(sizes, key, strict=True):
+        if n == n_pad:
+            vec = np.ones(n_pad >> level)
+        else:
+            vec = _axis_weights(bank, n, n_pad, kind, level)
+        out = np.multiply.outer(out, vec)
+    return out
+
+
+def wavelet_denoise(
+    y: object,
+    sigma: object,
+    wavelet: object = "haar",
+    level: int | None = None,
+    threshold: object = "sure",
+) -> Denoised:
+    """Soft-threshold the detail coefficients of an orthonormal wavelet transform of ``y``.
+
+    ``ŷ = C Wᵀ η_λ(W P y)`` with ``W`` the periodized orthonormal DWT (PyWavelets,
+    ``mode="periodization"``), ``η_λ`` soft thresholding applied to detail coefficients
+    only (approximation coefficients pass unchanged), ``P`` the padding and ``C`` the crop
+    described in the module doc (both the identity when every length is divisible by
+    ``2**level``).  Donoho & Johnstone (1994, 1995); Balle & Wang (2018), Section 4 and
+    Thm 12 (soft thresholding), Section 5.3 (wavelet denoising of private heat maps).
+
+    Parameters
+    ----------
+    y : array_like of finite reals, 1-D (a signal) or 2-D (a grid), at least 2 entries
+        along every axis
+    sigma : float > 0, the public noise standard deviation
+    wavelet : a name (``"haar"`` default, ``"db4"``, ``"sym8"``, …) or a ``pywt.Wavelet``;
+        must be orthonormal (checked)
+    level : number of decomposition levels, ``1 ≤ level ≤ log2(shortest axis)``; default
+        ``pywt.dwt_max_level`` of the shortest axis (at least 1)
+    threshold : ``"sure"`` (default: one λ per level minimising SURE), ``"universal"``
+        (``σ√(2 ln N)``, ``N = y.size``, at every level) or a number ``λ ≥ 0`` (every
+        level)
+
+    Returns
+    -------
+    Denoised
+        ``risk`` is the exact SURE ``‖ŷ − y‖² + 2σ²·div ŷ − Nσ²`` with
+        ``div ŷ = Σ_{kept or approximation j} ⟨w_j, PCw_j⟩``, which is
+        ``#approximation + #{|z_j| > λ}`` without padding, where it equals the
+        coefficient-domain SURE ``Σ min(z_j², λ²) + 2σ²·div − Nσ²`` by Parseval.  It is
+        unbiased for a fixed or universal threshold; with ``threshold="sure"`` it is SURE at
+        the minimising thresholds, which is optimistic (one minimisation per level: by
+        about 3–5 % of ``Nσ²`` in Monte Carlo at ``N ≈ 1000``).  ``params``: ``wavelet``,
+        ``level``, ``threshold`` (the rule), ``thresholds`` (λ per level, finest level
+        first), ``df`` (the divergence), ``padded_shape``.
+    """
+    arr, s = check_observation(y, sigma)
+    if arr.ndim not in (1, 2):
+        raise ValueError(f"y must be 1-D (a signal) or 2-D (a grid); got shape {arr.shape}")
+    if min(arr.shape) < 2:
+        raise ValueError(f"y must have at least 2 entries along every axis; got shape {arr.shape}")
+    wav = orthonormal_wavelet(wavelet)
+    rule = _threshold_arg(threshold, ("sure", "universal"))
+    levels = _level(level, arr.shape, wav)
+    pywt = _import_pywt()
+    block = 2**levels
+    padded_shape = tuple(-(-n // block) * block for n in arr.shape)
+    x = _pad(arr, padded_shape)
+    with warnings.catch_warnings():
+        # The transform stays orthonormal when the filter is longer than a coarse level.
+        warnings.filterwarnings("ignore", message="Level value", category=UserWarning)
+        coeffs = pywt.wavedecn(x, wav, mode=_MODE, level=levels)
+    bank = _filter_bank(wav)
+    sizes = list(zip(arr.shape, padded_shape, strict=True))
+    approx_key = "a" * arr.ndim
+    w_approx = _band_weights(bank, sizes, approx_key, levels)
+    df = float(coeffs[0].size if w_approx is None else w_approx.sum())
+    thresholds: list[float] = [0.0] * levels
+    shrunk: list[Any] = [coeffs[0]]
+    for i, bands in enumerate(coeffs[1:]):
+        lev = levels - i  # coeffs[1] is the coarsest detail level
+        if rule == "sure":
+            z = np.concatenate([b.ravel() for b in bands.values()])
+            lam = sure_threshold(np.abs(z), s)[0]
+        elif rule == "universal":
+            lam = universal_threshold(s, arr.size)
+        else:
+            lam = float(rule)
+        thresholds[lev - 1] = lam
+        new = {}
+        for key, band in bands.items():
+            kept = np.abs(band) > lam
+            new[key] = np.where(kept, band - np.sign(band) * lam, 0.0)
+            weights = _band_weights(bank, sizes, key, lev)
+            df += float(np.count_nonzero(kept) if weights is None else weights[kept].sum())
+        shrunk.append(new)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Level value", category=UserWarning)
+        full = pywt.waverecn(shrunk, wav, mode=_MODE)
+    estimate = np.ascontiguousarray(full[tuple(slice(0, n) for n in arr.shape)])
+    d = arr.size
+    risk = float(np.sum((estimate - arr) ** 2)) + 2.0 * s * s * df - d * s * s
+    return Denoised(
+        estimate,
+        risk,
+        "wavelet",
+        {
+            "wavelet": wav.name,
+            "level": levels,
+            "threshold": rule if isinstance(rule, str) else "fixed",
+            "thresholds": thresholds,
+            "df": df,
+            "padded_shape": padded_shape,
+        },
+    )

@@ -5,6 +5,7 @@ from .graph import Graph, as_graph
 from .result import Denoised, check_observation
 from .shrinkage import james_stein, posterior_mean
 from .thresholding import hard_threshold, soft_threshold
+from .tree_wavelets import graph_wavelet_denoise, tree_wavelet_basis
 from .wavelets import wavelet_denoise
 
 __all__ = [
@@ -13,9 +14,11 @@ __all__ = [
     "as_graph",
     "auto",
     "check_observation",
+    "graph_wavelet_denoise",
     "hard_threshold",
     "james_stein",
     "posterior_mean",
     "soft_threshold",
+    "tree_wavelet_basis",
     "wavelet_denoise",
 ]

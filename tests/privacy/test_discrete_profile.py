@@ -100,6 +100,13 @@ def test_monotone_in_sensitivity():
             assert np.all(np.diff(values) >= 0)
 
 
+def test_epsilon_zero_is_monotone_in_sigma():
+    """Why calibration may skip the pocket scan at ε = 0."""
+    grid = np.linspace(0.05, 50.0, 5000)
+    for sens in (1, 2, 5):
+        assert np.all(np.diff(discrete_gaussian_delta(grid, 0.0, sens)) <= 0)
+
+
 def test_not_monotone_in_sigma():
     """Documented lattice effect: at ε = 8 more noise can be *less* private."""
     assert discrete_gaussian_delta(0.54, 8.0) > 10 * discrete_gaussian_delta(0.44, 8.0)

@@ -11,6 +11,7 @@ from .baselines import (
     theorem4_sigma_lower_bound,
 )
 from .calibration import analytic_gaussian_sigma, gdp_mu
+from .discrete_profile import discrete_gaussian_delta, discrete_gaussian_sigma
 from .profile import (
     gaussian_delta,
     gaussian_epsilon,
@@ -24,6 +25,8 @@ __all__ = [
     "analytic_gaussian_sigma",
     "classical_gaussian_sigma",
     "delta0",
+    "discrete_gaussian_delta",
+    "discrete_gaussian_sigma",
     "gaussian_delta",
     "gaussian_epsilon",
     "gaussian_log_delta",

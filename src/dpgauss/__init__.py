@@ -6,6 +6,7 @@ down: bound contributions → aggregate → calibrate σ (:mod:`dpgauss.privacy`
 (:mod:`dpgauss.noise`) → denoise → release.
 """
 
+from .noise import DiscreteGaussianMechanism, GaussianMechanism, LaplaceMechanism, Release
 from .privacy import (
     analytic_gaussian_sigma,
     classical_gaussian_sigma,
@@ -27,6 +28,10 @@ from .privacy import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "DiscreteGaussianMechanism",
+    "GaussianMechanism",
+    "LaplaceMechanism",
+    "Release",
     "__version__",
     "analytic_gaussian_sigma",
     "classical_gaussian_sigma",

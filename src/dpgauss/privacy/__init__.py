@@ -11,6 +11,7 @@ from .baselines import (
     theorem4_sigma_lower_bound,
 )
 from .calibration import analytic_gaussian_sigma, gdp_mu
+from .discrete_multivariate import discrete_gaussian_vector_delta, discrete_gaussian_vector_sigma
 from .discrete_profile import discrete_gaussian_delta, discrete_gaussian_sigma
 from .profile import (
     gaussian_delta,
@@ -27,6 +28,8 @@ __all__ = [
     "delta0",
     "discrete_gaussian_delta",
     "discrete_gaussian_sigma",
+    "discrete_gaussian_vector_delta",
+    "discrete_gaussian_vector_sigma",
     "gaussian_delta",
     "gaussian_epsilon",
     "gaussian_log_delta",

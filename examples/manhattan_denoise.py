@@ -35,7 +35,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from dpgauss import analytic_gaussian_sigma
+from dpgauss import GaussianMechanism
 from dpgauss.datasets import RoadGraph, load_manhattan_graph, load_trips, snap_to_nodes
 from dpgauss.denoise import as_graph
 from dpgauss.denoise.tree_wavelets import graph_wavelet_denoise
@@ -120,9 +120,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     graph = load_manhattan_graph()
     try:
         counts = pickups_per_junction(graph, args.max_distance)
-        sigma = analytic_gaussian_sigma(args.epsilon, args.delta, args.sensitivity)
-        rng = np.random.default_rng(args.seed)
-        released = counts + sigma * rng.standard_normal(graph.n)
+        mechanism = GaussianMechanism(args.epsilon, args.delta, args.sensitivity)
+        # A seeded experiment: floating-point noise, reproducible (not for publishing).
+        release = mechanism.release(counts, rng=args.seed)
+        released, sigma = release.values, release.sigma
         g = as_graph(graph.edges, graph.n)
         result = graph_wavelet_denoise(released, sigma, g, threshold)
     except (TypeError, ValueError) as exc:

@@ -18,6 +18,7 @@ from .privacy import (
     gaussian_delta,
     gaussian_epsilon,
 )
+from .release.budget_cli import add_budget_parser
 
 __all__ = ["main"]
 
@@ -131,6 +132,8 @@ def _build_parser() -> _Parser:
 
     demo = sub.add_parser("demo", help="the main job: a short tour")
     demo.set_defaults(run=_demo)
+
+    add_budget_parser(sub)
     return parser
 
 

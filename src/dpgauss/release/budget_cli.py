@@ -1,0 +1,180 @@
+"""``dpgauss budget``: create, inspect and plan privacy budgets (thin over the ledger).
+
+``add_budget_parser(subparsers)`` registers the ``budget`` command and its sub-commands
+``init``, ``show`` and ``plan`` on the sub-parsers of the ``dpgauss`` parser.  Each one
+returns the text to print; errors are ``ValueError``/``TypeError`` (the ledger's errors
+are ``ValueError`` too), which ``dpgauss.cli.main`` reports in one line with exit status 2.
+
+The ledger file is ``--ledger FILE`` or, if that is not given, the environment variable
+``DPGAUSS_LEDGER``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+from ..privacy.accounting import GaussianAccountant, plan_equal
+from ..privacy.composition import composed_sigma
+from .ledger import BudgetStatus, Ledger
+
+__all__ = ["LEDGER_ENV", "add_budget_parser"]
+
+#: Environment variable naming the ledger file when ``--ledger`` is not given.
+LEDGER_ENV = "DPGAUSS_LEDGER"
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1; got {value}")
+    return value
+
+
+def _ledger_path(args: argparse.Namespace) -> str:
+    path = args.ledger or os.environ.get(LEDGER_ENV)
+    if not path:
+        raise ValueError(f"no ledger file: give --ledger FILE or set {LEDGER_ENV}")
+    return path
+
+
+def _status_lines(s: BudgetStatus) -> list[str]:
+    return [
+        f"budget    : epsilon={s.epsilon:g} delta={s.delta:g} (mu={s.mu_budget:.10g})",
+        f"spent     : mu={s.mu_spent:.10g} in {s.charges} charge(s) "
+        f"(epsilon={s.epsilon_spent:.6g} at delta={s.delta:g})",
+        f"remaining : mu={s.mu_remaining:.10g} "
+        f"(one more release using all of it: epsilon={s.epsilon_remaining:.6g} "
+        f"at delta={s.delta:g})",
+    ]
+
+
+def _init(args: argparse.Namespace) -> str:
+    path = _ledger_path(args)
+    with Ledger(path) as ledger:
+        status = ledger.create_budget(args.dataset, args.epsilon, args.delta)
+    if args.json:
+        return json.dumps({"ledger": os.path.abspath(path), **status.as_dict()})
+    head = f"created the budget of dataset {status.dataset!r} in {os.path.abspath(path)}"
+    return "\n".join([head, *_status_lines(status)])
+
+
+def _show(args: argparse.Namespace) -> str:
+    path = _ledger_path(args)
+    with Ledger(path, create=False) as ledger:
+        status = ledger.remaining(args.dataset)
+        entries = ledger.charges(args.dataset)
+    if args.json:
+        return json.dumps(
+            {
+                "ledger": os.path.abspath(path),
+                **status.as_dict(),
+                "entries": [e.as_dict() for e in entries],
+            }
+        )
+    lines = [f"dataset   : {status.dataset}", f"ledger    : {os.path.abspath(path)}"]
+    lines += _status_lines(status)
+    if entries:
+        lines.append("")
+        lines.append(
+            f"{'id':>5}  {'time (UTC)':<32} {'sigma':>12} {'sensitivity':>12} {'mu':>12}  label"
+        )
+        for e in entries:
+            sigma = "-" if e.sigma is None else f"{e.sigma:.6g}"
+            sens = "-" if e.sensitivity is None else f"{e.sensitivity:.6g}"
+            lines.append(
+                f"{e.id:>5}  {e.time:<32} {sigma:>12} {sens:>12} {e.mu:>12.6g}  {e.label or ''}"
+            )
+    return "\n".join(lines)
+
+
+def _plan(args: argparse.Namespace) -> str:
+    k, eps, dlt, sens = args.queries, args.epsilon, args.delta, args.sensitivity
+    sigma = plan_equal(eps, dlt, k, sens)
+    acc = GaussianAccountant()
+    mu_each = float(acc.add(sigma, sens, count=k))
+    total_eps = float(acc.epsilon(dlt))
+    basic = composed_sigma("basic", k, eps, dlt, sens)
+    ratio = (basic / sigma) ** 2
+    if args.json:
+        return json.dumps(
+            {
+                "sigma": sigma,
+                "mu_per_query": mu_each,
+                "mu_total": acc.mu,
+                "epsilon_total": total_eps,
+                "basic_sigma": basic,
+                "variance_ratio": ratio,
+                "queries": k,
+                "epsilon": eps,
+                "delta": dlt,
+                "sensitivity": sens,
+            }
+        )
+    return "\n".join(
+        [
+            f"epsilon={eps:g} delta={dlt:g} queries={k} sensitivity={sens:g}",
+            f"sigma per query : {sigma:.10g} (mu={mu_each:.6g} each, exact mu-GDP composition)",
+            f"together        : mu={acc.mu:.10g}, epsilon={total_eps:.6g} at delta={dlt:g}",
+            f"basic split     : sigma={basic:.10g} (each query at epsilon/k, delta/k)",
+            f"variance ratio  : {ratio:.6g} (basic split / exact composition)",
+        ]
+    )
+
+
+def add_budget_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register ``budget`` with its sub-commands ``init``, ``show`` and ``plan``.
+
+    ``subparsers`` is the object returned by ``parser.add_subparsers(...)``; every parser
+    created here has its class (so a parser whose ``error`` raises keeps doing so).  Each
+    sub-command sets ``run`` to a function of the parsed arguments returning the text to
+    print.  Returns the ``budget`` parser.
+    """
+    budget = subparsers.add_parser(
+        "budget",
+        help="privacy budget ledger: init, show, plan",
+        description="Create, inspect and plan (epsilon, delta) privacy budgets. The ledger "
+        f"file is --ledger FILE or ${LEDGER_ENV}.",
+    )
+    sub = budget.add_subparsers(
+        dest="budget_command",
+        metavar="{init,show,plan}",
+        required=True,
+        parser_class=type(budget),
+    )
+
+    ledger_help = f"the ledger file (default: ${LEDGER_ENV})"
+
+    init = sub.add_parser("init", help="create the (epsilon, delta) budget of a dataset")
+    init.add_argument("dataset", help="dataset id")
+    init.add_argument("--epsilon", type=_number, required=True, help="epsilon > 0")
+    init.add_argument("--delta", type=_number, required=True, help="0 < delta < 1")
+    init.add_argument("--ledger", metavar="FILE", help=ledger_help + "; created if missing")
+    init.add_argument("--json", action="store_true", help="print one JSON object")
+    init.set_defaults(run=_init)
+
+    show = sub.add_parser("show", help="budget, spent and remaining, and every charge")
+    show.add_argument("dataset", help="dataset id")
+    show.add_argument("--ledger", metavar="FILE", help=ledger_help)
+    show.add_argument("--json", action="store_true", help="print one JSON object")
+    show.set_defaults(run=_show)
+
+    plan = sub.add_parser("plan", help="sigma per query so that K queries fit (epsilon, delta)")
+    plan.add_argument("--epsilon", type=_number, required=True, help="total epsilon > 0")
+    plan.add_argument("--delta", type=_number, required=True, help="total 0 < delta < 1")
+    plan.add_argument("--queries", type=_count, required=True, metavar="K", help="K >= 1")
+    plan.add_argument("--sensitivity", type=_number, default=1.0, help="L2 sensitivity > 0")
+    plan.add_argument("--json", action="store_true", help="print one JSON object")
+    plan.set_defaults(run=_plan)
+    return budget

@@ -1,0 +1,713 @@
+r"""The privacy budget ledger: an SQLite file that is the security boundary of every release.
+
+A :class:`Ledger` holds, per dataset id, a total (ε, δ) budget and every release charged
+against it (time, label, σ, sensitivity Δ, μ).  It composes the charges *exactly*: a Gaussian
+release with ``μ = Δ/σ`` is μ-GDP, k of them are ``√(Σ μᵢ²)``-GDP (Dong, Roth & Su 2019,
+Cor. 3.3; :mod:`dpgauss.privacy.accounting`), and the budget (ε, δ) is the GDP budget
+``μ_B = gdp_mu(ε, δ)``: the largest μ whose exact privacy profile stays within (ε, δ).  So a
+charge ``μ_c`` fits if and only if
+
+.. math::  \sum_i μ_i^2 + μ_c^2 \le μ_B^2,
+
+and ε's are never added.  The comparison is done in exact rational arithmetic on the stored
+doubles (``fractions.Fraction``), with ``μ_c`` the smallest double ≥ Δ/σ and ``μ_B`` rounded
+down, so it is on the safe side and exactly reproducible: the same charges are accepted in
+any order, by any process.
+
+Reliability
+-----------
+* A charge is one ``BEGIN IMMEDIATE`` transaction: read the budget and the charges, check,
+  insert, commit.  Concurrent processes serialise on the write lock (WAL journal, busy
+  timeout), so a budget that fits n releases accepts exactly n, however many processes race.
+* A process killed in the middle of a charge leaves no trace of it: SQLite rolls the
+  uncommitted transaction back (``synchronous=FULL``, so a committed charge survives a power
+  cut too).
+* A file that is not a ledger (not SQLite, another application's SQLite file, a corrupted
+  ledger) is refused with :class:`LedgerFormatError` before anything is written to it.  A new
+  ledger is built in a temporary file and linked into place atomically, so a ledger path never
+  holds a half-initialised file and an existing file is never overwritten.
+
+Protocol for a release: charge first, then compute and write the output.  If writing fails
+the charge stays — spent budget is never returned (``docs/ledger.md`` says why).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sqlite3
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from fractions import Fraction
+from pathlib import Path
+
+import numpy as np
+
+from .._validation import POSITIVE, UNIT_OPEN, as_real_array, check_interval
+from ..privacy import gdp_epsilon, gdp_mu
+from ..privacy.accounting import GaussianAccountant
+
+__all__ = [
+    "APPLICATION_ID",
+    "SCHEMA_VERSION",
+    "BudgetExceeded",
+    "BudgetStatus",
+    "Ledger",
+    "LedgerEntry",
+    "LedgerError",
+    "LedgerFormatError",
+    "UnknownDatasetError",
+]
+
+#: ``PRAGMA application_id`` of a dpgauss ledger: the bytes ``"DPGL"``.
+APPLICATION_ID = 0x4450474C
+#: ``PRAGMA user_version``: the version of the schema below.
+SCHEMA_VERSION = 1
+_APPLICATION_NAME = "dpgauss-ledger"
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+_SCHEMA = (
+    """CREATE TABLE meta (
+        key TEXT PRIMARY KEY NOT NULL,
+        value TEXT NOT NULL
+    )""",
+    """CREATE TABLE budgets (
+        dataset TEXT PRIMARY KEY NOT NULL CHECK (length(dataset) > 0),
+        epsilon REAL NOT NULL CHECK (epsilon > 0),
+        delta REAL NOT NULL CHECK (delta > 0 AND delta < 1),
+        mu REAL NOT NULL CHECK (mu > 0),
+        created TEXT NOT NULL
+    )""",
+    """CREATE TABLE charges (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        dataset TEXT NOT NULL REFERENCES budgets (dataset),
+        time TEXT NOT NULL,
+        label TEXT,
+        sigma REAL CHECK (sigma IS NULL OR sigma > 0),
+        sensitivity REAL CHECK (sensitivity IS NULL OR sensitivity > 0),
+        mu REAL NOT NULL CHECK (mu > 0),
+        CHECK ((sigma IS NULL) = (sensitivity IS NULL))
+    )""",
+    "CREATE INDEX charges_by_dataset ON charges (dataset, id)",
+)
+_TABLES = {"meta", "budgets", "charges"}
+
+#: Test seam: when set, called inside the charge transaction right after the INSERT and
+#: before the COMMIT (the reliability tests kill the process there).  Always None otherwise.
+_before_commit: Callable[[], None] | None = None
+
+
+class LedgerError(ValueError):
+    """Base class of the ledger's errors (a ``ValueError``, so the CLI reports it in one line)."""
+
+
+class LedgerFormatError(LedgerError):
+    """The file is not a dpgauss ledger (or is corrupted); it was not modified."""
+
+
+class UnknownDatasetError(LedgerError):
+    """No budget has been created for this dataset id."""
+
+
+class BudgetExceeded(LedgerError):  # noqa: N818 - the name the issue asks for
+    """A charge would take the composed guarantee beyond the dataset's (ε, δ) budget.
+
+    Attributes: ``dataset``, ``requested_mu``, ``status`` (the :class:`BudgetStatus`
+    before the refused charge, with the spent and remaining budget).
+    """
+
+    def __init__(self, dataset: str, requested_mu: float, status: BudgetStatus) -> None:
+        self.dataset = dataset
+        self.requested_mu = requested_mu
+        self.status = status
+        s = status
+        super().__init__(
+            f"budget exceeded for dataset {dataset!r}: requested mu={requested_mu:.10g}, "
+            f"but {s.charges} charge(s) have spent mu={s.mu_spent:.10g} "
+            f"(epsilon={s.epsilon_spent:.6g} at delta={s.delta:g}) of the budget "
+            f"mu={s.mu_budget:.10g} (epsilon={s.epsilon:g}, delta={s.delta:g}); "
+            f"remaining mu={s.mu_remaining:.10g}, i.e. the smallest sigma still allowed is "
+            f"{_sigma_text(s.mu_remaining)} x sensitivity"
+        )
+
+    def __reduce__(self) -> tuple[type, tuple[str, float, BudgetStatus]]:
+        return (type(self), (self.dataset, self.requested_mu, self.status))
+
+
+def _sigma_text(mu_remaining: float) -> str:
+    if mu_remaining <= 0.0:
+        return "none (the budget is used up)"
+    return f"{1.0 / mu_remaining:.10g}"
+
+
+@dataclass(frozen=True)
+class BudgetStatus:
+    """The budget of one dataset and what is left of it.
+
+    ``mu_budget = gdp_mu(epsilon, delta)`` (rounded down); ``mu_spent = √(Σ μᵢ²)`` over the
+    charges (rounded up, by :class:`~dpgauss.privacy.accounting.GaussianAccountant`);
+    ``mu_remaining = √(mu_budget² − Σ μᵢ²)`` (exact, rounded down): any further set of
+    releases whose μ's compose to at most ``mu_remaining`` fits.  ``epsilon_spent`` is the ε
+    of everything charged so far at the budget's δ; ``epsilon_remaining`` is the ε, at the
+    budget's δ, of one release that would use all of ``mu_remaining``.  ε's do not add:
+    ``epsilon_spent + epsilon_remaining`` is in general more than ``epsilon``.
+    """
+
+    dataset: str
+    epsilon: float
+    delta: float
+    mu_budget: float
+    mu_spent: float
+    mu_remaining: float
+    epsilon_spent: float
+    epsilon_remaining: float
+    charges: int
+
+    def as_dict(self) -> dict[str, object]:
+        """A JSON-ready dict of the fields."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    """One committed charge.  ``sigma`` and ``sensitivity`` are None for a charge by μ."""
+
+    id: int
+    dataset: str
+    time: str
+    label: str | None
+    sigma: float | None
+    sensitivity: float | None
+    mu: float
+
+    def as_dict(self) -> dict[str, object]:
+        """A JSON-ready dict of the fields."""
+        return asdict(self)
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _scalar(value: object, name: str, allowed: object = POSITIVE) -> float:
+    arr = as_real_array(value, name)
+    if arr.ndim:
+        raise TypeError(f"{name} must be a single real number; got an array of shape {arr.shape}")
+    check_interval(arr, name, allowed)  # type: ignore[arg-type]
+    return float(arr)
+
+
+def _dataset(dataset: object) -> str:
+    if not isinstance(dataset, str):
+        raise TypeError(f"dataset must be a non-empty string; got {type(dataset).__name__}")
+    if not dataset.strip() or "\x00" in dataset:
+        raise ValueError(f"dataset must be a non-empty string without NUL; got {dataset!r}")
+    return dataset
+
+
+def _label(label: object) -> str | None:
+    if label is None or isinstance(label, str):
+        return label
+    raise TypeError(f"label must be a string or None; got {type(label).__name__}")
+
+
+# ---------------------------------------------------------------------- exact arithmetic
+
+
+def _mu_up(sensitivity: float, sigma: float) -> float:
+    """The smallest double ≥ Δ/σ (exact: the quotient is checked with rationals)."""
+    q = sensitivity / sigma
+    if not math.isfinite(q):
+        raise ValueError(
+            f"sensitivity/sigma = {sensitivity!r}/{sigma!r} overflows; such a release "
+            "has no privacy to speak of"
+        )
+    if q == 0.0 or Fraction(q) * Fraction(sigma) < Fraction(sensitivity):
+        q = math.nextafter(q, math.inf)
+    return q
+
+
+def _sqrt(x: Fraction, *, up: bool) -> float:
+    """√x for an exact rational x ≥ 0, as the nearest double on the requested side."""
+    if x <= 0:
+        return 0.0
+    k = (x.numerator.bit_length() - x.denominator.bit_length()) // 2
+    scaled = x / Fraction(4) ** k if k >= 0 else x * Fraction(4) ** (-k)
+    try:
+        s = math.ldexp(math.sqrt(float(scaled)), k)
+    except OverflowError:
+        return math.inf if up else math.nextafter(math.inf, 0.0)
+    if up:
+        while Fraction(s) ** 2 < x:
+            s = math.nextafter(s, math.inf)
+    else:
+        while Fraction(s) ** 2 > x:
+            s = math.nextafter(s, 0.0)
+    return s
+
+
+def _sum_squares(mus: list[float]) -> Fraction:
+    """Σ μᵢ² exactly.  Each double is n/2^k, so the sum is an integer over 2^(2 max k)."""
+    if not mus:
+        return Fraction(0)
+    pairs = [m.as_integer_ratio() for m in mus]
+    top = max(d.bit_length() for _, d in pairs) - 1
+    total = sum((n * n) << (2 * (top - d.bit_length() + 1)) for n, d in pairs)
+    return Fraction(total, 1 << (2 * top))
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+# --------------------------------------------------------------------------- the file
+
+
+def _read_header(path: Path) -> bytes:
+    if path.is_dir():
+        raise LedgerFormatError(f"{path} is a directory, not a ledger file")
+    if path.exists() and not path.is_file():
+        raise LedgerFormatError(f"{path} is not a regular file, not a ledger; refusing to use it")
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(100)
+    except OSError as exc:
+        raise LedgerError(f"cannot read ledger {path}: {exc.strerror or exc}") from None
+
+
+def _check_header(path: Path, header: bytes) -> None:
+    """Refuse anything but a dpgauss ledger from its first 100 bytes, without opening it."""
+    if not header:
+        raise LedgerFormatError(
+            f"{path} is an empty file, not a dpgauss ledger; refusing to use it "
+            "(a new ledger is created only where no file exists)"
+        )
+    if len(header) < 100 or not header.startswith(_SQLITE_MAGIC):
+        raise LedgerFormatError(
+            f"{path} is not a dpgauss ledger (not an SQLite database); refusing to use it"
+        )
+    app_id = int.from_bytes(header[68:72], "big")
+    version = int.from_bytes(header[60:64], "big")
+    if app_id != APPLICATION_ID:
+        raise LedgerFormatError(
+            f"{path} is an SQLite database of another application "
+            f"(application_id={app_id:#010x}, a dpgauss ledger has {APPLICATION_ID:#010x}); "
+            "refusing to use it"
+        )
+    if version != SCHEMA_VERSION:
+        raise LedgerFormatError(
+            f"{path} is a dpgauss ledger of schema version {version}; this version of dpgauss "
+            f"reads version {SCHEMA_VERSION} only; refusing to use it"
+        )
+
+
+def _configure(conn: sqlite3.Connection) -> None:
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA synchronous = FULL")
+    conn.execute("PRAGMA trusted_schema = OFF")
+
+
+def _initialise(conn: sqlite3.Connection) -> None:
+    conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    conn.execute("BEGIN IMMEDIATE")
+    for statement in _SCHEMA:
+        conn.execute(statement)
+    conn.executemany(
+        "INSERT INTO meta (key, value) VALUES (?, ?)",
+        [
+            ("application", _APPLICATION_NAME),
+            ("schema_version", str(SCHEMA_VERSION)),
+            ("created", _now()),
+        ],
+    )
+    conn.execute("COMMIT")
+    mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+    if str(mode).lower() != "wal":
+        raise LedgerError(f"the file system does not support SQLite's WAL journal (got {mode!r})")
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory handles
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover
+        pass
+    finally:
+        os.close(fd)
+
+
+def _create(path: Path) -> bool:
+    """Build a new ledger next to ``path`` and link it into place if nothing is there yet.
+
+    Returns False if another file appeared at ``path`` first (that file is left alone).
+    """
+    directory = path.parent
+    if not directory.is_dir():
+        raise LedgerError(f"cannot create ledger {path}: directory {directory} does not exist")
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".new", dir=directory)
+    except OSError as exc:
+        raise LedgerError(f"cannot create ledger {path}: {exc.strerror or exc}") from None
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        try:
+            conn = sqlite3.connect(tmp, isolation_level=None)
+            try:
+                _configure(conn)
+                _initialise(conn)
+                conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            finally:
+                conn.close()
+        except sqlite3.Error as exc:
+            raise LedgerError(f"cannot create ledger {path}: {exc}") from None
+        wal = Path(tmp_name + "-wal")
+        if wal.exists() and wal.stat().st_size:  # its content would not follow the link
+            raise LedgerError(f"cannot create ledger {path}: SQLite left a non-empty WAL")
+        fd = os.open(tmp, os.O_RDONLY)
+        try:
+            os.fsync(fd)  # the whole file is on disk before its name appears
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, path)  # atomic, and never replaces an existing file
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            raise LedgerError(
+                f"cannot create ledger {path}: {exc.strerror or exc} "
+                "(the ledger needs a local file system with hard links)"
+            ) from None
+        _fsync_dir(directory)
+        return True
+    finally:
+        for name in (tmp_name, tmp_name + "-wal", tmp_name + "-shm"):
+            try:
+                os.unlink(name)
+            except FileNotFoundError:
+                pass
+
+
+# ------------------------------------------------------------------------------ Ledger
+
+
+class Ledger:
+    """A privacy budget ledger stored in the SQLite file ``path``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The ledger file.  If no file exists there and ``create`` is true, a new empty ledger
+        is created; an existing file is used only if it is a dpgauss ledger, and is never
+        overwritten.
+    create : bool, default True
+        Whether to create the ledger when ``path`` does not exist (else
+        :class:`LedgerError`).
+    timeout : float, default 60
+        Seconds to wait for another process's write lock before giving up.
+
+    One ``Ledger`` per process (and thread); any number of processes may share the file.
+    It is a context manager that closes the connection.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "budget.sqlite")
+    >>> with Ledger(path) as ledger:
+    ...     status = ledger.create_budget("taxi", epsilon=1.0, delta=1e-6)
+    ...     entry = ledger.charge("taxi", sigma=10.0, sensitivity=1.0, label="counts")
+    ...     ledger.remaining("taxi").charges
+    1
+    """
+
+    def __init__(
+        self, path: str | os.PathLike[str], *, create: bool = True, timeout: float = 60.0
+    ) -> None:
+        if isinstance(path, bytes) or not isinstance(path, str | os.PathLike):
+            raise TypeError(f"path must be a str or os.PathLike; got {type(path).__name__}")
+        self.path = Path(os.fspath(path)).expanduser().absolute()
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0:
+            raise ValueError(f"timeout must be a number of seconds >= 0; got {timeout!r}")
+        self._timeout = float(timeout)
+        if not self.path.exists():
+            if not create:
+                raise LedgerError(
+                    f"no ledger at {self.path} (`dpgauss budget init` or Ledger(path) creates one)"
+                )
+            _create(self.path)  # False: another process won the race; its file is checked
+        _check_header(self.path, _read_header(self.path))
+        self._conn = self._open()
+
+    # ----------------------------------------------------------------- connection
+
+    def _open(self) -> sqlite3.Connection:
+        uri = self.path.as_uri() + "?mode=rw"  # never creates a file
+        try:
+            conn = sqlite3.connect(uri, uri=True, timeout=self._timeout, isolation_level=None)
+        except sqlite3.Error as exc:
+            raise LedgerError(f"cannot open ledger {self.path}: {exc}") from None
+        try:
+            self._verify(conn)
+            _configure(conn)
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise LedgerError(f"cannot put ledger {self.path} in WAL mode (got {mode!r})")
+        except sqlite3.OperationalError as exc:  # locked, read-only, I/O: not the format
+            conn.close()
+            raise LedgerError(f"cannot use ledger {self.path}: {exc}") from None
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise LedgerFormatError(
+                f"{self.path} is corrupted or not a dpgauss ledger ({exc}); refusing to use it"
+            ) from None
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+    def _verify(self, conn: sqlite3.Connection) -> None:
+        """Read-only checks: identity, schema and SQLite's quick_check."""
+        app_id = conn.execute("PRAGMA application_id").fetchone()[0]
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if app_id != APPLICATION_ID or version != SCHEMA_VERSION:
+            raise LedgerFormatError(
+                f"{self.path} is not a dpgauss ledger of schema version {SCHEMA_VERSION} "
+                f"(application_id={app_id:#010x}, user_version={version}); refusing to use it"
+            )
+        tables = {
+            row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        }
+        meta = dict(conn.execute("SELECT key, value FROM meta")) if "meta" in tables else {}
+        if not _TABLES <= tables or meta.get("application") != _APPLICATION_NAME:
+            raise LedgerFormatError(
+                f"{self.path} claims to be a dpgauss ledger but lacks its tables; "
+                "refusing to use it"
+            )
+        problems = [row[0] for row in conn.execute("PRAGMA quick_check")]
+        if problems != ["ok"]:
+            raise LedgerFormatError(
+                f"{self.path} is a corrupted dpgauss ledger (quick_check: "
+                f"{'; '.join(map(str, problems[:3]))}); refusing to use it"
+            )
+
+    @contextmanager
+    def _transaction(self, kind: str) -> Iterator[sqlite3.Connection]:
+        conn = self._connection()
+        try:
+            conn.execute(f"BEGIN {kind}")
+        except sqlite3.OperationalError as exc:
+            raise LedgerError(f"ledger {self.path} is busy or unavailable: {exc}") from None
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException as exc:
+            if conn.in_transaction:
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error:  # the connection is broken; SQLite rolls back anyway
+                    pass
+            if isinstance(exc, sqlite3.DatabaseError):
+                raise LedgerError(f"ledger {self.path}: {exc}") from exc
+            raise
+
+    def _connection(self) -> sqlite3.Connection:
+        conn = getattr(self, "_conn", None)
+        if conn is None:
+            raise LedgerError(f"ledger {self.path} is closed")
+        return conn
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        conn = getattr(self, "_conn", None)
+        if conn is not None:
+            self._conn = None
+            conn.close()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"Ledger({str(self.path)!r})"
+
+    # -------------------------------------------------------------------- budgets
+
+    def create_budget(self, dataset: str, epsilon: float, delta: float) -> BudgetStatus:
+        """Define the total (ε, δ) budget of ``dataset``; an existing budget is never redefined.
+
+        ε > 0, 0 < δ < 1.  The budget is stored as ε, δ and its GDP form
+        ``μ_B = gdp_mu(ε, δ)``, which is frozen at creation.  Raises :class:`LedgerError` if
+        the dataset already has a budget.
+        """
+        name = _dataset(dataset)
+        eps = _scalar(epsilon, "epsilon", POSITIVE)
+        dlt = _scalar(delta, "delta", UNIT_OPEN)
+        mu_budget = float(gdp_mu(eps, dlt))
+        if not (math.isfinite(mu_budget) and mu_budget > 0.0):
+            raise ValueError(f"epsilon={eps!r}, delta={dlt!r} give no usable budget")
+        with self._transaction("IMMEDIATE") as conn:
+            row = conn.execute(
+                "SELECT epsilon, delta FROM budgets WHERE dataset = ?", (name,)
+            ).fetchone()
+            if row is not None:
+                raise LedgerError(
+                    f"dataset {name!r} already has a budget (epsilon={row[0]:g}, "
+                    f"delta={row[1]:g}) in {self.path}; budgets cannot be redefined"
+                )
+            conn.execute(
+                "INSERT INTO budgets (dataset, epsilon, delta, mu, created) VALUES (?, ?, ?, ?, ?)",
+                (name, eps, dlt, mu_budget, _now()),
+            )
+        return self.remaining(name)
+
+    def datasets(self) -> list[str]:
+        """The dataset ids that have a budget, sorted."""
+        with self._transaction("DEFERRED") as conn:
+            return [r[0] for r in conn.execute("SELECT dataset FROM budgets ORDER BY dataset")]
+
+    def remaining(self, dataset: str) -> BudgetStatus:
+        """The budget of ``dataset``, what has been spent and what remains."""
+        name = _dataset(dataset)
+        with self._transaction("DEFERRED") as conn:
+            budget, mus = self._load(conn, name)
+        return self._status(name, budget, mus)
+
+    def charges(self, dataset: str) -> list[LedgerEntry]:
+        """Every charge against ``dataset``, oldest first."""
+        name = _dataset(dataset)
+        with self._transaction("DEFERRED") as conn:
+            self._budget_row(conn, name)
+            rows = conn.execute(
+                "SELECT id, dataset, time, label, sigma, sensitivity, mu FROM charges "
+                "WHERE dataset = ? ORDER BY id",
+                (name,),
+            ).fetchall()
+        return [LedgerEntry(*row) for row in rows]
+
+    def charge(
+        self,
+        dataset: str,
+        sigma: float | None = None,
+        sensitivity: float | None = None,
+        label: str | None = None,
+        *,
+        mu: float | None = None,
+    ) -> LedgerEntry:
+        """Charge one release against ``dataset``'s budget, atomically, or refuse it.
+
+        Give either ``sigma`` and ``sensitivity`` (a Gaussian release, ``μ = Δ/σ`` rounded
+        up) or ``mu`` alone (any μ-GDP mechanism, e.g. a discrete Gaussian release charged by
+        its dominating μ).  Inside one ``BEGIN IMMEDIATE`` transaction the charge is checked —
+        ``Σ μᵢ² + μ² ≤ μ_B²`` exactly — and recorded; otherwise :class:`BudgetExceeded` is
+        raised and nothing is recorded.
+
+        Write the release's output only after this returns; the charge is never undone.
+        """
+        name = _dataset(dataset)
+        text = _label(label)
+        if mu is not None:
+            if sigma is not None or sensitivity is not None:
+                raise TypeError("give either sigma and sensitivity, or mu, not both")
+            mu_c = _scalar(mu, "mu", POSITIVE)
+            sig = sens = None
+        else:
+            if sigma is None or sensitivity is None:
+                raise TypeError("charge needs both sigma and sensitivity (or mu alone)")
+            sig = _scalar(sigma, "sigma", POSITIVE)
+            sens = _scalar(sensitivity, "sensitivity", POSITIVE)
+            mu_c = _mu_up(sens, sig)
+        with self._transaction("IMMEDIATE") as conn:
+            budget, mus = self._load(conn, name)
+            mu_budget = budget[2]
+            if _sum_squares(mus) + Fraction(mu_c) ** 2 > Fraction(mu_budget) ** 2:
+                raise BudgetExceeded(name, mu_c, self._status(name, budget, mus))
+            when = _now()
+            cur = conn.execute(
+                "INSERT INTO charges (dataset, time, label, sigma, sensitivity, mu) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (name, when, text, sig, sens, mu_c),
+            )
+            entry = LedgerEntry(int(cur.lastrowid or 0), name, when, text, sig, sens, mu_c)
+            if _before_commit is not None:
+                _before_commit()
+        return entry
+
+    def check(self) -> None:
+        """Run SQLite's full ``integrity_check`` and the ledger's own invariants.
+
+        Raises :class:`LedgerFormatError` on any problem: a corrupted file, a charge without
+        a budget, or a dataset whose charges exceed its budget.
+        """
+        with self._transaction("DEFERRED") as conn:
+            problems = [row[0] for row in conn.execute("PRAGMA integrity_check")]
+            if problems != ["ok"]:
+                raise LedgerFormatError(
+                    f"{self.path} fails integrity_check: {'; '.join(map(str, problems[:5]))}"
+                )
+            orphans = conn.execute("PRAGMA foreign_key_check").fetchall()
+            if orphans:
+                raise LedgerFormatError(f"{self.path} has charges without a budget: {orphans[:3]}")
+            budgets = conn.execute("SELECT dataset, mu FROM budgets").fetchall()
+            for name, mu_budget in budgets:
+                rows = conn.execute("SELECT mu FROM charges WHERE dataset = ?", (name,))
+                mus = [float(r[0]) for r in rows]
+                if _sum_squares(mus) > Fraction(mu_budget) ** 2:
+                    raise LedgerFormatError(
+                        f"{self.path}: the charges of dataset {name!r} exceed its budget"
+                    )
+
+    # ------------------------------------------------------------------ internals
+
+    def _budget_row(self, conn: sqlite3.Connection, name: str) -> tuple[float, float, float]:
+        row = conn.execute(
+            "SELECT epsilon, delta, mu FROM budgets WHERE dataset = ?", (name,)
+        ).fetchone()
+        if row is None:
+            raise UnknownDatasetError(
+                f"no budget for dataset {name!r} in {self.path}; create one first "
+                "(Ledger.create_budget or `dpgauss budget init`)"
+            )
+        return float(row[0]), float(row[1]), float(row[2])
+
+    def _load(
+        self, conn: sqlite3.Connection, name: str
+    ) -> tuple[tuple[float, float, float], list[float]]:
+        budget = self._budget_row(conn, name)
+        mus = [
+            float(r[0])
+            for r in conn.execute("SELECT mu FROM charges WHERE dataset = ? ORDER BY id", (name,))
+        ]
+        return budget, mus
+
+    @staticmethod
+    def _status(name: str, budget: tuple[float, float, float], mus: list[float]) -> BudgetStatus:
+        eps, dlt, mu_budget = budget
+        left = Fraction(mu_budget) ** 2 - _sum_squares(mus)
+        mu_remaining = _sqrt(left, up=False) if left > 0 else 0.0
+        if mus:
+            acc = GaussianAccountant()
+            acc.add_mu(np.asarray(mus, dtype=np.float64))
+            mu_spent = float(acc.mu)
+            eps_spent = float(acc.epsilon(dlt))
+        else:
+            mu_spent = eps_spent = 0.0
+        eps_remaining = float(gdp_epsilon(mu_remaining, dlt)) if mu_remaining > 0.0 else 0.0
+        return BudgetStatus(
+            dataset=name,
+            epsilon=eps,
+            delta=dlt,
+            mu_budget=mu_budget,
+            mu_spent=mu_spent,
+            mu_remaining=mu_remaining,
+            epsilon_spent=eps_spent,
+            epsilon_remaining=eps_remaining,
+            charges=len(mus),
+        )

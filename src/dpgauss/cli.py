@@ -12,6 +12,7 @@ import math
 import sys
 from collections.abc import Callable, Sequence
 
+from .experiments.reproduce_cli import add_reproduce_parser
 from .privacy import (
     analytic_gaussian_sigma,
     classical_gaussian_sigma,
@@ -134,6 +135,7 @@ def _build_parser() -> _Parser:
     demo.set_defaults(run=_demo)
 
     add_budget_parser(sub)
+    add_reproduce_parser(sub)
     return parser
 
 

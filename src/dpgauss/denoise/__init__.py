@@ -6,6 +6,7 @@ from .result import Denoised, check_observation
 from .shrinkage import james_stein, posterior_mean
 from .thresholding import hard_threshold, soft_threshold
 from .tree_wavelets import graph_wavelet_denoise, tree_wavelet_basis
+from .trend_filter import trend_filter
 from .wavelets import wavelet_denoise
 
 __all__ = [
@@ -20,5 +21,6 @@ __all__ = [
     "posterior_mean",
     "soft_threshold",
     "tree_wavelet_basis",
+    "trend_filter",
     "wavelet_denoise",
 ]

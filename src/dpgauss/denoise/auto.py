@@ -9,10 +9,8 @@ SURE, and reports every candidate in ``params["candidates"]``.
 
 from __future__ import annotations
 
-import importlib
 import math
 import numbers
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -20,6 +18,8 @@ import numpy as np
 from .result import Denoised, check_observation
 from .shrinkage import james_stein
 from .thresholding import soft_threshold
+from .tree_wavelets import graph_wavelet_denoise
+from .trend_filter import trend_filter
 
 __all__ = ["auto"]
 
@@ -52,18 +52,6 @@ def _grid(grid_shape: object, d: int) -> tuple[int, ...]:
     if math.prod(shape) != d:
         raise ValueError(f"grid_shape {shape} has {math.prod(shape)} cells but y has {d} entries")
     return shape
-
-
-def _optional(module: str, name: str) -> Callable[..., Denoised] | None:
-    """``module.name`` if the module exists yet, else None (graph denoisers land separately)."""
-    full = f"dpgauss.denoise.{module}"
-    try:
-        mod = importlib.import_module(full)
-    except ModuleNotFoundError as exc:
-        if exc.name == full:
-            return None
-        raise
-    return getattr(mod, name)
 
 
 def auto(
@@ -145,14 +133,12 @@ def auto(
         from .graph import as_graph
 
         g = as_graph(graph, d)
-        tree = _optional("tree_wavelets", "graph_wavelet_denoise")
-        if tree is not None:
-            challengers.append(_reshaped(tree(flat, s, g, threshold="sure"), arr.shape))
-        trend = _optional("trend_filter", "trend_filter")
-        if trend is not None:
-            for order in (0, 1):
-                res = trend(flat, g, order=order, lam="sure", sigma=s)
-                challengers.append(_reshaped(res, arr.shape))
+        challengers.append(
+            _reshaped(graph_wavelet_denoise(flat, s, g, threshold="sure"), arr.shape)
+        )
+        for order in (0, 1):
+            res = trend_filter(flat, g, order=order, lam="sure", sigma=s)
+            challengers.append(_reshaped(res, arr.shape))
 
     candidates = baselines + challengers
     base_risks = [float(c.risk) for c in baselines]  # type: ignore[arg-type]

@@ -20,6 +20,7 @@ from .privacy import (
     gaussian_epsilon,
 )
 from .release.budget_cli import add_budget_parser
+from .release.release_cli import add_release_parser
 
 __all__ = ["main"]
 
@@ -135,6 +136,7 @@ def _build_parser() -> _Parser:
     demo.set_defaults(run=_demo)
 
     add_budget_parser(sub)
+    add_release_parser(sub)
     add_reproduce_parser(sub)
     return parser
 

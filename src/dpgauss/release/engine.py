@@ -1,0 +1,159 @@
+"""The engine boundary: what an engine (DuckDB now, Spark later) must compute, and nothing more.
+
+An engine turns a table of records into the *bounded, unnoised* aggregate of one release:
+for every key of the public domain, the number (or kde mass) of kept records and, for sums
+and means, the sum of their clamped values — plus exact row counters for the report.  Noise,
+denoising, the ledger and writing outputs stay in :mod:`dpgauss.release.pipeline`, the same for
+every engine.  The aggregate never leaves the process unnoised.
+
+Semantics every engine implements (the sensitivity proof in
+:mod:`dpgauss.release.sensitivity` relies on them):
+
+1. **Classification**, in this order; each row lands in exactly one class:
+   ``null_unit`` (the unit id is NULL, or an empty string), ``invalid_domain`` (the domain
+   column is missing or unparseable, or the coordinates are not finite, outside
+   [−90, 90] × [−180, 180] or outside the bounding box), ``invalid_value`` (sum/mean: the value
+   is missing, unparseable or not finite), ``outside_domain`` (a valid value that maps to no
+   key), else *in domain*.  CSV lines with the wrong number of fields are ``malformed_lines``.
+2. **Priorities.**  Each in-domain record gets the priority ``H(salt, record)``, a keyed hash
+   of the columns that tell a unit's records apart (all the source's columns by default), and
+   each (unit, key) pair the priority ``H(salt, 'keys', unit, key)``; the salt is a fresh
+   64-bit secret per release (``secrets``).  A priority depends only on the record's own
+   content and the salt — never on the record's position or on other units' records — so
+   which records a unit keeps is a function of that unit's records alone.
+3. **Bounding**, in this order, each step among the records still kept:
+   ``max_records_per_key`` c: per (unit, key), the c records of smallest priority;
+   ``max_keys_per_unit`` k: per unit, the k keys of smallest key priority;
+   ``max_records_per_unit`` b: per unit, the b records of smallest priority.
+   So a unit keeps at most b records, at most k keys and at most c records per key, whatever
+   it sent (a unit with 10⁶ records keeps b).  Ties (identical records) do not matter: tied
+   records are interchangeable.
+4. **Aggregation** per key of the kept records: the count (``kde``: the sum of the record's
+   weights at that key), and for sum/mean the sum of ``clamp(v, lower, upper) − offset``
+   (times the weight for ``kde``), with ``offset = (lower + upper)/2`` for a mean, 0 for a sum.
+   Every key of the domain is present, zeros included.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+
+from .mapping import GraphMapper
+from .spec import ReleaseSpec
+
+__all__ = [
+    "Aggregate",
+    "AggregationPlan",
+    "Engine",
+    "KeyDomain",
+    "RowCounts",
+    "get_engine",
+]
+
+
+@dataclass(frozen=True, eq=False)
+class KeyDomain:
+    """The resolved public domain: ``size`` keys, their labels, and how records map to them.
+
+    ``labels[i]`` is key ``i`` as written to the output (a value, a bin's lower edge, or a
+    node index).  ``mapper`` is set for graph domains; ``edges`` (graph) or ``grid`` (range)
+    is the public structure the denoisers may use.  ``node_lat``/``node_lon`` are the graph
+    nodes' coordinates (written to the output beside the keys).
+    """
+
+    kind: str
+    size: int
+    labels: np.ndarray
+    mapper: GraphMapper | None = None
+    edges: np.ndarray | None = None
+    grid: tuple[int, ...] | None = None
+    node_lat: np.ndarray | None = None
+    node_lon: np.ndarray | None = None
+
+    @property
+    def spread(self) -> bool:
+        """Whether a record's mass is spread over several keys (kde)."""
+        return self.mapper is not None and self.mapper.mapping == "kde"
+
+
+@dataclass(frozen=True, eq=False)
+class AggregationPlan:
+    """Everything an engine needs: the spec, the resolved domain and the release's salt.
+
+    ``value_offset`` is subtracted from every clamped value (the centre of the clamping
+    interval for a mean, 0 otherwise).
+    """
+
+    spec: ReleaseSpec
+    domain: KeyDomain
+    salt: int
+    value_offset: float = 0.0
+
+    def __post_init__(self) -> None:
+        if isinstance(self.salt, bool) or not isinstance(self.salt, int):
+            raise TypeError("salt must be an int")
+        if not 0 <= self.salt < 2**64:
+            raise ValueError("salt must be in [0, 2**64)")
+
+
+@dataclass
+class RowCounts:
+    """Exact row counters of one aggregation (for the data owner's report, *not* private).
+
+    ``dropped_by_bounds`` maps each bound to the number of in-domain records it removed.
+    """
+
+    read: int = 0
+    malformed_lines: int = 0
+    null_unit: int = 0
+    invalid_domain: int = 0
+    invalid_value: int = 0
+    outside_domain: int = 0
+    in_domain: int = 0
+    kept: int = 0
+    units: int = 0
+    dropped_by_bounds: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+@dataclass(frozen=True, eq=False)
+class Aggregate:
+    """The bounded, unnoised aggregate: per key ``counts`` and (sum/mean) ``sums``."""
+
+    counts: np.ndarray
+    sums: np.ndarray | None
+    rows: RowCounts
+
+
+class Engine(Protocol):
+    """What the release pipeline needs from an engine."""
+
+    name: str
+
+    def describe(self, spec: ReleaseSpec) -> dict[str, str]:
+        """The source's columns and their types, reading metadata only (no records)."""
+        ...
+
+    def aggregate(self, plan: AggregationPlan) -> Aggregate:
+        """The bounded aggregate of the source (module docstring for the semantics)."""
+        ...
+
+
+ENGINES = ("duckdb", "spark")
+
+
+def get_engine(name: str, **options: Any) -> Engine:
+    """The engine called ``name`` (``"duckdb"``, the embedded default; ``"spark"`` later)."""
+    if name == "duckdb":
+        from .engine_duckdb import DuckDBEngine
+
+        return DuckDBEngine(**options)
+    if name == "spark":
+        raise ValueError("the Spark engine is not available yet; use --engine duckdb (the default)")
+    raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {name!r}")

@@ -1,0 +1,732 @@
+"""The embedded engine: bounding and aggregation in one DuckDB query over CSV/Parquet/tables.
+
+Everything data-dependent up to the unnoised aggregate runs inside DuckDB (the semantics are
+in :mod:`dpgauss.release.engine`).  The query is designed for speed:
+
+* **Priorities without position.**  ``p = hash(hash(salt, <record columns>))``: DuckDB's
+  multi-argument ``hash`` combines its arguments *linearly* (``hash(s, x) xor hash(s, y)`` does
+  not depend on ``s``), which would make the order of a unit's records nearly the same for
+  every salt (with 4 records only 2 of the 6 pairs could ever be chosen); the outer ``hash``
+  (a 64-bit finaliser) mixes the salt in properly (``tests/release/test_pipeline.py`` checks
+  the pair frequencies).  Priorities are keyed by content, never by row number: a row number
+  depends on the other units' records, and then so would the choice of a unit's records.
+* **Top-b per unit by one sort, not a window per partition.**  A record is among its unit's
+  b smallest priorities iff the record b places before it, in the order (unit, priority), is
+  not of the same unit: ``lag(unit, b) OVER (ORDER BY unit, pk) IS DISTINCT FROM unit``.  This
+  is one global sort and a streaming ``lag``, much faster in DuckDB than
+  ``row_number() OVER (PARTITION BY unit ORDER BY ...)`` or per-unit top-n aggregates
+  (``arg_min(x, p, b)``, ``min(x, b)``), whose list states are slow for millions of groups
+  (measurements in ``benchmarks/bench_pipeline.py``).  Rows of a unit are contiguous in that
+  order by definition of ORDER BY, so exactly ``min(n_u, b)`` rows per unit pass.
+* **One 64-bit sort key when possible.**  For a count with only ``max_records_per_unit`` and
+  integer unit ids whose span fits (the usual user id), the order (unit, priority) is packed
+  into one ``UBIGINT``: ``(unit − min) << pb | truncated priority << kb | key`` (``min`` from
+  the Parquet statistics).  Sorting one 8-byte key instead of two is about 1.5× faster; the
+  general query (string ids, sums, per-key bounds) sorts by (unit, priority).
+* **One pass.**  Invalid rows go through the same query with a NULL unit (sorted last, never
+  kept), so the row counters come out of the same final ``GROUP BY`` as the aggregate.
+
+Graph domains call the mapping of :mod:`dpgauss.release.mapping` as vectorised Arrow UDFs
+(``dp_nearest``, and ``dp_spread`` for kde, whose list of (node, weight) is unnested and
+summed in SQL).  CSV is read with every column as text (so an unparseable number is a
+counted malformed value, not a failed read) and with ``store_rejects`` (lines with too many
+or too few fields are skipped and counted).
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from typing import Any
+
+import numpy as np
+
+from .engine import Aggregate, AggregationPlan, RowCounts
+from .spec import ReleaseSpec
+
+__all__ = ["DuckDBEngine", "EngineError", "quote_ident"]
+
+# Row classes (engine.py, "Classification"), in the order they are tested.
+IN_DOMAIN, NULL_UNIT, INVALID_DOMAIN, INVALID_VALUE, OUTSIDE = 0, 1, 2, 3, 4
+DROPPED = -100  # the group of in-domain rows removed by the bounds
+_INTEGER_TYPES = (
+    "TINYINT",
+    "SMALLINT",
+    "INTEGER",
+    "BIGINT",
+    "UTINYINT",
+    "USMALLINT",
+    "UINTEGER",
+    "UBIGINT",
+)
+_EXACT_INT = 2**53
+
+
+class EngineError(ValueError):
+    """A data source or query problem, reported in one line (a ``ValueError``)."""
+
+
+def quote_ident(name: str) -> str:
+    """``name`` as a DuckDB identifier (double quotes, embedded quotes doubled)."""
+    return '"' + str(name).replace('"', '""') + '"'
+
+
+def _duckdb() -> Any:
+    try:
+        import duckdb
+    except ImportError:  # pragma: no cover - the data extra is missing
+        raise EngineError(
+            "the DuckDB engine needs the 'data' extra: pip install 'dpgauss[data]'"
+        ) from None
+    return duckdb
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 400 else text[:397] + "..."
+
+
+class DuckDBEngine:
+    """Runs the bounded aggregation of a release inside DuckDB.
+
+    Parameters
+    ----------
+    connection
+        An existing ``duckdb`` connection to run in (its tables and views can be sources;
+        it is not closed).  Default: a fresh in-memory database per call.
+    threads
+        DuckDB's ``threads`` setting for a fresh connection (default: DuckDB's, all cores).
+    memory_limit
+        DuckDB's ``memory_limit`` for a fresh connection, e.g. ``"4GB"``.
+    fast_path
+        Use the one-key sort for counts over integer unit ids when it applies (default);
+        False forces the general query (for benchmarks and tests: same semantics).
+    """
+
+    name = "duckdb"
+
+    def __init__(
+        self,
+        connection: Any = None,
+        *,
+        threads: int | None = None,
+        memory_limit: str | None = None,
+        fast_path: bool = True,
+    ) -> None:
+        self._connection = connection
+        self.fast_path = bool(fast_path)
+        if threads is not None and (
+            isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
+        ):
+            raise ValueError(f"threads must be an integer >= 1; got {threads!r}")
+        self.threads = threads
+        self.memory_limit = memory_limit
+
+    # ------------------------------------------------------------------ connection
+
+    def _connect(self) -> tuple[Any, bool]:
+        duckdb = _duckdb()
+        if self._connection is not None:
+            return self._connection, False
+        con = duckdb.connect()
+        try:
+            # Every query here is an aggregate: no result order to preserve.
+            con.execute("SET preserve_insertion_order = false")
+            if self.threads is not None:
+                con.execute(f"SET threads = {int(self.threads)}")
+            if self.memory_limit is not None:
+                con.execute("SET memory_limit = $m", {"m": str(self.memory_limit)})
+        except duckdb.Error as exc:
+            con.close()
+            raise EngineError(f"duckdb: {_one_line(exc)}") from None
+        return con, True
+
+    # ---------------------------------------------------------------------- source
+
+    def _source(self, con: Any, spec: ReleaseSpec, tag: str) -> tuple[str, dict[str, Any]]:
+        src = spec.source
+        fmt = src.file_format
+        if fmt is None:
+            parts = [quote_ident(p) for p in str(src.table).split(".")]
+            if src.database is not None:
+                alias = f"dp_src_{tag}"
+                con.execute(f"ATTACH $db AS {alias} (READ_ONLY)", {"db": src.database})
+                parts = [alias, *parts] if len(parts) < 3 else parts
+            return ".".join(parts), {}
+        params: dict[str, Any] = {"dp_paths": list(src.paths)}
+        if fmt == "parquet":
+            return "read_parquet($dp_paths, union_by_name = true)", params
+        params["dp_delim"] = src.delimiter
+        header = "true" if src.header else "false"
+        return (
+            "read_csv($dp_paths, all_varchar = true, header = "
+            f"{header}, delim = $dp_delim, quote = '\"', escape = '\"', "
+            f"store_rejects = true, rejects_table = 'dp_rejects_{tag}', "
+            f"rejects_scan = 'dp_rejects_scan_{tag}')",
+            params,
+        )
+
+    def describe(self, spec: ReleaseSpec) -> dict[str, str]:
+        """Column name → DuckDB type of the source (binds the scan; reads no records)."""
+        duckdb = _duckdb()
+        con, owned = self._connect()
+        tag = secrets.token_hex(4)
+        try:
+            source, params = self._source(con, spec, tag)
+            rows = con.execute(f"DESCRIBE SELECT * FROM {source}", params).fetchall()
+        except duckdb.Error as exc:
+            raise EngineError(f"cannot read the source: {_one_line(exc)}") from None
+        finally:
+            self._cleanup(con, owned, tag)
+        return {str(r[0]): str(r[1]) for r in rows}
+
+    def _cleanup(self, con: Any, owned: bool, tag: str) -> None:
+        if owned:
+            con.close()
+            return
+        duckdb = _duckdb()
+        for stmt in (
+            f"DROP TABLE IF EXISTS dp_bounded_{tag}",
+            f"DROP TABLE IF EXISTS dp_rejects_{tag}",
+            f"DROP TABLE IF EXISTS dp_rejects_scan_{tag}",
+            f"DROP VIEW IF EXISTS dp_domain_{tag}",
+            f"DETACH DATABASE IF EXISTS dp_src_{tag}",
+        ):
+            try:
+                con.execute(stmt)
+            except duckdb.Error:
+                pass
+        for fn in (f"dp_nearest_{tag}", f"dp_spread_{tag}"):
+            try:
+                con.remove_function(fn)
+            except Exception:  # not registered on this path
+                pass
+
+    # ------------------------------------------------------------------- aggregate
+
+    @staticmethod
+    def _unit_range(
+        con: Any,
+        plan: AggregationPlan,
+        source: str,
+        params: dict[str, Any],
+        types: dict[str, str],
+    ) -> tuple[int, int] | None:
+        """(min, max) of an integer unit column when the fast path applies, else None."""
+        b = plan.spec.bounds
+        if b.max_records_per_unit is None or b.max_keys_per_unit or b.max_records_per_key:
+            return None
+        if plan.spec.statistic.kind != "count" or plan.domain.spread:
+            return None
+        if types.get(plan.spec.unit.column, "").upper() not in _INTEGER_TYPES:
+            return None
+        unit = quote_ident(plan.spec.unit.column)
+        ((lo, hi),) = con.execute(
+            f"SELECT min({unit}), max({unit}) FROM {source}", params
+        ).fetchall()
+        if lo is None or hi is None or int(hi) - int(lo) >= 2**40:
+            return None
+        return int(lo), int(hi)
+
+    def _run(
+        self,
+        plan: AggregationPlan,
+        con: Any,
+        source: str,
+        params: dict[str, Any],
+        types: dict[str, str],
+        tag: str,
+        unit_range: tuple[int, int] | None,
+    ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]] | None]:
+        query = _Query(plan, source, types, tag, con)
+        sql, more = query.build(unit_range)
+        params = {**params, **more}
+        if not plan.domain.spread:
+            return con.execute(query.final(sql), params).fetchall(), None
+        table = f"dp_bounded_{tag}"
+        con.execute(f"CREATE OR REPLACE TEMP TABLE {table} AS {sql}", params)
+        groups = con.execute(query.final(f"SELECT * FROM {table}")).fetchall()
+        spread = con.execute(
+            _SPREAD.format(
+                t=table,
+                fn=f"dp_spread_{tag}",
+                s="kahan_sum(e.w * v)" if query.has_value else "NULL::DOUBLE",
+                v=", v" if query.has_value else "",
+            )
+        ).fetchall()
+        return groups, spread
+
+    def aggregate(self, plan: AggregationPlan) -> Aggregate:
+        """The bounded aggregate of ``plan`` (semantics: :mod:`dpgauss.release.engine`)."""
+        duckdb = _duckdb()
+        con, owned = self._connect()
+        tag = secrets.token_hex(4)
+        try:
+            source, params = self._source(con, plan.spec, tag)
+            types = {
+                str(r[0]): str(r[1])
+                for r in con.execute(f"DESCRIBE SELECT * FROM {source}", params).fetchall()
+            }
+            unit_range = None
+            if self.fast_path:
+                unit_range = self._unit_range(con, plan, source, params, types)
+            groups, spread = self._run(plan, con, source, params, types, tag, unit_range)
+            malformed = 0
+            if plan.spec.source.file_format == "csv":
+                malformed = int(
+                    con.execute(
+                        f"SELECT count(*) FROM (SELECT DISTINCT file_id, line FROM "
+                        f"dp_rejects_{tag} WHERE scan_id = (SELECT max(scan_id) "
+                        f"FROM dp_rejects_{tag}))"
+                    ).fetchall()[0][0]
+                )
+        except duckdb.Error as exc:
+            raise EngineError(f"duckdb: {_one_line(exc)}") from None
+        finally:
+            self._cleanup(con, owned, tag)
+        return _collect(plan, groups, spread, malformed)
+
+
+# ------------------------------------------------------------------------ the query
+
+_SPREAD = """
+SELECT e.k AS key, kahan_sum(e.w) AS mass, {s} AS s
+FROM (SELECT unnest({fn}(la, lo)) AS e{v} FROM {t} WHERE g >= 0) GROUP BY ALL
+"""
+
+
+class _Query:
+    """Builds the bounding query of a plan (see the module docstring for the design)."""
+
+    def __init__(
+        self, plan: AggregationPlan, source: str, types: dict[str, str], tag: str, con: Any
+    ) -> None:
+        self.plan = plan
+        self.spec = plan.spec
+        self.source = source
+        self.types = types
+        self.tag = tag
+        self.con = con
+        self.params: dict[str, Any] = {"dp_salt": int(plan.salt)}
+        self.has_value = False
+        self.flags: tuple[str, ...] = ()
+
+    def build(self, unit_range: tuple[int, int] | None = None) -> tuple[str, dict[str, Any]]:
+        """(SQL of the bounded rows, parameters).
+
+        The query yields one row per source row: ``g`` (the key index ≥ 0 of a kept row,
+        ``DROPPED`` for an in-domain row removed by the bounds, minus the row class for a row
+        outside the domain), ``first_u`` (the first row of a unit), the flags ``kc``/``kk``
+        (left after the per-key bounds) and, when needed, ``v`` and ``la, lo``.
+
+        General path: sort by (unit, p) with the full 64-bit priority ``p``; rows that tie
+        have equal hashed content, hence equal key, value and coordinates (the hash covers
+        them), so which of them is kept does not matter.  Fast path
+        (:meth:`_fast`), for a count with only ``max_records_per_unit`` and an integer unit
+        column whose span ``unit_range`` leaves room: one 64-bit sort key instead of the
+        pair, about 1.5× faster in DuckDB.
+        """
+        spec, dom = self.spec, self.plan.domain
+        unit = quote_ident(spec.unit.column)
+        bad_unit = f"{unit} IS NULL"
+        if self.types.get(spec.unit.column, "").upper() == "VARCHAR":
+            bad_unit = f"({unit} IS NULL OR {unit} = '')"
+        d_parsed, bad_d = self._domain_parse()
+        v_parsed, bad_v, value = self._value_parse()
+        parsed = [f"{unit} AS u", f"{bad_unit} AS bad_u", f"{self._priority()} AS p"]
+        parsed += d_parsed + v_parsed
+        joins, key_expr = self._domain_key()
+        has_v = spec.statistic.kind != "count"
+        vcol = ", v" if has_v else ""
+        geo = ", la, lo" if dom.kind == "graph" else ""
+        extra = vcol + (", la, lo" if dom.spread else "")
+        if dom.kind == "graph":  # the mapping UDF runs on valid rows only
+            key_expr = f"CASE WHEN NOT (bad_u OR bad_d OR bad_v) THEN {key_expr} END"
+        # A NULL key means: invalid (bad_*) or outside the domain.  `ok` = in the domain.
+        ok = "key IS NOT NULL AND NOT bad_u" + ("" if bad_v == "false" else " AND NOT bad_v")
+        cls = (
+            f"CASE WHEN {ok} THEN key WHEN bad_u THEN -{NULL_UNIT} WHEN bad_d THEN "
+            f"-{INVALID_DOMAIN} WHEN bad_v THEN -{INVALID_VALUE} ELSE -{OUTSIDE} END"
+        )
+        sql = f"""
+WITH parsed AS (
+  SELECT {", ".join(parsed)} FROM {self.source}
+), checked AS (
+  SELECT u, p, bad_u, {bad_d} AS bad_d, {bad_v} AS bad_v{vcol and f", {value} AS v"}{geo}
+         {", dx" if dom.kind != "graph" else ""}
+  FROM parsed
+), keyed AS (
+  SELECT u, p, bad_u, bad_d, bad_v{vcol}{geo}, {key_expr} AS key
+  FROM checked {joins}
+)"""
+        b = spec.bounds.max_records_per_unit
+        k = spec.bounds.max_keys_per_unit
+        c = spec.bounds.max_records_per_key
+        self.has_value = has_v
+        if unit_range is not None and b is not None and k is None and c is None and not extra:
+            fast = self._fast(sql, unit_range, ok, b)
+            if fast is not None:
+                return fast, self.params
+        # ------------------------------------------------------------ general path
+        # `eu` is the unit of an in-domain row, NULL otherwise (sorted last, never kept).
+        if extra:
+            # `key` is the key index of an in-domain row, minus its class otherwise; rows are
+            # ordered by the full priority `p` (ties: equal content, interchangeable).
+            sql += f""", s0 AS (
+  SELECT CASE WHEN {ok} THEN u END AS eu, p, {cls} AS key{extra} FROM keyed
+)"""
+            cols, key, order = f"eu, p, key{extra}", "key", "p"
+            g_key = g_class = "key"
+        else:
+            # A count: the key rides in the low bits of the priority, `pk`, so the sort
+            # carries one column less; rows that tie in `pk` have the same key.
+            bits = max(1, (dom.size - 1).bit_length())
+            mask = (1 << bits) - 1
+            sql += f""", s0 AS (
+  SELECT CASE WHEN {ok} THEN u END AS eu,
+         CASE WHEN {ok} THEN ((p >> {bits}) << {bits}) | key::UBIGINT ELSE (-({cls}))::UBIGINT
+         END AS pk
+  FROM keyed
+)"""
+            cols, key, order = "eu, pk", f"(pk & {mask})", "pk"
+            g_key, g_class = f"{key}::BIGINT", "-(pk::BIGINT)"
+        prev, kept = "s0", "eu IS NOT NULL"
+        flags: list[str] = []
+        has_first = False
+        if c is not None:
+            # Per (unit, key): the c smallest priorities.  Sorted by (unit, key, priority), a
+            # row is among them iff the row c places back is of another (unit, key).
+            sql += f""", sc AS (
+  SELECT {cols},
+         (eu IS NOT NULL AND lag(eu, 1) OVER w IS DISTINCT FROM eu) AS first_u,
+         (eu IS NOT NULL AND NOT coalesce(
+            lag(eu, {c}) OVER w = eu AND lag({key}, {c}) OVER w = {key}, false)) AS kc
+  FROM {prev} WINDOW w AS (ORDER BY eu ASC NULLS LAST, {key}, {order})
+)"""
+            prev, kept, has_first = "sc", "kc", True
+            cols += ", first_u, kc"
+            flags.append("kc")
+        if k is not None:
+            # Per unit: the k keys of smallest key priority among the keys still kept.
+            self.params["dp_keys"] = "keys"
+            sql += f""", sk AS (
+  SELECT {cols}, ({kept} AND dense_rank() OVER (
+           PARTITION BY CASE WHEN {kept} THEN eu END
+           ORDER BY hash(hash($dp_salt::UBIGINT, $dp_keys, eu, {key})), {key}
+         ) <= {k}) AS kk
+  FROM {prev}
+)"""
+            prev, kept = "sk", "kk"
+            cols += ", kk"
+            flags.append("kk")
+        if b is not None or not has_first:
+            # Per unit: the b smallest priorities, by one sort and a lag (module docstring).
+            e = "eu"
+            if kept != "eu IS NOT NULL":
+                sql += f""", se AS (SELECT *, CASE WHEN {kept} THEN eu END AS eb FROM {prev})"""
+                prev, e = "se", "eb"
+            outs = []
+            if not has_first:
+                outs.append(
+                    f"({e} IS NOT NULL AND lag({e}, 1) OVER w IS DISTINCT FROM {e}) AS first_u"
+                )
+            if b is not None:
+                outs.append(
+                    f"({e} IS NOT NULL AND lag({e}, {b}) OVER w IS DISTINCT FROM {e}) AS kept"
+                )
+                kept = "kept"
+            sql += f""", sb AS (
+  SELECT {cols}, {", ".join(outs)}
+  FROM {prev} WINDOW w AS (ORDER BY {e} ASC NULLS LAST, {order})
+)"""
+            prev = "sb"
+        g = f"CASE WHEN eu IS NULL THEN {g_class} WHEN {kept} THEN {g_key} ELSE {DROPPED} END"
+        out = [f"{g} AS g", "first_u", *flags]
+        sql += f"""
+SELECT {", ".join(out)}{extra} FROM {prev}"""
+        self.flags = tuple(flags)
+        return sql, self.params
+
+    def _fast(self, sql: str, unit_range: tuple[int, int], ok: str, b: int) -> str | None:
+        """The one-key sort for counts (see :meth:`build`), or None if it does not apply.
+
+        ``s = slot << pb | (p >> (64 − pb + kb)) << kb | key`` with ``slot = unit − min``
+        (``ub`` bits), ``kb`` key bits and ``pb − kb ≥ 24`` priority bits: a unit's rows are
+        contiguous and ordered by their truncated priority, ties broken by the key; rows
+        that still tie have the same key, so for a count they are interchangeable and the
+        kept counts are a function of the unit's own records, as on the general path.
+        Rows outside the domain sit in the extra slot ``span`` with their class code.
+        """
+        lo, hi = unit_range
+        span = hi - lo + 1  # slots 0 … hi − lo for units; slot `span` for other rows
+        ub = span.bit_length()
+        kb = max(1, (self.plan.domain.size - 1).bit_length())
+        pb = 64 - ub
+        if pb - kb < 24:
+            return None
+        t = self.types.get(self.spec.unit.column, "").upper()
+        diff = f"(u - {lo})" if t == "UBIGINT" else f"(u::BIGINT - ({lo}))"
+        mask = (1 << kb) - 1
+        sql += f""", s0 AS (
+  SELECT CASE WHEN {ok} THEN ({diff}::UBIGINT << {pb}) | ((p >> {ub + kb}) << {kb}) | key::UBIGINT
+              WHEN bad_u THEN ({span}::UBIGINT << {pb}) | {NULL_UNIT}
+              WHEN bad_d THEN ({span}::UBIGINT << {pb}) | {INVALID_DOMAIN}
+              WHEN bad_v THEN ({span}::UBIGINT << {pb}) | {INVALID_VALUE}
+              ELSE ({span}::UBIGINT << {pb}) | {OUTSIDE} END AS s
+  FROM keyed
+), sb AS (
+  SELECT s, (lag(s >> {pb}, {b}) OVER w IS DISTINCT FROM s >> {pb}) AS kept,
+         (lag(s >> {pb}, 1) OVER w IS DISTINCT FROM s >> {pb}) AS first_u
+  FROM s0 WINDOW w AS (ORDER BY s)
+)
+SELECT CASE WHEN s >> {pb} = {span} THEN -((s & {mask})::BIGINT)
+            WHEN kept THEN (s & {mask})::BIGINT ELSE {DROPPED} END AS g,
+       s >> {pb} <> {span} AND first_u AS first_u
+FROM sb"""
+        self.flags = ()
+        return sql
+
+    def final(self, rows_sql: str) -> str:
+        """Per group ``g`` of the bounded rows: rows, units, rows left after c and k, sums."""
+        n_c = "count(*) FILTER (WHERE kc)" if "kc" in self.flags else "0"
+        n_k = "count(*) FILTER (WHERE kk)" if "kk" in self.flags else "0"
+        s = "kahan_sum(v)" if self.has_value else "NULL::DOUBLE"
+        return f"""
+SELECT g, count(*) AS n, count(*) FILTER (WHERE first_u) AS units, {n_c} AS n_c,
+       {n_k} AS n_k, {s} AS s
+FROM ({rows_sql}) GROUP BY g"""
+
+    # -------------------------------------------------------------- expressions
+
+    def _priority(self) -> str:
+        """``hash(hash(salt, record columns))``: every column by default; with
+        ``record_columns``, those plus the unit, domain and value columns, so that equal
+        priorities mean records that are interchangeable in the aggregate."""
+        cols = self.spec.bounds.record_columns
+        if cols is None:
+            args = "*COLUMNS(*)"
+        else:
+            spec = self.spec
+            wanted = [*cols, spec.unit.column, *spec.domain.columns]
+            if spec.statistic.column is not None:
+                wanted.append(spec.statistic.column)
+            args = ", ".join(quote_ident(c) for c in dict.fromkeys(wanted))
+        return f"hash(hash($dp_salt::UBIGINT, {args}))"
+
+    def _domain_parse(self) -> tuple[list[str], str]:
+        """(parsed columns, the invalid-domain condition over them)."""
+        d = self.spec.domain
+        if d.kind == "graph":
+            parsed = [
+                f"TRY_CAST({quote_ident(d.lat)} AS DOUBLE) AS la",
+                f"TRY_CAST({quote_ident(d.lon)} AS DOUBLE) AS lo",
+            ]
+            bad = (
+                "(la IS NULL OR lo IS NULL OR NOT isfinite(la) OR NOT isfinite(lo) "
+                "OR NOT (la BETWEEN -90 AND 90 AND lo BETWEEN -180 AND 180)"
+            )
+            if d.bbox is not None:
+                self.params.update(
+                    dict(zip(("dp_la0", "dp_la1", "dp_lo0", "dp_lo1"), d.bbox, strict=True))
+                )
+                bad += " OR NOT (la BETWEEN $dp_la0 AND $dp_la1 AND lo BETWEEN $dp_lo0 AND $dp_lo1)"
+            return parsed, bad + ")"
+        col = quote_ident(d.column)
+        if d.kind == "range":
+            if self._integer_range():
+                return [f"TRY_CAST({col} AS BIGINT) AS dx"], "dx IS NULL"
+            return [f"TRY_CAST({col} AS DOUBLE) AS dx"], "(dx IS NULL OR NOT isfinite(dx))"
+        t = self._values_type()
+        bad = "(dx IS NULL OR NOT isfinite(dx))" if t == "DOUBLE" else "dx IS NULL"
+        return [f"TRY_CAST({col} AS {t}) AS dx"], bad
+
+    def _integer_range(self) -> bool:
+        """A range over an integer-typed column with integer start and step."""
+        d = self.spec.domain
+        t = self.types.get(str(d.column), "").upper()
+        return (
+            t in ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER")
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in (d.start, d.step))
+            and abs(int(d.start)) < 2**62
+            and int(d.step) < 2**31
+        )
+
+    def _values_type(self) -> str:
+        vals = self.spec.domain.values or ()
+        if any(isinstance(v, str) for v in vals):
+            return "VARCHAR"
+        if all(isinstance(v, int) for v in vals) and any(abs(v) >= _EXACT_INT for v in vals):
+            return "HUGEINT"
+        return "DOUBLE"
+
+    def _value_parse(self) -> tuple[list[str], str, str]:
+        """(parsed columns, the invalid-value condition, the clamped value expression)."""
+        st = self.spec.statistic
+        if st.kind == "count":
+            return [], "false", "NULL::DOUBLE"
+        self.params.update(
+            {
+                "dp_lower": float(st.lower),
+                "dp_upper": float(st.upper),  # type: ignore[arg-type]
+                "dp_offset": float(self.plan.value_offset),
+            }
+        )
+        return (
+            [f"TRY_CAST({quote_ident(st.column)} AS DOUBLE) AS vx"],
+            "(vx IS NULL OR NOT isfinite(vx))",
+            "greatest($dp_lower, least($dp_upper, vx)) - $dp_offset",
+        )
+
+    def _domain_key(self) -> tuple[str, str]:
+        """(joins, key expression) for the keyed CTE; a NULL key is outside the domain."""
+        d, dom = self.spec.domain, self.plan.domain
+        if d.kind == "range":
+            n = dom.size
+            if self._integer_range():
+                # Integer column, integer start and step: exact integer arithmetic.  For an
+                # integer x, x < stop iff x < ceil(stop); then (x - start) // step < n.
+                start, step = int(d.start), int(d.step)  # type: ignore[arg-type]
+                top = math.ceil(float(d.stop))  # type: ignore[arg-type]
+                div = "" if step == 1 else f" // {step}"
+                shifted = "dx" if start == 0 else f"(dx - {start})"
+                return "", f"CASE WHEN dx >= {start} AND dx < {top} THEN {shifted}{div} END"
+            self.params.update(
+                {"dp_start": float(d.start), "dp_stop": float(d.stop), "dp_step": float(d.step)}
+            )
+            key = (
+                f"CASE WHEN dx >= $dp_start AND dx < $dp_stop THEN "
+                f"least(floor((dx - $dp_start) / $dp_step), {n - 1})::BIGINT END"
+            )
+            return "", key
+        if d.kind == "values":
+            duck = _duckdb()
+            import pyarrow as pa
+
+            t = self._values_type()
+            vals = list(d.values or ())
+            if t == "VARCHAR":
+                arr = pa.array([str(v) for v in vals], type=pa.string())
+            elif t == "HUGEINT":
+                arr = pa.array([str(v) for v in vals], type=pa.string())
+            else:
+                arr = pa.array([float(v) for v in vals], type=pa.float64())
+            table = pa.table({"val": arr, "idx": pa.array(np.arange(len(vals)), pa.int64())})
+            name = f"dp_domain_{self.tag}"
+            try:
+                self.con.register(name, table)
+            except duck.Error as exc:  # pragma: no cover - defensive
+                raise EngineError(f"duckdb: {_one_line(exc)}") from None
+            val = "val::HUGEINT" if t == "HUGEINT" else "val"
+            joins = f"LEFT JOIN (SELECT {val} AS val, idx FROM {name}) dom ON dom.val = dx"
+            return joins, "idx"
+        # graph
+        self._register_udfs()
+        return "", f"nullif(dp_nearest_{self.tag}(la, lo), -1)"
+
+    def _register_udfs(self) -> None:
+        duck = _duckdb()
+        import pyarrow as pa
+
+        mapper = self.plan.domain.mapper
+        assert mapper is not None
+
+        def as_numpy(a: Any) -> np.ndarray:
+            arr = a.to_numpy(zero_copy_only=False) if hasattr(a, "to_numpy") else np.asarray(a)
+            return np.asarray(arr, dtype=np.float64)
+
+        def nearest(lat: Any, lon: Any) -> Any:
+            return pa.array(mapper.nearest(as_numpy(lat), as_numpy(lon)), type=pa.int64())
+
+        def spread(lat: Any, lon: Any) -> Any:
+            offsets, nodes, weights = mapper.spread(as_numpy(lat), as_numpy(lon))
+            entries = pa.StructArray.from_arrays(
+                [pa.array(nodes, pa.int64()), pa.array(weights, pa.float64())], names=["k", "w"]
+            )
+            return pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), entries)
+
+        double = duck.sqltype("DOUBLE")
+        known = self.con.execute(
+            "SELECT count(*) FROM duckdb_functions() WHERE function_name = $f",
+            {"f": f"dp_nearest_{self.tag}"},
+        ).fetchall()[0][0]
+        if known:  # registered by an earlier query of this aggregation
+            return
+        try:
+            self.con.create_function(
+                f"dp_nearest_{self.tag}",
+                nearest,
+                [double, double],
+                duck.sqltype("BIGINT"),
+                type="arrow",
+            )
+            if mapper.mapping == "kde":
+                self.con.create_function(
+                    f"dp_spread_{self.tag}",
+                    spread,
+                    [double, double],
+                    duck.sqltype("STRUCT(k BIGINT, w DOUBLE)[]"),
+                    type="arrow",
+                )
+        except duck.Error as exc:  # pragma: no cover - defensive
+            raise EngineError(f"duckdb: {_one_line(exc)}") from None
+
+
+# ----------------------------------------------------------------------- collecting
+
+
+def _collect(
+    plan: AggregationPlan,
+    groups: list[tuple[Any, ...]],
+    spread: list[tuple[Any, ...]] | None,
+    malformed: int,
+) -> Aggregate:
+    d = plan.domain.size
+    stat = plan.spec.statistic.kind
+    counts = np.zeros(d, dtype=np.float64)
+    sums = np.zeros(d, dtype=np.float64) if stat != "count" else None
+    rows = RowCounts(malformed_lines=malformed)
+    per_class = {NULL_UNIT: 0, INVALID_DOMAIN: 0, INVALID_VALUE: 0, OUTSIDE: 0, IN_DOMAIN: 0}
+    n_c = n_k = 0
+    for g, n, units, nc, nk, s in groups:
+        g, n = int(g), int(n)
+        rows.units += int(units or 0)
+        n_c += int(nc or 0)
+        n_k += int(nk or 0)
+        if g >= 0 or g == DROPPED:
+            per_class[IN_DOMAIN] += n
+        else:
+            per_class[-g] += n
+        if g < 0:
+            continue
+        rows.kept += n
+        if spread is None:
+            counts[g] = float(n)
+            if sums is not None and s is not None:
+                sums[g] = float(s)
+    if spread is not None:
+        for key, mass, s in spread:
+            counts[int(key)] = float(mass)
+            if sums is not None and s is not None:
+                sums[int(key)] = float(s)
+    rows.null_unit = per_class[NULL_UNIT]
+    rows.invalid_domain = per_class[INVALID_DOMAIN]
+    rows.invalid_value = per_class[INVALID_VALUE]
+    rows.outside_domain = per_class[OUTSIDE]
+    rows.in_domain = per_class[IN_DOMAIN]
+    rows.read = sum(per_class.values()) + malformed
+    b = plan.spec.bounds
+    dropped: dict[str, int] = {}
+    if b.max_records_per_key is not None:
+        dropped["max_records_per_key"] = rows.in_domain - n_c
+    else:
+        n_c = rows.in_domain
+    if b.max_keys_per_unit is not None:
+        dropped["max_keys_per_unit"] = n_c - n_k
+    else:
+        n_k = n_c
+    if b.max_records_per_unit is not None:
+        dropped["max_records_per_unit"] = n_k - rows.kept
+    rows.dropped_by_bounds = dropped
+    if not all(math.isfinite(x) for x in (counts.sum(), 0.0 if sums is None else sums.sum())):
+        raise EngineError("the aggregate is not finite (internal error)")
+    return Aggregate(counts=counts, sums=sums, rows=rows)

@@ -1,0 +1,71 @@
+"""``dpgauss release SPEC.toml``: a table of records to a finished release (thin over the pipeline).
+
+``add_release_parser(subparsers)`` registers the ``release`` command on the sub-parsers of the
+``dpgauss`` parser.  Its ``run`` returns the text to print (the release summary, or one JSON
+object with ``--json``); every expected problem is a ``ValueError``/``TypeError`` (bad spec,
+budget exceeded, unreadable source, a ``fail`` policy hit), which ``dpgauss.cli.main`` reports
+in one line with exit status 2.
+
+The ledger file is ``--ledger FILE``, else ``[privacy] ledger`` in the spec, else the
+environment variable ``DPGAUSS_LEDGER``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from .engine import ENGINES
+from .pipeline import LEDGER_ENV, run_release
+from .spec import load_spec
+
+__all__ = ["add_release_parser"]
+
+
+def _run(args: argparse.Namespace) -> str:
+    spec = load_spec(args.spec)
+    result = run_release(spec, engine=args.engine, out=args.out, ledger=args.ledger)
+    if args.json:
+        r = result.report
+        return json.dumps(
+            {
+                "output": result.output_path,
+                "report": result.report_path,
+                "sensitivity": r["sensitivity"]["l2"],
+                "sigma": r["privacy"]["sigma"],
+                "classical_sigma": r["privacy"]["classical_sigma"],
+                "mu": r["ledger"]["mu"],
+                "rows": {k: v for k, v in r["rows"].items() if k != "note"},
+                "denoise": r["denoise"]["method"],
+                "estimated_rmse_per_key": r["denoise"]["rmse_per_key"],
+                "ledger": r["ledger"]["status"],
+            }
+        )
+    return result.summary
+
+
+def add_release_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register ``release SPEC [--engine duckdb|spark] [--out PATH] [--ledger FILE] [--json]``.
+
+    ``subparsers`` is the object returned by ``parser.add_subparsers(...)``; the parser keeps
+    its class (so a parser whose ``error`` raises keeps doing so).  Sets ``run`` to a function
+    of the parsed arguments returning the text to print.  Returns the ``release`` parser.
+    """
+    release = subparsers.add_parser(
+        "release",
+        help="release a table of records (a TOML spec) with enforced sensitivity",
+        description="Bound each privacy unit's contribution, aggregate, add calibrated "
+        "Gaussian noise, denoise and write the release and its report, charging the budget "
+        f"ledger first. The ledger is --ledger FILE, [privacy] ledger, or ${LEDGER_ENV}.",
+    )
+    release.add_argument("spec", metavar="SPEC.toml", help="the release spec (TOML)")
+    release.add_argument(
+        "--engine", choices=ENGINES, default="duckdb", help="where to aggregate (default duckdb)"
+    )
+    release.add_argument("--out", metavar="PATH", help="output path (overrides [output] path)")
+    release.add_argument(
+        "--ledger", metavar="FILE", help="budget ledger (overrides [privacy] ledger)"
+    )
+    release.add_argument("--json", action="store_true", help="print one JSON object")
+    release.set_defaults(run=_run)
+    return release

@@ -1,0 +1,241 @@
+r"""The L2 sensitivity of a bounded release, derived from the bounds that are enforced.
+
+Neighbouring datasets differ by *all* the records of one privacy unit (add or remove one unit).
+After bounding, the unit's contribution to the released vector is a vector ``x`` over the
+``d`` keys of the domain, and the L2 sensitivity is the largest ``‖x‖₂`` any unit can reach.
+Bounding (:mod:`dpgauss.release.engine_duckdb`) keeps, for each unit, a subset of its records
+that depends on that unit's records only, so this is exactly the sensitivity of the bounded
+aggregate.
+
+Records, keys, and the count vector
+-----------------------------------
+The bounds (any of them may be absent): ``b`` records per unit in total, ``k`` keys per unit
+(L0), ``c`` records per key (L∞).  A key can never hold more than ``b`` records and a unit never
+has more than ``d`` keys, so let ``B = b`` (or ∞), ``C = min(c, B)``, ``K = min(k, d)``.
+
+*One record, one key* (domains ``values`` and ``range``, graph mapping ``nearest``).  The
+unit's count vector ``n`` is a non-negative integer vector with ``Σ nᵢ ≤ B``, ``nᵢ ≤ C`` and at
+most ``K`` non-zero entries.  ``‖n‖₂²`` is convex, so its maximum over this set is attained by
+the most concentrated vector: ``q = ⌊B/C⌋`` keys at ``C`` and one at the remainder
+``r = B − qC`` (if ``q < K``), else ``K`` keys at ``C``:
+
+.. math::  Δ_n = \sqrt{q C^2 + r^2} \quad (q < K), \qquad Δ_n = C\sqrt{K} \quad (q \ge K).
+
+It is attained (a unit with exactly those records), so it is the tightest valid bound; it is
+never above ``b`` (take ``C = B``) nor above ``c√k``, the two textbook bounds, and is strictly
+below both in between (``b = 5, c = 2, k = 3``: 3 where ``min(b, c√k) = 3.46``).  Examples:
+``b`` alone gives ``b`` (the paper's taxi setup: Δ₂ = 5 for 5 trips per driver); ``k`` and
+``c`` give ``c√k``.
+
+*Spread mapping* (graph mapping ``kde``: each record's unit mass is spread over several nodes,
+non-negative weights summing to 1).  A unit with ``R`` kept records has a non-negative
+contribution with ``‖x‖₁ = R``, so ``‖x‖₂ ≤ ‖x‖₁ = R``, attained when all the mass falls on one
+node.  ``R ≤ b``, and with per-key bounds (applied to each record's *nearest* node)
+``R ≤ c·k``: the spread masses of records at different nearest nodes overlap, so the ``c√k``
+argument does not apply.  Hence ``Δ_n = min(B, C·K)``.
+
+Statistics
+----------
+* ``count``: Δ₂ = Δ_n.
+* ``sum`` of values clamped to ``[lower, upper]``: each record adds a value of magnitude at
+  most ``M = max(|lower|, |upper|)`` to its key(s), so ``|xᵢ| ≤ M·nᵢ`` and
+  Δ₂ = ``M · Δ_n`` (attained when all values equal ±M).
+* ``mean``: released as a noisy sum over a noisy count, both computed from the same kept
+  records.  The sum is *centred*: ``S' = Σ (v − m)``, ``m = (lower + upper)/2``, whose
+  per-record magnitude is ``(upper − lower)/2`` — at most ``M``, and half of it for the usual
+  ``lower = 0`` — so Δ_S = ``(upper − lower)/2 · Δ_n``, Δ_C = ``Δ_n``, and the mean is
+  ``m + S'/C``.  The pair is released with one Gaussian mechanism on the normalised vector
+  ``(S'/Δ_S, C/Δ_C)``, whose L2 sensitivity is exactly ``√2`` (both parts reach their
+  bound on the same unit); the noise on the sum is ``σ·Δ_S`` and on the count ``σ·Δ_C``.
+  This is the even split of the μ-GDP budget between the two parts.  (A public count, the
+  alternative, is not available in general.)
+
+Every value is rounded *up* to a double (never below the exact bound).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+__all__ = ["Sensitivity", "count_l2", "derive_sensitivity"]
+
+_INF = math.inf
+
+
+def _sqrt_up(n: int | Fraction) -> float:
+    """The smallest double ≥ √n (n an exact non-negative rational)."""
+    n = Fraction(n)
+    s = math.sqrt(float(n))
+    while Fraction(s) ** 2 < n:
+        s = math.nextafter(s, _INF)
+    return s
+
+
+def _mul_up(a: float, b: float) -> float:
+    """The smallest double ≥ a·b for non-negative doubles."""
+    p = a * b
+    while Fraction(p) < Fraction(a) * Fraction(b):
+        p = math.nextafter(p, _INF)
+    return p
+
+
+def _check_bound(name: str, value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1 or None; got {value!r}")
+    return value
+
+
+def count_l2(
+    *,
+    max_records_per_unit: int | None = None,
+    max_keys_per_unit: int | None = None,
+    max_records_per_key: int | None = None,
+    domain_size: int,
+    spread: bool = False,
+) -> tuple[float, tuple[tuple[str, float], ...]]:
+    """The L2 sensitivity of the count vector (module docstring) and the bounds compared.
+
+    Returns ``(Δ_n, candidates)``: the tightest bound, and ``(description, value)`` for the
+    textbook bounds that apply (``b``; ``c·√k`` or, for a spread mapping, ``c·k``) and the
+    exact maximum.  Raises ``ValueError`` if the bounds do not bound anything (neither ``b``
+    nor ``c`` given).
+    """
+    b = _check_bound("max_records_per_unit", max_records_per_unit)
+    k = _check_bound("max_keys_per_unit", max_keys_per_unit)
+    c = _check_bound("max_records_per_key", max_records_per_key)
+    if isinstance(domain_size, bool) or not isinstance(domain_size, int) or domain_size < 1:
+        raise ValueError(f"domain_size must be an integer >= 1; got {domain_size!r}")
+    if b is None and c is None:
+        raise ValueError(
+            "the bounds give no finite sensitivity: set max_records_per_unit, or "
+            "max_records_per_key (with or without max_keys_per_unit)"
+        )
+    K = domain_size if k is None else min(k, domain_size)
+    k_text = "k" if k is not None and k <= domain_size else "d"
+    candidates: list[tuple[str, float]] = []
+    if b is not None:
+        candidates.append((f"b = {b} records per unit (L1 of the unit's records)", float(b)))
+    if spread:
+        if c is not None:
+            value = float(c * K)
+            candidates.append((f"c*{k_text} = {c}*{K} records (spread mass: L2 <= L1)", value))
+        best = min(v for _, v in candidates)
+        return best, tuple(candidates)
+    if c is not None:
+        candidates.append((f"c*sqrt({k_text}) = {c}*sqrt({K}) (L_inf and L0)", _sqrt_up(c * c * K)))
+    C = c if b is None else (b if c is None else min(c, b))
+    if b is None:
+        exact = C * C * K
+    else:
+        q, r = divmod(b, C)
+        exact = C * C * K if q >= K else q * C * C + r * r
+    value = _sqrt_up(exact)
+    if len(candidates) > 1 or (b is not None and value < b):
+        candidates.append((f"exact maximum under all bounds = sqrt({exact})", value))
+    return min(v for _, v in candidates), tuple(candidates)
+
+
+@dataclass(frozen=True)
+class Sensitivity:
+    """The derived L2 sensitivity of a release.
+
+    Attributes
+    ----------
+    statistic
+        ``"count"``, ``"sum"`` or ``"mean"``.
+    l2
+        Δ₂ of the vector given to the Gaussian mechanism: the counts, the sums, or for a
+        mean the normalised pair ``(S'/Δ_S, C/Δ_C)`` (then exactly √2).
+    records_l2
+        Δ_n, the bound on a unit's count vector.
+    scale
+        The per-record magnitude: 1 (count), ``max(|lower|, |upper|)`` (sum),
+        ``(upper − lower)/2`` (the centred sum of a mean).
+    parts
+        The sensitivity of each released part in its own units: ``{"count": Δ}``,
+        ``{"sum": Δ}`` or ``{"sum": Δ_S, "count": Δ_C}``.
+    candidates
+        The bounds compared for Δ_n (description, value).
+    """
+
+    statistic: str
+    l2: float
+    records_l2: float
+    scale: float
+    parts: dict[str, float] = field(default_factory=dict)
+    candidates: tuple[tuple[str, float], ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return {
+            "statistic": self.statistic,
+            "l2": self.l2,
+            "records_l2": self.records_l2,
+            "scale": self.scale,
+            "parts": dict(self.parts),
+            "candidates": [{"bound": name, "value": v} for name, v in self.candidates],
+        }
+
+    def summary(self) -> str:
+        """One line: the released sensitivity and where it comes from."""
+        if self.statistic == "count":
+            return f"L2 sensitivity {self.l2:.6g} (count vector, tightest of the bounds)"
+        if self.statistic == "sum":
+            return (
+                f"L2 sensitivity {self.l2:.6g} = {self.scale:.6g} (max |clamp|) x "
+                f"{self.records_l2:.6g} (count vector)"
+            )
+        return (
+            f"L2 sensitivity sum {self.parts['sum']:.6g} = {self.scale:.6g} ((upper-lower)/2) x "
+            f"{self.records_l2:.6g}, count {self.parts['count']:.6g}; released jointly "
+            f"normalised: {self.l2:.6g}"
+        )
+
+
+def derive_sensitivity(
+    statistic: str,
+    *,
+    max_records_per_unit: int | None = None,
+    max_keys_per_unit: int | None = None,
+    max_records_per_key: int | None = None,
+    domain_size: int,
+    spread: bool = False,
+    lower: float | None = None,
+    upper: float | None = None,
+) -> Sensitivity:
+    """The L2 sensitivity of a ``count``, ``sum`` or ``mean`` release (module docstring)."""
+    records, candidates = count_l2(
+        max_records_per_unit=max_records_per_unit,
+        max_keys_per_unit=max_keys_per_unit,
+        max_records_per_key=max_records_per_key,
+        domain_size=domain_size,
+        spread=spread,
+    )
+    if statistic == "count":
+        return Sensitivity("count", records, records, 1.0, {"count": records}, candidates)
+    if statistic not in ("sum", "mean"):
+        raise ValueError(f"statistic must be 'count', 'sum' or 'mean'; got {statistic!r}")
+    if lower is None or upper is None:
+        raise ValueError(f"a {statistic} needs the clamping bounds lower and upper")
+    lo, hi = float(lower), float(upper)
+    if not (math.isfinite(lo) and math.isfinite(hi) and hi > lo):
+        raise ValueError(f"need finite lower < upper; got lower={lower!r}, upper={upper!r}")
+    if statistic == "sum":
+        scale = max(abs(lo), abs(hi))
+        if scale == 0.0:
+            raise ValueError("lower = upper = 0: the sum is always 0")
+        l2 = _mul_up(scale, records)
+        return Sensitivity("sum", l2, records, scale, {"sum": l2}, candidates)
+    half = (Fraction(hi) - Fraction(lo)) / 2
+    scale = float(half)
+    if Fraction(scale) < half:
+        scale = math.nextafter(scale, _INF)
+    sum_l2 = _mul_up(scale, records)
+    return Sensitivity(
+        "mean", _sqrt_up(2), records, scale, {"sum": sum_l2, "count": records}, candidates
+    )

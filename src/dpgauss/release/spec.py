@@ -1,0 +1,689 @@
+"""The release spec: a small declarative description of one release, as TOML or dataclasses.
+
+A spec says where the records are, who the privacy unit is, which public keys are released,
+what is computed per key, how each unit's contribution is bounded, the privacy guarantee,
+the denoiser and the output::
+
+    [source]
+    path = "trips.csv"            # CSV or Parquet, glob allowed; or table = "trips"
+    [unit]
+    column = "hack_license"       # the privacy unit: one driver
+    [domain]
+    kind = "values"               # or "range" (start, stop, step) or "graph"
+    column = "zone"
+    values = [0, 1, 2]
+    [statistic]
+    kind = "count"                # or "sum" / "mean" with column, lower, upper
+    [bounds]
+    max_records_per_unit = 5      # and/or max_keys_per_unit, max_records_per_key
+    [privacy]
+    epsilon = 1.0
+    delta = 1e-6
+    secure = true
+    ledger = "budget.sqlite"
+    dataset = "trips"
+    [denoise]
+    method = "auto"
+    [output]
+    path = "release.csv"
+
+:func:`load_spec` reads a TOML file (``tomllib``), :meth:`ReleaseSpec.from_dict` a dict of the
+same shape; the dataclasses can also be built directly.  Every check raises ``ValueError`` (or
+``TypeError`` for a wrong type) with a message that names the TOML key, e.g.
+``[bounds] max_records_per_unit must be an integer >= 1; got 0``.  Unknown keys and tables are
+errors (a misspelt bound must not be silently ignored).
+
+Relative paths (source, ledger, output) are used as given, i.e. relative to the current
+working directory, like the ``dpgauss budget`` commands.
+
+Every table and key
+-------------------
+``[source]``
+    ``path`` (a path or glob, or a list of them), ``table`` (a table or view name) or
+    ``bundled = "trips"`` (the TaxiVis trips shipped with dpgauss) — exactly one.
+    ``format`` = ``"auto"`` (by extension: ``.parquet``/``.pq`` is Parquet, anything else CSV),
+    ``"csv"`` or ``"parquet"``.  ``database``: a DuckDB database file holding ``table``
+    (opened read-only).  CSV only: ``delimiter`` (default ``","``), ``header`` (default true),
+    ``on_malformed`` = ``"drop"`` (lines with too many or too few fields are skipped and
+    counted; the default) or ``"fail"``.
+``[unit]``
+    ``column``; ``on_null`` = ``"drop"`` (rows without a unit id are dropped and counted; the
+    default) or ``"fail"``.
+``[domain]``
+    The public set of output keys; every key is released, zeros included, and records that map
+    to no key are dropped and counted.  ``kind``:
+
+    * ``"values"``: ``column`` and ``values`` (a non-empty list of distinct integers, numbers or
+      strings).  A record's key is its value of ``column``.
+    * ``"range"``: ``column``, ``start``, ``stop``, ``step`` (default 1): the bins
+      ``[start + i·step, start + (i+1)·step)`` for ``i = 0 … ⌈(stop − start)/step⌉ − 1``; the key
+      of a bin is its lower edge.  Values outside ``[start, stop)`` are outside the domain.
+    * ``"graph"``: the nodes of a public road graph, ``graph = "manhattan"`` (the 4,091
+      junctions of :func:`dpgauss.datasets.load_manhattan_graph`) or ``"manhattan-pruned"``
+      (3,907, dead ends pruned); ``lat``, ``lon`` (columns, degrees); ``mapping`` =
+      ``"nearest"`` (the nearest junction within ``cutoff`` metres, default 150) or ``"kde"``
+      (the record's unit mass spread over its ``neighbors`` nearest junctions within
+      ``cutoff`` — default 3 × ``bandwidth`` — with Gaussian kernel weights of ``bandwidth``
+      metres, summing to 1); ``bbox = [lat_min, lat_max, lon_min, lon_max]``: coordinates
+      outside it are malformed (always: outside [−90, 90] × [−180, 180]).
+
+    ``on_invalid`` = ``"drop"`` (default) or ``"fail"``: rows whose domain column (or
+    coordinates) is missing, unparseable or out of range.
+``[statistic]``
+    ``kind`` = ``"count"``, ``"sum"`` or ``"mean"``; for sum and mean ``column`` and the public
+    clamping bounds ``lower < upper`` (every value is clamped to them), ``on_invalid`` =
+    ``"drop"`` (default) or ``"fail"`` for missing, unparseable or non-finite values.
+``[bounds]``
+    ``max_records_per_unit`` (b), ``max_keys_per_unit`` (k, L0), ``max_records_per_key``
+    (c, L∞): integers ≥ 1; b, or c, must be given (k alone bounds nothing).  The L2
+    sensitivity derived from them is in :mod:`dpgauss.release.sensitivity`.
+    ``record_columns``: the columns that tell a unit's records apart, hashed into each record's
+    sampling priority (default: every column of the source).
+``[privacy]``
+    ``epsilon`` and ``delta``, or ``sigma`` (the noise standard deviation; ``delta`` is then
+    still needed to state the guarantee); ``secure`` (default true: the secure lattice
+    sampler fed by the OS CSPRNG; false = floating-point noise from a seeded generator, for
+    experiments only, with optional ``seed``); ``ledger`` (the budget ledger file; or the
+    ``DPGAUSS_LEDGER`` environment variable or ``--ledger``); ``dataset`` (its dataset id);
+    ``label`` (optional text recorded with the charge).
+``[denoise]``
+    ``method`` = ``"none"``, ``"auto"`` (default; SURE selection, with the graph or the 1-D
+    grid of the domain), or one of ``"james_stein"``, ``"soft_threshold"``,
+    ``"hard_threshold"``, ``"wavelet"`` (range domains), ``"graph_wavelet"``,
+    ``"trend_filter"`` (graph or range domains); ``params`` = a table of keyword arguments
+    passed to it (e.g. ``params = { order = 1 }``).
+``[output]``
+    ``path``; ``format`` = ``"auto"`` (``.parquet``/``.pq`` → Parquet, else CSV), ``"csv"`` or
+    ``"parquet"``; ``level`` (the interval level, default 0.95); ``overwrite`` (default false:
+    an existing output is never replaced).  A JSON report is written to ``<path>.report.json``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import tomllib
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "BoundsSpec",
+    "DenoiseSpec",
+    "DomainSpec",
+    "OutputSpec",
+    "PrivacySpec",
+    "ReleaseSpec",
+    "SourceSpec",
+    "StatisticSpec",
+    "UnitSpec",
+    "load_spec",
+]
+
+POLICIES = ("drop", "fail")
+GRAPHS = ("manhattan", "manhattan-pruned")
+DENOISERS = (
+    "none",
+    "auto",
+    "james_stein",
+    "soft_threshold",
+    "hard_threshold",
+    "wavelet",
+    "graph_wavelet",
+    "trend_filter",
+)
+BUNDLED = ("trips",)
+_MAX_KEYS = 50_000_000
+
+
+# ------------------------------------------------------------------------------ checks
+
+
+def _fail(where: str, key: str, rule: str, value: object) -> ValueError:
+    return ValueError(f"[{where}] {key} must be {rule}; got {value!r}")
+
+
+def _type_fail(where: str, key: str, rule: str, value: object) -> TypeError:
+    return TypeError(f"[{where}] {key} must be {rule}; got {type(value).__name__} {value!r}")
+
+
+def _text(where: str, key: str, value: object, *, optional: bool = False) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise _type_fail(where, key, "a string", value)
+    if not value.strip():
+        raise _fail(where, key, "a non-empty string", value)
+    return value
+
+
+def _required(where: str, key: str, value: object, what: str) -> None:
+    if value is None or value == "":
+        raise ValueError(f"[{where}] {key} is required ({what})")
+
+
+def _choice(where: str, key: str, value: object, allowed: tuple[str, ...]) -> str:
+    if not isinstance(value, str):
+        raise _type_fail(where, key, f"one of {', '.join(map(repr, allowed))}", value)
+    if value not in allowed:
+        raise _fail(where, key, f"one of {', '.join(map(repr, allowed))}", value)
+    return value
+
+
+def _real(where: str, key: str, value: object, *, optional: bool = False) -> float | None:
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise _type_fail(where, key, "a number", value)
+    x = float(value)
+    if not math.isfinite(x):
+        raise _fail(where, key, "a finite number", value)
+    return x
+
+
+def _positive(where: str, key: str, value: object, *, optional: bool = False) -> float | None:
+    x = _real(where, key, value, optional=optional)
+    if x is not None and not x > 0:
+        raise _fail(where, key, "a number > 0", value)
+    return x
+
+
+def _count(where: str, key: str, value: object, *, optional: bool = False) -> int | None:
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        else:
+            raise _type_fail(where, key, "an integer >= 1", value)
+    if value < 1:
+        raise _fail(where, key, "an integer >= 1", value)
+    return int(value)
+
+
+def _flag(where: str, key: str, value: object) -> bool:
+    if not isinstance(value, bool):
+        raise _type_fail(where, key, "true or false", value)
+    return value
+
+
+def _columns(where: str, key: str, value: object) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, list | tuple):
+        raise _type_fail(where, key, "a list of column names", value)
+    out = tuple(_text(where, key, v) for v in value)  # type: ignore[misc]
+    if not out:
+        raise _fail(where, key, "a non-empty list of column names", value)
+    if len(set(out)) != len(out):
+        raise _fail(where, key, "a list of distinct column names", value)
+    return out  # type: ignore[return-value]
+
+
+def _check_keys(where: str, data: Mapping[str, Any], cls: type) -> None:
+    allowed = [f.name for f in fields(cls)]
+    for key in data:
+        if key not in allowed:
+            raise ValueError(f"[{where}] unknown key {key!r} (allowed: {', '.join(allowed)})")
+
+
+def _build(where: str, cls: type, data: object) -> Any:
+    if not isinstance(data, Mapping):
+        raise TypeError(f"[{where}] must be a table; got {type(data).__name__}")
+    _check_keys(where, data, cls)
+    return cls(**dict(data))
+
+
+# -------------------------------------------------------------------------- sections
+
+
+@dataclass(frozen=True)
+class SourceSpec:
+    """``[source]``: where the records are (exactly one of ``path``, ``table``, ``bundled``)."""
+
+    path: str | tuple[str, ...] | None = None
+    table: str | None = None
+    bundled: str | None = None
+    format: str = "auto"
+    database: str | None = None
+    delimiter: str = ","
+    header: bool = True
+    on_malformed: str = "drop"
+
+    def __post_init__(self) -> None:
+        w = "source"
+        given = [k for k in ("path", "table", "bundled") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                "[source] needs exactly one of path, table or bundled"
+                + (f"; got {', '.join(given)}" if given else "")
+            )
+        if isinstance(self.path, list | tuple):
+            paths = tuple(_text(w, "path", p) for p in self.path)
+            if not paths:
+                raise _fail(w, "path", "a path, a glob or a non-empty list of them", self.path)
+            object.__setattr__(self, "path", paths)
+        elif self.path is not None:
+            _text(w, "path", self.path)
+        _text(w, "table", self.table, optional=True)
+        if self.bundled is not None:
+            _choice(w, "bundled", self.bundled, BUNDLED)
+        _choice(w, "format", self.format, ("auto", "csv", "parquet"))
+        _text(w, "database", self.database, optional=True)
+        if self.database is not None and self.table is None:
+            raise ValueError("[source] database is only used with table")
+        if not isinstance(self.delimiter, str) or len(self.delimiter) != 1:
+            raise _fail(w, "delimiter", "a single character", self.delimiter)
+        _flag(w, "header", self.header)
+        _choice(w, "on_malformed", self.on_malformed, POLICIES)
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """The paths (or globs) of a file source; empty for a table."""
+        if self.bundled == "trips":
+            from importlib import resources
+
+            ref = resources.files("dpgauss.datasets").joinpath(
+                "data", "taxivis_sample_trip_data_1.csv"
+            )
+            return (str(ref),)
+        if self.path is None:
+            return ()
+        return self.path if isinstance(self.path, tuple) else (self.path,)
+
+    @property
+    def file_format(self) -> str | None:
+        """``"csv"`` or ``"parquet"`` for file sources, None for a table."""
+        if self.table is not None:
+            return None
+        if self.format != "auto":
+            return self.format
+        suffixes = {Path(p).suffix.lower() for p in self.paths}
+        if suffixes and suffixes <= {".parquet", ".pq"}:
+            return "parquet"
+        if suffixes & {".parquet", ".pq"}:
+            raise ValueError(
+                "[source] path mixes Parquet and other files; set format = 'csv' or 'parquet'"
+            )
+        return "csv"
+
+
+@dataclass(frozen=True)
+class UnitSpec:
+    """``[unit]``: the privacy unit id column and what to do with rows that have none."""
+
+    column: str = ""
+    on_null: str = "drop"
+
+    def __post_init__(self) -> None:
+        _required("unit", "column", self.column, "the column of the privacy unit id")
+        _text("unit", "column", self.column)
+        _choice("unit", "on_null", self.on_null, POLICIES)
+
+
+@dataclass(frozen=True)
+class DomainSpec:
+    """``[domain]``: the public output keys and how a record maps to them."""
+
+    kind: str = ""
+    column: str | None = None
+    values: tuple[Any, ...] | None = None
+    start: float | None = None
+    stop: float | None = None
+    step: float = 1
+    graph: str | None = None
+    lat: str | None = None
+    lon: str | None = None
+    mapping: str = "nearest"
+    bandwidth: float | None = None
+    cutoff: float | None = None
+    neighbors: int = 8
+    bbox: tuple[float, float, float, float] | None = None
+    on_invalid: str = "drop"
+
+    def __post_init__(self) -> None:
+        w = "domain"
+        _required(w, "kind", self.kind, "'values', 'range' or 'graph'")
+        _choice(w, "kind", self.kind, ("values", "range", "graph"))
+        _choice(w, "on_invalid", self.on_invalid, POLICIES)
+        own = {
+            "values": {"column", "values"},
+            "range": {"column", "start", "stop", "step"},
+            "graph": {"graph", "lat", "lon", "mapping", "bandwidth", "cutoff", "neighbors", "bbox"},
+        }
+        defaults = {f.name: f.default for f in fields(self)}
+        for other, keys in own.items():
+            if other == self.kind:
+                continue
+            for key in sorted(keys - own[self.kind]):
+                if getattr(self, key) != defaults[key]:
+                    raise ValueError(f"[domain] {key} does not apply to kind = {self.kind!r}")
+        if self.kind == "values":
+            _text(w, "column", self.column)
+            self._check_values()
+        elif self.kind == "range":
+            _text(w, "column", self.column)
+            start = _real(w, "start", self.start)
+            stop = _real(w, "stop", self.stop)
+            step = _positive(w, "step", self.step)
+            assert start is not None and stop is not None and step is not None
+            if not stop > start:
+                raise ValueError(
+                    f"[domain] stop must be greater than start; got start={start!r}, stop={stop!r}"
+                )
+            n = math.ceil((stop - start) / step)
+            if n > _MAX_KEYS:
+                raise ValueError(f"[domain] the range has {n} bins; at most {_MAX_KEYS} allowed")
+        else:
+            _choice(w, "graph", self.graph, GRAPHS)
+            _text(w, "lat", self.lat)
+            _text(w, "lon", self.lon)
+            _choice(w, "mapping", self.mapping, ("nearest", "kde"))
+            _positive(w, "cutoff", self.cutoff, optional=True)
+            if self.mapping == "kde":
+                if self.bandwidth is None:
+                    raise ValueError("[domain] bandwidth (metres) is required with mapping = 'kde'")
+                _positive(w, "bandwidth", self.bandwidth)
+                _count(w, "neighbors", self.neighbors)
+            else:
+                if self.bandwidth is not None:
+                    raise ValueError("[domain] bandwidth applies to mapping = 'kde' only")
+                if self.neighbors != 8:
+                    raise ValueError("[domain] neighbors applies to mapping = 'kde' only")
+            if self.bbox is not None:
+                self._check_bbox()
+
+    def _check_values(self) -> None:
+        vals = self.values
+        if isinstance(vals, str) or not isinstance(vals, list | tuple):
+            raise _type_fail("domain", "values", "a list of integers, numbers or strings", vals)
+        if not vals:
+            raise _fail("domain", "values", "a non-empty list", vals)
+        kinds = set()
+        for v in vals:
+            if isinstance(v, bool) or not isinstance(v, numbers.Real | str):
+                raise _type_fail("domain", "values", "a list of integers, numbers or strings", v)
+            if isinstance(v, float) and not math.isfinite(v):
+                raise _fail("domain", "values", "a list of finite numbers", v)
+            kinds.add("str" if isinstance(v, str) else "num")
+        if len(kinds) > 1:
+            raise ValueError("[domain] values must be all numbers or all strings, not a mix")
+        if len(set(vals)) != len(vals):
+            seen: set[Any] = set()
+            dup = next(v for v in vals if v in seen or seen.add(v))  # type: ignore[func-returns-value]
+            raise ValueError(f"[domain] values must be distinct; {dup!r} appears twice")
+        if len(vals) > _MAX_KEYS:
+            raise ValueError(f"[domain] values has {len(vals)} keys; at most {_MAX_KEYS} allowed")
+        object.__setattr__(self, "values", tuple(vals))
+
+    def _check_bbox(self) -> None:
+        box = self.bbox
+        if not isinstance(box, list | tuple) or len(box) != 4:
+            raise _type_fail("domain", "bbox", "[lat_min, lat_max, lon_min, lon_max]", box)
+        vals = tuple(_real("domain", "bbox", v) for v in box)
+        lat0, lat1, lon0, lon1 = vals  # type: ignore[misc]
+        if not (-90 <= lat0 < lat1 <= 90 and -180 <= lon0 < lon1 <= 180):
+            raise _fail(
+                "domain",
+                "bbox",
+                "[lat_min, lat_max, lon_min, lon_max] with -90 <= lat_min < lat_max <= 90 and "
+                "-180 <= lon_min < lon_max <= 180",
+                list(box),
+            )
+        object.__setattr__(self, "bbox", vals)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The source columns the mapping reads."""
+        if self.kind == "graph":
+            return (self.lat, self.lon)  # type: ignore[return-value]
+        return (self.column,)  # type: ignore[return-value]
+
+    @property
+    def effective_cutoff(self) -> float:
+        """The cutoff in metres (default 150 for nearest, 3 × bandwidth for kde)."""
+        if self.cutoff is not None:
+            return float(self.cutoff)
+        if self.mapping == "kde":
+            return 3.0 * float(self.bandwidth)  # type: ignore[arg-type]
+        return 150.0
+
+
+@dataclass(frozen=True)
+class StatisticSpec:
+    """``[statistic]``: count, or the sum or mean of a clamped value column."""
+
+    kind: str = "count"
+    column: str | None = None
+    lower: float | None = None
+    upper: float | None = None
+    on_invalid: str = "drop"
+
+    def __post_init__(self) -> None:
+        w = "statistic"
+        _choice(w, "kind", self.kind, ("count", "sum", "mean"))
+        _choice(w, "on_invalid", self.on_invalid, POLICIES)
+        if self.kind == "count":
+            for key in ("column", "lower", "upper"):
+                if getattr(self, key) is not None:
+                    raise ValueError(f"[statistic] {key} does not apply to kind = 'count'")
+            return
+        _text(w, "column", self.column)
+        if self.lower is None or self.upper is None:
+            raise ValueError(
+                f"[statistic] kind = {self.kind!r} needs the public clamping bounds lower and upper"
+            )
+        lower = _real(w, "lower", self.lower)
+        upper = _real(w, "upper", self.upper)
+        if not upper > lower:  # type: ignore[operator]
+            raise ValueError(
+                f"[statistic] upper must be greater than lower; got lower={lower!r}, "
+                f"upper={upper!r}"
+            )
+
+
+@dataclass(frozen=True)
+class BoundsSpec:
+    """``[bounds]``: how much one unit may contribute (enforced, not assumed)."""
+
+    max_records_per_unit: int | None = None
+    max_keys_per_unit: int | None = None
+    max_records_per_key: int | None = None
+    record_columns: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        w = "bounds"
+        for key in ("max_records_per_unit", "max_keys_per_unit", "max_records_per_key"):
+            object.__setattr__(self, key, _count(w, key, getattr(self, key), optional=True))
+        object.__setattr__(
+            self, "record_columns", _columns(w, "record_columns", self.record_columns)
+        )
+        if self.max_records_per_unit is None and self.max_records_per_key is None:
+            raise ValueError(
+                "[bounds] needs max_records_per_unit, or max_records_per_key (with or without "
+                "max_keys_per_unit): max_keys_per_unit alone does not bound a unit's records"
+            )
+
+
+@dataclass(frozen=True)
+class PrivacySpec:
+    """``[privacy]``: the guarantee, the noise source and the budget ledger."""
+
+    epsilon: float | None = None
+    delta: float | None = None
+    sigma: float | None = None
+    secure: bool = True
+    ledger: str | None = None
+    dataset: str = ""
+    label: str | None = None
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        w = "privacy"
+        if self.delta is None:
+            raise ValueError("[privacy] delta is required (0 < delta < 1)")
+        delta = _real(w, "delta", self.delta)
+        if not 0 < delta < 1:  # type: ignore[operator]
+            raise _fail(w, "delta", "in (0, 1)", self.delta)
+        if (self.epsilon is None) == (self.sigma is None):
+            raise ValueError("[privacy] give exactly one of epsilon or sigma (with delta)")
+        if self.epsilon is not None:
+            eps = _real(w, "epsilon", self.epsilon)
+            if eps < 0:  # type: ignore[operator]
+                raise _fail(w, "epsilon", "a number >= 0", self.epsilon)
+        else:
+            _positive(w, "sigma", self.sigma)
+        _flag(w, "secure", self.secure)
+        _text(w, "ledger", self.ledger, optional=True)
+        _required(w, "dataset", self.dataset, "the dataset id of its budget in the ledger")
+        _text(w, "dataset", self.dataset)
+        if self.label is not None and not isinstance(self.label, str):
+            raise _type_fail(w, "label", "a string", self.label)
+        if self.seed is not None:
+            if self.secure:
+                raise ValueError(
+                    "[privacy] seed is for experiments with secure = false; a secure release "
+                    "draws its noise from the operating system's CSPRNG and cannot be seeded"
+                )
+            if isinstance(self.seed, bool) or not isinstance(self.seed, numbers.Integral):
+                raise _type_fail(w, "seed", "a non-negative integer", self.seed)
+            if self.seed < 0:
+                raise _fail(w, "seed", "a non-negative integer", self.seed)
+
+
+@dataclass(frozen=True)
+class DenoiseSpec:
+    """``[denoise]``: post-processing of the released vector (free of privacy cost)."""
+
+    method: str = "auto"
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _choice("denoise", "method", self.method, DENOISERS)
+        if not isinstance(self.params, Mapping):
+            raise _type_fail("denoise", "params", "a table of keyword arguments", self.params)
+        if self.method == "none" and self.params:
+            raise ValueError("[denoise] params does not apply to method = 'none'")
+        for key in self.params:
+            if not isinstance(key, str):
+                raise _type_fail("denoise", "params", "a table with string keys", key)
+        object.__setattr__(self, "params", dict(self.params))
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    """``[output]``: where the release table goes (its JSON report goes beside it)."""
+
+    path: str | None = None
+    format: str = "auto"
+    level: float = 0.95
+    overwrite: bool = False
+
+    def __post_init__(self) -> None:
+        w = "output"
+        _text(w, "path", self.path, optional=True)
+        _choice(w, "format", self.format, ("auto", "csv", "parquet"))
+        level = _real(w, "level", self.level)
+        if not 0 < level < 1:  # type: ignore[operator]
+            raise _fail(w, "level", "in (0, 1)", self.level)
+        _flag(w, "overwrite", self.overwrite)
+
+    def file_format(self, path: str) -> str:
+        """``"csv"`` or ``"parquet"`` for the output ``path``."""
+        if self.format != "auto":
+            return self.format
+        return "parquet" if Path(path).suffix.lower() in (".parquet", ".pq") else "csv"
+
+
+_SECTIONS: dict[str, type] = {
+    "source": SourceSpec,
+    "unit": UnitSpec,
+    "domain": DomainSpec,
+    "statistic": StatisticSpec,
+    "bounds": BoundsSpec,
+    "privacy": PrivacySpec,
+    "denoise": DenoiseSpec,
+    "output": OutputSpec,
+}
+_REQUIRED = ("source", "unit", "domain", "bounds", "privacy")
+
+
+@dataclass(frozen=True)
+class ReleaseSpec:
+    """A whole release: every table of the TOML file as a dataclass (see the module doc)."""
+
+    source: SourceSpec
+    unit: UnitSpec
+    domain: DomainSpec
+    bounds: BoundsSpec
+    privacy: PrivacySpec
+    statistic: StatisticSpec = field(default_factory=StatisticSpec)
+    denoise: DenoiseSpec = field(default_factory=DenoiseSpec)
+    output: OutputSpec = field(default_factory=OutputSpec)
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        for key, cls in _SECTIONS.items():
+            value = getattr(self, key)
+            if not isinstance(value, cls):
+                raise TypeError(f"[{key}] must be a {cls.__name__}; got {type(value).__name__}")
+        if self.name is not None:
+            _text("release", "name", self.name)
+        d = self.domain
+        method = self.denoise.method
+        if method == "wavelet" and d.kind != "range":
+            raise ValueError("[denoise] method = 'wavelet' needs a range domain (a 1-D grid)")
+        if method in ("graph_wavelet", "trend_filter") and d.kind == "values":
+            raise ValueError(
+                f"[denoise] method = {method!r} needs public structure: a graph or range domain"
+            )
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ReleaseSpec:
+        """Build a spec from a dict shaped like the TOML file (tables → dicts)."""
+        if not isinstance(data, Mapping):
+            raise TypeError(f"a release spec must be a table; got {type(data).__name__}")
+        allowed = [*_SECTIONS, "name"]
+        for key in data:
+            if key not in allowed:
+                raise ValueError(f"unknown table [{key}] (allowed: {', '.join(allowed)})")
+        for key in _REQUIRED:
+            if key not in data:
+                raise ValueError(f"the spec has no [{key}] table")
+        parts = {k: _build(k, c, data[k]) for k, c in _SECTIONS.items() if k in data}
+        return cls(**parts, name=data.get("name"))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The spec as a JSON-ready dict shaped like the TOML file (defaults filled in)."""
+        out: dict[str, Any] = {}
+        if self.name is not None:
+            out["name"] = self.name
+        for key in _SECTIONS:
+            part = asdict(getattr(self, key))
+            out[key] = {k: (list(v) if isinstance(v, tuple) else v) for k, v in part.items()}
+        return out
+
+
+def load_spec(path: str | Path) -> ReleaseSpec:
+    """Read and validate a TOML release spec.
+
+    Raises ``ValueError`` for a missing or unreadable file, TOML syntax errors (with the line)
+    and every invalid key; ``TypeError`` for values of the wrong type.
+    """
+    p = Path(path)
+    try:
+        raw = p.read_bytes()
+    except FileNotFoundError:
+        raise ValueError(f"no release spec at {str(p)!r}") from None
+    except OSError as exc:
+        raise ValueError(
+            f"cannot read the release spec {str(p)!r}: {exc.strerror or exc}"
+        ) from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError(f"{p}: the release spec is not UTF-8 text") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"{p}: invalid TOML: {exc}") from None
+    return ReleaseSpec.from_dict(data)

@@ -1,0 +1,681 @@
+"""The release pipeline end to end, and the DuckDB engine's bounding semantics.
+
+Bounding is tested on data whose keys reveal each unit's contribution (every unit has keys of
+its own), so the per-key aggregate shows exactly what each unit kept.  The private noise-off
+hook (``pipeline._noise_off``) makes whole releases comparable with exact aggregates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+duckdb = pytest.importorskip("duckdb")
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+from dpgauss.release import pipeline  # noqa: E402
+from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
+from dpgauss.release.ledger import BudgetExceeded, Ledger  # noqa: E402
+from dpgauss.release.pipeline import _aggregate_only, run_release  # noqa: E402
+from dpgauss.release.release_cli import add_release_parser  # noqa: E402
+from dpgauss.release.spec import ReleaseSpec, load_spec  # noqa: E402
+
+from .test_spec import EXAMPLE  # noqa: E402
+
+ENGINE = DuckDBEngine(threads=2)
+
+
+def write_parquet(path: Path, **columns: object) -> Path:
+    pq.write_table(pa.table({k: pa.array(v) for k, v in columns.items()}), path)
+    return path
+
+
+def make_spec(src: Path | str, **tables: dict) -> ReleaseSpec:
+    data = {
+        "source": {"path": str(src)},
+        "unit": {"column": "uid"},
+        "domain": {"kind": "range", "column": "key", "start": 0, "stop": 10},
+        "statistic": {"kind": "count"},
+        "bounds": {"max_records_per_unit": 5},
+        "privacy": {"epsilon": 1.0, "delta": 1e-6, "dataset": "d"},
+        "denoise": {"method": "none"},
+    }
+    for name, value in tables.items():
+        replace = name in ("bounds", "privacy") or (name == "domain" and "kind" in value)
+        data[name] = value if replace else {**data.get(name, {}), **value}
+    return ReleaseSpec.from_dict(data)
+
+
+def make_ledger(tmp_path: Path, epsilon: float = 50.0, dataset: str = "d") -> Path:
+    path = tmp_path / "budget.sqlite"
+    with Ledger(path) as led:
+        led.create_budget(dataset, epsilon, 1e-5)
+    return path
+
+
+def charges(path: Path, dataset: str = "d") -> int:
+    with Ledger(path, create=False) as led:
+        return led.remaining(dataset).charges
+
+
+# ------------------------------------------------------------------------- bounding
+
+
+def test_each_unit_keeps_min_of_its_records_and_b(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    units = np.arange(300)
+    n = units % 13  # 0 … 12 records
+    uid = np.repeat(units, n)
+    key = 10 * uid + rng.integers(0, 10, uid.size)  # unit u only uses keys 10u … 10u+9
+    src = write_parquet(tmp_path / "r.parquet", uid=uid, key=key, t=rng.random(uid.size))
+    spec = make_spec(src, domain={"stop": 3000})
+    agg = _aggregate_only(spec, salt=7, engine=ENGINE)
+    per_unit = agg.counts.reshape(300, 10).sum(axis=1)
+    assert np.array_equal(per_unit, np.minimum(n, 5))
+    have = np.bincount(key, minlength=3000)
+    assert np.all(agg.counts <= have)  # only records that exist
+    r = agg.rows
+    assert (r.read, r.in_domain, r.kept) == (uid.size, uid.size, int(np.minimum(n, 5).sum()))
+    assert r.units == int((n > 0).sum())
+    assert r.dropped_by_bounds == {"max_records_per_unit": uid.size - r.kept}
+
+
+def test_a_unit_with_a_million_records_keeps_its_bound(tmp_path: Path) -> None:
+    rng = np.random.default_rng(2)
+    heavy = 10**6
+    uid = np.concatenate([np.zeros(heavy, dtype=np.int64), np.repeat(np.arange(1, 101), 3)])
+    key = np.concatenate([rng.integers(0, 100, heavy), np.repeat(np.arange(100, 200), 3)])
+    src = write_parquet(tmp_path / "heavy.parquet", uid=uid, key=key, t=np.arange(uid.size))
+    spec = make_spec(src, domain={"stop": 200})
+    agg = _aggregate_only(spec, engine=ENGINE)
+    assert agg.counts[:100].sum() == 5  # the heavy unit: exactly b
+    assert np.all(agg.counts[100:] == 3)  # the others: all their records
+    assert agg.rows.kept == 5 + 300 and agg.rows.units == 101
+    # with only per-key bounds: at most c per key and k keys
+    spec = make_spec(
+        src, domain={"stop": 200}, bounds={"max_records_per_key": 2, "max_keys_per_unit": 3}
+    )
+    agg = _aggregate_only(spec, engine=ENGINE)
+    assert agg.counts[:100].sum() == 6 and np.count_nonzero(agg.counts[:100]) == 3
+    assert np.all(agg.counts[100:] == 2)
+
+
+def test_per_key_and_key_count_bounds(tmp_path: Path) -> None:
+    # 50 units, each with 5 keys of its own and 4 records per key.
+    uid = np.repeat(np.arange(50), 20)
+    key = 10 * uid + np.tile(np.repeat(np.arange(5), 4), 50)
+    src = write_parquet(tmp_path / "k.parquet", uid=uid, key=key, t=np.arange(uid.size))
+    cases = [
+        ({"max_records_per_key": 3}, 3, 5, 15),
+        ({"max_records_per_key": 2, "max_keys_per_unit": 3}, 2, 3, 6),
+        ({"max_records_per_key": 3, "max_keys_per_unit": 4, "max_records_per_unit": 7}, 3, 4, 7),
+        ({"max_records_per_unit": 7, "max_keys_per_unit": 2}, 4, 5, 7),
+    ]
+    for bounds, c, k, total in cases:
+        agg = _aggregate_only(make_spec(src, domain={"stop": 500}, bounds=bounds), engine=ENGINE)
+        grid = agg.counts.reshape(50, 10)
+        assert grid.max() <= c, bounds
+        assert np.count_nonzero(grid, axis=1).max() <= k, bounds
+        assert np.all(grid.sum(axis=1) == total), bounds
+    agg = _aggregate_only(
+        make_spec(
+            src,
+            domain={"stop": 500},
+            bounds={"max_records_per_key": 2, "max_keys_per_unit": 3, "max_records_per_unit": 5},
+        ),
+        engine=ENGINE,
+    )
+    r = agg.rows
+    assert r.dropped_by_bounds == {
+        "max_records_per_key": 50 * 5 * 2,
+        "max_keys_per_unit": 50 * 2 * 2,
+        "max_records_per_unit": 50 * 1,
+    }
+    assert r.kept == 250
+
+
+def test_selection_is_uniform_over_subsets(tmp_path: Path) -> None:
+    # 3000 units with 4 records each, on keys of their own; b = 2: which pair is kept?
+    units = 3000
+    uid = np.repeat(np.arange(units), 4)
+    key = 4 * uid + np.tile(np.arange(4), units)
+    src = write_parquet(tmp_path / "u.parquet", uid=uid, key=key)
+    spec = make_spec(src, domain={"stop": 4 * units}, bounds={"max_records_per_unit": 2})
+    agg = _aggregate_only(spec, salt=2024, engine=ENGINE)
+    kept = agg.counts.reshape(units, 4) > 0
+    assert np.all(kept.sum(axis=1) == 2)
+    code = kept @ np.array([1, 2, 4, 8])
+    freq = np.array([np.sum(code == c) for c in (3, 5, 9, 6, 10, 12)])
+    expected = units / 6
+    chi2 = float(((freq - expected) ** 2 / expected).sum())
+    assert chi2 < 25.0, freq  # 5 degrees of freedom: P(chi2 > 25) ≈ 1e-4
+
+
+def test_the_salt_mixes_a_fixed_units_order(tmp_path: Path) -> None:
+    # One unit, 4 records, 150 salts.  A salt that only enters DuckDB's linear hash combine
+    # would keep the same 2 of the 6 pairs for every salt.
+    src = write_parquet(tmp_path / "one.parquet", uid=[7, 7, 7, 7], key=[0, 1, 2, 3])
+    spec = make_spec(src, domain={"stop": 4}, bounds={"max_records_per_unit": 2})
+    seen: dict[tuple[int, ...], int] = {}
+    for salt in range(1, 2**63, 2**63 // 150)[:150]:
+        agg = _aggregate_only(spec, salt=salt * 2654435761 % 2**64, engine=ENGINE)
+        pair = tuple(int(i) for i in np.flatnonzero(agg.counts))
+        seen[pair] = seen.get(pair, 0) + 1
+    assert len(seen) == 6 and min(seen.values()) >= 8, seen
+
+
+def test_a_units_choice_depends_on_its_own_records_only(tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    a_keys = rng.integers(0, 10, 40)  # unit A: 40 records on keys 0…9
+    b_uid = np.repeat(np.arange(1, 200), 6)
+    b_keys = rng.integers(10, 20, b_uid.size)
+    full = write_parquet(
+        tmp_path / "full.parquet",
+        uid=np.concatenate([b_uid[:500], np.zeros(40, dtype=np.int64), b_uid[500:]]),
+        key=np.concatenate([b_keys[:500], a_keys, b_keys[500:]]),
+        t=np.concatenate([np.arange(500), np.arange(40) * 7.0, np.arange(500, b_uid.size)]),
+    )
+    order = rng.permutation(40)
+    alone = write_parquet(
+        tmp_path / "alone.parquet",
+        uid=np.zeros(40, dtype=np.int64),
+        key=a_keys[order],
+        t=(np.arange(40) * 7.0)[order],
+    )
+    for salt in (1, 99, 2**63 + 5):
+        with_others = _aggregate_only(
+            make_spec(full, domain={"stop": 20}), salt=salt, engine=ENGINE
+        )
+        without = _aggregate_only(make_spec(alone, domain={"stop": 20}), salt=salt, engine=ENGINE)
+        assert np.array_equal(with_others.counts[:10], without.counts[:10])
+        assert with_others.counts[:10].sum() == 5
+
+
+@pytest.mark.parametrize(
+    ("uid_type", "offset"),
+    [
+        (pa.int64(), 0),
+        (pa.int64(), -(2**62)),
+        (pa.uint64(), 2**63),
+        (pa.int32(), -5),
+        (pa.int16(), 0),
+        (pa.int64(), 2**45),
+    ],
+)
+def test_fast_path_agrees_with_the_general_query(tmp_path: Path, uid_type, offset) -> None:
+    rng = np.random.default_rng(5)
+    n = 20_000
+    uid = rng.integers(0, 2_000, n)
+    if offset == 2**45:  # a span of 2^45: too wide, the general query runs
+        uid = uid * 2**34
+    key = rng.integers(-2, 60, n)  # some outside [0, 50)
+    values = [int(u) + offset for u in uid]
+    mask = rng.random(n) < 0.01  # NULL unit ids
+    if uid_type == pa.int16():
+        values = [v % 30_000 for v in values]
+    src = tmp_path / "f.parquet"
+    pq.write_table(
+        pa.table(
+            {"uid": pa.array(values, type=uid_type, mask=mask), "key": key, "t": rng.random(n)}
+        ),
+        src,
+    )
+    spec = make_spec(src, domain={"stop": 50}, bounds={"max_records_per_unit": 3})
+    fast = _aggregate_only(spec, salt=31, engine=DuckDBEngine(fast_path=True))
+    general = _aggregate_only(spec, salt=31, engine=DuckDBEngine(fast_path=False))
+    assert np.array_equal(fast.counts, general.counts)
+    assert fast.rows == general.rows
+    assert fast.rows.null_unit == int(mask.sum()) and fast.rows.outside_domain > 0
+
+
+# ----------------------------------------------------------------- malformed rows
+
+MALFORMED = """uid,zone,fare,lat,lon
+a,0,10,40.75,-73.99
+a,0,20,40.75,-73.99
+a,1,30,40.76,-73.98
+a,2,abc,40.76,-73.98
+b,1,inf,91,-73.98
+b,x,5,40.7,-73.9
+,1,5,40.7,-73.9
+"",1,5,40.7,-73.9
+c,7,5,40.7,-73.9
+c,2,1000,0,0
+d,1,2,3
+c,,4,40.7,-73.9
+"""
+
+
+@pytest.fixture
+def malformed(tmp_path: Path) -> Path:
+    path = tmp_path / "m.csv"
+    path.write_text(MALFORMED)
+    return path
+
+
+def test_malformed_rows_are_dropped_and_counted(malformed: Path) -> None:
+    spec = make_spec(
+        malformed,
+        domain={"kind": "values", "column": "zone", "values": [0, 1, 2]},
+        statistic={"kind": "sum", "column": "fare", "lower": 0, "upper": 100},
+    )
+    agg = _aggregate_only(spec, engine=ENGINE)
+    r = agg.rows
+    assert r.malformed_lines == 1  # "d,1,2,3": too few fields
+    assert r.null_unit == 2  # empty and quoted-empty unit ids
+    assert r.invalid_domain == 2  # "x" and the empty zone
+    assert r.invalid_value == 2  # "abc" and "inf"
+    assert r.outside_domain == 1  # zone 7
+    assert r.in_domain == 4
+    assert r.read == 12
+    assert r.read == (
+        r.malformed_lines
+        + r.null_unit
+        + r.invalid_domain
+        + r.invalid_value
+        + r.outside_domain
+        + r.in_domain
+    )
+    assert agg.counts.tolist() == [2.0, 1.0, 1.0]
+    assert agg.sums.tolist() == [30.0, 30.0, 100.0]  # 1000 clamped to 100
+
+
+def test_graph_coordinates_out_of_range(malformed: Path) -> None:
+    spec = make_spec(
+        malformed,
+        domain={"kind": "graph", "graph": "manhattan", "lat": "lat", "lon": "lon", "cutoff": 300.0},
+    )
+    r = _aggregate_only(spec, engine=ENGINE).rows
+    assert r.invalid_domain == 1  # lat 91 ((0, 0) is a valid point, far from Manhattan)
+    assert r.outside_domain >= 1
+    spec = make_spec(
+        malformed,
+        domain={
+            "kind": "graph",
+            "graph": "manhattan",
+            "lat": "lat",
+            "lon": "lon",
+            "bbox": [40.4, 41.0, -74.3, -73.6],
+        },
+    )
+    assert _aggregate_only(spec, engine=ENGINE).rows.invalid_domain == 2
+
+
+@pytest.mark.parametrize(
+    ("table", "key"),
+    [
+        ("unit", {"on_null": "fail"}),
+        ("domain", {"on_invalid": "fail"}),
+        ("statistic", {"on_invalid": "fail"}),
+        ("source", {"on_malformed": "fail"}),
+    ],
+)
+def test_fail_policies_stop_before_charging(tmp_path: Path, malformed: Path, table, key) -> None:
+    ledger = make_ledger(tmp_path)
+    tables = {
+        "domain": {"kind": "values", "column": "zone", "values": [0, 1, 2]},
+        "statistic": {"kind": "sum", "column": "fare", "lower": 0, "upper": 100},
+    }
+    tables[table] = {**tables.get(table, {}), **key}
+    spec = make_spec(malformed, **tables)
+    out = tmp_path / "out.csv"
+    with pytest.raises(ValueError) as info:
+        run_release(spec, out=out, ledger=ledger, engine=ENGINE)
+    name = next(iter(key))
+    assert f"[{table}] {name} = 'fail' stops the release" in str(info.value)
+    assert "\n" not in str(info.value)
+    assert not out.exists() and charges(ledger) == 0
+
+
+# ------------------------------------------------------------------ whole releases
+
+
+def small_release_data(tmp_path: Path) -> tuple[Path, np.ndarray]:
+    """Every unit has at most 3 records: bounding (b = 5) keeps everything."""
+    rng = np.random.default_rng(4)
+    uid = np.repeat(np.arange(400), rng.integers(1, 4, 400))
+    key = rng.integers(0, 10, uid.size)
+    fare = rng.normal(20, 15, uid.size)
+    src = write_parquet(tmp_path / "s.parquet", uid=uid, key=key, fare=fare)
+    return src, np.bincount(key, minlength=10).astype(float)
+
+
+def test_release_writes_the_exact_aggregate_with_the_hook(tmp_path: Path) -> None:
+    src, truth = small_release_data(tmp_path)
+    ledger = make_ledger(tmp_path)
+    spec = make_spec(src, privacy={"epsilon": 1.0, "delta": 1e-6, "dataset": "d"})
+    out = tmp_path / "release.csv"
+    with pipeline._noise_off():
+        res = run_release(spec, out=out, ledger=ledger, engine=ENGINE)
+    assert list(res.columns) == ["key", "released", "denoised", "sigma", "lower", "upper"]
+    assert np.array_equal(res.columns["released"], truth)
+    assert np.array_equal(res.columns["key"], np.arange(10))
+    sigma = res.columns["sigma"][0]
+    assert np.all(res.columns["sigma"] == sigma)
+    width = res.columns["upper"] - res.columns["released"]
+    assert np.allclose(width, width[0]) and width[0] == pytest.approx(1.96 * sigma, rel=0.02)
+    assert np.allclose(res.columns["released"] - res.columns["lower"], width[0])
+    lines = out.read_text().splitlines()
+    assert lines[0] == "key,released,denoised,sigma,lower,upper" and len(lines) == 11
+    assert float(lines[1].split(",")[1]) == truth[0]
+    report = json.loads(Path(res.report_path).read_text())
+    assert res.report_path == str(out) + ".report.json"
+    assert report["noise_off"] is True and "NOT private" in res.summary
+    assert report["sensitivity"]["l2"] == 5.0
+    assert report["privacy"]["sigma"] == pytest.approx(sigma)
+    assert report["privacy"]["classical_sigma"] is None  # epsilon = 1: Theorem 1 invalid
+    assert report["rows"]["kept"] == truth.sum()
+    assert report["ledger"]["status"]["charges"] == 1
+    assert report["ledger"]["mu"] == pytest.approx(report["privacy"]["mu"])
+    assert report["spec"]["bounds"]["max_records_per_unit"] == 5
+    assert report["denoise"]["estimated_error"] == pytest.approx(10 * sigma**2)
+    assert sorted(os.listdir(tmp_path)) == sorted(
+        ["budget.sqlite", "release.csv", "release.csv.report.json", "s.parquet"]
+        + [p for p in os.listdir(tmp_path) if p.startswith("budget.sqlite-")]
+    )  # no temporary files left
+
+
+def test_a_real_release_is_noisy_and_charged(tmp_path: Path) -> None:
+    src, truth = small_release_data(tmp_path)
+    ledger = make_ledger(tmp_path)
+    spec = make_spec(
+        src,
+        privacy={"epsilon": 0.5, "delta": 1e-6, "dataset": "d"},
+        denoise={"method": "james_stein"},
+    )
+    res = run_release(spec, out=tmp_path / "r.csv", ledger=ledger, engine=ENGINE)
+    report = res.report
+    assert report["privacy"]["secure"] is True
+    assert "secure lattice" in report["privacy"]["mechanism"]
+    assert report["privacy"]["classical_sigma"] > report["privacy"]["analytic_sigma"]
+    released = res.columns["released"]
+    assert not np.array_equal(released, truth)
+    assert np.all(res.columns["lower"] < res.columns["upper"])
+    with Ledger(ledger, create=False) as led:
+        (entry,) = led.charges("d")
+    assert entry.mu == pytest.approx(report["privacy"]["mu"])
+    assert entry.mu >= 5.0 / report["privacy"]["analytic_sigma"]  # never under-charged
+
+
+def test_budget_is_checked_before_any_data_is_read(tmp_path: Path) -> None:
+    ledger = make_ledger(tmp_path, epsilon=0.05)
+    spec = make_spec(tmp_path / "does-not-exist.parquet")
+    with pytest.raises(BudgetExceeded, match="budget exceeded for dataset 'd'"):
+        run_release(spec, out=tmp_path / "o.csv", ledger=ledger, engine=ENGINE)
+    assert not (tmp_path / "o.csv").exists() and charges(ledger) == 0
+    with pytest.raises(ValueError, match="no budget for dataset 'other'"):
+        run_release(
+            make_spec(
+                tmp_path / "x.parquet", privacy={"epsilon": 1.0, "delta": 1e-6, "dataset": "other"}
+            ),
+            out=tmp_path / "o.csv",
+            ledger=ledger,
+            engine=ENGINE,
+        )
+    with pytest.raises(ValueError, match="no ledger at"):
+        run_release(spec, out=tmp_path / "o.csv", ledger=tmp_path / "none.sqlite", engine=ENGINE)
+
+
+def test_existing_output_is_refused_before_charging(tmp_path: Path) -> None:
+    src, _ = small_release_data(tmp_path)
+    ledger = make_ledger(tmp_path)
+    out = tmp_path / "o.csv"
+    run_release(make_spec(src), out=out, ledger=ledger, engine=ENGINE)
+    with pytest.raises(ValueError, match="already exists"):
+        run_release(make_spec(src), out=out, ledger=ledger, engine=ENGINE)
+    assert charges(ledger) == 1
+    run_release(make_spec(src, output={"overwrite": True}), out=out, ledger=ledger, engine=ENGINE)
+    assert charges(ledger) == 2
+
+
+def test_source_errors_are_one_line_and_free(tmp_path: Path) -> None:
+    ledger = make_ledger(tmp_path)
+    with pytest.raises(ValueError, match="cannot read the source") as info:
+        run_release(
+            make_spec(tmp_path / "missing-*.parquet"),
+            out=tmp_path / "o.csv",
+            ledger=ledger,
+            engine=ENGINE,
+        )
+    assert "\n" not in str(info.value)
+    src, _ = small_release_data(tmp_path)
+    with pytest.raises(ValueError, match=r"\[unit\] column 'user' is not a column"):
+        run_release(
+            make_spec(src, unit={"column": "user"}),
+            out=tmp_path / "o.csv",
+            ledger=ledger,
+            engine=ENGINE,
+        )
+    assert charges(ledger) == 0
+
+
+def test_parquet_output_and_glob_source(tmp_path: Path) -> None:
+    src, truth = small_release_data(tmp_path)
+    table = pq.read_table(src)
+    (tmp_path / "parts").mkdir()
+    pq.write_table(table.slice(0, 300), tmp_path / "parts" / "a.parquet")
+    pq.write_table(table.slice(300), tmp_path / "parts" / "b.parquet")
+    ledger = make_ledger(tmp_path)
+    out = tmp_path / "release.parquet"
+    with pipeline._noise_off():
+        res = run_release(
+            make_spec(tmp_path / "parts" / "*.parquet"), out=out, ledger=ledger, engine=ENGINE
+        )
+    back = pq.read_table(out)
+    assert back.column_names == ["key", "released", "denoised", "sigma", "lower", "upper"]
+    assert np.array_equal(back.column("released").to_numpy(), truth)
+    assert res.report["output"]["format"] == "parquet"
+
+
+def test_sum_and_mean(tmp_path: Path) -> None:
+    src, _ = small_release_data(tmp_path)
+    t = pq.read_table(src)
+    key, fare = t.column("key").to_numpy(), t.column("fare").to_numpy()
+    clamped = np.clip(fare, 0.0, 50.0)
+    sums = np.bincount(key, weights=clamped, minlength=10)
+    counts = np.bincount(key, minlength=10)
+    ledger = make_ledger(tmp_path)
+    with pipeline._noise_off():
+        res = run_release(
+            make_spec(src, statistic={"kind": "sum", "column": "fare", "lower": 0, "upper": 50}),
+            out=tmp_path / "sum.csv",
+            ledger=ledger,
+            engine=ENGINE,
+        )
+        assert np.allclose(res.columns["released"], sums, rtol=1e-12)
+        assert res.report["sensitivity"]["l2"] == 250.0  # 50 x 5
+        res = run_release(
+            make_spec(src, statistic={"kind": "mean", "column": "fare", "lower": 0, "upper": 50}),
+            out=tmp_path / "mean.csv",
+            ledger=ledger,
+            engine=ENGINE,
+        )
+    c = res.columns
+    assert np.allclose(c["released"], sums / counts, rtol=1e-12)
+    assert np.allclose(c["count_released"], counts) and np.allclose(c["sum_released"], sums)
+    assert np.all(c["lower"] <= c["released"]) and np.all(c["released"] <= c["upper"])
+    assert np.all(c["lower"] >= 0) and np.all(c["upper"] <= 50)
+    assert np.all(c["sigma"] > 0)
+    s = res.report["sensitivity"]
+    assert s["parts"] == {"sum": 125.0, "count": 5.0}
+    assert s["l2"] == pytest.approx(math.sqrt(2))
+
+
+def test_seeded_experiments_are_reproducible(tmp_path: Path) -> None:
+    src, _ = small_release_data(tmp_path)
+    ledger = make_ledger(tmp_path)
+    priv = {"epsilon": 1.0, "delta": 1e-6, "dataset": "d", "secure": False, "seed": 11}
+    a = run_release(
+        make_spec(src, privacy=priv), out=tmp_path / "a.csv", ledger=ledger, engine=ENGINE
+    )
+    b = run_release(
+        make_spec(src, privacy=priv), out=tmp_path / "b.csv", ledger=ledger, engine=ENGINE
+    )
+    assert np.array_equal(a.columns["released"], b.columns["released"])
+    assert "secure = false" in a.summary
+    assert a.report["privacy"]["sigma"] == pytest.approx(a.report["privacy"]["analytic_sigma"])
+
+
+def test_sigma_instead_of_epsilon(tmp_path: Path) -> None:
+    src, _ = small_release_data(tmp_path)
+    ledger = make_ledger(tmp_path)
+    priv = {"sigma": 40.0, "delta": 1e-6, "dataset": "d", "secure": False}
+    res = run_release(
+        make_spec(src, privacy=priv), out=tmp_path / "a.csv", ledger=ledger, engine=ENGINE
+    )
+    assert res.report["privacy"]["sigma"] == pytest.approx(40.0, rel=1e-6)
+    assert res.report["ledger"]["mu"] == pytest.approx(5.0 / 40.0, rel=1e-6)
+
+
+def test_value_and_range_domains(tmp_path: Path) -> None:
+    path = tmp_path / "v.csv"
+    path.write_text("uid,zone,x\n1,north,0.2\n2,south,0.7\n3,north,1.49\n4,east,1.5\n5,,-0.1\n")
+    spec = make_spec(
+        path, domain={"kind": "values", "column": "zone", "values": ["north", "south"]}
+    )
+    agg = _aggregate_only(spec, engine=ENGINE)
+    assert agg.counts.tolist() == [2.0, 1.0]
+    assert (agg.rows.outside_domain, agg.rows.invalid_domain) == (1, 1)
+    spec = make_spec(path, domain={"column": "x", "start": 0, "stop": 1.5, "step": 0.5})
+    agg = _aggregate_only(spec, engine=ENGINE)
+    assert agg.counts.tolist() == [1.0, 1.0, 1.0]  # 1.5 and -0.1 are outside [0, 1.5)
+    assert pipeline.resolve_domain(spec).labels.tolist() == [0.0, 0.5, 1.0]
+
+
+def test_table_source_in_a_duckdb_file(tmp_path: Path) -> None:
+    db = tmp_path / "w.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute(
+        "CREATE TABLE trips AS SELECT range % 50 AS uid, range % 10 AS key FROM range(1000)"
+    )
+    con.close()
+    spec = make_spec("unused", source={"path": None, "table": "trips", "database": str(db)})
+    assert spec.source.table == "trips"
+    agg = _aggregate_only(spec, engine=ENGINE)
+    assert agg.counts.sum() == 50 * 5 and agg.rows.read == 1000
+
+
+def test_record_columns(tmp_path: Path) -> None:
+    src, _ = small_release_data(tmp_path)
+    spec = make_spec(src, bounds={"max_records_per_unit": 1, "record_columns": ["uid", "fare"]})
+    agg = _aggregate_only(spec, engine=ENGINE)
+    assert agg.rows.kept == 400
+    ledger = make_ledger(tmp_path)
+    bad = make_spec(src, bounds={"max_records_per_unit": 1, "record_columns": ["nope"]})
+    with pytest.raises(ValueError, match=r"\[bounds\] record_columns 'nope' is not a column"):
+        run_release(bad, out=tmp_path / "o.csv", ledger=ledger, engine=ENGINE)
+
+
+# --------------------------------------------------------------------- the example
+
+
+def test_the_taxi_example(tmp_path: Path) -> None:
+    spec = load_spec(EXAMPLE)
+    data = spec.to_dict()
+    data["denoise"] = {"method": "graph_wavelet"}  # "auto" also tries trend filtering: slow
+    spec = ReleaseSpec.from_dict(data)
+    ledger = make_ledger(tmp_path, epsilon=10.0, dataset="taxi")
+    with pipeline._noise_off():
+        res = run_release(spec, out=tmp_path / "taxi.csv", ledger=ledger)
+    c, r = res.columns, res.report
+    assert len(c["key"]) == 4091 and list(c)[-2:] == ["lat", "lon"]
+    assert r["sensitivity"]["l2"] == 5.0
+    rows = r["rows"]
+    assert rows["read"] == 10_000
+    assert rows["invalid_domain"] == 232  # the invalid pickups of dpgauss.datasets.trips
+    assert rows["kept"] <= 5 * rows["units"]
+    assert c["released"].sum() == pytest.approx(rows["kept"])  # kde weights sum to 1
+    assert np.all(c["released"] >= 0)
+    assert r["denoise"]["method"] == "graph_wavelet"
+
+
+# -------------------------------------------------------------------------- the CLI
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise ValueError(message)
+
+
+def cli(argv: list[str]) -> tuple[int, str]:
+    """What ``dpgauss.cli.main`` does once the lead wires ``release`` in."""
+    parser = _Parser(prog="dpgauss")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    add_release_parser(sub)
+    try:
+        args = parser.parse_args(argv)
+        return 0, args.run(args)
+    except (ValueError, TypeError) as exc:
+        return 2, f"dpgauss: error: {exc}"
+
+
+def test_cli(tmp_path: Path) -> None:
+    src, _ = small_release_data(tmp_path)
+    ledger = make_ledger(tmp_path)
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        f"""
+[source]
+path = {json.dumps(str(src))}
+[unit]
+column = "uid"
+[domain]
+kind = "range"
+column = "key"
+start = 0
+stop = 10
+[bounds]
+max_records_per_unit = 5
+[privacy]
+epsilon = 1.0
+delta = 1e-6
+dataset = "d"
+[denoise]
+method = "james_stein"
+[output]
+path = "never-used.csv"
+"""
+    )
+    out = tmp_path / "cli.csv"
+    code, text = cli(["release", str(spec), "--out", str(out), "--ledger", str(ledger), "--json"])
+    assert code == 0, text
+    obj = json.loads(text)
+    assert obj["output"] == str(out) and obj["sensitivity"] == 5.0 and out.exists()
+    code, text = cli(
+        ["release", str(spec), "--out", str(tmp_path / "s.csv"), "--ledger", str(ledger)]
+    )
+    assert code == 0 and text.startswith("release   :") and "ledger    :" in text
+    code, text = cli(["release", str(spec), "--engine", "spark", "--ledger", str(ledger)])
+    assert code == 2 and "Spark engine is not available" in text and "\n" not in text
+    code, text = cli(["release", str(tmp_path / "nope.toml")])
+    assert code == 2 and "no release spec at" in text
+    bad = tmp_path / "bad.toml"
+    bad.write_text(
+        spec.read_text().replace("max_records_per_unit = 5", "max_records_per_unit = -5")
+    )
+    code, text = cli(["release", str(bad), "--ledger", str(ledger)])
+    assert code == 2 and "[bounds] max_records_per_unit must be an integer >= 1" in text
+    env_out = tmp_path / "env.csv"
+    os.environ["DPGAUSS_LEDGER"] = str(ledger)
+    try:
+        code, text = cli(["release", str(spec), "--out", str(env_out)])
+    finally:
+        del os.environ["DPGAUSS_LEDGER"]
+    assert code == 0 and env_out.exists()
+    assert charges(ledger) == 3
+
+
+def test_spec_copy_is_not_shared() -> None:
+    spec = load_spec(EXAMPLE)
+    d = spec.to_dict()
+    d2 = copy.deepcopy(d)
+    d2["bounds"]["max_records_per_unit"] = 1
+    assert ReleaseSpec.from_dict(d).bounds.max_records_per_unit == 5

@@ -1,0 +1,92 @@
+"""The dpgauss command line: outputs, JSON keys, and one-line errors with exit status 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import dpgauss
+from dpgauss.cli import main
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_calibrate_json(capsys):
+    code, out, err = run(capsys, "calibrate", "--epsilon", "0.5", "--delta", "1e-5", "--json")
+    assert code == 0 and err == ""
+    obj = json.loads(out)
+    assert set(obj) == {
+        "sigma",
+        "classical_sigma",
+        "variance_ratio",
+        "epsilon",
+        "delta",
+        "sensitivity",
+    }
+    assert obj["sigma"] == dpgauss.analytic_gaussian_sigma(0.5, 1e-5)
+    assert obj["classical_sigma"] == dpgauss.classical_gaussian_sigma(0.5, 1e-5)
+    assert obj["variance_ratio"] == pytest.approx((obj["classical_sigma"] / obj["sigma"]) ** 2)
+
+
+def test_calibrate_classical_invalid_is_null(capsys):
+    code, out, _ = run(capsys, "calibrate", "--epsilon", "2", "--delta", "1e-5", "--json")
+    obj = json.loads(out)
+    assert code == 0 and obj["classical_sigma"] is None and obj["variance_ratio"] is None
+    code, out, _ = run(capsys, "calibrate", "--epsilon", "2", "--delta", "1e-5")
+    assert code == 0 and "not valid" in out
+
+
+def test_profile_both_directions(capsys):
+    code, out, _ = run(capsys, "profile", "--sigma", "3", "--epsilon", "1", "--json")
+    assert code == 0 and json.loads(out)["delta"] == dpgauss.gaussian_delta(3.0, 1.0)
+    code, out, _ = run(capsys, "profile", "--sigma", "3", "--delta", "1e-5", "--sensitivity", "2")
+    assert code == 0 and "epsilon =" in out
+    assert f"{dpgauss.gaussian_epsilon(3.0, 1e-5, 2.0):.10g}" in out
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["calibrate", "--epsilon", "-1", "--delta", "1e-5"],
+        ["calibrate", "--epsilon", "1", "--delta", "1.5"],
+        ["calibrate", "--epsilon", "nan", "--delta", "1e-5"],
+        ["calibrate", "--epsilon", "inf", "--delta", "1e-5"],
+        ["calibrate", "--epsilon", "x", "--delta", "1e-5"],
+        ["calibrate", "--epsilon", "1", "--delta", "1e-5", "--sensitivity", "0"],
+        ["calibrate", "--delta", "1e-5"],
+        ["profile", "--sigma", "3"],
+        ["profile", "--sigma", "3", "--epsilon", "1", "--delta", "1e-5"],
+        ["profile", "--sigma", "-3", "--epsilon", "1"],
+        ["nonsense"],
+        [],
+    ],
+)
+def test_bad_arguments_one_line_exit_2(capsys, argv):
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("dpgauss: error: ")
+    assert "Traceback" not in err
+
+
+def test_demo_runs(capsys):
+    code, out, _ = run(capsys, "demo")
+    assert code == 0 and "analytic" in out
+
+
+def test_console_script_exit_status():
+    """The installed entry point returns the status to the shell."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "dpgauss.cli", "calibrate", "--epsilon", "-1", "--delta", "0.1"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2 and proc.stderr.startswith("dpgauss: error:")

@@ -5,6 +5,7 @@ Run from the repository root (needs the ``data`` extra; pandas for the baseline)
     python benchmarks/bench_pipeline.py                      # 20M rows, 2M units, 4,000 keys
     python benchmarks/bench_pipeline.py --rows 2000000 --units 200000 --repeats 2
     python benchmarks/bench_pipeline.py --alternatives       # also the SQL designs not chosen
+    python benchmarks/bench_pipeline.py --string-units       # unit ids as hex strings
 
 The task: ``count`` per key with per-unit bounding (every unit keeps at most ``b = 5``
 records, chosen uniformly at random) on a generated Parquet table (``unit`` int64,
@@ -28,7 +29,9 @@ end to end, and is timed best-of-``--repeats``, contestants interleaved in each 
   dependency: install it in a virtualenv to include it.
 
 The engine's result is checked against pandas (same number of kept records per run:
-``Σ min(n_u, b)``).  The target is >= 3x pandas.  Absolute numbers depend on the machine and
+``Σ min(n_u, b)``).  The target is >= 3x pandas.  ``--string-units`` makes the unit ids
+32-hex-digit strings (like the taxi data's licences): everything is slower, DuckDB's sort of
+strings most (the fast path needs integer ids).  Absolute numbers depend on the machine and
 its load; compare the ratios of one run.  ``--threads`` sets DuckDB's threads (default 2).
 """
 
@@ -48,14 +51,18 @@ import numpy as np
 TARGET = 3.0
 
 
-def generate(path: Path, rows: int, units: int, keys: int) -> None:
+def generate(path: Path, rows: int, units: int, keys: int, string_units: bool) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     rng = np.random.default_rng(20_240_101)
+    names = None
+    if string_units:  # 32 hex digits, like the hashed licences of the taxi data
+        raw = rng.integers(0, 2**63, (units, 2), dtype=np.int64).view(np.uint64)
+        names = np.array([f"{a:016X}{b:016X}" for a, b in raw])
     schema = pa.schema(
         [
-            ("unit", pa.int64()),
+            ("unit", pa.string() if string_units else pa.int64()),
             ("zone", pa.int32()),
             ("fare", pa.float64()),
             ("ts", pa.timestamp("s")),
@@ -69,7 +76,9 @@ def generate(path: Path, rows: int, units: int, keys: int) -> None:
             m = min(chunk, rows - start)
             table = pa.table(
                 {
-                    "unit": rng.integers(0, units, m),
+                    "unit": names[rng.integers(0, units, m)]
+                    if names is not None
+                    else rng.integers(0, units, m),
                     "zone": rng.integers(0, keys, m).astype(np.int32),
                     "fare": np.round(rng.gamma(2.0, 6.0, m), 2),
                     "ts": t0 + rng.integers(0, 31 * 86_400, m).astype("timedelta64[s]"),
@@ -196,6 +205,9 @@ def main() -> None:
     parser.add_argument("--data", default="/tmp/dpgauss_bench", help="cache directory")
     parser.add_argument("--alternatives", action="store_true", help="also the SQL not chosen")
     parser.add_argument("--pipelinedp-rows", type=int, default=1_000_000)
+    parser.add_argument(
+        "--string-units", action="store_true", help="unit ids as 32-hex-digit strings"
+    )
     args = parser.parse_args()
 
     import duckdb
@@ -203,11 +215,12 @@ def main() -> None:
 
     data = Path(args.data)
     data.mkdir(parents=True, exist_ok=True)
-    path = data / f"rows{args.rows}_units{args.units}_keys{args.keys}.parquet"
+    kind = "str" if args.string_units else "int"
+    path = data / f"rows{args.rows}_units{args.units}{kind}_keys{args.keys}.parquet"
     if not path.exists():
         print(f"generating {path} ...", flush=True)
         t = time.perf_counter()
-        generate(path, args.rows, args.units, args.keys)
+        generate(path, args.rows, args.units, args.keys, args.string_units)
         print(f"  {time.perf_counter() - t:.1f} s", flush=True)
     n = args.rows
     print(
@@ -216,7 +229,7 @@ def main() -> None:
         f"{args.threads}, load average {os.getloadavg()[0]:.2f}"
     )
     print(
-        f"{n:,} rows, {args.units:,} units, {args.keys:,} keys, b = {args.b}; best of "
+        f"{n:,} rows, {args.units:,} {kind} units, {args.keys:,} keys, b = {args.b}; best of "
         f"{args.repeats}, contestants interleaved\n"
     )
 

@@ -563,6 +563,27 @@ def test_table_source_in_a_duckdb_file(tmp_path: Path) -> None:
     assert agg.counts.sum() == 50 * 5 and agg.rows.read == 1000
 
 
+def test_a_callers_connection_is_left_clean(tmp_path: Path) -> None:
+    con = duckdb.connect()
+    con.execute(
+        "CREATE TABLE visits AS SELECT range % 7 AS uid, (range % 3)::VARCHAR AS shop "
+        "FROM range(100)"
+    )
+    before = con.execute("SELECT count(*) FROM duckdb_tables()").fetchall()
+    spec = make_spec(
+        "unused",
+        source={"path": None, "table": "visits"},
+        domain={"kind": "values", "column": "shop", "values": ["0", "1", "2"]},
+        bounds={"max_records_per_unit": 2},
+    )
+    agg = _aggregate_only(spec, engine=DuckDBEngine(connection=con))
+    assert agg.counts.sum() == 14 and agg.rows.units == 7
+    assert con.execute("SELECT count(*) FROM duckdb_tables()").fetchall() == before
+    names = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()]
+    assert names == ["visits"]
+    con.close()
+
+
 def test_record_columns(tmp_path: Path) -> None:
     src, _ = small_release_data(tmp_path)
     spec = make_spec(src, bounds={"max_records_per_unit": 1, "record_columns": ["uid", "fare"]})

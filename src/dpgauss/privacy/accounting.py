@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -165,20 +166,21 @@ class GaussianAccountant:
 
     def epsilon(self, delta: object) -> float | np.ndarray:
         """Smallest ε such that everything charged is (ε, δ)-DP (never rounded down)."""
-        mu = self.mu
-        if mu > 0.0:
-            return gdp_epsilon(mu, delta)
-        arr = as_real_array(delta, "delta")
-        check_interval(arr, "delta", UNIT_OPEN)
-        return 0.0 if arr.ndim == 0 else np.zeros(arr.shape)
+        return self._read(gdp_epsilon, delta, "delta", UNIT_OPEN)
 
     def delta(self, epsilon: object) -> float | np.ndarray:
         """Smallest δ such that everything charged is (ε, δ)-DP (never rounded down)."""
+        return self._read(gdp_delta, epsilon, "epsilon", NONNEGATIVE)
+
+    def _read(
+        self, profile: Callable[..., float | np.ndarray], value: object, name: str, allowed: Any
+    ) -> float | np.ndarray:
+        """The composed profile at ``value``; nothing charged is (0, 0)-DP."""
         mu = self.mu
         if mu > 0.0:
-            return gdp_delta(mu, epsilon)
-        arr = as_real_array(epsilon, "epsilon")
-        check_interval(arr, "epsilon", NONNEGATIVE)
+            return profile(mu, value)
+        arr = as_real_array(value, name)
+        check_interval(arr, name, allowed)
         return 0.0 if arr.ndim == 0 else np.zeros(arr.shape)
 
 

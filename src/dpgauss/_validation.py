@@ -122,6 +122,27 @@ def real_args(**spec: tuple[object, Interval]) -> tuple[tuple[np.ndarray, ...], 
     return broadcast_args(**arrays), scalar
 
 
+def check_integral(arr: np.ndarray, name: str, why: str = "", rule: str = "an integer") -> None:
+    """Raise ``ValueError`` unless every element of ``arr`` is a whole number."""
+    ok = arr == np.floor(arr)
+    if ok.all():
+        return
+    bad = tuple(int(i) for i in np.argwhere(~ok)[0]) if arr.ndim else ()
+    where = f" at index {bad}" if arr.ndim else ""
+    extra = f" ({why})" if why else ""
+    raise ValueError(f"{name} must be {rule}{extra}; got {float(arr[bad])!r}{where}")
+
+
+def elementwise(
+    func: Callable[..., float], arrays: tuple[np.ndarray, ...], scalar: bool
+) -> float | np.ndarray:
+    """Apply a scalar function to broadcast arrays element by element (``finish``-ed)."""
+    out = np.empty(arrays[0].shape)
+    for idx in np.ndindex(out.shape):
+        out[idx] = func(*(a[idx].item() for a in arrays))
+    return finish(out, scalar)
+
+
 def finish(result: np.ndarray, scalar: bool) -> float | np.ndarray:
     """Return a Python float for scalar calls, the array otherwise."""
     if scalar:

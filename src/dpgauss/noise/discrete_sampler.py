@@ -341,8 +341,9 @@ def _check_size(size: object) -> tuple[int, ...]:
     elif isinstance(size, tuple):
         dims = size
     else:
-        raise TypeError(f"size must be a non-negative int or a tuple of them; "
-                        f"got {type(size).__name__}")
+        raise TypeError(
+            f"size must be a non-negative int or a tuple of them; got {type(size).__name__}"
+        )
     shape = []
     for d in dims:
         if not isinstance(d, numbers.Integral) or isinstance(d, bool | np.bool_):
@@ -353,8 +354,9 @@ def _check_size(size: object) -> tuple[int, ...]:
     return tuple(shape)
 
 
-def discrete_gaussian(sigma: float, size: int | tuple[int, ...],
-                      rng: object = "secure") -> np.ndarray:
+def discrete_gaussian(
+    sigma: float, size: int | tuple[int, ...], rng: object = "secure"
+) -> np.ndarray:
     """Exact samples of the discrete Gaussian N_Z(0, σ²) (CKS20 Algorithms 1-3).
 
     P[X = x] = exp(-x²/(2σ²)) / Σ_{y∈Z} exp(-y²/(2σ²)) for every integer x, with σ the

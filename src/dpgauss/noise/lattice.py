@@ -154,9 +154,7 @@ def round_to_grid(values: np.ndarray, grid: float) -> np.ndarray:
 
 def lattice_sensitivity(sensitivity: float, grid: float, dim: int) -> float:
     """Δ/γ + √d rounded up: the L2 sensitivity of the rounded query in lattice units."""
-    return DiscreteGaussianNoise(1.0, grid, rounded=True, dim=dim).lattice_sensitivity(
-        sensitivity
-    )
+    return DiscreteGaussianNoise(1.0, grid, rounded=True, dim=dim).lattice_sensitivity(sensitivity)
 
 
 def lattice_sigma(

@@ -79,8 +79,11 @@ class SecureRandom:
             low, high = 0, low
         lo = np.asarray(low, dtype=np.int64)
         hi = np.asarray(high, dtype=np.int64)
-        shape = np.broadcast_shapes(lo.shape, hi.shape) if size is None else (
-            (size,) if isinstance(size, numbers.Integral) else tuple(size))
+        shape = (
+            np.broadcast_shapes(lo.shape, hi.shape)
+            if size is None
+            else ((size,) if isinstance(size, numbers.Integral) else tuple(size))
+        )
         lo, hi = np.broadcast_to(lo, shape), np.broadcast_to(hi, shape)
         if not np.all(hi > lo):
             raise ValueError("integers: high must be greater than low everywhere")
@@ -140,8 +143,9 @@ def resolve_rng(rng: object) -> RandomSource:
     if isinstance(rng, str):
         if rng == "secure":
             return SecureRandom()
-        raise ValueError(f"rng must be a numpy.random.Generator, an int seed or 'secure'; "
-                         f"got the string {rng!r}")
+        raise ValueError(
+            f"rng must be a numpy.random.Generator, an int seed or 'secure'; got the string {rng!r}"
+        )
     if isinstance(rng, numbers.Integral) and not isinstance(rng, bool | np.bool_):
         if rng < 0:
             raise ValueError(f"rng seed must be a non-negative int; got {int(rng)}")
@@ -151,8 +155,10 @@ def resolve_rng(rng: object) -> RandomSource:
         hint = " (None is not accepted: pass 'secure' for OS randomness or an int seed)"
     elif isinstance(rng, np.random.RandomState):
         hint = " (the legacy RandomState is not supported: use numpy.random.default_rng)"
-    raise TypeError(f"rng must be a numpy.random.Generator, an int seed or 'secure'; "
-                    f"got {type(rng).__name__}{hint}")
+    raise TypeError(
+        f"rng must be a numpy.random.Generator, an int seed or 'secure'; "
+        f"got {type(rng).__name__}{hint}"
+    )
 
 
 def random_bits(source: RandomSource, k: int) -> int:

@@ -171,7 +171,7 @@ class _DiscreteGaussianTails:
         a = k + 1
 
         def log_phi(y: float) -> float:
-            return -(y / s) ** 2 / 2.0 - math.log(s) - _LOG_SQRT_2PI
+            return -((y / s) ** 2) / 2.0 - math.log(s) - _LOG_SQRT_2PI
 
         log_e = float(np.logaddexp(float(log_ndtr(-a / s)), log_phi(a) - math.log(2.0)))
         if a >= s:

@@ -97,7 +97,15 @@ from functools import lru_cache
 
 import numpy as np
 
-from .._validation import Interval, as_real_array, broadcast_args, check_interval, finish
+from .._validation import (
+    NONNEGATIVE,
+    POSITIVE,
+    UNIT_OPEN,
+    Interval,
+    check_integral,
+    elementwise,
+    real_args,
+)
 from .calibration import analytic_gaussian_sigma
 from .discrete_profile import discrete_gaussian_delta, discrete_gaussian_sigma
 from .profile import gaussian_delta
@@ -109,9 +117,6 @@ __all__ = [
     "zcdp_delta",
 ]
 
-_POSITIVE = Interval(0.0, math.inf)
-_NONNEGATIVE = Interval(0.0, math.inf, low_closed=True)
-_UNIT_OPEN = Interval(0.0, 1.0)
 _AT_LEAST_ONE = Interval(1.0, math.inf, low_closed=True)
 _DIM = Interval(1.0, 2.0**53, low_closed=True)
 _METHODS = ("best", "zcdp", "smoothing")
@@ -178,15 +183,8 @@ def zcdp_delta(rho: object, epsilon: object) -> float | np.ndarray:
 
     ``δ = inf_{α>1} exp((α−1)(αρ − ε)) (1 − 1/α)^α / (α − 1)``, capped at 1.  ρ > 0, ε ≥ 0.
     """
-    r = as_real_array(rho, "rho")
-    e = as_real_array(epsilon, "epsilon")
-    check_interval(r, "rho", _POSITIVE)
-    check_interval(e, "epsilon", _NONNEGATIVE)
-    r, e = broadcast_args(rho=r, epsilon=e)
-    out = np.empty(r.shape)
-    for idx in np.ndindex(r.shape):
-        out[idx] = _delta_from_log(_log_cdp_delta(float(r[idx]), float(e[idx])))
-    return finish(out, r.ndim == 0)
+    arrays, scalar = real_args(rho=(rho, POSITIVE), epsilon=(epsilon, NONNEGATIVE))
+    return elementwise(lambda r, e: _delta_from_log(_log_cdp_delta(r, e)), arrays, scalar)
 
 
 def _delta_from_log(log_d: float) -> float:
@@ -267,18 +265,9 @@ def _delta_scalar(sigma: float, eps: float, l2: float, dim: int, method: str) ->
 
 
 def _args(**spec: tuple[object, Interval]) -> tuple[tuple[np.ndarray, ...], bool]:
-    arrays = {}
-    for name, (value, allowed) in spec.items():
-        arr = as_real_array(value, name)
-        check_interval(arr, name, allowed)
-        if name == "dim":
-            ok = arr == np.floor(arr)
-            if not ok.all():
-                bad = tuple(int(i) for i in np.argwhere(~ok)[0]) if arr.ndim else ()
-                raise ValueError(f"dim must be a positive integer; got {arr[bad]!r}")
-        arrays[name] = arr
-    scalar = all(a.ndim == 0 for a in arrays.values())
-    return broadcast_args(**arrays), scalar
+    arrays, scalar = real_args(**spec)
+    check_integral(arrays[-1], "dim", "the number of coordinates", "a positive integer")
+    return arrays, scalar
 
 
 def discrete_gaussian_vector_delta(
@@ -310,18 +299,13 @@ def discrete_gaussian_vector_delta(
     """
     if method not in _METHODS:
         raise ValueError(f"method must be one of {_METHODS}; got {method!r}")
-    (sig, eps, sens, dims), scalar = _args(
-        sigma=(sigma, _POSITIVE),
-        epsilon=(epsilon, _NONNEGATIVE),
+    arrays, scalar = _args(
+        sigma=(sigma, POSITIVE),
+        epsilon=(epsilon, NONNEGATIVE),
         l2_sensitivity=(l2_sensitivity, _AT_LEAST_ONE),
         dim=(dim, _DIM),
     )
-    out = np.empty(sig.shape)
-    for idx in np.ndindex(sig.shape):
-        out[idx] = _delta_scalar(
-            float(sig[idx]), float(eps[idx]), float(sens[idx]), int(dims[idx]), method
-        )
-    return finish(out, scalar)
+    return elementwise(lambda s, e, l2, d: _delta_scalar(s, e, l2, int(d), method), arrays, scalar)
 
 
 @lru_cache(maxsize=256)
@@ -378,15 +362,10 @@ def discrete_gaussian_vector_sigma(
     """
     if method not in _METHODS:
         raise ValueError(f"method must be one of {_METHODS}; got {method!r}")
-    (eps, dlt, sens, dims), scalar = _args(
-        epsilon=(epsilon, _NONNEGATIVE),
-        delta=(delta, _UNIT_OPEN),
+    arrays, scalar = _args(
+        epsilon=(epsilon, NONNEGATIVE),
+        delta=(delta, UNIT_OPEN),
         l2_sensitivity=(l2_sensitivity, _AT_LEAST_ONE),
         dim=(dim, _DIM),
     )
-    out = np.empty(eps.shape)
-    for idx in np.ndindex(eps.shape):
-        out[idx] = _sigma_scalar(
-            float(eps[idx]), float(dlt[idx]), float(sens[idx]), int(dims[idx]), method
-        )
-    return finish(out, scalar)
+    return elementwise(lambda e, d, l2, k: _sigma_scalar(e, d, l2, int(k), method), arrays, scalar)

@@ -49,13 +49,18 @@ from fractions import Fraction
 
 import numpy as np
 
-from .._validation import Interval, as_real_array, broadcast_args, check_interval, finish
+from .._validation import (
+    NONNEGATIVE,
+    POSITIVE,
+    UNIT_OPEN,
+    Interval,
+    check_integral,
+    elementwise,
+    real_args,
+)
 
 __all__ = ["discrete_gaussian_delta", "discrete_gaussian_sigma"]
 
-_POSITIVE = Interval(0.0, math.inf)
-_NONNEGATIVE = Interval(0.0, math.inf, low_closed=True)
-_UNIT_OPEN = Interval(0.0, 1.0)
 _SAFETY = 1e-11  # relative inflation covering floating-point error (analysis: < 1e-12)
 _TAIL = 50.0  # truncate when the tail bound is below e^-50 of the partial sum
 _CHUNK = 1 << 20
@@ -139,29 +144,15 @@ def _log_delta(sigma: float, epsilon: float, sens: int) -> float:
         j_stop = 2 * start
 
 
-def _check_sensitivity(arr: np.ndarray) -> None:
-    check_interval(arr, "sensitivity", _POSITIVE)
-    ok = arr == np.floor(arr)
-    if not ok.all():
-        bad = tuple(int(i) for i in np.argwhere(~ok)[0]) if arr.ndim else ()
-        where = f" at index {bad}" if arr.ndim else ""
-        raise ValueError(
-            f"sensitivity must be a positive integer (the discrete Gaussian "
-            f"is for integer-valued queries); got {arr[bad]!r}{where}"
-        )
-
-
 def _args(**spec: tuple[object, Interval]) -> tuple[tuple[np.ndarray, ...], bool]:
-    arrays = {}
-    for name, (value, allowed) in spec.items():
-        arr = as_real_array(value, name)
-        if name == "sensitivity":
-            _check_sensitivity(arr)
-        else:
-            check_interval(arr, name, allowed)
-        arrays[name] = arr
-    scalar = all(a.ndim == 0 for a in arrays.values())
-    return broadcast_args(**arrays), scalar
+    arrays, scalar = real_args(**spec)
+    check_integral(
+        arrays[-1],
+        "sensitivity",
+        "the discrete Gaussian is for integer-valued queries",
+        "a positive integer",
+    )
+    return arrays, scalar
 
 
 def discrete_gaussian_delta(
@@ -183,16 +174,16 @@ def discrete_gaussian_delta(
     δ, never below the exact value (relative excess ≤ ~1e-11) and never below the
     smallest positive double.  A float for scalar input, else a float64 array.
     """
-    (sig, eps, sens), scalar = _args(
-        sigma=(sigma, _POSITIVE),
-        epsilon=(epsilon, _NONNEGATIVE),
-        sensitivity=(sensitivity, _POSITIVE),
+    arrays, scalar = _args(
+        sigma=(sigma, POSITIVE),
+        epsilon=(epsilon, NONNEGATIVE),
+        sensitivity=(sensitivity, POSITIVE),
     )
-    out = np.empty(sig.shape, dtype=np.float64)
-    for idx in np.ndindex(sig.shape):
-        log_d = _log_delta(float(sig[idx]), float(eps[idx]), int(sens[idx]))
-        out[idx] = max(math.exp(min(log_d, 0.0)), _TINY)
-    return finish(out, scalar)
+
+    def one(s: float, e: float, k: float) -> float:
+        return max(math.exp(min(_log_delta(s, e, int(k)), 0.0)), _TINY)
+
+    return elementwise(one, arrays, scalar)
 
 
 def _bisect(safe: Callable[[float], bool], lo: float, hi: float) -> float:
@@ -282,12 +273,9 @@ def discrete_gaussian_sigma(
     epsilon : ε in [0, inf).   delta : δ in (0, 1).
     sensitivity : Δ, a positive integer.
     """
-    (eps, dlt, sens), scalar = _args(
-        epsilon=(epsilon, _NONNEGATIVE),
-        delta=(delta, _UNIT_OPEN),
-        sensitivity=(sensitivity, _POSITIVE),
+    arrays, scalar = _args(
+        epsilon=(epsilon, NONNEGATIVE),
+        delta=(delta, UNIT_OPEN),
+        sensitivity=(sensitivity, POSITIVE),
     )
-    out = np.empty(eps.shape, dtype=np.float64)
-    for idx in np.ndindex(eps.shape):
-        out[idx] = _sigma_scalar(float(eps[idx]), float(dlt[idx]), int(sens[idx]))
-    return finish(out, scalar)
+    return elementwise(lambda e, d, k: _sigma_scalar(e, d, int(k)), arrays, scalar)

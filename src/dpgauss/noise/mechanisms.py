@@ -24,6 +24,7 @@ the exact sampler; a seed or Generator only replaces the source of random bits.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -40,11 +41,13 @@ from .._validation import (
 from ..privacy import analytic_gaussian_sigma, classical_gaussian_sigma, laplace_scale
 from ..privacy.discrete_multivariate import discrete_gaussian_vector_sigma
 from .discrete_sampler import discrete_gaussian
+from .lattice import secure_gaussian_release, secure_laplace_release
 from .randomness import SecureRandom, resolve_rng
 from .release import (
     DiscreteGaussianNoise,
     GaussianNoise,
     LaplaceNoise,
+    NoiseLaw,
     Release,
     _is_series,
     values_array,
@@ -116,34 +119,30 @@ class GaussianMechanism:
         None) and adds exact discrete Gaussian noise; a seed or Generator adds
         floating-point noise, for experiments.
         """
-        arr, template = values_array(values)
-        source = resolve_rng(rng)
-        name = f"gaussian ({self.calibration})"
-        if isinstance(source, SecureRandom):
-            if self.calibration != "analytic":
-                raise ValueError(
-                    "the classical calibration is a baseline for experiments: pass rng=<int "
-                    "seed or numpy Generator>, or use calibration='analytic' for a secure release"
-                )
-            from .lattice import secure_gaussian_release
+        if self.calibration != "analytic" and isinstance(resolve_rng(rng), SecureRandom):
+            raise ValueError(
+                "the classical calibration is a baseline for experiments: pass rng=<int "
+                "seed or numpy Generator>, or use calibration='analytic' for a secure release"
+            )
 
-            noisy, law = secure_gaussian_release(
+        def secure(arr: np.ndarray, source: SecureRandom) -> tuple[np.ndarray, NoiseLaw]:
+            return secure_gaussian_release(
                 arr, self.epsilon, self.delta, self.sensitivity, grid=grid, source=source
             )
-            name += f", secure lattice {law.name}"
-        else:
-            if grid is not None:
-                raise ValueError("grid applies to secure releases only (rng='secure')")
-            law = GaussianNoise(self.sigma)
-            noisy = arr + source.normal(0.0, self.sigma, size=arr.shape)
-        return Release(
-            values=wrap(template, noisy),
-            sigma=law.std,
-            epsilon=self.epsilon,
-            delta=self.delta,
-            sensitivity=self.sensitivity,
-            mechanism=name,
-            noise=law,
+
+        def experiment(arr: np.ndarray, gen: np.random.Generator) -> tuple[np.ndarray, NoiseLaw]:
+            return arr + gen.normal(0.0, self.sigma, size=arr.shape), GaussianNoise(self.sigma)
+
+        return _release(
+            values,
+            rng,
+            grid,
+            secure,
+            experiment,
+            f"gaussian ({self.calibration})",
+            self.epsilon,
+            self.delta,
+            self.sensitivity,
         )
 
 
@@ -169,30 +168,58 @@ class LaplaceMechanism:
         self, values: object, rng: object = "secure", *, grid: float | None = None
     ) -> Release:
         """Release ``values`` with Laplace noise (secure lattice version by default)."""
-        arr, template = values_array(values)
-        source = resolve_rng(rng)
-        name = "laplace"
-        if isinstance(source, SecureRandom):
-            from .lattice import secure_laplace_release
 
-            noisy, law = secure_laplace_release(
+        def secure(arr: np.ndarray, source: SecureRandom) -> tuple[np.ndarray, NoiseLaw]:
+            return secure_laplace_release(
                 arr, self.epsilon, self.l1_sensitivity, grid=grid, source=source
             )
-            name += f", secure lattice {law.name}"
-        else:
-            if grid is not None:
-                raise ValueError("grid applies to secure releases only (rng='secure')")
-            law = LaplaceNoise(self.scale)
-            noisy = arr + source.laplace(0.0, self.scale, size=arr.shape)
-        return Release(
-            values=wrap(template, noisy),
-            sigma=law.std,
-            epsilon=self.epsilon,
-            delta=0.0,
-            sensitivity=self.l1_sensitivity,
-            mechanism=name,
-            noise=law,
+
+        def experiment(arr: np.ndarray, gen: np.random.Generator) -> tuple[np.ndarray, NoiseLaw]:
+            return arr + gen.laplace(0.0, self.scale, size=arr.shape), LaplaceNoise(self.scale)
+
+        return _release(
+            values,
+            rng,
+            grid,
+            secure,
+            experiment,
+            "laplace",
+            self.epsilon,
+            0.0,
+            self.l1_sensitivity,
         )
+
+
+def _release(
+    values: object,
+    rng: object,
+    grid: float | None,
+    secure: Callable[[np.ndarray, SecureRandom], tuple[np.ndarray, NoiseLaw]],
+    experiment: Callable[[np.ndarray, np.random.Generator], tuple[np.ndarray, NoiseLaw]],
+    name: str,
+    epsilon: float,
+    delta: float,
+    sensitivity: float,
+) -> Release:
+    """The shared path of the real-valued mechanisms: validate, draw, wrap like the input."""
+    arr, template = values_array(values)
+    source = resolve_rng(rng)
+    if isinstance(source, SecureRandom):
+        noisy, law = secure(arr, source)
+        name += f", secure lattice {law.name}"
+    else:
+        if grid is not None:
+            raise ValueError("grid applies to secure releases only (rng='secure')")
+        noisy, law = experiment(arr, source)
+    return Release(
+        values=wrap(template, noisy),
+        sigma=law.std,
+        epsilon=epsilon,
+        delta=delta,
+        sensitivity=sensitivity,
+        mechanism=name,
+        noise=law,
+    )
 
 
 # ------------------------------------------------------------------ integer-valued queries

@@ -2,6 +2,8 @@
 
 :class:`~dpgauss.release.ledger.Ledger` is the security boundary: every release is charged
 against a dataset's (ε, δ) budget, atomically, before its output is written.
+:func:`run_release` runs a :class:`ReleaseSpec` (:func:`load_spec` reads one from TOML);
+:func:`bounded_aggregate` is the same bounded aggregate without noise, for evaluation only.
 """
 
 from .ledger import (
@@ -13,6 +15,8 @@ from .ledger import (
     LedgerFormatError,
     UnknownDatasetError,
 )
+from .pipeline import ReleaseResult, bounded_aggregate, run_release
+from .spec import ReleaseSpec, load_spec
 
 __all__ = [
     "BudgetExceeded",
@@ -21,5 +25,10 @@ __all__ = [
     "LedgerEntry",
     "LedgerError",
     "LedgerFormatError",
+    "ReleaseResult",
+    "ReleaseSpec",
     "UnknownDatasetError",
+    "bounded_aggregate",
+    "load_spec",
+    "run_release",
 ]

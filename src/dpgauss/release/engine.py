@@ -10,6 +10,8 @@ Semantics every engine implements (the sensitivity proof in
 :mod:`dpgauss.release.sensitivity` relies on them):
 
 1. **Classification**, in this order; each row lands in exactly one class:
+   ``outside_filter`` (a ``[filter]`` is given and the row's filter column, read as a
+   timestamp or a number, is missing, unparseable or outside ``[start, stop)``),
    ``null_unit`` (the unit id is NULL, or an empty string), ``invalid_domain`` (the domain
    column is missing or unparseable, or the coordinates are not finite, outside
    [−90, 90] × [−180, 180] or outside the bounding box), ``invalid_value`` (sum/mean: the value
@@ -108,6 +110,7 @@ class RowCounts:
 
     read: int = 0
     malformed_lines: int = 0
+    outside_filter: int = 0
     null_unit: int = 0
     invalid_domain: int = 0
     invalid_value: int = 0

@@ -48,7 +48,8 @@ from .spec import ReleaseSpec
 __all__ = ["DuckDBEngine", "EngineError", "quote_ident"]
 
 # Row classes (engine.py, "Classification"), in the order they are tested.
-IN_DOMAIN, NULL_UNIT, INVALID_DOMAIN, INVALID_VALUE, OUTSIDE = 0, 1, 2, 3, 4
+IN_DOMAIN, NULL_UNIT, INVALID_DOMAIN, INVALID_VALUE, OUTSIDE, OUTSIDE_FILTER = 0, 1, 2, 3, 4, 5
+_CLASS_BITS = 3  # the fast path keeps a row's class in the low bits of its sort key
 DROPPED = -100  # the group of in-domain rows removed by the bounds
 _INTEGER_TYPES = (
     "TINYINT",
@@ -337,30 +338,34 @@ class _Query:
             bad_unit = f"({unit} IS NULL OR {unit} = '')"
         d_parsed, bad_d = self._domain_parse()
         v_parsed, bad_v, value = self._value_parse()
+        out_f = self._filter()
         parsed = [f"{unit} AS u", f"{bad_unit} AS bad_u", f"{self._priority()} AS p"]
-        parsed += d_parsed + v_parsed
+        parsed += d_parsed + v_parsed + [f"{out_f} AS out_f"]
         joins, key_expr = self._domain_key()
         has_v = spec.statistic.kind != "count"
         vcol = ", v" if has_v else ""
         geo = ", la, lo" if dom.kind == "graph" else ""
         extra = vcol + (", la, lo" if dom.spread else "")
         if dom.kind == "graph":  # the mapping UDF runs on valid rows only
-            key_expr = f"CASE WHEN NOT (bad_u OR bad_d OR bad_v) THEN {key_expr} END"
+            key_expr = f"CASE WHEN NOT (out_f OR bad_u OR bad_d OR bad_v) THEN {key_expr} END"
         # A NULL key means: invalid (bad_*) or outside the domain.  `ok` = in the domain.
         ok = "key IS NOT NULL AND NOT bad_u" + ("" if bad_v == "false" else " AND NOT bad_v")
+        if out_f != "false":
+            ok += " AND NOT out_f"
         cls = (
-            f"CASE WHEN {ok} THEN key WHEN bad_u THEN -{NULL_UNIT} WHEN bad_d THEN "
+            f"CASE WHEN {ok} THEN key WHEN out_f THEN -{OUTSIDE_FILTER} "
+            f"WHEN bad_u THEN -{NULL_UNIT} WHEN bad_d THEN "
             f"-{INVALID_DOMAIN} WHEN bad_v THEN -{INVALID_VALUE} ELSE -{OUTSIDE} END"
         )
         sql = f"""
 WITH parsed AS (
   SELECT {", ".join(parsed)} FROM {self.source}
 ), checked AS (
-  SELECT u, p, bad_u, {bad_d} AS bad_d, {bad_v} AS bad_v{vcol and f", {value} AS v"}{geo}
+  SELECT u, p, out_f, bad_u, {bad_d} AS bad_d, {bad_v} AS bad_v{vcol and f", {value} AS v"}{geo}
          {", dx" if dom.kind != "graph" else ""}
   FROM parsed
 ), keyed AS (
-  SELECT u, p, bad_u, bad_d, bad_v{vcol}{geo}, {key_expr} AS key
+  SELECT u, p, out_f, bad_u, bad_d, bad_v{vcol}{geo}, {key_expr} AS key
   FROM checked {joins}
 )"""
         b = spec.bounds.max_records_per_unit
@@ -464,7 +469,8 @@ SELECT {", ".join(out)}{extra} FROM {prev}"""
         lo, hi = unit_range
         span = hi - lo + 1  # slots 0 … hi − lo for units; slot `span` for other rows
         ub = span.bit_length()
-        kb = max(1, (self.plan.domain.size - 1).bit_length())
+        # kb key bits, at least enough for a row class code (slot `span`).
+        kb = max(_CLASS_BITS, (self.plan.domain.size - 1).bit_length())
         pb = 64 - ub
         if pb - kb < 24:
             return None
@@ -473,6 +479,7 @@ SELECT {", ".join(out)}{extra} FROM {prev}"""
         mask = (1 << kb) - 1
         sql += f""", s0 AS (
   SELECT CASE WHEN {ok} THEN ({diff}::UBIGINT << {pb}) | ((p >> {ub + kb}) << {kb}) | key::UBIGINT
+              WHEN out_f THEN ({span}::UBIGINT << {pb}) | {OUTSIDE_FILTER}
               WHEN bad_u THEN ({span}::UBIGINT << {pb}) | {NULL_UNIT}
               WHEN bad_d THEN ({span}::UBIGINT << {pb}) | {INVALID_DOMAIN}
               WHEN bad_v THEN ({span}::UBIGINT << {pb}) | {INVALID_VALUE}
@@ -516,6 +523,21 @@ FROM ({rows_sql}) GROUP BY g"""
                 wanted.append(spec.statistic.column)
             args = ", ".join(quote_ident(c) for c in dict.fromkeys(wanted))
         return f"hash(hash($dp_salt::UBIGINT, {args}))"
+
+    def _filter(self) -> str:
+        """The condition "outside the ``[filter]`` window" (missing or unparseable: outside)."""
+        f = self.spec.filter
+        if f is None:
+            return "false"
+        t = "TIMESTAMP" if f.kind == "timestamp" else "DOUBLE"
+        x = f"TRY_CAST({quote_ident(f.column)} AS {t})"
+        conds = []
+        for key, op, name in (("start", ">=", "dp_f0"), ("stop", "<", "dp_f1")):
+            b = f.bound(key)
+            if b is not None:
+                self.params[name] = b
+                conds.append(f"{x} {op} ${name}::{t}")
+        return f"NOT coalesce({' AND '.join(conds)}, false)"
 
     def _domain_parse(self) -> tuple[list[str], str]:
         """(parsed columns, the invalid-domain condition over them)."""
@@ -689,7 +711,9 @@ def _collect(
     counts = np.zeros(d, dtype=np.float64)
     sums = np.zeros(d, dtype=np.float64) if stat != "count" else None
     rows = RowCounts(malformed_lines=malformed)
-    per_class = {NULL_UNIT: 0, INVALID_DOMAIN: 0, INVALID_VALUE: 0, OUTSIDE: 0, IN_DOMAIN: 0}
+    per_class = dict.fromkeys(
+        (NULL_UNIT, INVALID_DOMAIN, INVALID_VALUE, OUTSIDE, OUTSIDE_FILTER, IN_DOMAIN), 0
+    )
     n_c = n_k = 0
     for g, n, units, nc, nk, s in groups:
         g, n = int(g), int(n)
@@ -712,6 +736,7 @@ def _collect(
             counts[int(key)] = float(mass)
             if sums is not None and s is not None:
                 sums[int(key)] = float(s)
+    rows.outside_filter = per_class[OUTSIDE_FILTER]
     rows.null_unit = per_class[NULL_UNIT]
     rows.invalid_domain = per_class[INVALID_DOMAIN]
     rows.invalid_value = per_class[INVALID_VALUE]

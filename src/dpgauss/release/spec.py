@@ -69,6 +69,13 @@ Every table and key
 
     ``on_invalid`` = ``"drop"`` (default) or ``"fail"``: rows whose domain column (or
     coordinates) is missing, unparseable or out of range.
+``[filter]`` (optional)
+    A public window on one column: ``column``, ``start`` and/or ``stop``; only records with
+    ``start <= value < stop`` take part (e.g. one hour of pickups).  Timestamps are TOML
+    datetimes or ISO strings (``"2013-01-05 18:00"``), else numbers.  Rows outside the window
+    — or whose value is missing or unparseable — are counted as ``outside_filter`` and take
+    no further part (they are tested before every other class).  The window is public and
+    fixed before the data is seen, so it does not change the sensitivity.
 ``[statistic]``
     ``kind`` = ``"count"``, ``"sum"`` or ``"mean"``; for sum and mean ``column`` and the public
     clamping bounds ``lower < upper`` (every value is clamped to them), ``on_invalid`` =
@@ -105,6 +112,7 @@ import numbers
 import tomllib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
+from datetime import date, datetime, time
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +120,7 @@ __all__ = [
     "BoundsSpec",
     "DenoiseSpec",
     "DomainSpec",
+    "FilterSpec",
     "OutputSpec",
     "PrivacySpec",
     "ReleaseSpec",
@@ -450,6 +459,77 @@ class DomainSpec:
         return 150.0
 
 
+def _window_end(key: str, value: object) -> tuple[str, float | str] | None:
+    """("timestamp", ISO text) or ("number", float) for one end of a filter window."""
+    if value is None:
+        return None
+    if isinstance(value, date) and not isinstance(value, datetime):
+        value = datetime.combine(value, time())
+    if isinstance(value, datetime):
+        if value.tzinfo is not None:
+            raise _fail("filter", key, "a local timestamp without a UTC offset", str(value))
+        return "timestamp", value.isoformat(sep=" ")
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise _fail(
+                "filter", key, "a timestamp ('2013-01-05 18:00') or a number", value
+            ) from None
+        if parsed.tzinfo is not None:
+            raise _fail("filter", key, "a local timestamp without a UTC offset", value)
+        return "timestamp", parsed.isoformat(sep=" ")
+    x = _real("filter", key, value)
+    assert x is not None
+    return "number", x
+
+
+@dataclass(frozen=True)
+class FilterSpec:
+    """``[filter]``: a public window ``start <= column < stop`` on the records."""
+
+    column: str = ""
+    start: Any = None
+    stop: Any = None
+
+    def __post_init__(self) -> None:
+        _required("filter", "column", self.column, "the column the window applies to")
+        _text("filter", "column", self.column)
+        ends = {k: _window_end(k, getattr(self, k)) for k in ("start", "stop")}
+        given = {k: v for k, v in ends.items() if v is not None}
+        if not given:
+            raise ValueError("[filter] needs start, stop or both")
+        kinds = {v[0] for v in given.values()}
+        if len(kinds) > 1:
+            raise ValueError("[filter] start and stop must both be timestamps or both numbers")
+        for k, v in given.items():
+            object.__setattr__(self, k, v[1])
+        if len(given) == 2:
+            lo, hi = (
+                (datetime.fromisoformat(str(self.start)), datetime.fromisoformat(str(self.stop)))
+                if kinds == {"timestamp"}
+                else (self.start, self.stop)
+            )
+            if not hi > lo:
+                raise ValueError(
+                    f"[filter] stop must be after start; got start={self.start!r}, "
+                    f"stop={self.stop!r}"
+                )
+
+    @property
+    def kind(self) -> str:
+        """``"timestamp"`` or ``"number"``: how the column is compared."""
+        end = self.start if self.start is not None else self.stop
+        return "number" if isinstance(end, float) else "timestamp"
+
+    def bound(self, key: str) -> datetime | float | None:
+        """``start`` or ``stop`` as a ``datetime`` (timestamps) or a float; None if open."""
+        v = getattr(self, key)
+        if v is None:
+            return None
+        return datetime.fromisoformat(v) if self.kind == "timestamp" else float(v)
+
+
 @dataclass(frozen=True)
 class StatisticSpec:
     """``[statistic]``: count, or the sum or mean of a clamped value column."""
@@ -600,6 +680,7 @@ _SECTIONS: dict[str, type] = {
     "source": SourceSpec,
     "unit": UnitSpec,
     "domain": DomainSpec,
+    "filter": FilterSpec,
     "statistic": StatisticSpec,
     "bounds": BoundsSpec,
     "privacy": PrivacySpec,
@@ -622,10 +703,13 @@ class ReleaseSpec:
     denoise: DenoiseSpec = field(default_factory=DenoiseSpec)
     output: OutputSpec = field(default_factory=OutputSpec)
     name: str | None = None
+    filter: FilterSpec | None = None
 
     def __post_init__(self) -> None:
         for key, cls in _SECTIONS.items():
             value = getattr(self, key)
+            if key == "filter" and value is None:
+                continue
             if not isinstance(value, cls):
                 raise TypeError(f"[{key}] must be a {cls.__name__}; got {type(value).__name__}")
         if self.name is not None:
@@ -660,6 +744,8 @@ class ReleaseSpec:
         if self.name is not None:
             out["name"] = self.name
         for key in _SECTIONS:
+            if getattr(self, key) is None:
+                continue
             part = asdict(getattr(self, key))
             out[key] = {k: (list(v) if isinstance(v, tuple) else v) for k, v in part.items()}
         return out

@@ -1,0 +1,167 @@
+"""Heat maps of released values: node values on a road graph, or a series over a 1-D grid.
+
+Used by the release pipeline (the plot beside a graph or range release), ``dpgauss demo`` and
+the taxi experiment.  Each graph panel colours every street segment by the mean of its two
+endpoint values, all panels on one colour scale, so the true, released and denoised maps can
+be compared at a glance.  matplotlib is the ``plot`` extra and is imported only here, with
+the object-oriented API (``matplotlib.figure.Figure`` saved through the Agg canvas): nothing
+touches pyplot's global state or the user's backend.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["PlotUnavailableError", "draw_graph_panels", "draw_series", "shared_scale"]
+
+
+class PlotUnavailableError(ImportError):
+    """matplotlib (the ``plot`` extra) is not installed."""
+
+
+def _figure(width: float, height: float) -> Any:
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise PlotUnavailableError(
+            "matplotlib is needed to draw plots; install it with: pip install 'dpgauss[plot]'"
+        ) from None
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def shared_scale(panels: Sequence[tuple[str, np.ndarray]], quantile: float = 0.995) -> float:
+    """The top of a common colour scale: the ``quantile`` of the first panel's values
+    (the reference, e.g. the true map), or of all panels if it is flat; at least 1e-12."""
+    ref = np.asarray(panels[0][1], dtype=np.float64)
+    ref = ref[np.isfinite(ref)]
+    top = float(np.quantile(ref, quantile)) if ref.size else 0.0
+    if not top > 0:
+        vals = np.concatenate([np.asarray(v, dtype=np.float64).ravel() for _, v in panels])
+        vals = vals[np.isfinite(vals)]
+        top = float(np.quantile(vals, quantile)) if vals.size else 1.0
+    return max(top, 1e-12)
+
+
+def _check_graph(
+    lat: np.ndarray, lon: np.ndarray, edges: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    lat = np.asarray(lat, dtype=np.float64)
+    lon = np.asarray(lon, dtype=np.float64)
+    edges = np.asarray(edges)
+    if lat.ndim != 1 or lat.shape != lon.shape:
+        raise ValueError("lat and lon must be 1-D arrays of the same length (one per node)")
+    if edges.ndim != 2 or edges.shape[1] != 2:
+        raise ValueError(f"edges must be an (m, 2) array; got shape {edges.shape}")
+    if edges.size and (edges.min() < 0 or edges.max() >= lat.size):
+        raise ValueError(f"edges must index nodes 0 … {lat.size - 1}")
+    return lat, lon, edges.astype(np.int64)
+
+
+def draw_graph_panels(
+    path: str | Path,
+    lat: np.ndarray,
+    lon: np.ndarray,
+    edges: np.ndarray,
+    panels: Sequence[tuple[str, np.ndarray]],
+    *,
+    vmax: float | None = None,
+    label: str = "value per node",
+    title: str | None = None,
+    cmap: str = "magma",
+) -> Path:
+    """Draw each ``(title, node values)`` panel on the graph's edges, side by side; a PNG.
+
+    Segment colour = mean of its endpoints' values, clipped to ``[0, vmax]`` (``vmax`` by
+    :func:`shared_scale` if None); busy segments are drawn last, on top.  Longitude is
+    stretched by ``1/cos(mean latitude)`` so the map is not distorted.  Raises
+    :class:`PlotUnavailableError` without matplotlib and ``ValueError`` for inconsistent inputs.
+    """
+    lat, lon, edges = _check_graph(lat, lon, edges)
+    if not panels:
+        raise ValueError("panels must contain at least one (title, values) pair")
+    for name, values in panels:
+        if np.shape(values) != lat.shape:
+            raise ValueError(
+                f"panel {name!r} has {np.size(values)} values; the graph has {lat.size} nodes"
+            )
+    top = shared_scale(panels) if vmax is None else float(vmax)
+    fig = _figure(3.6 * len(panels) + 1.2, 7.2)
+    from matplotlib.collections import LineCollection
+
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    seg = np.stack([np.stack([lon[edges[:, j]], lat[edges[:, j]]], axis=1) for j in (0, 1)], axis=1)
+    aspect = 1.0 / math.cos(math.radians(float(np.mean(lat)))) if lat.size else 1.0
+    coll = None
+    for ax, (name, values) in zip(axes, panels, strict=True):
+        v = np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0)
+        on_edges = 0.5 * (v[edges[:, 0]] + v[edges[:, 1]])
+        order = np.argsort(on_edges, kind="stable")
+        coll = LineCollection(seg[order], array=on_edges[order], cmap=cmap, linewidths=0.8)
+        coll.set_clim(0.0, top)
+        ax.add_collection(coll)
+        pad = 0.004
+        ax.set_xlim(lon.min() - pad, lon.max() + pad)
+        ax.set_ylim(lat.min() - pad, lat.max() + pad)
+        ax.set_aspect(aspect)
+        ax.set_facecolor("0.15")
+        ax.set_title(name, fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    assert coll is not None
+    fig.colorbar(coll, ax=list(axes), shrink=0.6, label=label, extend="max")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    out = Path(path)
+    fig.savefig(out, dpi=130)
+    return out
+
+
+def draw_series(
+    path: str | Path,
+    keys: np.ndarray,
+    series: Sequence[tuple[str, np.ndarray]],
+    *,
+    lower: np.ndarray | None = None,
+    upper: np.ndarray | None = None,
+    label: str = "value",
+    title: str | None = None,
+) -> Path:
+    """Plot each ``(name, values)`` series against ``keys`` (a 1-D grid), with the band
+    ``[lower, upper]`` (e.g. the released values' intervals) shaded if given; a PNG."""
+    x = np.asarray(keys, dtype=np.float64)
+    if x.ndim != 1 or not series:
+        raise ValueError("keys must be 1-D and series must contain at least one series")
+    fig = _figure(8.0, 3.8)
+    ax = fig.subplots()
+    if lower is not None and upper is not None:
+        ax.fill_between(
+            x,
+            lower,
+            upper,
+            color="tab:blue",
+            alpha=0.15,
+            linewidth=0,
+            label="95 % interval of the release",
+        )
+    styles = (
+        {"color": "tab:blue", "linewidth": 0.8, "alpha": 0.7},
+        {"color": "tab:red", "linewidth": 1.6},
+        {"color": "black", "linewidth": 1.0},
+    )
+    for i, (name, values) in enumerate(series):
+        if np.shape(values) != x.shape:
+            raise ValueError(f"series {name!r} has {np.size(values)} values; keys has {x.size}")
+        ax.plot(x, values, label=name, **styles[i % len(styles)])
+    ax.set_ylabel(label)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=10)
+    out = Path(path)
+    fig.savefig(out, dpi=130)
+    return out

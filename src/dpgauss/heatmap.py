@@ -117,7 +117,7 @@ def draw_graph_panels(
     if title:
         fig.suptitle(title, fontsize=10)
     out = Path(path)
-    fig.savefig(out, dpi=130)
+    fig.savefig(out, dpi=130, format="png")
     return out
 
 
@@ -163,5 +163,5 @@ def draw_series(
     if title:
         ax.set_title(title, fontsize=10)
     out = Path(path)
-    fig.savefig(out, dpi=130)
+    fig.savefig(out, dpi=130, format="png")
     return out

@@ -144,10 +144,18 @@ def auto(
     base_risks = [float(c.risk) for c in baselines]  # type: ignore[arg-type]
     chosen = int(np.argmin(base_risks))
     best = base_risks[chosen]
-    cut = best - margin * s * s * math.sqrt(2.0 * d)
+    base, base_risk = np.ravel(candidates[chosen].estimate), best
+    full = s * s * math.sqrt(2.0 * d)
     for i, cand in enumerate(challengers, start=len(baselines)):
         risk = cand.risk
-        if risk is not None and math.isfinite(risk) and risk < cut and risk < best:
+        if risk is None or not math.isfinite(risk):
+            continue
+        guard = full
+        df = cand.params.get("df")
+        if cand.method == "trend_filter" and df is not None and math.isfinite(float(df)):
+            gap = float(np.linalg.norm(np.ravel(cand.estimate) - base))
+            guard = min(full, 2.0 * s * gap + 2.0 * s * s * math.sqrt(2.0 * float(df)))
+        if risk < base_risk - margin * guard and risk < best:
             chosen, best = i, risk
     winner = candidates[chosen]
     table = [{"method": c.method, "risk": c.risk, "params": _summary(c.params)} for c in candidates]

@@ -350,6 +350,46 @@ def _write_table(path: Path, fmt: str, columns: dict[str, np.ndarray], overwrite
     _atomic_write(path, write, overwrite)
 
 
+def _plot(path: Path, spec: ReleaseSpec, domain: KeyDomain, columns: dict[str, np.ndarray]) -> str:
+    """Draw the release beside its table (graph: maps; range: a series); what happened."""
+    if not spec.output.plot or domain.kind == "values":
+        return "not drawn (values domain)" if spec.output.plot else "not drawn ([output] plot)"
+    from ..heatmap import PlotUnavailableError, draw_graph_panels, draw_series
+
+    what = spec.statistic.kind
+    released, denoised = columns["released"], columns["denoised"]
+    method = spec.denoise.method
+
+    def draw(tmp: str) -> None:
+        if domain.kind == "graph":
+            assert domain.edges is not None
+            draw_graph_panels(
+                tmp,
+                columns["lat"],
+                columns["lon"],
+                domain.edges,
+                [("released", released), (f"denoised ({method})", denoised)],
+                label=f"{what} per node",
+                title=spec.name,
+            )
+        else:
+            draw_series(
+                tmp,
+                np.asarray(columns["key"], dtype=np.float64),
+                [("released", released), (f"denoised ({method})", denoised)],
+                lower=columns["lower"],
+                upper=columns["upper"],
+                label=what,
+                title=spec.name,
+            )
+
+    try:
+        _atomic_write(path, lambda tmp: draw(tmp), spec.output.overwrite)
+    except PlotUnavailableError as exc:
+        return f"not drawn: {exc}"
+    return str(path)
+
+
 def _json_ready(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): _json_ready(v) for k, v in value.items()}
@@ -396,7 +436,7 @@ def _summary(report: dict[str, Any]) -> str:
     bounded = ", ".join(f"{v:,} by {k}" for k, v in rows["dropped_by_bounds"].items())
     lines = [
         f"release   : {out['path']} ({out['rows']:,} keys, {out['format']}); report "
-        f"{out['report']}",
+        f"{out['report']}" + (f"; plot {out['plot']}" if out["plot"].endswith(".png") else ""),
         f"rows      : {rows['read']:,} read"
         + (f"; dropped {', '.join(dropped)}" if dropped else "")
         + f"; {rows['in_domain']:,} in domain from {rows['units']:,} units; "
@@ -524,8 +564,10 @@ def run_release(
     fmt = spec.output.file_format(str(out_p))
     if not out_p.parent.is_dir() and str(out_p.parent):
         raise ValueError(f"the output directory {str(out_p.parent)!r} does not exist")
+    plot_p = out_p.with_name(out_p.name + ".png")
+    drawn = spec.output.plot and spec.domain.kind != "values"
     if not spec.output.overwrite:
-        for p in (out_p, report_p):
+        for p in (out_p, report_p, *([plot_p] if drawn else [])):
             if p.exists():
                 raise ValueError(f"{p} already exists (set [output] overwrite = true)")
 
@@ -599,6 +641,7 @@ def run_release(
     if _NOISE_OFF:
         report["noise_off"] = True
     _write_table(out_p, fmt, columns, spec.output.overwrite)
+    report["output"]["plot"] = _plot(plot_p, spec, domain, columns)
     text = json.dumps(_json_ready(report), indent=2, allow_nan=False)
     _atomic_write(report_p, lambda tmp: Path(tmp).write_text(text + "\n"), spec.output.overwrite)
     timing["total_s"] = time.perf_counter() - t0

@@ -102,7 +102,9 @@ Every table and key
 ``[output]``
     ``path``; ``format`` = ``"auto"`` (``.parquet``/``.pq`` → Parquet, else CSV), ``"csv"`` or
     ``"parquet"``; ``level`` (the interval level, default 0.95); ``overwrite`` (default false:
-    an existing output is never replaced).  A JSON report is written to ``<path>.report.json``.
+    an existing output is never replaced); ``plot`` (default true: for a graph or range
+    domain, a PNG of the released and denoised values at ``<path>.png``, when matplotlib is
+    installed).  A JSON report is written to ``<path>.report.json``.
 """
 
 from __future__ import annotations
@@ -659,9 +661,11 @@ class OutputSpec:
     format: str = "auto"
     level: float = 0.95
     overwrite: bool = False
+    plot: bool = True
 
     def __post_init__(self) -> None:
         w = "output"
+        _flag(w, "plot", self.plot)
         _text(w, "path", self.path, optional=True)
         _choice(w, "format", self.format, ("auto", "csv", "parquet"))
         level = _real(w, "level", self.level)

@@ -81,8 +81,15 @@ def auto(
     about ``σ²√(2d)``.  James–Stein dominates the identity outright, so the identity is
     never preferred to it; every other candidate must beat the best of the identity and
     the James–Stein estimators by ``margin · σ²√(2d)`` to be chosen (default
-    ``margin = 1``; 0 is plain minimum-SURE selection).  This guard keeps the loss of the
-    choice within a few percent of ``dσ²`` when nothing can help (e.g. dense, large,
+    ``margin = 1``; 0 is plain minimum-SURE selection) — except trend filtering, whose
+    estimate is a projection with locally constant degrees of freedom: the noise of the
+    difference of its SURE and the baseline's is of order ``2σ‖β̂ − b̂‖ + 2σ²√(2·df)``
+    (``b̂`` the baseline's estimate), often far below ``σ²√(2d)`` when both are smooth, so
+    its guard is the smaller of the two.  Without this, a weak smooth signal (all of θ's
+    variation below ``σ²√(2d)``) kept a flat James–Stein estimate with 3 × the error
+    (``test_a_weak_smooth_signal_on_a_graph_is_found``; on the taxi data at ε = 1 the
+    trend filter's SURE was half James–Stein's and was still refused).  The guard keeps
+    the loss of the choice within a few percent of ``dσ²`` when nothing can help (e.g. dense, large,
     rough θ, Balle & Wang's remark that soft thresholding does worse than no denoising for
     ε > 5), at the price of ignoring gains smaller than about ``√(2/d)`` relative.  It
     matters: in Monte Carlo at ``d = 1000`` on a 25 × 40 grid with θ small, dense and

@@ -692,6 +692,7 @@ def _noise_and_denoise(
         den = _denoise(values, rel.sigma, domain, spec)
         lower, upper = rel.interval(level)
         noise_info["sigma"] = rel.sigma
+        noise_info["interval_half_width"] = rel.noise.half_width(level)
         columns = {
             "key": domain.labels,
             "released": values,

@@ -1,0 +1,78 @@
+"""``dpgauss demo`` end to end: its outputs exist and agree with each other."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("duckdb")
+pytest.importorskip("pyarrow")
+
+from dpgauss.cli import main
+from dpgauss.datasets import load_manhattan_graph
+from dpgauss.demo import EPSILON, run_demo
+from dpgauss.release.ledger import Ledger
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory):
+    out = tmp_path_factory.mktemp("demo") / "dpgauss-demo"
+    return run_demo(out)
+
+
+def test_every_junction_is_released_with_its_interval(demo) -> None:
+    rows = list(csv.DictReader(open(demo.out_dir / "release.csv", newline="")))
+    n = load_manhattan_graph().n
+    assert [int(r["key"]) for r in rows] == list(range(n))  # zeros included
+    rel = np.array([float(r["released"]) for r in rows])
+    lo = np.array([float(r["lower"]) for r in rows])
+    hi = np.array([float(r["upper"]) for r in rows])
+    sigma = np.array([float(r["sigma"]) for r in rows])
+    report = json.loads((demo.out_dir / "release.csv.report.json").read_text())
+    half = report["privacy"]["interval_half_width"]
+    assert np.all(lo <= rel) and np.all(rel <= hi)
+    np.testing.assert_allclose(hi - rel, half, rtol=1e-12, atol=1e-9 * half)
+    np.testing.assert_allclose(rel - lo, half, rtol=1e-12, atol=1e-9 * half)
+    assert np.all(sigma == report["privacy"]["sigma"])
+    # 95 % of a Gaussian: half-width about 1.96 σ (a little more for the lattice law)
+    assert 1.95 * sigma[0] <= half <= 2.05 * sigma[0]
+    assert report["privacy"]["secure"] is True and "noise_off" not in report
+
+
+def test_the_release_is_noisy_around_the_truth_and_denoising_helps(demo) -> None:
+    cols = demo.release.columns
+    truth = demo.truth
+    # every kept pickup carries unit mass, whichever of a driver's trips were kept
+    assert np.isclose(truth.sum(), demo.release.report["rows"]["kept"], rtol=1e-9)
+    err_raw = np.mean((cols["released"] - truth) ** 2)
+    err_den = np.mean((cols["denoised"] - truth) ** 2)
+    sigma = float(cols["sigma"][0])
+    assert 0.8 * sigma**2 < err_raw < 1.25 * sigma**2
+    assert err_den < 0.1 * err_raw
+
+
+def test_summary_and_files(demo) -> None:
+    lines = demo.summary.splitlines()
+    assert len(lines) == 5
+    assert f"epsilon = {EPSILON:g}" in lines[1] and "classical" in lines[2]
+    assert "RMSE" in lines[3]
+    for name in ("release.csv", "release.csv.report.json", "budget.sqlite"):
+        assert (demo.out_dir / name).is_file()
+    if pytest.importorskip("matplotlib"):
+        assert (demo.out_dir / "heatmap.png").stat().st_size > 10_000
+        assert (demo.out_dir / "release.csv.png").is_file()
+    with Ledger(demo.out_dir / "budget.sqlite", create=False) as led:
+        assert led.remaining("bundled-trips").charges == 1
+
+
+def test_a_foreign_directory_is_never_replaced(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "thesis.tex").write_text("precious")
+    assert main(["demo", "--out", str(out)]) == 2
+    assert "was not made by dpgauss demo" in capsys.readouterr().err
+    assert (out / "thesis.tex").read_text() == "precious"

@@ -26,6 +26,10 @@ What is measured
    Goal: under 60 s and 4 GB.  Accuracy is the certified relative duality gap.
 
 Times are medians of repeats and depend on the machine and its load; compare the ratios.
+BLAS runs single-threaded unless ``OPENBLAS_NUM_THREADS`` (or ``--blas-threads``) says
+otherwise: Clarabel is single-threaded, and on a loaded machine OpenBLAS threads that wait
+for busy cores make every dense factorisation of the order-1 active-set solver many times
+slower (set ``--blas-threads 0`` to keep the library default and see it).
 """
 
 from __future__ import annotations
@@ -44,8 +48,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import scipy.sparse as sp
+
+def _blas_threads() -> str:
+    """Set the BLAS thread count before numpy loads (``--blas-threads N``; 0 = default)."""
+    value = "1"
+    if "--blas-threads" in sys.argv:
+        value = sys.argv[sys.argv.index("--blas-threads") + 1]
+    if value != "0":
+        for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ.setdefault(name, value)
+    return os.environ.get("OPENBLAS_NUM_THREADS", "library default")
+
+
+BLAS_THREADS = _blas_threads()
+
+import numpy as np  # noqa: E402
+import scipy.sparse as sp  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
@@ -260,6 +278,9 @@ def main() -> None:
     parser.add_argument("--no-grid", action="store_true", help="skip the 10^6-node lattice")
     parser.add_argument("--generic", action="store_true", help="also time the grid unlabelled")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument(
+        "--blas-threads", default="1", help="BLAS threads (0 = library default); see doc"
+    )
     parser.add_argument("--grid-child", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.grid_child:
@@ -268,7 +289,8 @@ def main() -> None:
     repeats = 1 if args.quick else args.repeats
     print(
         f"# bench_denoise  {datetime.date.today()}  {platform.python_version()}  "
-        f"{platform.machine()}  {os.cpu_count()} CPUs  ({versions()})"
+        f"{platform.machine()}  {os.cpu_count()} CPUs  BLAS threads: {BLAS_THREADS}  "
+        f"({versions()})"
     )
     rows = bench_manhattan(repeats)
     print()

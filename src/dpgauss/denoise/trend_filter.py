@@ -47,7 +47,11 @@ a sparse saddle-point system ``[I Cᵀ; C 0][β; v] = [y − λΔ_Aᵀs; 0]`` wi
 basis of ``Δ_Z``.  For odd orders the multipliers ``v`` are unique, so ``u = (λs, v)`` is
 an exact dual point, and the support is repaired by the primal-dual active set method
 (Hintermüller, Ito & Kunisch 2002), which on a path warm-started from the previous λ's
-support usually finishes without any ADMM iteration.
+support usually finishes without any ADMM iteration.  For order 1 the systems of all
+active-set steps are solved with one fixed sparse factorisation and small dense Schur
+complements (``_tf_order1``); a step adds only the violators that are the largest within
+two hops (neighbouring multipliers leave the box together, but one kink suffices), and on
+cycling changes only the worst violator.
 
 Stopping rule: a certified duality gap.  ADMM's ``w`` always satisfies ``‖w‖∞ ≤ λ``, so
 it is dual feasible (as are the clipped multipliers above), and
@@ -101,11 +105,12 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 from scipy.fft import dctn, idctn
 from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
 
 from .._validation import REAL, as_real_array, check_interval
+from ._tf_order1 import SupportSolver
+from ._tf_order1 import spd_lu as _spd_lu
 from .graph import Graph, as_graph
 from .result import Denoised, check_observation
 
@@ -132,7 +137,8 @@ _AA_RESET = 10.0
 # saddle-point matrix (regularised by KKT_REG, KKT_REFINE refinement steps), skipped above
 # POLISH_MAX_N nodes; order 1 with at most HARMONIC_MAX free nodes uses harmonic
 # extensions instead.  PDAS (odd orders): at most PDAS_STEPS steps, adding at most
-# PDAS_ENTER times the support size per step.
+# max(PDAS_MIN_ENTER, PDAS_ENTER × support size) rows per step, and (order 1) only rows
+# whose violation is the largest within PDAS_LOCAL hops.
 _SETTLED = 0.02
 _POLISH_BUDGET = (0.1, 0.3, 0.3)
 _POLISH_MAX_N = 200_000
@@ -140,7 +146,9 @@ _KKT_REG = 1e-10
 _KKT_REFINE = 3
 _HARMONIC_MAX = 100
 _PDAS_STEPS = 30
-_PDAS_ENTER = 0.5
+_PDAS_ENTER = 0.25
+_PDAS_MIN_ENTER = 1
+_PDAS_LOCAL = 2
 # Default SURE path: n_lambdas values from λ_max down to LAM_MIN_RATIO[order] · λ_max
 # (λ_max grows with the order), extended while SURE still falls, at most to LAM_FLOOR.
 _LAM_MIN_RATIO = (1e-3, 1e-3, 1e-4)
@@ -178,7 +186,12 @@ class _SparseDifference:
         self.m = mat.shape[0]
         self._laplacian = lap
         self._gram: sp.csc_matrix | None = None
+        self._grounded: tuple[np.ndarray, Callable[[np.ndarray], np.ndarray] | None] | None = None
         self._lu: OrderedDict[float, Callable[[np.ndarray], np.ndarray]] = OrderedDict()
+
+    @property
+    def sparse_laplacian(self) -> sp.csr_matrix:
+        return self._laplacian
 
     def apply(self, beta: np.ndarray) -> np.ndarray:
         return self.matrix @ beta
@@ -201,23 +214,27 @@ class _SparseDifference:
         return lu.solve
 
     def laplacian_power_solve(self, r: np.ndarray, power: int) -> np.ndarray:
-        """A solution ``x`` of ``L^power x = r`` for ``r ⊥ null(L)`` (grounded Laplacian)."""
-        comp = self.components
-        n_comp = int(comp.max()) + 1
-        first = np.full(n_comp, -1, dtype=np.int64)
-        first[comp[::-1]] = np.arange(self.n)[::-1]
-        keep = np.ones(self.n, dtype=bool)
-        keep[first] = False
-        idx = np.flatnonzero(keep)
-        if idx.size == 0:
-            return np.zeros(self.n)
-        reduced = sp.csc_matrix(self._laplacian[idx][:, idx])
-        solve = _spd_lu(reduced).solve
+        """The solution ``x ⊥ null(L)`` of ``L^power x = r`` for ``r ⊥ null(L)`` (a vector or
+        the columns of an ``n × k`` array), by a grounded Laplacian (one node per component
+        removed; its sparse LU is cached)."""
+        if self._grounded is None:
+            comp = self.components
+            n_comp = int(comp.max()) + 1
+            first = np.full(n_comp, -1, dtype=np.int64)
+            first[comp[::-1]] = np.arange(self.n)[::-1]
+            keep = np.ones(self.n, dtype=bool)
+            keep[first] = False
+            idx = np.flatnonzero(keep)
+            solve = _spd_lu(sp.csc_matrix(self._laplacian[idx][:, idx])).solve if idx.size else None
+            self._grounded = (idx, solve)
+        idx, solve = self._grounded
+        if solve is None:
+            return np.zeros_like(r, dtype=np.float64)
         x = r
         for _ in range(power):
-            full = np.zeros(self.n)
-            full[idx] = solve(x[idx])
-            x = _center(full, comp, n_comp)
+            full = np.zeros(r.shape)
+            full[idx] = solve(np.asarray(x[idx], dtype=np.float64))
+            x = _center(full, self.components)
         return x
 
 
@@ -302,11 +319,15 @@ class _LatticeDifference:
         return solve
 
     def laplacian_power_solve(self, r: np.ndarray, power: int) -> np.ndarray:
+        """As :meth:`_SparseDifference.laplacian_power_solve`, diagonal in the DCT basis."""
         with np.errstate(divide="ignore"):
             inv = np.where(self._eig > 0, 1.0 / self._eig**power, 0.0)
         inv[0, 0] = 0.0
-        coef = dctn(r.reshape(self.shape), type=2, norm="ortho") * inv
-        return idctn(coef, type=2, norm="ortho").ravel()
+        grid = r.reshape(self.shape + r.shape[1:])
+        if r.ndim > 1:
+            inv = inv[:, :, None]
+        coef = dctn(grid, type=2, norm="ortho", axes=(0, 1)) * inv
+        return idctn(coef, type=2, norm="ortho", axes=(0, 1)).reshape(r.shape)
 
     @property
     def matrix(self) -> sp.csr_matrix:
@@ -327,21 +348,20 @@ class _LatticeDifference:
 _Operator = _SparseDifference | _LatticeDifference
 
 
-def _spd_lu(matrix: sp.csc_matrix) -> Any:
-    """Sparse LU of a symmetric positive (or quasi-) definite matrix, without pivoting."""
-    return spla.splu(
-        matrix,
-        permc_spec="MMD_AT_PLUS_A",
-        diag_pivot_thresh=0.0,
-        options={"SymmetricMode": True},
+def _center(x: np.ndarray, comp: np.ndarray) -> np.ndarray:
+    """Subtract each connected component's mean (of a vector, or of each column of an
+    ``n × k`` array): the projection onto ``null(L)⊥``."""
+    n_comp = int(comp.max()) + 1
+    counts = np.bincount(comp, minlength=n_comp).astype(np.float64)
+    if x.ndim == 1:
+        sums = np.bincount(comp, weights=x, minlength=n_comp)
+        return x - (sums / counts)[comp]
+    if n_comp == 1:
+        return x - x.mean(axis=0)
+    ind = sp.csr_matrix(
+        (np.ones(comp.size), (comp, np.arange(comp.size))), shape=(n_comp, comp.size)
     )
-
-
-def _center(x: np.ndarray, comp: np.ndarray, n_comp: int) -> np.ndarray:
-    """Subtract each connected component's mean: the projection onto ``null(L)⊥``."""
-    sums = np.bincount(comp, weights=x, minlength=n_comp)
-    counts = np.bincount(comp, minlength=n_comp)
-    return x - (sums / counts)[comp]
+    return x - ((ind @ x) / counts[:, None])[comp]
 
 
 def _lattice_shape(graph: Graph) -> tuple[int, int] | None:
@@ -606,6 +626,8 @@ class _Solver:
         dy = op.apply(y)
         self.scale_dy = float(np.sqrt(np.mean(dy * dy))) if dy.size else 0.0
         self.y_scale = float(np.max(np.abs(y))) if y.size else 0.0
+        self.support_solver: SupportSolver | None = None
+        self.last_dual: np.ndarray | None = None  # warm start of the order-1 support solver
 
     # objective and dual -------------------------------------------------------------
     def primal(self, beta: np.ndarray, dbeta: np.ndarray, lam: float) -> float:
@@ -651,15 +673,13 @@ class _Solver:
         seen = {sign.tobytes()}
         for _ in range(steps):
             zero = sign == 0
-            solved = _polish_saddle(op, y, lam, sign, zero)
+            solved = self.exact_support(lam, sign, zero)
             if solved is None:
                 break
-            beta, rows, mult = solved
-            if op.order % 2 == 0:
+            beta, u = solved
+            if u is None:
                 out.append((beta, zero, None))
                 break
-            u = lam * sign
-            u[rows] = mult
             u = _shift_free_components(op, u, zero)
             dbeta = op.apply(beta)
             out.append((beta, zero, np.clip(u, -lam, lam)))
@@ -672,18 +692,63 @@ class _Solver:
             # first (full steps overshoot badly far from the solution).
             leave = ~zero & (sign * dbeta <= 0)
             enter = np.flatnonzero(zero & (np.abs(u) > lam))
+            if enter.size and _PDAS_LOCAL and op.order == 1:
+                enter = self.local_maxima(np.where(zero, np.abs(u) - lam, 0.0), enter)
             if not leave.any() and not enter.size:
                 break
-            sign = np.where(leave, 0.0, sign)
+            new = np.where(leave, 0.0, sign)
             if enter.size:
-                cap = max(1, math.ceil(_PDAS_ENTER * np.count_nonzero(~zero)))
+                cap = max(_PDAS_MIN_ENTER, math.ceil(_PDAS_ENTER * np.count_nonzero(~zero)))
                 enter = enter[np.argsort(-np.abs(u[enter]))[:cap]]
-                sign[enter] = np.sign(u[enter])
-            key = sign.tobytes()
-            if key in seen:  # cycling
-                break
-            seen.add(key)
+                new[enter] = np.sign(u[enter])
+            if new.tobytes() in seen:
+                # cycling: change only the worst violator (a multiplier outside the box,
+                # else a jump of the wrong sign)
+                new = sign.copy()
+                if enter.size:
+                    new[enter[0]] = np.sign(u[enter[0]])
+                else:
+                    leaving = np.flatnonzero(leave)
+                    new[leaving[np.argmin(sign[leaving] * dbeta[leaving])]] = 0.0
+                if new.tobytes() in seen:
+                    break
+            sign = new
+            seen.add(sign.tobytes())
         return out
+
+    def exact_support(
+        self, lam: float, sign: np.ndarray, zero: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray | None] | None:
+        """Orders >= 1: the exact solution for the support ``sign`` and, for odd orders, the
+        full multiplier vector ``u`` (``u_A = λ s_A``); None if numerically singular."""
+        op = self.op
+        if op.order == 1:
+            if self.support_solver is None:
+                self.support_solver = SupportSolver(op, self.y)
+            fast = self.support_solver.solve(lam, sign, self.last_dual)
+            if fast is not None:
+                self.last_dual = fast[1]
+                return fast
+        solved = _polish_saddle(op, self.y, lam, sign, zero)
+        if solved is None:
+            return None
+        beta, rows, mult = solved
+        if op.order % 2 == 0:
+            return beta, None
+        u = lam * sign
+        u[rows] = mult
+        return beta, u
+
+    def local_maxima(self, score: np.ndarray, cand: np.ndarray) -> np.ndarray:
+        """The candidates whose score is the largest within ``_PDAS_LOCAL`` hops."""
+        e = self.op.edges
+        best = score.copy()
+        for _ in range(_PDAS_LOCAL):
+            nxt = best.copy()
+            np.maximum.at(nxt, e[:, 0], best[e[:, 1]])
+            np.maximum.at(nxt, e[:, 1], best[e[:, 0]])
+            best = nxt
+        return cand[score[cand] >= best[cand]]
 
     # one λ ---------------------------------------------------------------------------
     def solve(self, lam: float, state: _State) -> _Fit:
@@ -865,7 +930,7 @@ class _Best:
 def _null_projection(op: _Operator, y: np.ndarray) -> np.ndarray:
     """``Π_{null(Δ)} y``: each connected component's mean."""
     comp = op.components
-    return y - _center(y, comp, int(comp.max()) + 1)
+    return y - _center(y, comp)
 
 
 def _least_norm_dual(op: _Operator, y: np.ndarray) -> np.ndarray:

@@ -379,8 +379,12 @@ def test_release_writes_the_exact_aggregate_with_the_hook(tmp_path: Path) -> Non
     assert report["denoise"]["estimated_error"] == pytest.approx(10 * sigma**2)
     assert sorted(os.listdir(tmp_path)) == sorted(
         ["budget.sqlite", "release.csv", "release.csv.report.json", "s.parquet"]
+        + (["release.csv.png"] if report["output"]["plot"].endswith(".png") else [])
         + [p for p in os.listdir(tmp_path) if p.startswith("budget.sqlite-")]
     )  # no temporary files left
+    if pytest.importorskip("matplotlib"):  # a range domain: released and denoised series
+        assert report["output"]["plot"] == str(out) + ".png"
+        assert (tmp_path / "release.csv.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_a_real_release_is_noisy_and_charged(tmp_path: Path) -> None:

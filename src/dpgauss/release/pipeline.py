@@ -354,7 +354,7 @@ def _plot(path: Path, spec: ReleaseSpec, domain: KeyDomain, columns: dict[str, n
     """Draw the release beside its table (graph: maps; range: a series); what happened."""
     if not spec.output.plot or domain.kind == "values":
         return "not drawn (values domain)" if spec.output.plot else "not drawn ([output] plot)"
-    from ..heatmap import PlotUnavailableError, draw_graph_panels, draw_series
+    from ..heatmap import PlotUnavailableError, draw_graph_panels, draw_series, shared_scale
 
     what = spec.statistic.kind
     released, denoised = columns["released"], columns["denoised"]
@@ -369,6 +369,7 @@ def _plot(path: Path, spec: ReleaseSpec, domain: KeyDomain, columns: dict[str, n
                 columns["lon"],
                 domain.edges,
                 [("released", released), (f"denoised ({method})", denoised)],
+                vmax=shared_scale([("denoised", denoised)]),  # the noise would swamp it
                 label=f"{what} per node",
                 title=spec.name,
             )
@@ -418,6 +419,10 @@ class ReleaseResult:
     summary: str = field(default="")
 
 
+def _num(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.4g}"
+
+
 def _summary(report: dict[str, Any]) -> str:
     rows, sens, priv = report["rows"], report["sensitivity"], report["privacy"]
     den, led, out = report["denoise"], report["ledger"], report["output"]
@@ -450,8 +455,9 @@ def _summary(report: dict[str, Any]) -> str:
             else "n/a (Theorem 1 needs epsilon < 1)"
         )
         + f"; epsilon={priv['epsilon']:.6g} delta={priv['delta']:g}",
-        f"denoise   : {den['method']}; estimated error (SURE) RMSE per key "
-        f"{den['rmse_per_key']:.6g} vs {den['raw_rmse_per_key']:.6g} without denoising",
+        f"denoise   : {den['method']}; estimated RMSE per key {_num(den['rmse_per_key'])} "
+        f"(SURE; approx. 95 % upper bound {_num(den['rmse_per_key_upper95'])}) vs "
+        f"{den['raw_rmse_per_key']:.6g} without denoising",
         f"ledger    : dataset {led['dataset']!r} charged mu={led['mu']:.6g}; remaining "
         f"mu={led['status']['mu_remaining']:.6g} (epsilon "
         f"{led['status']['epsilon_remaining']:.4g} at delta={led['status']['delta']:g})",
@@ -713,10 +719,18 @@ def _noise_and_denoise(
 def _den_info(den: Denoised, sigma: float, d: int) -> dict[str, Any]:
     risk = den.risk if den.risk is not None else float("nan")
     params = {k: v for k, v in den.params.items() if k != "candidates"}
+    # SURE is unbiased but noisy: for an estimator far from the identity its standard
+    # deviation is about σ²√(2d) (that of ‖y − ŷ‖² with ŷ nearly fixed); the identity's SURE
+    # dσ² is exact.  The one-sided 95 % bound uses that approximation.
+    sd = 0.0 if den.method in ("identity", "none") else sigma * sigma * math.sqrt(2.0 * d)
     info: dict[str, Any] = {
         "method": den.method,
         "estimated_error": risk,
-        "rmse_per_key": math.sqrt(max(risk, 0.0) / d) if math.isfinite(risk) else None,
+        "estimated_error_sd": sd,
+        "rmse_per_key": math.sqrt(max(risk, 0.0) / d) if math.isfinite(risk) and d else None,
+        "rmse_per_key_upper95": math.sqrt(max(risk + 1.645 * sd, 0.0) / d)
+        if math.isfinite(risk) and d
+        else None,
         "raw_error": d * sigma * sigma,
         "raw_rmse_per_key": sigma,
         "params": _json_ready({k: v for k, v in params.items() if not isinstance(v, dict)}),
@@ -798,6 +812,7 @@ def _mean_columns(
         "sum": _den_info(den_s, sig_s, d),
         "count": _den_info(den_c, sig_c, d),
         "rmse_per_key": _den_info(den_c, sig_c, d)["rmse_per_key"],
+        "rmse_per_key_upper95": _den_info(den_c, sig_c, d)["rmse_per_key_upper95"],
         "raw_rmse_per_key": sig_c,
         "note": "estimated errors are those of the centred sum and of the count; the mean is "
         "their ratio",

@@ -704,3 +704,20 @@ def test_spec_copy_is_not_shared() -> None:
     d2 = copy.deepcopy(d)
     d2["bounds"]["max_records_per_unit"] = 1
     assert ReleaseSpec.from_dict(d).bounds.max_records_per_unit == 5
+
+
+def test_progress_lines_name_each_step(tmp_path: Path) -> None:
+    import io
+
+    src = write_parquet(tmp_path / "p.parquet", uid=np.arange(20) % 7, key=np.arange(20) % 10)
+    stream = io.StringIO()
+    run_release(
+        make_spec(src),
+        engine=ENGINE,
+        out=tmp_path / "r.csv",
+        ledger=make_ledger(tmp_path),
+        progress=stream,
+    )
+    lines = stream.getvalue().splitlines()
+    assert len(lines) == 4 and all(line.startswith("[") and " s] " in line for line in lines)
+    assert "aggregating" in lines[1] and "denoising" in lines[2] and "writing" in lines[3]

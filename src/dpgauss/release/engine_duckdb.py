@@ -103,6 +103,9 @@ class DuckDBEngine:
     fast_path
         Use the one-key sort for counts over integer unit ids when it applies (default);
         False forces the general query (for benchmarks and tests: same semantics).
+    progress
+        Show DuckDB's own progress bar (on the terminal) for a scan or sort that runs longer
+        than two seconds (``dpgauss release`` turns it on when stderr is a terminal).
     """
 
     name = "duckdb"
@@ -114,9 +117,11 @@ class DuckDBEngine:
         threads: int | None = None,
         memory_limit: str | None = None,
         fast_path: bool = True,
+        progress: bool = False,
     ) -> None:
         self._connection = connection
         self.fast_path = bool(fast_path)
+        self.progress = bool(progress)
         if threads is not None and (
             isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
         ):
@@ -138,6 +143,9 @@ class DuckDBEngine:
                 con.execute(f"SET threads = {int(self.threads)}")
             if self.memory_limit is not None:
                 con.execute("SET memory_limit = $m", {"m": str(self.memory_limit)})
+            con.execute(f"SET enable_progress_bar = {str(self.progress).lower()}")
+            if self.progress:
+                con.execute("SET enable_progress_bar_print = true")
         except duckdb.Error as exc:
             con.close()
             raise EngineError(f"duckdb: {_one_line(exc)}") from None

@@ -54,7 +54,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -542,6 +542,7 @@ def run_release(
     out: str | os.PathLike[str] | None = None,
     ledger: str | os.PathLike[str] | None = None,
     engine_options: dict[str, Any] | None = None,
+    progress: TextIO | None = None,
 ) -> ReleaseResult:
     """Run the release described by ``spec`` (module docstring for every step).
 
@@ -552,6 +553,8 @@ def run_release(
     out : the output path; overrides ``[output] path``.
     ledger : the ledger file; overrides ``[privacy] ledger`` (and ``$DPGAUSS_LEDGER``).
     engine_options : keyword arguments for the engine (e.g. ``{"threads": 2}``).
+    progress : a text stream (e.g. ``sys.stderr``) for one line per step with the elapsed
+        time, and DuckDB's progress bar on long scans; None (default) is silent.
 
     Raises ``ValueError`` (or ``TypeError``) for every expected problem — the budget is
     exceeded (:class:`~dpgauss.release.ledger.BudgetExceeded`), the source cannot be read, a
@@ -577,9 +580,17 @@ def run_release(
             if p.exists():
                 raise ValueError(f"{p} already exists (set [output] overwrite = true)")
 
+    if progress is not None and engine == "duckdb":
+        engine_options = {"progress": True, **(engine_options or {})}
     eng = _engine(engine, engine_options)
 
+    def say(step: str) -> None:
+        if progress is not None:
+            progress.write(f"[{time.perf_counter() - t0:6.1f} s] {step}\n")
+            progress.flush()
+
     # 1-2: domain, sensitivity, calibration (public quantities only).
+    say("domain, sensitivity and calibration")
     domain = resolve_domain(spec)
     sens = sensitivity_of(spec, domain)
     cal = _calibrate(spec, sens, domain.size)
@@ -590,6 +601,7 @@ def run_release(
     _precheck(ledger_p, spec.privacy.dataset, cal.mu)
 
     # 4: aggregate in the engine.
+    say(f"reading, bounding and aggregating ({getattr(eng, 'name', 'engine')})")
     t = time.perf_counter()
     _check_columns(spec, eng.describe(spec))
     offset = 0.0
@@ -608,6 +620,7 @@ def run_release(
     entry, status = _charge(ledger_p, spec.privacy.dataset, cal, label)
 
     # 6-7: noise and denoise.
+    say(f"charged; adding noise and denoising ({spec.denoise.method}, {domain.size:,} keys)")
     t = time.perf_counter()
     columns, noise_info, den_info = _noise_and_denoise(spec, sens, cal, domain, agg)
     timing["noise_denoise_s"] = time.perf_counter() - t
@@ -646,6 +659,7 @@ def run_release(
     }
     if _NOISE_OFF:
         report["noise_off"] = True
+    say("writing the table, the plot and the report")
     _write_table(out_p, fmt, columns, spec.output.overwrite)
     report["output"]["plot"] = _plot(plot_p, spec, domain, columns)
     text = json.dumps(_json_ready(report), indent=2, allow_nan=False)

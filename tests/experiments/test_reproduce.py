@@ -7,7 +7,6 @@ import csv
 import json
 import math
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -17,17 +16,20 @@ from dpgauss.experiments.plotting import MatplotlibMissingError
 from dpgauss.experiments.reproduce_cli import add_reproduce_parser
 from dpgauss.experiments.runner import ProgressBar, point_seed, resolve_figures
 
-FIGURES = ("1", "2", "3")
-STEMS = {"1": "fig1_calibration", "2": "fig2_mean_estimation", "3": "fig3_sparse_histograms"}
+from .conftest import FIGURES
+
+STEMS = {
+    "1": "fig1_calibration",
+    "2": "fig2_mean_estimation",
+    "3": "fig3_sparse_histograms",
+    "4": "fig4_taxi_heat_maps",
+}
 
 
 @pytest.fixture(scope="module")
-def quick(tmp_path_factory):
-    """One quick run of figures 1-3 on two workers; returns (out dir, report, seconds)."""
-    out = tmp_path_factory.mktemp("reproduce")
-    start = time.perf_counter()
-    report = run(list(FIGURES), quick=True, out=out, seed=0, jobs=2, progress=False)
-    return out, report, time.perf_counter() - start
+def quick(quick_all):
+    """The shared quick run of every figure (conftest): (out dir, report, seconds)."""
+    return quick_all
 
 
 def read_csv(path: Path) -> list[dict[str, str]]:
@@ -41,7 +43,7 @@ def number(text: str) -> float:
 
 def test_quick_run_is_fast(quick):
     _, _, seconds = quick
-    assert seconds < 60.0
+    assert seconds < 120.0  # the issue: the whole quick set in under 2 minutes on 2 cores
 
 
 def test_every_figure_writes_csv_json_and_summary_line(quick):

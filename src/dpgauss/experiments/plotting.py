@@ -62,7 +62,7 @@ def save(fig: Any, path: Path) -> None:
     fig.savefig(path, dpi=150)
 
 
-#: Label and line style of every method compared in figures 2 and 3.
+#: Label and line style of every method compared in figures 2, 3 and 4.
 METHOD_STYLES: dict[str, dict[str, Any]] = {
     "laplace": {"label": "Laplace", "color": "tab:gray", "marker": "s", "linestyle": "-"},
     "classical": {
@@ -87,6 +87,24 @@ METHOD_STYLES: dict[str, dict[str, Any]] = {
         "label": "aGM + soft threshold",
         "color": "tab:orange",
         "marker": "D",
+        "linestyle": "-",
+    },
+    "analytic+graph_wavelet": {
+        "label": "aGM + tree wavelets",
+        "color": "tab:brown",
+        "marker": "P",
+        "linestyle": "-",
+    },
+    "analytic+tf0": {
+        "label": "aGM + trend filter k=0",
+        "color": "tab:cyan",
+        "marker": "<",
+        "linestyle": "-",
+    },
+    "analytic+tf1": {
+        "label": "aGM + trend filter k=1",
+        "color": "tab:olive",
+        "marker": ">",
         "linestyle": "-",
     },
     "analytic+auto": {

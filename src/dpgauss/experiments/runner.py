@@ -5,7 +5,8 @@ runner asks it for its grid :class:`Point` s, computes every point (in parallel 
 ``jobs > 1``), and writes into the output directory, per figure:
 
 * ``<name>.csv`` — every plotted number (one row per row returned by the points);
-* ``<name>.png`` — the plot (only when matplotlib is installed: ``pip install dpgauss[plot]``);
+* ``<name>.png`` — the plot (only when matplotlib is installed: ``pip install dpgauss[plot]``),
+  and any further images the figure's ``plot`` writes beside it (it returns their paths);
 * ``<name>.json`` — the measured headline, the paper's claims next to the measured
   numbers, and the settings of the run;
 
@@ -28,17 +29,19 @@ available and skipped.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import importlib
 import json
 import math
+import multiprocessing
 import numbers
 import os
 import shutil
 import sys
 import time
 import zlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -130,7 +133,11 @@ class Figure:
     run_point : ``run_point(params, seed) -> list[row]``, a module-level function (it is
         sent to worker processes); ``seed`` is a ``numpy.random.SeedSequence``
     summarize : ``summarize(rows) -> Summary``, rows of all points in point order
-    plot : ``plot(rows, path)`` writes the PNG (uses :mod:`dpgauss.experiments.plotting`)
+    plot : ``plot(rows, path)`` writes the PNG (uses :mod:`dpgauss.experiments.plotting`);
+        it may write further images beside it and return their paths (else None)
+
+    A row's keys that start with ``_`` are a payload for ``summarize`` and ``plot`` (e.g. a
+    heat map's node values) and are not written to the CSV.
     """
 
     number: str
@@ -140,7 +147,7 @@ class Figure:
     points: Callable[[bool], list[Point]]
     run_point: Callable[[Mapping[str, Any], np.random.SeedSequence], list[Row]]
     summarize: Callable[[list[Row]], Summary]
-    plot: Callable[[list[Row], Path], None]
+    plot: Callable[[list[Row], Path], Sequence[Path] | None]
 
 
 #: Figure number -> (name used on the command line, module defining ``FIGURE``).
@@ -316,14 +323,18 @@ def _cell(value: Any) -> str:
 
 
 def write_csv(path: Path, columns: Sequence[str], rows: Sequence[Mapping[str, Any]]) -> None:
-    """Write ``rows`` with exactly ``columns``; floats in shortest round-trip form, NaN empty."""
+    """Write ``rows`` with exactly ``columns``; floats in shortest round-trip form, NaN empty.
+
+    Keys starting with ``_`` (payloads for the plot) are not written.
+    """
     with open(path, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh, lineterminator="\n")
         writer.writerow(columns)
         for i, row in enumerate(rows):
-            if set(row) != set(columns):
-                extra = sorted(set(row) - set(columns))
-                missing = sorted(set(columns) - set(row))
+            keys = {k for k in row if not k.startswith("_")}
+            if keys != set(columns):
+                extra = sorted(keys - set(columns))
+                missing = sorted(set(columns) - keys)
                 raise ValueError(f"row {i} of {path.name}: extra keys {extra}, missing {missing}")
             writer.writerow([_cell(row[c]) for c in columns])
 
@@ -432,6 +443,31 @@ def _command(figures: Sequence[Figure], quick: bool, out: Path, seed: int, jobs:
     return " ".join(parts)
 
 
+#: Environment variables that cap the threads of BLAS/OpenMP libraries.
+_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+@contextlib.contextmanager
+def _single_threaded_children() -> Iterator[None]:
+    """Workers started inside run their BLAS single-threaded (unless the user set a value).
+
+    The workers are the parallelism: ``jobs`` workers each running a multi-threaded BLAS
+    oversubscribe the cores, and idle BLAS threads spin (measured on the taxi heat maps with
+    2 workers on 2 cores: 10× the CPU time).  BLAS reads these variables when it is loaded,
+    so the workers are started with ``spawn`` (a fresh interpreter) while they are set.
+    """
+    saved = {name: os.environ.get(name) for name in _THREAD_VARIABLES}
+    for name, value in saved.items():
+        if value is None:
+            os.environ[name] = "1"
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+
+
 def _execute(
     tasks: list[tuple[Figure, Point]], seed: int, jobs: int, bar: ProgressBar | None
 ) -> list[tuple[list[Row], float]]:
@@ -450,7 +486,12 @@ def _execute(
             fig, point = tasks[i]
             finished(i, _run_task(fig.run_point, point.params, seed, fig.number, point.key))
     else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
+        with (
+            _single_threaded_children(),
+            ProcessPoolExecutor(
+                max_workers=jobs, mp_context=multiprocessing.get_context("spawn")
+            ) as pool,
+        ):
             pending: dict[Future[tuple[list[Row], float]], int] = {}
             for i in order:
                 fig, point = tasks[i]
@@ -551,8 +592,9 @@ def run(
         files = [csv_path]
         if make_plots:
             png_path = out_dir / f"{fig.name}.png"
-            fig.plot(rows, png_path)
+            more = fig.plot(rows, png_path)
             files.append(png_path)
+            files.extend(Path(p) for p in more or ())
         json_path = out_dir / f"{fig.name}.json"
         files.append(json_path)
         record = {

@@ -4,7 +4,7 @@ The taxi pickup heat map of Balle & Wang (2018, Sec. 6) through the release pipe
 
 1. the spec (:func:`demo_spec`): the bundled TaxiVis trips (10,000 real yellow-cab trips
    of January 2013); the public window ``2013-01-13 00:00–12:00`` (the morning of
-   Sunday 13 January, where 97 % of the sample's trips are); the 4,091 junctions of the
+   Sunday 13 January, where 9,734 of the sample's 10,000 trips are); the 4,091 junctions of the
    Manhattan road graph as the public domain, every pickup's unit mass spread over its
    nearby junctions by a Gaussian kernel (50 m); one driver (``hack_license``) = one
    privacy unit, bounded to 5 trips in the window by uniform sampling, so the L2

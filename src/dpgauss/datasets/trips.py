@@ -5,9 +5,13 @@ provenance and licence in ``data/README.md``) has a header and 10,000 rows of
 ``medallion, hack_license, vendor_id, rate_code, store_and_fwd_flag, pickup_datetime,
 dropoff_datetime, passenger_count, trip_time_in_secs, trip_distance, pickup_longitude,
 pickup_latitude, dropoff_longitude, dropoff_latitude``.  ``medallion`` (the cab) and
-``hack_license`` (the driver) are hashed ids: 4,361 cabs and 5,451 drivers; pickups run
-from 2013-01-01 to 2013-01-18.  For privacy, the *driver* (or the cab) is the natural unit
-whose contribution must be bounded before a release.
+``hack_license`` (the driver) are hashed ids: 4,361 cabs and 5,451 drivers.  Pickups run
+from 2013-01-01 to 2013-01-18, but the sample is not spread over those days: 9,795 of the
+10,000 pickups fall on Sunday 2013-01-13, 9,734 of them between 00:00 and 12:00 (all
+from vendor VTS); only 205 fall on other days.  One hour of that morning holds roughly a
+tenth of the hour's real yellow-cab traffic (about 14.8 million trips in January 2013,
+20,000 an hour).  For privacy, the *driver* (or the cab) is the natural unit whose
+contribution must be bounded before a release.
 
 Real data has bad coordinates.  A point is **valid** when both coordinates are finite and
 inside the box ``lat ∈ [40.40, 41.00]``, ``lon ∈ [−74.30, −73.60]`` (the five boroughs with

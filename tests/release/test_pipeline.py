@@ -721,3 +721,39 @@ def test_progress_lines_name_each_step(tmp_path: Path) -> None:
     lines = stream.getvalue().splitlines()
     assert len(lines) == 4 and all(line.startswith("[") and " s] " in line for line in lines)
     assert "aggregating" in lines[1] and "denoising" in lines[2] and "writing" in lines[3]
+
+
+@pytest.mark.parametrize("collide", [False, True], ids=["hashed", "collision-fallback"])
+def test_string_units_sorted_by_hash_keep_the_same_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, collide: bool
+) -> None:
+    from dpgauss.release import engine_duckdb
+
+    rng = np.random.default_rng(11)
+    units = np.arange(300)
+    n = units % 13
+    uid = np.repeat(units, n)
+    names = np.array([f"driver-{u:05d}" for u in uid], dtype=object)
+    key = 10 * uid + rng.integers(0, 10, uid.size)
+    src = write_parquet(tmp_path / "s.parquet", uid=names, key=key, t=rng.random(uid.size))
+    spec = make_spec(src, domain={"stop": 3000}, bounds={"max_records_per_unit": 5})
+    calls: list[bool] = []
+    original = DuckDBEngine._hash_units
+    if collide:  # a "hash" that merges ids of equal length: must be detected, never used
+        fake = "hash($dp_salt::UBIGINT * 0 + length({}))"
+        monkeypatch.setattr(engine_duckdb, "_unit_hash", fake.format)
+
+    def spy(*args: object) -> bool:
+        calls.append(original(*args))
+        return calls[-1]
+
+    monkeypatch.setattr(DuckDBEngine, "_hash_units", staticmethod(spy))
+    hashed = _aggregate_only(spec, salt=3, engine=ENGINE)
+    assert calls == [not collide]
+    per_unit = hashed.counts.reshape(300, 10).sum(axis=1)
+    assert np.array_equal(per_unit, np.minimum(n, 5))  # no two drivers merged
+    assert hashed.rows.units == int((n > 0).sum())
+    # The same records as sorting the strings themselves (CSV sources do that).
+    monkeypatch.setattr(DuckDBEngine, "_hash_units", staticmethod(lambda *a: False))
+    plain = _aggregate_only(spec, salt=3, engine=ENGINE)
+    np.testing.assert_array_equal(hashed.counts, plain.counts)

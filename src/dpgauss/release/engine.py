@@ -1,4 +1,4 @@
-"""The engine boundary: what an engine (DuckDB now, Spark later) must compute, and nothing more.
+"""The engine boundary: what an engine (DuckDB or Spark) must compute, and nothing more.
 
 An engine turns a table of records into the *bounded, unnoised* aggregate of one release:
 for every key of the public domain, the number (or kde mass) of kept records and, for sums
@@ -152,11 +152,18 @@ ENGINES = ("duckdb", "spark")
 
 
 def get_engine(name: str, **options: Any) -> Engine:
-    """The engine called ``name`` (``"duckdb"``, the embedded default; ``"spark"`` later)."""
+    """The engine called ``name``: ``"duckdb"`` (embedded, the default) or ``"spark"``.
+
+    ``options`` are the engine's keyword arguments (:class:`~.engine_duckdb.DuckDBEngine`,
+    :class:`~.engine_spark.SparkEngine`).  The Spark engine needs the ``spark`` extra; without
+    pyspark this raises a one-line ``ValueError`` saying so.
+    """
     if name == "duckdb":
         from .engine_duckdb import DuckDBEngine
 
         return DuckDBEngine(**options)
     if name == "spark":
-        raise ValueError("the Spark engine is not available yet; use --engine duckdb (the default)")
+        from .engine_spark import SparkEngine
+
+        return SparkEngine(**options)
     raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {name!r}")

@@ -549,7 +549,8 @@ def run_release(
     Parameters
     ----------
     spec : the validated release spec.
-    engine : ``"duckdb"`` (default), ``"spark"`` (not available yet) or an engine object.
+    engine : ``"duckdb"`` (default), ``"spark"`` (:class:`~.engine_spark.SparkEngine` in a
+        local session; pass a ``SparkEngine(spark)`` for a cluster) or an engine object.
     out : the output path; overrides ``[output] path``.
     ledger : the ledger file; overrides ``[privacy] ledger`` (and ``$DPGAUSS_LEDGER``).
     engine_options : keyword arguments for the engine (e.g. ``{"threads": 2}``).

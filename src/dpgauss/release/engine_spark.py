@@ -1,0 +1,759 @@
+"""The Spark engine: the bounded aggregation of a release on a Spark DataFrame.
+
+For data that does not fit one machine.  The semantics are those of
+:mod:`dpgauss.release.engine` — the same classification, content-keyed priorities, bounding
+order and aggregation as the DuckDB engine (:mod:`dpgauss.release.engine_duckdb`), checked by
+``tests/release/test_engine_spark.py``, which runs both engines on the same files.  Only the
+per-key aggregate and the row counters come back to the driver (one ``collect`` of small
+rows: one per key, two for kde, and one per row class); no record ever does, and the noise
+is added by the pipeline.
+
+How the job is built (DataFrame API; SQL text only for the parsing expressions):
+
+* **Sources.**  CSV (every column read as text; a line with the wrong number of fields is a
+  counted ``malformed_lines``, found with Spark's ``PERMISSIVE`` mode and a corrupt-record
+  column), Parquet (paths or globs, schemas merged by name), a table of the session's catalog
+  (``[source] table``; ``spark.table``), ``bundled = "trips"``, or a DataFrame handed to the
+  engine (``SparkEngine(dataframe=df)``, then ``[source] table`` only names it).
+* **Parsing like DuckDB.**  Numbers are parsed from text only when they look like what
+  DuckDB's ``TRY_CAST`` accepts (digits with ``_`` separators, a decimal point, an exponent,
+  ``inf``/``infinity``/``nan``); Spark alone would also take ``5d`` or ``0x1p3``.  Timestamps
+  likewise (``YYYY-MM-DD[ HH:MM[:SS[.fff]]]``, compared as ``TIMESTAMP_NTZ``).  ANSI mode is
+  harmless: every parse is a ``try_cast``.
+* **Priorities.**  ``p = xxhash64(salt, isnull(c₁), c₁, isnull(c₂), c₂, …)`` over the record
+  columns: xxhash64 chains its arguments through the 64-bit seed, so the salt is mixed
+  non-linearly into every column (the test checks the pair frequencies of a fixed unit over
+  many salts); the ``isnull`` flags keep ``(NULL, 5)`` and ``(5, NULL)`` apart (xxhash64 skips
+  NULLs).  The key priority of (unit, key) is ``xxhash64(salt, 'keys', unit, key)``.  Both
+  depend on content and the salt only, never on a row's position.
+* **One scan, one shuffle.**  Every row is classified in one projection (malformed, outside
+  the filter, no unit, invalid domain, invalid value, outside the domain, in domain) and
+  repartitioned once by ``pk`` — a hash of the unit for in-domain rows, of the whole row
+  otherwise (so invalid rows do not pile up in one task).  The bounds are window functions
+  on that partitioning (no further exchange): ``row_number`` over (unit, key) by priority for
+  c, ``dense_rank`` of the key priority over the unit for k, ``row_number`` over the unit by
+  priority for b, each among the rows still kept.  One ``GROUP BY`` of the class-or-key code
+  ``g`` yields the aggregate and every counter.
+* **Graph domains.**  The nearest node comes from a vectorised pandas UDF calling
+  :meth:`GraphMapper.nearest <dpgauss.release.mapping.GraphMapper.nearest>` (the mapper is
+  shipped to the executors with the UDF, so they need ``dpgauss`` installed); for ``kde``
+  a second pandas UDF calls :meth:`GraphMapper.spread` on the kept rows after the bounds,
+  and each kept row's (node, weight) pairs are exploded into the same ``GROUP BY``.
+
+Sums are Spark's ``sum`` of doubles (not compensated, and in no fixed order): sums of
+integer values are exactly DuckDB's (``kahan_sum``); other sums, and kde masses, may differ
+in the last bits.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .engine import Aggregate, AggregationPlan, RowCounts
+from .engine_duckdb import EngineError
+from .spec import ReleaseSpec
+
+__all__ = ["SparkEngine", "priority_column"]
+
+# Row classes (engine.py, "Classification"); MALFORMED lines are tested first.
+IN_DOMAIN, NULL_UNIT, INVALID_DOMAIN, INVALID_VALUE, OUTSIDE, OUTSIDE_FILTER, MALFORMED = range(7)
+DROPPED = -100  # the group of in-domain rows removed by the bounds
+_EXACT_INT = 2**53
+
+# What DuckDB's TRY_CAST(text AS DOUBLE) accepts (checked against DuckDB 2.0).
+_DIGITS = "[0-9]+(_[0-9]+)*"
+_NUMBER = (
+    r"^\s*[+-]?("
+    rf"(({_DIGITS})([.]({_DIGITS})?)?|[.]{_DIGITS})([eE][+-]?{_DIGITS})?"
+    r"|(?i:inf|infinity|nan)"
+    r")\s*$"
+)
+_INTEGER = rf"^\s*[+-]?{_DIGITS}\s*$"
+# Timestamps as DuckDB reads them (date, optional time, optional UTC offset).
+_TIMESTAMP = (
+    r"^\s*[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}"
+    r"([ T][0-9]{1,2}:[0-9]{2}(:[0-9]{2}([.][0-9]*)?)?([+-][0-9]{2}(:?[0-9]{2})?)?)?\s*$"
+)
+
+
+def _pyspark() -> Any:
+    try:
+        import pyspark
+        import pyspark.sql
+    except ImportError:  # the spark extra is missing
+        raise EngineError(
+            "the Spark engine is not available: it needs the 'spark' extra "
+            "(pip install 'dpgauss[spark]') and Java 17+"
+        ) from None
+    return pyspark
+
+
+def _ident(name: str) -> str:
+    """``name`` as a Spark SQL identifier (backticks, embedded backticks doubled)."""
+    return "`" + str(name).replace("`", "``") + "`"
+
+
+def _text(value: str) -> str:
+    """``value`` as a Spark SQL string literal."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _signed(salt: int) -> int:
+    """The 64-bit salt as a signed ``BIGINT``."""
+    return salt - 2**64 if salt >= 2**63 else salt
+
+
+def _one_line(exc: BaseException) -> str:
+    """The first meaningful lines of a Spark/Py4J error, on one line."""
+    lines = []
+    for raw in str(exc).splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("at ", "An error occurred while calling", "JVM stack")):
+            continue
+        lines.append(line.lstrip(": "))
+        if len(lines) == 2:
+            break
+    text = " ".join(" ".join(lines).split()) or type(exc).__name__
+    return text if len(text) <= 400 else text[:397] + "..."
+
+
+def _spark_errors() -> tuple[type[BaseException], ...]:
+    errors: list[type[BaseException]] = []
+    try:
+        from pyspark.errors import PySparkException
+
+        errors.append(PySparkException)
+    except ImportError:  # pragma: no cover - pyspark < 3.4
+        from pyspark.sql.utils import AnalysisException
+
+        errors.append(AnalysisException)
+    try:
+        from py4j.protocol import Py4JError
+
+        errors.append(Py4JError)
+    except ImportError:  # pragma: no cover - Spark Connect without py4j
+        pass
+    return tuple(errors)
+
+
+def priority_column(columns: list[str], salt: Any) -> Any:
+    """The record priority ``xxhash64(salt, isnull(c₁), c₁, …)`` as a Spark ``Column``.
+
+    ``salt`` is a ``Column`` (or a value for ``lit``) holding the salt as a signed BIGINT.
+    Public for tests (the salt-mixing check evaluates many salts in one job).
+    """
+    from pyspark.sql import functions as sf
+
+    args = [salt if not isinstance(salt, int) else sf.lit(_signed(salt))]
+    for c in columns:
+        col = sf.col(_ident(c))
+        args += [col.isNull(), col]
+    return sf.xxhash64(*args)
+
+
+class SparkEngine:
+    """Runs the bounded aggregation of a release on Spark.
+
+    Parameters
+    ----------
+    spark
+        The ``SparkSession`` to run in.  Default: the active session, else (or when
+        ``master`` or ``config`` is given) ``SparkSession.builder.getOrCreate()`` with
+        ``master``, ``app_name`` and ``config``; the master and settings not given here come
+        from ``spark-submit``, ``PYSPARK_SUBMIT_ARGS`` or ``spark-defaults.conf``.
+    dataframe
+        A DataFrame to aggregate instead of reading ``[source]`` (whose ``table`` then only
+        names it; a ``path`` or ``bundled`` source is an error, so that a spec is never
+        silently ignored).  Its session is used.
+    master, app_name, config
+        For a session this engine creates: the master URL (e.g. ``"local[4]"``), the
+        application name and extra settings (``{"spark.executor.memory": "8g"}``).
+    """
+
+    name = "spark"
+
+    def __init__(
+        self,
+        spark: Any = None,
+        *,
+        dataframe: Any = None,
+        master: str | None = None,
+        app_name: str = "dpgauss release",
+        config: dict[str, str] | None = None,
+    ) -> None:
+        _pyspark()
+        from pyspark.sql import DataFrame, SparkSession
+
+        if dataframe is not None and not isinstance(dataframe, DataFrame):
+            raise TypeError(f"dataframe must be a Spark DataFrame; got {type(dataframe).__name__}")
+        if spark is not None and not isinstance(spark, SparkSession):
+            raise TypeError(f"spark must be a SparkSession; got {type(spark).__name__}")
+        if config is not None and not isinstance(config, dict):
+            raise TypeError(f"config must be a dict of Spark settings; got {config!r}")
+        self._spark = spark if spark is not None else getattr(dataframe, "sparkSession", None)
+        self._dataframe = dataframe
+        self.master = master
+        self.app_name = app_name
+        self.config = dict(config or {})
+
+    # --------------------------------------------------------------------- session
+
+    @property
+    def spark(self) -> Any:
+        """The session (created on first use)."""
+        if self._spark is None:
+            from pyspark.sql import SparkSession
+
+            if self.master is None and not self.config:
+                self._spark = SparkSession.getActiveSession()
+                if self._spark is not None:
+                    return self._spark
+            builder = SparkSession.builder.appName(self.app_name)
+            if self.master is not None:
+                builder = builder.master(self.master)
+            for key, value in self.config.items():
+                builder = builder.config(key, value)
+            try:
+                self._spark = builder.getOrCreate()
+            except (*_spark_errors(), RuntimeError, OSError) as exc:
+                raise EngineError(
+                    f"cannot start Spark (is Java 17+ installed, JAVA_HOME set?): {_one_line(exc)}"
+                ) from None
+        return self._spark
+
+    # ---------------------------------------------------------------------- source
+
+    def _read(self, spec: ReleaseSpec) -> tuple[Any, list[str], str | None]:
+        """(DataFrame, the source's columns, the corrupt-record column of a CSV or None)."""
+        src = spec.source
+        if self._dataframe is not None:
+            if src.table is None:
+                raise EngineError(
+                    "this SparkEngine aggregates the DataFrame it was given: the spec's "
+                    "[source] must be a table = '<name>' (the name only labels the release)"
+                )
+            return self._dataframe, list(self._dataframe.columns), None
+        spark = self.spark
+        fmt = src.file_format
+        if fmt is None:
+            if src.database is not None:
+                raise EngineError(
+                    "[source] database is a DuckDB file; the Spark engine reads tables from "
+                    "the session's catalog (drop database, or use --engine duckdb)"
+                )
+            df = spark.table(str(src.table))
+            return df, list(df.columns), None
+        paths = list(src.paths)
+        if src.bundled is not None:
+            paths = ["file://" + p for p in paths]
+        if fmt == "parquet":
+            df = spark.read.option("mergeSchema", "true").parquet(*paths)
+            return df, list(df.columns), None
+        from pyspark.sql import types as spt
+
+        opts = {"sep": src.delimiter, "quote": '"', "escape": '"', "multiLine": "false"}
+        if src.header:
+            names = spark.read.options(header="true", **opts).csv(paths).columns
+        else:
+            # No header: DuckDB's names column0 … column{n-1}, zero-padded to equal width.
+            n = len(spark.read.options(header="false", **opts).csv(paths).columns)
+            width = len(str(n - 1))
+            names = [f"column{i:0{width}d}" for i in range(n)]
+        corrupt = "__dp_malformed__"
+        while corrupt in names:
+            corrupt += "_"
+        schema = spt.StructType(
+            [spt.StructField(c, spt.StringType(), True) for c in names]
+            + [spt.StructField(corrupt, spt.StringType(), True)]
+        )
+        df = (
+            spark.read.options(
+                header="true" if src.header else "false",
+                mode="PERMISSIVE",
+                columnNameOfCorruptRecord=corrupt,
+                enforceSchema="true",
+                **opts,
+            )
+            .schema(schema)
+            .csv(paths)
+        )
+        return df, names, corrupt
+
+    def describe(self, spec: ReleaseSpec) -> dict[str, str]:
+        """Column name → Spark type of the source (reads the schema or a CSV header only)."""
+        try:
+            df, names, _ = self._read(spec)
+            types = {f.name: f.dataType.simpleString() for f in df.schema.fields}
+        except _spark_errors() as exc:
+            raise EngineError(f"cannot read the source: {_one_line(exc)}") from None
+        return {n: types[n] for n in names}
+
+    # ------------------------------------------------------------------- aggregate
+
+    def aggregate(self, plan: AggregationPlan) -> Aggregate:
+        """The bounded aggregate of ``plan`` (semantics: :mod:`dpgauss.release.engine`)."""
+        try:
+            df, names, corrupt = self._read(plan.spec)
+            job = _Job(plan, df, names, corrupt).build()
+            rows = [tuple(r) for r in job.collect()]
+        except _spark_errors() as exc:
+            raise EngineError(f"spark: {_one_line(exc)}") from None
+        return _collect(plan, rows)
+
+
+# ---------------------------------------------------------------------------- the job
+
+
+class _Job:
+    """Builds the one Spark job of an aggregation (module docstring for the design)."""
+
+    def __init__(self, plan: AggregationPlan, df: Any, names: list[str], corrupt: str | None):
+        from pyspark.sql import types as spt
+
+        self.plan = plan
+        self.spec = plan.spec
+        self.df = df
+        self.names = names
+        self.corrupt = corrupt
+        self.types = {f.name: f.dataType for f in df.schema.fields}
+        self.spt = spt
+
+    # ------------------------------------------------------------ parsing (SQL text)
+
+    def _is(self, column: str, *kinds: str) -> bool:
+        spt = self.spt
+        classes = {
+            "string": (spt.StringType, spt.VarcharType, spt.CharType),
+            "integral": (spt.ByteType, spt.ShortType, spt.IntegerType, spt.LongType),
+            "number": (spt.NumericType, spt.BooleanType),
+            "ts_ntz": (spt.TimestampNTZType,),
+            "ts": (spt.TimestampType, spt.DateType),
+        }
+        t = self.types.get(column)
+        return any(isinstance(t, classes[k]) for k in kinds)
+
+    def _double(self, column: str) -> str:
+        """``TRY_CAST(column AS DOUBLE)`` as DuckDB parses it."""
+        c = _ident(column)
+        if self._is(column, "string"):
+            return (
+                f"CASE WHEN {c} RLIKE {_text(_NUMBER)} "
+                f"THEN try_cast(replace({c}, '_', '') AS DOUBLE) END"
+            )
+        if self._is(column, "number"):
+            return f"try_cast({c} AS DOUBLE)"
+        return "CAST(NULL AS DOUBLE)"
+
+    def _timestamp(self, column: str) -> str:
+        c = _ident(column)
+        if self._is(column, "string"):
+            return (
+                f"CASE WHEN {c} RLIKE {_text(_TIMESTAMP)} THEN try_cast({c} AS TIMESTAMP_NTZ) END"
+            )
+        if self._is(column, "ts_ntz"):
+            return c
+        if self._is(column, "ts"):
+            return f"CAST({c} AS TIMESTAMP_NTZ)"
+        return "CAST(NULL AS TIMESTAMP_NTZ)"
+
+    def _out_filter(self) -> str:
+        f = self.spec.filter
+        if f is None:
+            return "false"
+        if f.kind == "timestamp":
+            x = self._timestamp(f.column)
+            lit = "CAST({} AS TIMESTAMP_NTZ)"
+            ends = {k: f.bound(k) for k in ("start", "stop")}
+            text = {k: _text(v.isoformat(sep=" ")) for k, v in ends.items() if v is not None}
+        else:
+            x = self._double(f.column)
+            lit = "CAST({} AS DOUBLE)"
+            text = {
+                k: _text(repr(float(v))) for k in ("start", "stop") if (v := f.bound(k)) is not None
+            }
+        conds = []
+        if "start" in text:
+            conds.append(f"({x}) >= {lit.format(text['start'])}")
+        if "stop" in text:
+            conds.append(f"({x}) < {lit.format(text['stop'])}")
+        return f"NOT coalesce({' AND '.join(conds)}, false)"
+
+    def _integer_range(self) -> bool:
+        d = self.spec.domain
+        return (
+            self._is(str(d.column), "integral")
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in (d.start, d.step))
+            and abs(int(d.start)) < 2**62  # type: ignore[arg-type]
+            and int(d.step) < 2**31  # type: ignore[arg-type]
+        )
+
+    def _values_type(self) -> str:
+        vals = self.spec.domain.values or ()
+        if any(isinstance(v, str) for v in vals):
+            return "string"
+        if all(isinstance(v, int) for v in vals) and any(abs(v) >= _EXACT_INT for v in vals):
+            return "decimal"
+        return "double"
+
+    def _domain_parse(self) -> tuple[dict[str, str], str]:
+        """({name: SQL} of the parsed domain columns, the invalid-domain condition)."""
+        d = self.spec.domain
+        if d.kind == "graph":
+            parsed = {"la": self._double(str(d.lat)), "lo": self._double(str(d.lon))}
+            bad = (
+                "(la IS NULL OR lo IS NULL OR isnan(la) OR isnan(lo) "
+                "OR abs(la) = double('inf') OR abs(lo) = double('inf') "
+                "OR NOT (la BETWEEN -90 AND 90 AND lo BETWEEN -180 AND 180)"
+            )
+            if d.bbox is not None:
+                a, b, c, e = (_text(repr(float(x))) for x in d.bbox)
+                bad += (
+                    f" OR NOT (la BETWEEN CAST({a} AS DOUBLE) AND CAST({b} AS DOUBLE) "
+                    f"AND lo BETWEEN CAST({c} AS DOUBLE) AND CAST({e} AS DOUBLE))"
+                )
+            return parsed, f"coalesce({bad}), true)"
+        col = str(d.column)
+        c = _ident(col)
+        finite = "(dx IS NULL OR isnan(dx) OR abs(dx) = double('inf'))"
+        if d.kind == "range":
+            if self._integer_range():
+                return {"dx": f"CAST({c} AS BIGINT)"}, "dx IS NULL"
+            return {"dx": self._double(col)}, finite
+        t = self._values_type()
+        if t == "double":
+            return {"dx": self._double(col)}, finite
+        if t == "string":
+            if self._is(col, "string"):
+                return {"dx": c}, "dx IS NULL"
+            return {"dx": f"try_cast({c} AS STRING)"}, "dx IS NULL"
+        if self._is(col, "string"):
+            expr = (
+                f"CASE WHEN {c} RLIKE {_text(_INTEGER)} "
+                f"THEN try_cast(replace(trim({c}), '_', '') AS DECIMAL(38, 0)) END"
+            )
+        elif self._is(col, "number"):
+            expr = f"try_cast({c} AS DECIMAL(38, 0))"
+        else:
+            expr = "CAST(NULL AS DECIMAL(38, 0))"
+        return {"dx": expr}, "dx IS NULL"
+
+    def _value_parse(self) -> tuple[dict[str, str], str, str | None]:
+        st = self.spec.statistic
+        if st.kind == "count":
+            return {}, "false", None
+        lo, hi = (_text(repr(float(x))) for x in (st.lower, st.upper))  # type: ignore[arg-type]
+        off = _text(repr(float(self.plan.value_offset)))
+        return (
+            {"vx": self._double(str(st.column))},
+            "(vx IS NULL OR isnan(vx) OR abs(vx) = double('inf'))",
+            f"greatest(CAST({lo} AS DOUBLE), least(CAST({hi} AS DOUBLE), vx)) "
+            f"- CAST({off} AS DOUBLE)",
+        )
+
+    def _range_key(self) -> str:
+        d, n = self.spec.domain, self.plan.domain.size
+        if self._integer_range():
+            start, step = int(d.start), int(d.step)  # type: ignore[arg-type]
+            top = math.ceil(float(d.stop))  # type: ignore[arg-type]
+            shifted = "dx" if start == 0 else f"(dx - CAST({start} AS BIGINT))"
+            div = "" if step == 1 else f" div CAST({step} AS BIGINT)"
+            upper = f" AND dx < CAST({top} AS BIGINT)" if top < 2**63 else ""
+            return f"CASE WHEN dx >= CAST({start} AS BIGINT){upper} THEN {shifted}{div} END"
+        start, stop, step = (
+            _text(repr(float(x)))
+            for x in (d.start, d.stop, d.step)  # type: ignore[arg-type]
+        )
+        s0, s1, st = (f"CAST({x} AS DOUBLE)" for x in (start, stop, step))
+        return (
+            f"CASE WHEN dx >= {s0} AND dx < {s1} THEN "
+            f"least(floor((dx - {s0}) / {st}), CAST({n - 1} AS BIGINT)) END"
+        )
+
+    # -------------------------------------------------------------------- the plan
+
+    def build(self) -> Any:
+        """The DataFrame of ``(g, n, units, n_c, n_k, s, mass)`` rows to collect."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as sf
+
+        spec, dom, plan = self.spec, self.plan.domain, self.plan
+        unit = spec.unit.column
+        u = _ident(unit)
+        bad_u = f"({u} IS NULL OR {u} = '')" if self._is(unit, "string") else f"{u} IS NULL"
+        d_parsed, bad_d = self._domain_parse()
+        v_parsed, bad_v, value = self._value_parse()
+        salt = sf.lit(_signed(int(plan.salt)))
+        whole = priority_column(self.names, salt)
+        record_cols = spec.bounds.record_columns
+        if record_cols is None:
+            p = whole
+        else:
+            wanted = [*record_cols, unit, *spec.domain.columns]
+            if spec.statistic.column is not None:
+                wanted.append(spec.statistic.column)
+            p = priority_column(list(dict.fromkeys(wanted)), salt)
+        malformed = sf.lit(False)
+        if self.corrupt is not None:
+            malformed = sf.col(_ident(self.corrupt)).isNotNull()
+
+        # 1. Parse (one projection over the source; `whole` reads every column, so a CSV's
+        #    malformed lines are detected on the full row, never on a pruned one).
+        parsed = self.df.select(
+            sf.col(u).alias("u"),
+            sf.expr(bad_u).alias("bad_u"),
+            p.alias("p"),
+            *([] if record_cols is None else [whole.alias("h")]),
+            malformed.alias("bad_line"),
+            sf.expr(self._out_filter()).alias("out_f"),
+            *[sf.expr(sql).alias(name) for name, sql in {**d_parsed, **v_parsed}.items()],
+        )
+        checked = parsed.select(
+            "*", sf.expr(bad_d).alias("bad_d"), sf.expr(bad_v).alias("bad_v")
+        ).withColumn(
+            "pre",  # not yet classified as something other than in/outside the domain
+            ~(
+                sf.col("bad_line")
+                | sf.col("out_f")
+                | sf.col("bad_u")
+                | sf.col("bad_d")
+                | sf.col("bad_v")
+            ),
+        )
+        if value is not None:
+            checked = checked.withColumn("v", sf.expr(value))
+        # 2. The key (NULL: outside the domain, or not a candidate).
+        if dom.kind == "range":
+            keyed = checked.withColumn("key", sf.expr(self._range_key()))
+        elif dom.kind == "values":
+            keyed = self._join_values(checked)
+        else:
+            keyed = self._nearest(checked)
+        cls = (
+            sf.when(sf.col("bad_line"), MALFORMED)
+            .when(sf.col("out_f"), OUTSIDE_FILTER)
+            .when(sf.col("bad_u"), NULL_UNIT)
+            .when(sf.col("bad_d"), INVALID_DOMAIN)
+            .when(sf.col("bad_v"), INVALID_VALUE)
+            .when(sf.col("key").isNull(), OUTSIDE)
+            .otherwise(IN_DOMAIN)
+        )
+        extra = (["v"] if value is not None else []) + (["la", "lo"] if dom.spread else [])
+        rows = keyed.select(
+            cls.alias("cls"),
+            "u",
+            "p",
+            sf.col("p" if record_cols is None else "h").alias("h"),
+            sf.col("key").cast("long").alias("key"),
+            *extra,
+        ).select(
+            "*",
+            (sf.col("cls") == IN_DOMAIN).alias("ok"),
+            sf.when(sf.col("cls") == IN_DOMAIN, sf.col("u")).alias("eu"),
+        )
+        rows = rows.withColumn(
+            "pk", sf.when(sf.col("ok"), sf.xxhash64(sf.col("eu"))).otherwise(sf.col("h"))
+        ).repartition("pk")
+
+        # 3. The bounds, in the order c → k → b, each among the rows still kept.
+        b = spec.bounds.max_records_per_unit
+        k = spec.bounds.max_keys_per_unit
+        c = spec.bounds.max_records_per_key
+        per_unit = Window.partitionBy("pk", "eu")
+        if c is not None:
+            w = Window.partitionBy("pk", "eu", "key").orderBy("p")
+            rows = rows.withColumn("kc", sf.col("ok") & (sf.row_number().over(w) <= c))
+        else:
+            rows = rows.withColumn("kc", sf.col("ok"))
+        if k is not None:
+            kp = sf.xxhash64(salt, sf.lit("keys"), sf.col("eu"), sf.col("key"))
+            rows = rows.withColumn("kp", kp)
+            w = per_unit.orderBy(sf.col("kc").desc(), "kp", "key")
+            rows = rows.withColumn("kk", sf.col("kc") & (sf.dense_rank().over(w) <= k))
+        else:
+            rows = rows.withColumn("kk", sf.col("kc"))
+        rn = sf.row_number().over(per_unit.orderBy(sf.col("kk").desc(), "p"))
+        rows = rows.withColumn("rb", rn)
+        kept = sf.col("kk") & (sf.col("rb") <= b) if b is not None else sf.col("kk")
+        rows = rows.withColumn("kept", kept).withColumn(
+            "first_u", sf.col("ok") & (sf.col("rb") == 1)
+        )
+        g = (
+            sf.when(~sf.col("ok"), -sf.col("cls").cast("long"))
+            .when(sf.col("kept"), sf.col("key"))
+            .otherwise(sf.lit(DROPPED).cast("long"))
+        )
+
+        def as_int(name: str) -> Any:
+            return sf.sum(sf.col(name).cast("long"))
+
+        # 4. One GROUP BY of g: the aggregate and every counter.
+        if dom.spread:
+            rows = self._spread(rows.withColumn("g", g), value is not None)
+            g = sf.col("g")
+        s = sf.sum("v") if value is not None else sf.lit(None).cast("double")
+        mass = sf.sum("mass") if dom.spread else sf.lit(None).cast("double")
+        return rows.groupBy(g.alias("g")).agg(
+            sf.sum(sf.col("n")).alias("n") if dom.spread else sf.count(sf.lit(1)).alias("n"),
+            as_int("first_u").alias("units"),
+            as_int("kc").alias("n_c"),
+            as_int("kk").alias("n_k"),
+            s.alias("s"),
+            mass.alias("mass"),
+        )
+
+    # ------------------------------------------------------------------ domains
+
+    def _join_values(self, checked: Any) -> Any:
+        from pyspark.sql import functions as sf
+        from pyspark.sql import types as spt
+
+        t = self._values_type()
+        vals = list(self.spec.domain.values or ())
+        if t == "string":
+            val_type: Any = spt.StringType()
+            data = [(str(v), i) for i, v in enumerate(vals)]
+        elif t == "decimal":
+            from decimal import Decimal
+
+            val_type = spt.DecimalType(38, 0)
+            data = [(Decimal(int(v)), i) for i, v in enumerate(vals)]
+        else:
+            val_type = spt.DoubleType()
+            data = [(float(v), i) for i, v in enumerate(vals)]
+        schema = spt.StructType(
+            [
+                spt.StructField("__dp_val", val_type, False),
+                spt.StructField("key", spt.LongType(), False),
+            ]
+        )
+        dom = checked.sparkSession.createDataFrame(data, schema)
+        if len(vals) <= 1_000_000:
+            dom = sf.broadcast(dom)
+        return checked.join(dom, checked["dx"] == dom["__dp_val"], "left").drop("__dp_val")
+
+    def _nearest(self, checked: Any) -> Any:
+        """The nearest node of each candidate row (vectorised pandas UDF), NULL if none."""
+        import pandas as pd
+        from pyspark.sql import functions as sf
+
+        mapper = self.plan.domain.mapper
+        assert mapper is not None
+
+        def nearest(la: pd.Series, lo: pd.Series) -> pd.Series:
+            out = mapper.nearest(
+                la.to_numpy(dtype=np.float64, na_value=np.nan),
+                lo.to_numpy(dtype=np.float64, na_value=np.nan),
+            )
+            return pd.Series(out, dtype="int64")
+
+        # Real classes, not the strings of `from __future__ import annotations`: Spark reads
+        # the hints to pick the UDF type (Series → Series).
+        nearest.__annotations__ = {"la": pd.Series, "lo": pd.Series, "return": pd.Series}
+        udf = sf.pandas_udf(nearest, "long")  # type: ignore[call-overload]
+        pre = sf.col("pre")
+        node = udf(sf.when(pre, sf.col("la")), sf.when(pre, sf.col("lo")))
+        return checked.withColumn("node", node).withColumn(
+            "key", sf.when(pre & (sf.col("node") >= 0), sf.col("node"))
+        )
+
+    def _spread(self, rows: Any, has_value: bool) -> Any:
+        """kde: each kept row becomes its record entry plus one entry per node it is spread
+        over (``n = 0``, ``mass`` = the node's weight, ``v`` = weight × value); the other
+        rows stay single entries.  The weights come from a vectorised pandas UDF calling
+        :meth:`GraphMapper.spread` on the kept rows, after the bounds (same job, same
+        shuffle)."""
+        import pandas as pd
+        from pyspark.sql import functions as sf
+
+        mapper = self.plan.domain.mapper
+        assert mapper is not None
+
+        def spread(la: pd.Series, lo: pd.Series) -> pd.DataFrame:
+            offsets, nodes, weights = mapper.spread(
+                la.to_numpy(dtype=np.float64, na_value=np.nan),
+                lo.to_numpy(dtype=np.float64, na_value=np.nan),
+            )
+            cuts = offsets[1:-1]
+            return pd.DataFrame(
+                {"k": np.split(nodes.astype(np.int64), cuts), "w": np.split(weights, cuts)}
+            )
+
+        spread.__annotations__ = {"la": pd.Series, "lo": pd.Series, "return": pd.DataFrame}
+        udf = sf.pandas_udf(spread, "k array<long>, w array<double>")  # type: ignore[call-overload]
+        kept = sf.col("kept")
+        rows = rows.withColumn("sp", udf(sf.when(kept, sf.col("la")), sf.when(kept, sf.col("lo"))))
+        zero, no = sf.lit(0).cast("long"), sf.lit(False)
+        v = sf.col("v") if has_value else sf.lit(0.0)
+        record = sf.struct(
+            sf.col("g").alias("g"),
+            sf.lit(1).cast("long").alias("n"),
+            sf.col("first_u").alias("first_u"),
+            sf.col("kc").alias("kc"),
+            sf.col("kk").alias("kk"),
+            sf.lit(0.0).alias("v"),
+            sf.lit(0.0).alias("mass"),
+        )
+
+        def node(k: Any, i: Any) -> Any:
+            w = sf.element_at(sf.col("sp.w"), i + 1)
+            return sf.struct(
+                k.alias("g"),
+                zero.alias("n"),
+                no.alias("first_u"),
+                no.alias("kc"),
+                no.alias("kk"),
+                (w * v).alias("v"),
+                w.alias("mass"),
+            )
+
+        entries = sf.concat(sf.array(record), sf.transform(sf.col("sp.k"), node))
+        return rows.select(sf.explode(entries).alias("e")).select("e.*")
+
+
+# ----------------------------------------------------------------------- collecting
+
+
+def _collect(plan: AggregationPlan, rows: list[tuple[Any, ...]]) -> Aggregate:
+    """The :class:`Aggregate` from the collected ``(g, n, units, n_c, n_k, s, mass)`` rows."""
+    d = plan.domain.size
+    counts = np.zeros(d, dtype=np.float64)
+    sums = np.zeros(d, dtype=np.float64) if plan.spec.statistic.kind != "count" else None
+    spread = plan.domain.spread
+    per_class = dict.fromkeys(range(7), 0)
+    r = RowCounts()
+    n_c = n_k = 0
+    for g, n, units, nc, nk, s, mass in rows:
+        g, n = int(g), int(n)
+        r.units += int(units or 0)
+        n_c += int(nc or 0)
+        n_k += int(nk or 0)
+        per_class[IN_DOMAIN if g >= 0 or g == DROPPED else -g] += n
+        if g < 0:
+            continue
+        r.kept += n  # kde: the records whose nearest node is g
+        counts[g] = float(mass) if spread else float(n)
+        if sums is not None and s is not None:
+            sums[g] = float(s)
+    r.malformed_lines = per_class[MALFORMED]
+    r.outside_filter = per_class[OUTSIDE_FILTER]
+    r.null_unit = per_class[NULL_UNIT]
+    r.invalid_domain = per_class[INVALID_DOMAIN]
+    r.invalid_value = per_class[INVALID_VALUE]
+    r.outside_domain = per_class[OUTSIDE]
+    r.in_domain = per_class[IN_DOMAIN]
+    r.read = sum(per_class.values())
+    b = plan.spec.bounds
+    dropped: dict[str, int] = {}
+    if b.max_records_per_key is not None:
+        dropped["max_records_per_key"] = r.in_domain - n_c
+    if b.max_keys_per_unit is not None:
+        dropped["max_keys_per_unit"] = n_c - n_k
+    if b.max_records_per_unit is not None:
+        dropped["max_records_per_unit"] = n_k - r.kept
+    r.dropped_by_bounds = dropped
+    if not all(math.isfinite(x) for x in (counts.sum(), 0.0 if sums is None else sums.sum())):
+        raise EngineError("the aggregate is not finite (internal error)")
+    return Aggregate(counts=counts, sums=sums, rows=r)

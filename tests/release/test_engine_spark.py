@@ -1,0 +1,682 @@
+"""The Spark engine: the DuckDB engine's semantics checks, and both engines on the same files.
+
+Spark runs in local mode (``local[2]``, 4 shuffle partitions, no UI), started once for this
+module.  The module is skipped when pyspark or Java is missing.
+
+The engines hash records differently, so they keep different samples when a bound bites.  The
+cross-engine tests therefore use data whose bounded aggregate does not depend on the sample:
+a unit either stays under every bound, or all its records share one key and one value (then
+any ``min(n, bound)`` of them give the same aggregate).  With the private noise-off hook
+(``pipeline._noise_off``) whole releases are compared too.  The key-count bound always
+chooses between different keys; it is compared per unit, as the sorted counts of each unit.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("pyspark")
+pytest.importorskip("duckdb")
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+    pytest.skip("the Spark engine needs Java", allow_module_level=True)
+
+from pyspark.sql import functions as sf  # noqa: E402
+
+from dpgauss.release import ReleaseSpec, bounded_aggregate, load_spec, pipeline  # noqa: E402
+from dpgauss.release.engine import get_engine  # noqa: E402
+from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
+from dpgauss.release.engine_spark import SparkEngine, priority_column  # noqa: E402
+from dpgauss.release.pipeline import run_release  # noqa: E402
+
+from .test_pipeline import (  # noqa: E402
+    MALFORMED,
+    charges,
+    cli,
+    make_ledger,
+    make_spec,
+    small_release_data,
+    write_parquet,
+)
+from .test_spec import EXAMPLE  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:PySpark does not yet fully support pandas:FutureWarning"
+)
+
+DUCK = DuckDBEngine(threads=2)
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("dpgauss-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.default.parallelism", "2")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.sql.session.timeZone", "UTC")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def engine(spark) -> SparkEngine:
+    return SparkEngine(spark)
+
+
+def both(spec: ReleaseSpec, engine: SparkEngine, salt: int = 11):
+    """The bounded aggregate of ``spec`` from DuckDB and from Spark."""
+    return (
+        bounded_aggregate(spec, salt=salt, engine=DUCK),
+        bounded_aggregate(spec, salt=salt, engine=engine),
+    )
+
+
+def assert_same(duck, spark, *, exact: bool = True) -> None:
+    assert spark.rows == duck.rows
+    if exact:
+        np.testing.assert_array_equal(spark.counts, duck.counts)
+    else:
+        np.testing.assert_allclose(spark.counts, duck.counts, rtol=1e-12, atol=1e-12)
+    if duck.sums is None:
+        assert spark.sums is None
+    elif exact:
+        np.testing.assert_array_equal(spark.sums, duck.sums)
+    else:
+        np.testing.assert_allclose(spark.sums, duck.sums, rtol=1e-12, atol=1e-9)
+
+
+# ------------------------------------------------------------------------- bounding
+
+
+def test_each_unit_keeps_min_of_its_records_and_b(tmp_path: Path, engine) -> None:
+    rng = np.random.default_rng(1)
+    units = np.arange(300)
+    n = units % 13  # 0 … 12 records
+    uid = np.repeat(units, n)
+    key = 10 * uid + rng.integers(0, 10, uid.size)  # unit u only uses keys 10u … 10u+9
+    src = write_parquet(tmp_path / "r.parquet", uid=uid, key=key, t=rng.random(uid.size))
+    agg = bounded_aggregate(make_spec(src, domain={"stop": 3000}), salt=7, engine=engine)
+    per_unit = agg.counts.reshape(300, 10).sum(axis=1)
+    assert np.array_equal(per_unit, np.minimum(n, 5))
+    assert np.all(agg.counts <= np.bincount(key, minlength=3000))  # only records that exist
+    r = agg.rows
+    assert (r.read, r.in_domain, r.kept) == (uid.size, uid.size, int(np.minimum(n, 5).sum()))
+    assert r.units == int((n > 0).sum())
+    assert r.dropped_by_bounds == {"max_records_per_unit": uid.size - r.kept}
+
+
+def test_a_unit_with_a_million_records_keeps_its_bound(spark) -> None:
+    heavy = spark.range(10**6).select(
+        sf.lit(0).cast("long").alias("uid"), (sf.col("id") % 100).alias("key"), "id"
+    )
+    light = spark.range(300).select(
+        (sf.col("id") / 3 + 1).cast("long").alias("uid"),
+        (sf.col("id") / 3 + 100).cast("long").alias("key"),
+        (sf.col("id") + 10**6).alias("id"),
+    )
+    eng = SparkEngine(dataframe=heavy.unionByName(light))
+    # All three bounds in one job: c = 2 per key, k = 3 keys, b = 5 records.
+    bounds = {"max_records_per_key": 2, "max_keys_per_unit": 3, "max_records_per_unit": 5}
+    spec = make_spec(
+        "-", source={"path": None, "table": "heavy"}, domain={"stop": 200}, bounds=bounds
+    )
+    agg = bounded_aggregate(spec, engine=eng)
+    top = agg.counts[:100]
+    assert top.sum() == 5 and top.max() == 2 and np.count_nonzero(top) == 3  # the heavy unit
+    assert np.all(agg.counts[100:] == 2)  # the others: c = 2 of their 3 records
+    r = agg.rows
+    assert (r.read, r.kept, r.units) == (10**6 + 300, 5 + 200, 101)
+    assert r.dropped_by_bounds == {
+        "max_records_per_key": 10**6 - 200 + 100,
+        "max_keys_per_unit": 200 - 6,
+        "max_records_per_unit": 1,
+    }
+
+
+def test_per_key_and_key_count_bounds(tmp_path: Path, engine) -> None:
+    # 50 units, each with 5 keys of its own and 4 records per key.
+    uid = np.repeat(np.arange(50), 20)
+    key = 10 * uid + np.tile(np.repeat(np.arange(5), 4), 50)
+    src = write_parquet(tmp_path / "k.parquet", uid=uid, key=key, t=np.arange(uid.size))
+    cases = [
+        ({"max_records_per_key": 2, "max_keys_per_unit": 3}, 2, 3, 6),
+        ({"max_records_per_unit": 7, "max_keys_per_unit": 2}, 4, 2, 7),
+    ]
+    for bounds, c, k, total in cases:
+        agg = bounded_aggregate(make_spec(src, domain={"stop": 500}, bounds=bounds), engine=engine)
+        grid = agg.counts.reshape(50, 10)
+        assert grid.max() <= c, bounds
+        assert np.count_nonzero(grid, axis=1).max() <= k, bounds
+        assert np.all(grid.sum(axis=1) == total), bounds
+    bounds = {"max_records_per_key": 2, "max_keys_per_unit": 3, "max_records_per_unit": 5}
+    agg = bounded_aggregate(make_spec(src, domain={"stop": 500}, bounds=bounds), engine=engine)
+    assert agg.rows.dropped_by_bounds == {
+        "max_records_per_key": 50 * 5 * 2,
+        "max_keys_per_unit": 50 * 2 * 2,
+        "max_records_per_unit": 50 * 1,
+    }
+    assert agg.rows.kept == 250
+
+
+def test_selection_is_uniform_over_subsets(tmp_path: Path, engine) -> None:
+    # 3000 units with 4 records each, on keys of their own; b = 2: which pair is kept?
+    units = 3000
+    uid = np.repeat(np.arange(units), 4)
+    key = 4 * uid + np.tile(np.arange(4), units)
+    src = write_parquet(tmp_path / "u.parquet", uid=uid, key=key)
+    spec = make_spec(src, domain={"stop": 4 * units}, bounds={"max_records_per_unit": 2})
+    agg = bounded_aggregate(spec, salt=2024, engine=engine)
+    kept = agg.counts.reshape(units, 4) > 0
+    assert np.all(kept.sum(axis=1) == 2)
+    code = kept @ np.array([1, 2, 4, 8])
+    freq = np.array([np.sum(code == c) for c in (3, 5, 9, 6, 10, 12)])
+    expected = units / 6
+    chi2 = float(((freq - expected) ** 2 / expected).sum())
+    assert chi2 < 25.0, freq  # 5 degrees of freedom: P(chi2 > 25) ≈ 1e-4
+
+
+def test_the_salt_mixes_a_fixed_units_order(tmp_path: Path, spark, engine) -> None:
+    # One unit, 4 records, 150 salts: every pair of records must be kept for some salts.  The
+    # priorities of all salts come from one job (the engine's own priority expression), and
+    # one release checks that the engine keeps the pair they predict.
+    salts = [(s * 2654435761) % 2**64 for s in range(1, 2**63, 2**63 // 150)[:150]]
+    signed = [s - 2**64 if s >= 2**63 else s for s in salts]
+    rows = [(s, 7, k) for s in signed for k in range(4)]
+    df = spark.createDataFrame(rows, "salt long, uid long, key long")
+    got = df.select("salt", "key", priority_column(["uid", "key"], sf.col("salt")).alias("p"))
+    prio: dict[int, list[tuple[int, int]]] = {}
+    for r in got.collect():
+        prio.setdefault(r["salt"], []).append((r["p"], r["key"]))
+    seen: dict[tuple[int, ...], int] = {}
+    for s in signed:
+        pair = tuple(sorted(k for _, k in sorted(prio[s])[:2]))
+        seen[pair] = seen.get(pair, 0) + 1
+    assert len(seen) == 6 and min(seen.values()) >= 8, seen
+    src = write_parquet(tmp_path / "one.parquet", uid=[7, 7, 7, 7], key=[0, 1, 2, 3])
+    spec = make_spec(src, domain={"stop": 4}, bounds={"max_records_per_unit": 2})
+    agg = bounded_aggregate(spec, salt=salts[5], engine=engine)
+    predicted = sorted(k for _, k in sorted(prio[signed[5]])[:2])
+    assert np.flatnonzero(agg.counts).tolist() == predicted
+
+
+def test_a_units_choice_depends_on_its_own_records_only(tmp_path: Path, engine) -> None:
+    rng = np.random.default_rng(3)
+    a_keys = rng.integers(0, 10, 40)  # unit A: 40 records on keys 0…9
+    b_uid = np.repeat(np.arange(1, 200), 6)
+    b_keys = rng.integers(10, 20, b_uid.size)
+    full = write_parquet(
+        tmp_path / "full.parquet",
+        uid=np.concatenate([b_uid[:500], np.zeros(40, dtype=np.int64), b_uid[500:]]),
+        key=np.concatenate([b_keys[:500], a_keys, b_keys[500:]]),
+        t=np.concatenate([np.arange(500), np.arange(40) * 7.0, np.arange(500, b_uid.size)]),
+    )
+    order = rng.permutation(40)
+    alone = write_parquet(
+        tmp_path / "alone.parquet",
+        uid=np.zeros(40, dtype=np.int64),
+        key=a_keys[order],
+        t=(np.arange(40) * 7.0)[order],
+    )
+    for salt in (2**63 + 5,):
+        with_others = bounded_aggregate(
+            make_spec(full, domain={"stop": 20}), salt=salt, engine=engine
+        )
+        without = bounded_aggregate(make_spec(alone, domain={"stop": 20}), salt=salt, engine=engine)
+        assert np.array_equal(with_others.counts[:10], without.counts[:10])
+        assert with_others.counts[:10].sum() == 5
+
+
+# ----------------------------------------------------------------- malformed rows
+
+
+@pytest.fixture
+def malformed(tmp_path: Path) -> Path:
+    path = tmp_path / "m.csv"
+    # Besides the DuckDB test's lines: a line with too many fields, and a blank line.
+    path.write_text(MALFORMED + "e,1,5,40.7,-73.9,extra\n\n")
+    return path
+
+
+def test_malformed_rows_are_dropped_and_counted(malformed: Path, engine) -> None:
+    spec = make_spec(
+        malformed,
+        domain={"kind": "values", "column": "zone", "values": [0, 1, 2]},
+        statistic={"kind": "sum", "column": "fare", "lower": 0, "upper": 100},
+    )
+    duck, agg = both(spec, engine)
+    r = agg.rows
+    assert r.malformed_lines == 2  # "d,1,2,3": too few fields; "e,…,extra": too many
+    assert r.null_unit == 2  # empty and quoted-empty unit ids
+    assert r.invalid_domain == 2  # "x" and the empty zone
+    assert r.invalid_value == 2  # "abc" and "inf"
+    assert r.outside_domain == 1  # zone 7
+    assert r.in_domain == 4
+    assert (
+        r.read
+        == 13
+        == sum(
+            getattr(r, k)
+            for k in (
+                "malformed_lines",
+                "null_unit",
+                "invalid_domain",
+                "invalid_value",
+                "outside_domain",
+                "in_domain",
+            )
+        )
+    )
+    assert agg.counts.tolist() == [2.0, 1.0, 1.0]
+    assert agg.sums.tolist() == [30.0, 30.0, 100.0]  # 1000 clamped to 100
+    assert_same(duck, agg)
+
+
+def test_graph_coordinates_out_of_range(malformed: Path, engine) -> None:
+    graph = {"kind": "graph", "graph": "manhattan", "lat": "lat", "lon": "lon"}
+    spec = make_spec(malformed, domain={**graph, "bbox": [40.4, 41.0, -74.3, -73.6]})
+    duck, agg = both(spec, engine)
+    assert agg.rows.invalid_domain == 2  # lat 91, and (0, 0) outside the bounding box
+    assert agg.rows.outside_domain >= 1
+    assert_same(duck, agg)
+
+
+def test_on_malformed_fail_stops_before_charging(tmp_path: Path, malformed: Path, engine) -> None:
+    ledger = make_ledger(tmp_path)
+    spec = make_spec(
+        malformed,
+        source={"on_malformed": "fail"},
+        domain={"kind": "values", "column": "zone", "values": [0, 1]},
+    )
+    out = tmp_path / "out.csv"
+    with pytest.raises(ValueError) as info:
+        run_release(spec, out=out, ledger=ledger, engine=engine)
+    assert "2 CSV lines with the wrong number of fields" in str(info.value)
+    assert "[source] on_malformed = 'fail' stops the release" in str(info.value)
+    assert "\n" not in str(info.value)
+    assert not out.exists() and charges(ledger) == 0
+
+
+# ------------------------------------------------------------------ filter windows
+
+
+def test_rows_outside_the_window_are_counted_and_excluded(tmp_path: Path, engine) -> None:
+    rng = np.random.default_rng(3)
+    n = 4000
+    uid = rng.integers(0, 300, n)
+    key = rng.integers(-1, 5, n)  # -1 and 4 are outside the domain
+    base = np.datetime64("2013-01-05T00:00:00")
+    t = base + rng.integers(0, 48 * 3600, n).astype("timedelta64[s]")
+    t_text = np.array([str(x).replace("T", " ") for x in t], dtype=object)
+    t_text[:25] = "not a time"
+    t_text[25:40] = None
+    src = tmp_path / "r.parquet"
+    uids = np.array([f"u{u}" for u in uid], dtype=object)
+    pq.write_table(pa.table({"uid": uids, "key": key, "t": pa.array(list(t_text))}), src)
+    window = {"column": "t", "start": "2013-01-05 18:00", "stop": "2013-01-06 02:30"}
+    spec = make_spec(src, filter=window, domain={"stop": 4}, bounds={"max_records_per_unit": 3})
+    agg = bounded_aggregate(spec, salt=5, engine=engine)
+    lo, hi = np.datetime64("2013-01-05T18:00"), np.datetime64("2013-01-06T02:30")
+    inside = (t >= lo) & (t < hi)
+    inside[:40] = False
+    r = agg.rows
+    assert r.read == n
+    assert r.outside_filter == int((~inside).sum())
+    assert r.outside_domain == int((inside & ((key < 0) | (key > 3))).sum())
+    ok = inside & (key >= 0) & (key <= 3)
+    assert r.kept == int(np.minimum(np.bincount(uid[ok], minlength=300), 3).sum())
+    assert agg.counts.sum() == r.kept
+
+
+def test_numeric_window(tmp_path: Path, engine) -> None:
+    uid = np.arange(12) % 4
+    key = np.array([0, 1, 1, 0, 7, 0, 1, 1, 0, 1, 0, 1])
+    hour = np.array([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12.5])
+    src = write_parquet(tmp_path / "h.parquet", uid=uid, key=key, hour=hour)
+    spec = make_spec(
+        src,
+        filter={"column": "hour", "start": 2, "stop": 12},
+        domain={"stop": 2},
+        bounds={"max_records_per_unit": 100},
+    )
+    agg = bounded_aggregate(spec, salt=9, engine=engine)
+    inside = (hour >= 2) & (hour < 12)
+    assert agg.rows.outside_filter == int((~inside).sum())
+    assert agg.rows.outside_domain == 1
+    np.testing.assert_array_equal(agg.counts, np.bincount(key[inside & (key < 2)], minlength=2))
+
+
+# ----------------------------------------------------------- domains and sources
+
+
+def test_string_values_and_header_less_csv(tmp_path: Path, engine) -> None:
+    # Without a header the columns are column0, column1, … as in DuckDB.
+    path = tmp_path / "v.csv"
+    path.write_text("1,north,0.2\n2,south,0.7\n3,north,1.49\n4,east,1.5\n5,,-0.1\n")
+    spec = make_spec(
+        path,
+        source={"header": False},
+        unit={"column": "column0"},
+        domain={"kind": "values", "column": "column1", "values": ["north", "south"]},
+    )
+    assert list(engine.describe(spec)) == ["column0", "column1", "column2"]
+    duck, agg = both(spec, engine)
+    assert agg.counts.tolist() == [2.0, 1.0]
+    assert (agg.rows.outside_domain, agg.rows.invalid_domain) == (1, 1)
+    assert_same(duck, agg)
+
+
+def test_sources_tables_dataframes_and_globs(tmp_path: Path, spark, engine) -> None:
+    src, truth = small_release_data(tmp_path)
+    table = pq.read_table(src)
+    (tmp_path / "parts").mkdir()
+    pq.write_table(table.slice(0, 300), tmp_path / "parts" / "a.parquet")
+    pq.write_table(table.slice(300), tmp_path / "parts" / "b.parquet")
+    agg = bounded_aggregate(make_spec(tmp_path / "parts" / "*.parquet"), engine=engine)
+    np.testing.assert_array_equal(agg.counts, truth)
+    df = spark.read.parquet(str(src))
+    df.createOrReplaceTempView("dp_visits")
+    spec = make_spec("-", source={"path": None, "table": "dp_visits"})
+    assert engine.describe(spec)["uid"] == "bigint"
+    np.testing.assert_array_equal(bounded_aggregate(spec, engine=engine).counts, truth)
+    own = get_engine("spark", dataframe=df.filter("key < 5"))
+    np.testing.assert_array_equal(bounded_aggregate(spec, engine=own).counts[5:], 0)
+    with pytest.raises(ValueError, match="must be a table"):
+        bounded_aggregate(make_spec(src), engine=own)
+    with pytest.raises(ValueError, match="DuckDB file"):
+        bounded_aggregate(
+            make_spec("-", source={**spec.to_dict()["source"], "database": "x"}), engine=engine
+        )
+    with pytest.raises(ValueError, match="cannot read the source") as info:
+        engine.describe(make_spec(tmp_path / "missing-*.parquet"))
+    assert "\n" not in str(info.value)
+
+
+def test_csv_malformed_lines_with_record_columns(malformed: Path, engine) -> None:
+    # With record_columns the priority reads few columns; malformed lines must still be
+    # detected on the whole line (Spark's CSV column pruning would otherwise hide them).
+    spec = make_spec(
+        malformed,
+        domain={"kind": "values", "column": "zone", "values": [0, 1, 2]},
+        bounds={"max_records_per_unit": 5, "record_columns": ["uid"]},
+    )
+    duck, agg = both(spec, engine)
+    assert agg.rows.malformed_lines == 2
+    assert_same(duck, agg)
+
+
+# ------------------------------------------------------------------ cross-engine
+
+
+def determined_data(tmp_path: Path) -> tuple[Path, Path]:
+    """The same records as CSV (text) and Parquet (typed): every bounded aggregate of them
+    is the same whatever records the bounds keep (module docstring)."""
+    rng = np.random.default_rng(42)
+    nodes_lat, nodes_lon = 40.7580, -73.9855  # Times Square; jitter stays within Manhattan
+    rows: list[tuple] = []
+
+    def when(i: int) -> str:
+        minute = int(rng.integers(-60, 300))  # the window below is [18:00, 22:00)
+        return str(np.datetime64("2013-01-05T18:00") + np.timedelta64(minute, "m")).replace(
+            "T", " "
+        )
+
+    def where() -> tuple[float, float]:
+        return (
+            round(nodes_lat + float(rng.normal(0, 0.004)), 6),
+            round(nodes_lon + float(rng.normal(0, 0.004)), 6),
+        )
+
+    # Small units: 1-2 records on distinct keys, any values: under every bound below.
+    for u in range(300):
+        for key in rng.choice(10, size=int(rng.integers(1, 3)), replace=False):
+            rows.append((f"s{u}", str(key), str(int(rng.integers(-20, 140))), when(u), *where()))
+    # Heavy units: 3-40 records on one key with one value and one place: any bound keeps
+    # min(n, bound) interchangeable records.
+    for u in range(60):
+        key, fare, (lat, lon) = str(rng.integers(0, 10)), str(int(rng.integers(0, 120))), where()
+        for _ in range(int(rng.integers(3, 41))):
+            rows.append((f"h{u}", key, fare, when(u), lat, lon))
+    # Rows of every class, each its own unit (a single record is kept by every bound).
+    odd = [
+        ("", "1", "5", "2013-01-05 19:00", 40.75, -73.99),  # no unit
+        ("x1", "x", "5", "2013-01-05 19:00", 40.75, -73.99),  # invalid key
+        ("x2", "15", "5", "2013-01-05 19:00", 40.75, -73.99),  # outside the range
+        ("x3", "3", "abc", "2013-01-05 19:00", 40.75, -73.99),  # invalid value
+        ("x4", "3", "inf", "2013-01-05 19:00", 91.0, -73.99),  # invalid value, latitude
+        ("x5", "4", "5d", "2013-01-05 19:00", 40.75, -73.99),  # Spark alone would parse 5d
+        ("x6", "4", "0x10", "2013-01-05 19:00", 40.75, -73.99),
+        ("x7", "4", "1_0", "2013-01-05 19:00", 40.75, -73.99),  # DuckDB reads 10
+        ("x8", "5", " 7 ", "2013-01-05 19:00", 40.75, -73.99),
+        ("x9", "5", "1e1", "2013-01-05 19:00", 40.0, -70.0),  # far from every junction
+        ("y0", " 6 ", "nan", "2013-01-05 19:00", 40.75, -73.99),
+        ("y1", "2.0", "-inf", "2013-01-05 19:00", 40.75, -73.99),
+    ]
+    stamps = [
+        "2013-01-05 18",
+        "2013",
+        "2013-1-5 18:30",
+        "2013-01-05T19:00:00",
+        " 2013-01-05 18:30 ",
+        "2013-01-05 18:30:00.5",
+        "2013-01-05 18:30:00+01",
+        "20130105",
+        "bad",
+        "",
+        "2013-01-05 22:00",
+        "2013-01-05 17:59:59.999",
+    ]
+    odd += [(f"t{i}", "7", "3", s, 40.75, -73.99) for i, s in enumerate(stamps)]
+    rows += odd
+    order = rng.permutation(len(rows))
+    rows = [rows[i] for i in order]
+    csv = tmp_path / "d.csv"
+    lines = ["uid,key,fare,t,lat,lon"]
+    for r in rows:
+        lines.append(",".join(f'"{x}"' if x == "" else str(x) for x in r))
+    lines.insert(len(lines) // 2, "z1,1,2")  # malformed: too few fields
+    lines.insert(len(lines) // 3, "z2,1,2,2013-01-05 19:00,40.75,-73.99,9")  # too many
+    csv.write_text("\n".join(lines) + "\n")
+
+    # Parquet: typed columns, unparseable values as nulls.
+    def num(x: str) -> float | None:
+        try:
+            return (
+                float(x) if x.strip() and "_" not in x and "x" not in x and "d" not in x else None
+            )
+        except ValueError:
+            return None
+
+    def stamp(x: str) -> np.datetime64 | None:
+        try:
+            ok = len(x.strip()) >= 16 and "+" not in x
+            return np.datetime64(x.strip().replace(" ", "T"), "us") if ok else None
+        except ValueError:
+            return None
+
+    par = tmp_path / "d.parquet"
+    pq.write_table(
+        pa.table(
+            {
+                "uid": pa.array([r[0] or None for r in rows], pa.string()),
+                "key": pa.array(
+                    [int(n) if (n := num(r[1])) is not None else None for r in rows], pa.int64()
+                ),
+                "fare": pa.array([num(r[2]) for r in rows], pa.float64()),
+                "t": pa.array([stamp(r[3]) for r in rows], pa.timestamp("us")),
+                "lat": pa.array([r[4] for r in rows], pa.float64()),
+                "lon": pa.array([r[5] for r in rows], pa.float64()),
+            }
+        ),
+        par,
+    )
+    return csv, par
+
+
+WINDOW = {"column": "t", "start": "2013-01-05 18:00", "stop": "2013-01-05 22:00"}
+GRAPH = {"kind": "graph", "graph": "manhattan", "lat": "lat", "lon": "lon", "cutoff": 200.0}
+DETERMINED = {
+    "count, range, window, b": {
+        "filter": WINDOW,
+        "bounds": {"max_records_per_unit": 3},
+    },
+    "sum, values, c, k, b": {
+        "domain": {"kind": "values", "column": "key", "values": [0, 1, 2, 3, 4, 5, 6, 8]},
+        "statistic": {"kind": "sum", "column": "fare", "lower": 0, "upper": 100},
+        "bounds": {"max_records_per_key": 2, "max_keys_per_unit": 2, "max_records_per_unit": 4},
+    },
+    "mean, range, window, c, b": {
+        "filter": WINDOW,
+        "domain": {"kind": "range", "column": "key", "start": -0.5, "stop": 9.5, "step": 1.0},
+        "statistic": {"kind": "mean", "column": "fare", "lower": -10, "upper": 110},
+        "bounds": {"max_records_per_key": 1, "max_records_per_unit": 2},
+    },
+    "count, graph nearest, c": {
+        "domain": GRAPH,
+        "bounds": {"max_records_per_key": 4},
+    },
+    "sum, graph kde, b": {
+        "domain": {**GRAPH, "mapping": "kde", "bandwidth": 60.0},
+        "statistic": {"kind": "sum", "column": "fare", "lower": 0, "upper": 100},
+        "bounds": {"max_records_per_unit": 2},
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("name", "fmt"),
+    [
+        ("count, range, window, b", "csv"),
+        ("count, range, window, b", "parquet"),  # typed timestamps
+        ("sum, values, c, k, b", "parquet"),
+        ("mean, range, window, c, b", "csv"),
+        ("count, graph nearest, c", "csv"),
+        ("sum, graph kde, b", "parquet"),
+    ],
+)
+def test_both_engines_give_the_same_bounded_aggregate(tmp_path: Path, engine, name, fmt) -> None:
+    csv, par = determined_data(tmp_path)
+    spec = make_spec(csv if fmt == "csv" else par, **DETERMINED[name])
+    duck, agg = both(spec, engine, salt=123)
+    r = agg.rows
+    assert r.kept > 100 and r.in_domain > r.kept  # a bound bites
+    assert max(r.dropped_by_bounds.values()) > 0
+    assert_same(duck, agg, exact="kde" not in name)
+    if "kde" in name:
+        assert agg.counts.sum() == pytest.approx(r.kept, rel=1e-12)  # weights sum to 1
+    if fmt == "csv":
+        assert r.malformed_lines == 2
+    classes = ("outside_filter", "null_unit", "invalid_domain", "invalid_value", "outside_domain")
+    assert sum(getattr(r, c) > 0 for c in classes) >= 3
+
+
+def test_both_engines_bound_keys_per_unit_alike(tmp_path: Path, engine) -> None:
+    # The key-count bound chooses between keys, so the engines' choices differ; each unit's
+    # sorted counts, its sum and every row counter do not.  Unit u has m(u) keys of its own
+    # (block 10u … 10u+9) with r(u) records of one value on each.
+    rng = np.random.default_rng(8)
+    uid, key, fare = [], [], []
+    for u in range(80):
+        m, r, v = int(rng.integers(1, 7)), int(rng.integers(1, 5)), float(rng.integers(0, 50))
+        for j in range(m):
+            uid += [u] * r
+            key += [10 * u + j] * r
+            fare += [v] * r
+    src = write_parquet(tmp_path / "k.parquet", uid=uid, key=key, fare=fare, t=np.arange(len(uid)))
+    spec = make_spec(
+        src,
+        domain={"stop": 800},
+        statistic={"kind": "sum", "column": "fare", "lower": 0, "upper": 40},
+        bounds={"max_records_per_key": 2, "max_keys_per_unit": 3, "max_records_per_unit": 5},
+    )
+    duck, agg = both(spec, engine)
+    assert agg.rows == duck.rows
+    assert all(v > 0 for v in agg.rows.dropped_by_bounds.values())
+    for a, b in ((agg.counts, duck.counts), (agg.sums, duck.sums)):
+        ga, gb = a.reshape(80, 10), b.reshape(80, 10)
+        np.testing.assert_array_equal(np.sort(ga, axis=1), np.sort(gb, axis=1))
+
+
+def test_both_engines_write_the_same_release(tmp_path: Path, engine) -> None:
+    csv, _ = determined_data(tmp_path)
+    ledger = make_ledger(tmp_path)
+    for name in ("count, range, window, b", "mean, range, window, c, b"):
+        spec = make_spec(csv, **DETERMINED[name], denoise={"method": "james_stein"})
+        outs = {}
+        with pipeline._noise_off():
+            for label, eng in (("duckdb", DUCK), ("spark", engine)):
+                out = tmp_path / f"{label}-{name[:4]}.csv"
+                outs[label] = run_release(spec, out=out, ledger=ledger, engine=eng)
+        d, s = outs["duckdb"], outs["spark"]
+        assert list(s.columns) == list(d.columns)
+        for col in d.columns:
+            np.testing.assert_array_equal(s.columns[col], d.columns[col], err_msg=col)
+        assert s.report["rows"] == d.report["rows"]
+        assert s.report["engine"] == "spark"
+        body = [Path(x.output_path).read_text() for x in (d, s)]
+        assert body[0] == body[1]
+
+
+def test_the_taxi_example_on_spark(tmp_path: Path, engine) -> None:
+    # The bundled trips: b = 5 only, so the row counters do not depend on the sample.
+    spec = load_spec(EXAMPLE)
+    duck, agg = both(spec, engine)
+    assert agg.rows == duck.rows
+    assert agg.rows.read == 10_000 and agg.rows.invalid_domain == 232
+    assert agg.counts.sum() == pytest.approx(agg.rows.kept, rel=1e-12)
+    assert np.all(agg.counts >= 0)
+
+
+# -------------------------------------------------------------------------- the CLI
+
+
+def test_cli_engine_spark(tmp_path: Path, engine) -> None:
+    src, truth = small_release_data(tmp_path)
+    ledger = make_ledger(tmp_path)
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        f"""
+[source]
+path = {json.dumps(str(src))}
+[unit]
+column = "uid"
+[domain]
+kind = "range"
+column = "key"
+start = 0
+stop = 10
+[bounds]
+max_records_per_unit = 5
+[privacy]
+epsilon = 1.0
+delta = 1e-6
+dataset = "d"
+[denoise]
+method = "none"
+"""
+    )
+    out = tmp_path / "cli.csv"
+    argv = ["release", str(spec), "--engine", "spark", "--out", str(out), "--ledger", str(ledger)]
+    code, text = cli([*argv, "--json"])
+    assert code == 0, text
+    obj = json.loads(text)
+    assert obj["output"] == str(out) and out.exists()
+    assert obj["rows"]["read"] == truth.sum() and obj["rows"]["kept"] == truth.sum()
+    assert json.loads(Path(obj["report"]).read_text())["engine"] == "spark"
+    assert charges(ledger) == 1

@@ -7,13 +7,15 @@ budget exceeded, unreadable source, a ``fail`` policy hit), which ``dpgauss.cli.
 in one line with exit status 2.
 
 The ledger file is ``--ledger FILE``, else ``[privacy] ledger`` in the spec, else the
-environment variable ``DPGAUSS_LEDGER``.
+environment variable ``DPGAUSS_LEDGER``.  On a terminal, progress (one line per step, and
+DuckDB's bar on long scans) goes to stderr.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from .engine import ENGINES
 from .pipeline import LEDGER_ENV, run_release
@@ -24,7 +26,10 @@ __all__ = ["add_release_parser"]
 
 def _run(args: argparse.Namespace) -> str:
     spec = load_spec(args.spec)
-    result = run_release(spec, engine=args.engine, out=args.out, ledger=args.ledger)
+    progress = sys.stderr if sys.stderr.isatty() and not args.json else None
+    result = run_release(
+        spec, engine=args.engine, out=args.out, ledger=args.ledger, progress=progress
+    )
     if args.json:
         r = result.report
         return json.dumps(

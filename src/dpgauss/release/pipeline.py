@@ -350,7 +350,9 @@ def _write_table(path: Path, fmt: str, columns: dict[str, np.ndarray], overwrite
     _atomic_write(path, write, overwrite)
 
 
-def _plot(path: Path, spec: ReleaseSpec, domain: KeyDomain, columns: dict[str, np.ndarray]) -> str:
+def _plot(
+    path: Path, spec: ReleaseSpec, domain: KeyDomain, columns: dict[str, np.ndarray], chosen: str
+) -> str:
     """Draw the release beside its table (graph: maps; range: a series); what happened."""
     if not spec.output.plot or domain.kind == "values":
         return "not drawn (values domain)" if spec.output.plot else "not drawn ([output] plot)"
@@ -358,7 +360,11 @@ def _plot(path: Path, spec: ReleaseSpec, domain: KeyDomain, columns: dict[str, n
 
     what = spec.statistic.kind
     released, denoised = columns["released"], columns["denoised"]
-    method = spec.denoise.method
+    method = (
+        spec.denoise.method
+        if spec.denoise.method == chosen
+        else (f"{spec.denoise.method} → {chosen}")
+    )
 
     def draw(tmp: str) -> None:
         if domain.kind == "graph":
@@ -662,7 +668,7 @@ def run_release(
         report["noise_off"] = True
     say("writing the table, the plot and the report")
     _write_table(out_p, fmt, columns, spec.output.overwrite)
-    report["output"]["plot"] = _plot(plot_p, spec, domain, columns)
+    report["output"]["plot"] = _plot(plot_p, spec, domain, columns, str(den_info["method"]))
     text = json.dumps(_json_ready(report), indent=2, allow_nan=False)
     _atomic_write(report_p, lambda tmp: Path(tmp).write_text(text + "\n"), spec.output.overwrite)
     timing["total_s"] = time.perf_counter() - t0

@@ -252,3 +252,12 @@ def test_progress_bar_lines():
     lines = stream.getvalue().splitlines()
     assert lines[-1].startswith("reproduce: 100%")
     assert 1 <= len(lines) <= 11
+
+
+def test_a_figure_whose_extra_is_missing_is_skipped_or_refused(monkeypatch, tmp_path):
+    from dpgauss.experiments import runner
+
+    monkeypatch.setitem(runner.REQUIRES, "1", (("no_such_module_xyz",), "demo"))
+    with pytest.raises(ValueError, match=r"needs no_such_module_xyz: pip install"):
+        resolve_figures(["1"])
+    assert "1" not in [f.number for f in resolve_figures(None)]

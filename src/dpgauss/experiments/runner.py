@@ -32,6 +32,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import importlib
+import importlib.util
 import json
 import math
 import multiprocessing
@@ -160,6 +161,24 @@ REGISTRY: dict[str, tuple[str, str]] = {
 }
 
 
+#: Figure number -> the importable modules it needs beyond the core (and the extra to install).
+REQUIRES: dict[str, tuple[tuple[str, ...], str]] = {
+    "4": (("duckdb", "pyarrow"), "demo"),  # the release pipeline
+}
+
+
+def missing_requirements(number: str) -> str | None:
+    """Why figure ``number`` cannot run here (a missing extra), or None if it can."""
+    modules, extra = REQUIRES.get(number, ((), ""))
+    absent = [m for m in modules if importlib.util.find_spec(m) is None]
+    if not absent:
+        return None
+    return (
+        f"figure {number} ({REGISTRY[number][0]}) needs {', '.join(absent)}: "
+        f"pip install 'dpgauss[{extra}]'"
+    )
+
+
 def load_figure(number: str) -> Figure | None:
     """The :class:`Figure` registered as ``number``, or None while its module does not exist."""
     if number not in REGISTRY:
@@ -195,7 +214,7 @@ def resolve_figures(figures: Sequence[str] | None) -> list[Figure]:
     Raises ``ValueError`` for an unknown figure or one that is not available yet.
     """
     if not figures:
-        found = [load_figure(number) for number in REGISTRY]
+        found = [load_figure(n) for n in REGISTRY if missing_requirements(n) is None]
         return [fig for fig in found if fig is not None]
     by_name = {name: number for number, (name, _) in REGISTRY.items()}
     wanted: set[str] = set()
@@ -211,6 +230,9 @@ def resolve_figures(figures: Sequence[str] | None) -> list[Figure]:
     out = []
     for number in REGISTRY:
         if number in wanted:
+            why = missing_requirements(number)
+            if why is not None:
+                raise ValueError(why)
             fig = load_figure(number)
             if fig is None:
                 raise ValueError(
@@ -550,7 +572,12 @@ def run(
     if not figures:
         missing = [n for n in REGISTRY if n not in {f.number for f in selected}]
         for number in missing:
-            notes.append(f"figure {number} ({REGISTRY[number][0]}) is not available yet: skipped")
+            why = missing_requirements(number)
+            notes.append(
+                f"{why}: skipped"
+                if why
+                else f"figure {number} ({REGISTRY[number][0]}) is not available yet: skipped"
+            )
     if not make_plots:
         notes.append(
             "PNGs skipped: matplotlib is not installed (pip install 'dpgauss[plot]')"

@@ -479,7 +479,7 @@ def summarize(rows: list[dict[str, Any]]) -> Summary:
         mine = [c for c in configs if c[0] == ds]
         if not mine:
             continue
-        c = mine[0]
+        c = next((c for c in mine if c[2] == "pickup"), mine[0])  # the heat maps' kind
         m, r = mse[(*c, heat)], first[c]
         best = _best(m)
         drop = (

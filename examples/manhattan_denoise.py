@@ -29,7 +29,6 @@ skipped with a message.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from collections.abc import Sequence
 
@@ -39,6 +38,7 @@ from dpgauss import GaussianMechanism
 from dpgauss.datasets import RoadGraph, load_manhattan_graph, load_trips, snap_to_nodes
 from dpgauss.denoise import as_graph
 from dpgauss.denoise.tree_wavelets import graph_wavelet_denoise
+from dpgauss.heatmap import PlotUnavailableError, draw_graph_panels
 
 
 def pickups_per_junction(graph: RoadGraph, max_distance_m: float) -> np.ndarray:
@@ -47,50 +47,6 @@ def pickups_per_junction(graph: RoadGraph, max_distance_m: float) -> np.ndarray:
     ok = trips.pickup_valid
     node, _ = snap_to_nodes(graph, trips.pickup_lat[ok], trips.pickup_lon[ok], max_distance_m)
     return np.bincount(node[node >= 0], minlength=graph.n).astype(np.float64)
-
-
-def draw(
-    graph: RoadGraph, panels: Sequence[tuple[str, np.ndarray]], path: str, vmax: float
-) -> bool:
-    """Draw each panel's node values on the street segments; False if no matplotlib."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        from matplotlib.collections import LineCollection
-    except ImportError:
-        return False
-    segments = np.stack(
-        [
-            np.stack([graph.lon[graph.edges[:, 0]], graph.lat[graph.edges[:, 0]]], axis=1),
-            np.stack([graph.lon[graph.edges[:, 1]], graph.lat[graph.edges[:, 1]]], axis=1),
-        ],
-        axis=1,
-    )  # (m, 2 ends, (x, y))
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 7.5), squeeze=False)
-    aspect = 1.0 / math.cos(math.radians(float(np.mean(graph.lat))))
-    collection = None
-    for ax, (title, values) in zip(axes[0], panels, strict=True):
-        on_edges = 0.5 * (values[graph.edges[:, 0]] + values[graph.edges[:, 1]])
-        order = np.argsort(on_edges)  # draw busy segments last, on top
-        collection = LineCollection(
-            segments[order], array=on_edges[order], cmap="magma", linewidths=0.9
-        )
-        collection.set_clim(0.0, vmax)
-        ax.add_collection(collection)
-        ax.set_xlim(graph.lon.min() - 0.005, graph.lon.max() + 0.005)
-        ax.set_ylim(graph.lat.min() - 0.005, graph.lat.max() + 0.005)
-        ax.set_aspect(aspect)
-        ax.set_facecolor("0.15")
-        ax.set_title(title, fontsize=10)
-        ax.set_xticks([])
-        ax.set_yticks([])
-    assert collection is not None
-    fig.colorbar(collection, ax=axes[0].tolist(), shrink=0.6, label="pickups per junction")
-    fig.savefig(path, dpi=150, bbox_inches="tight")
-    plt.close(fig)
-    return True
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -153,12 +109,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         (f"released, σ = {sigma:.2f} (ε = {args.epsilon:g})", released),
         ("tree-wavelet denoised (SURE)", result.estimate),
     ]
-    if not draw(graph, panels, args.output, vmax):
-        print(
-            "matplotlib is not installed, so no figure was drawn; "
-            "install it with: pip install 'dpgauss[plot]'  (or pip install matplotlib)",
-            file=sys.stderr,
+    try:
+        draw_graph_panels(
+            args.output,
+            graph.lat,
+            graph.lon,
+            graph.edges,
+            panels,
+            vmax=vmax,
+            label="pickups per junction",
         )
+    except PlotUnavailableError as exc:
+        print(f"{exc}; no figure was drawn", file=sys.stderr)
         return 0
     print(f"figure written to {args.output}")
     return 0

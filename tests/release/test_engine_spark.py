@@ -43,6 +43,7 @@ from .test_pipeline import (  # noqa: E402
     make_ledger,
     make_spec,
     small_release_data,
+    small_spec_toml,
     write_parquet,
 )
 from .test_spec import EXAMPLE  # noqa: E402
@@ -649,28 +650,7 @@ def test_the_taxi_example_on_spark(tmp_path: Path, engine) -> None:
 def test_cli_engine_spark(tmp_path: Path, engine) -> None:
     src, truth = small_release_data(tmp_path)
     ledger = make_ledger(tmp_path)
-    spec = tmp_path / "spec.toml"
-    spec.write_text(
-        f"""
-[source]
-path = {json.dumps(str(src))}
-[unit]
-column = "uid"
-[domain]
-kind = "range"
-column = "key"
-start = 0
-stop = 10
-[bounds]
-max_records_per_unit = 5
-[privacy]
-epsilon = 1.0
-delta = 1e-6
-dataset = "d"
-[denoise]
-method = "none"
-"""
-    )
+    spec = small_spec_toml(tmp_path / "spec.toml", src, "none")
     out = tmp_path / "cli.csv"
     argv = ["release", str(spec), "--engine", "spark", "--out", str(out), "--ledger", str(ledger)]
     code, text = cli([*argv, "--json"])

@@ -642,11 +642,10 @@ def cli(argv: list[str]) -> tuple[int, str]:
         return 2, f"dpgauss: error: {exc}"
 
 
-def test_cli(tmp_path: Path) -> None:
-    src, _ = small_release_data(tmp_path)
-    ledger = make_ledger(tmp_path)
-    spec = tmp_path / "spec.toml"
-    spec.write_text(
+def small_spec_toml(path: Path, src: Path, method: str, output: str | None = None) -> Path:
+    """A TOML spec over ``small_release_data`` (range domain 0-9, 5 records per unit)."""
+    out = f'[output]\npath = "{output}"\n' if output else ""
+    path.write_text(
         f"""
 [source]
 path = {json.dumps(str(src))}
@@ -664,11 +663,17 @@ epsilon = 1.0
 delta = 1e-6
 dataset = "d"
 [denoise]
-method = "james_stein"
-[output]
-path = "never-used.csv"
+method = "{method}"
 """
+        + out
     )
+    return path
+
+
+def test_cli(tmp_path: Path) -> None:
+    src, _ = small_release_data(tmp_path)
+    ledger = make_ledger(tmp_path)
+    spec = small_spec_toml(tmp_path / "spec.toml", src, "james_stein", "never-used.csv")
     out = tmp_path / "cli.csv"
     code, text = cli(["release", str(spec), "--out", str(out), "--ledger", str(ledger), "--json"])
     assert code == 0, text

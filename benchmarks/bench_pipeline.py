@@ -93,7 +93,7 @@ def engine_runner(
     path: Path, keys: int, b: int, threads: int, fast_path: bool = True
 ) -> Callable[[], float]:
     from dpgauss.release.engine_duckdb import DuckDBEngine
-    from dpgauss.release.pipeline import _aggregate_only
+    from dpgauss.release.pipeline import bounded_aggregate
     from dpgauss.release.spec import ReleaseSpec
 
     spec = ReleaseSpec.from_dict(
@@ -109,7 +109,7 @@ def engine_runner(
     engine = DuckDBEngine(threads=threads, fast_path=fast_path)
 
     def run() -> float:
-        return float(_aggregate_only(spec, engine=engine).counts.sum())
+        return float(bounded_aggregate(spec, engine=engine).counts.sum())
 
     return run
 

@@ -24,7 +24,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 from dpgauss.release import pipeline  # noqa: E402
 from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
 from dpgauss.release.ledger import BudgetExceeded, Ledger  # noqa: E402
-from dpgauss.release.pipeline import _aggregate_only, run_release  # noqa: E402
+from dpgauss.release.pipeline import bounded_aggregate, run_release  # noqa: E402
 from dpgauss.release.release_cli import add_release_parser  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec, load_spec  # noqa: E402
 
@@ -77,7 +77,7 @@ def test_each_unit_keeps_min_of_its_records_and_b(tmp_path: Path) -> None:
     key = 10 * uid + rng.integers(0, 10, uid.size)  # unit u only uses keys 10u … 10u+9
     src = write_parquet(tmp_path / "r.parquet", uid=uid, key=key, t=rng.random(uid.size))
     spec = make_spec(src, domain={"stop": 3000})
-    agg = _aggregate_only(spec, salt=7, engine=ENGINE)
+    agg = bounded_aggregate(spec, salt=7, engine=ENGINE)
     per_unit = agg.counts.reshape(300, 10).sum(axis=1)
     assert np.array_equal(per_unit, np.minimum(n, 5))
     have = np.bincount(key, minlength=3000)
@@ -95,7 +95,7 @@ def test_a_unit_with_a_million_records_keeps_its_bound(tmp_path: Path) -> None:
     key = np.concatenate([rng.integers(0, 100, heavy), np.repeat(np.arange(100, 200), 3)])
     src = write_parquet(tmp_path / "heavy.parquet", uid=uid, key=key, t=np.arange(uid.size))
     spec = make_spec(src, domain={"stop": 200})
-    agg = _aggregate_only(spec, engine=ENGINE)
+    agg = bounded_aggregate(spec, engine=ENGINE)
     assert agg.counts[:100].sum() == 5  # the heavy unit: exactly b
     assert np.all(agg.counts[100:] == 3)  # the others: all their records
     assert agg.rows.kept == 5 + 300 and agg.rows.units == 101
@@ -103,7 +103,7 @@ def test_a_unit_with_a_million_records_keeps_its_bound(tmp_path: Path) -> None:
     spec = make_spec(
         src, domain={"stop": 200}, bounds={"max_records_per_key": 2, "max_keys_per_unit": 3}
     )
-    agg = _aggregate_only(spec, engine=ENGINE)
+    agg = bounded_aggregate(spec, engine=ENGINE)
     assert agg.counts[:100].sum() == 6 and np.count_nonzero(agg.counts[:100]) == 3
     assert np.all(agg.counts[100:] == 2)
 
@@ -120,12 +120,12 @@ def test_per_key_and_key_count_bounds(tmp_path: Path) -> None:
         ({"max_records_per_unit": 7, "max_keys_per_unit": 2}, 4, 5, 7),
     ]
     for bounds, c, k, total in cases:
-        agg = _aggregate_only(make_spec(src, domain={"stop": 500}, bounds=bounds), engine=ENGINE)
+        agg = bounded_aggregate(make_spec(src, domain={"stop": 500}, bounds=bounds), engine=ENGINE)
         grid = agg.counts.reshape(50, 10)
         assert grid.max() <= c, bounds
         assert np.count_nonzero(grid, axis=1).max() <= k, bounds
         assert np.all(grid.sum(axis=1) == total), bounds
-    agg = _aggregate_only(
+    agg = bounded_aggregate(
         make_spec(
             src,
             domain={"stop": 500},
@@ -149,7 +149,7 @@ def test_selection_is_uniform_over_subsets(tmp_path: Path) -> None:
     key = 4 * uid + np.tile(np.arange(4), units)
     src = write_parquet(tmp_path / "u.parquet", uid=uid, key=key)
     spec = make_spec(src, domain={"stop": 4 * units}, bounds={"max_records_per_unit": 2})
-    agg = _aggregate_only(spec, salt=2024, engine=ENGINE)
+    agg = bounded_aggregate(spec, salt=2024, engine=ENGINE)
     kept = agg.counts.reshape(units, 4) > 0
     assert np.all(kept.sum(axis=1) == 2)
     code = kept @ np.array([1, 2, 4, 8])
@@ -166,7 +166,7 @@ def test_the_salt_mixes_a_fixed_units_order(tmp_path: Path) -> None:
     spec = make_spec(src, domain={"stop": 4}, bounds={"max_records_per_unit": 2})
     seen: dict[tuple[int, ...], int] = {}
     for salt in range(1, 2**63, 2**63 // 150)[:150]:
-        agg = _aggregate_only(spec, salt=salt * 2654435761 % 2**64, engine=ENGINE)
+        agg = bounded_aggregate(spec, salt=salt * 2654435761 % 2**64, engine=ENGINE)
         pair = tuple(int(i) for i in np.flatnonzero(agg.counts))
         seen[pair] = seen.get(pair, 0) + 1
     assert len(seen) == 6 and min(seen.values()) >= 8, seen
@@ -191,10 +191,10 @@ def test_a_units_choice_depends_on_its_own_records_only(tmp_path: Path) -> None:
         t=(np.arange(40) * 7.0)[order],
     )
     for salt in (1, 99, 2**63 + 5):
-        with_others = _aggregate_only(
+        with_others = bounded_aggregate(
             make_spec(full, domain={"stop": 20}), salt=salt, engine=ENGINE
         )
-        without = _aggregate_only(make_spec(alone, domain={"stop": 20}), salt=salt, engine=ENGINE)
+        without = bounded_aggregate(make_spec(alone, domain={"stop": 20}), salt=salt, engine=ENGINE)
         assert np.array_equal(with_others.counts[:10], without.counts[:10])
         assert with_others.counts[:10].sum() == 5
 
@@ -229,8 +229,8 @@ def test_fast_path_agrees_with_the_general_query(tmp_path: Path, uid_type, offse
         src,
     )
     spec = make_spec(src, domain={"stop": 50}, bounds={"max_records_per_unit": 3})
-    fast = _aggregate_only(spec, salt=31, engine=DuckDBEngine(fast_path=True))
-    general = _aggregate_only(spec, salt=31, engine=DuckDBEngine(fast_path=False))
+    fast = bounded_aggregate(spec, salt=31, engine=DuckDBEngine(fast_path=True))
+    general = bounded_aggregate(spec, salt=31, engine=DuckDBEngine(fast_path=False))
     assert np.array_equal(fast.counts, general.counts)
     assert fast.rows == general.rows
     assert fast.rows.null_unit == int(mask.sum()) and fast.rows.outside_domain > 0
@@ -267,7 +267,7 @@ def test_malformed_rows_are_dropped_and_counted(malformed: Path) -> None:
         domain={"kind": "values", "column": "zone", "values": [0, 1, 2]},
         statistic={"kind": "sum", "column": "fare", "lower": 0, "upper": 100},
     )
-    agg = _aggregate_only(spec, engine=ENGINE)
+    agg = bounded_aggregate(spec, engine=ENGINE)
     r = agg.rows
     assert r.malformed_lines == 1  # "d,1,2,3": too few fields
     assert r.null_unit == 2  # empty and quoted-empty unit ids
@@ -293,7 +293,7 @@ def test_graph_coordinates_out_of_range(malformed: Path) -> None:
         malformed,
         domain={"kind": "graph", "graph": "manhattan", "lat": "lat", "lon": "lon", "cutoff": 300.0},
     )
-    r = _aggregate_only(spec, engine=ENGINE).rows
+    r = bounded_aggregate(spec, engine=ENGINE).rows
     assert r.invalid_domain == 1  # lat 91 ((0, 0) is a valid point, far from Manhattan)
     assert r.outside_domain >= 1
     spec = make_spec(
@@ -306,7 +306,7 @@ def test_graph_coordinates_out_of_range(malformed: Path) -> None:
             "bbox": [40.4, 41.0, -74.3, -73.6],
         },
     )
-    assert _aggregate_only(spec, engine=ENGINE).rows.invalid_domain == 2
+    assert bounded_aggregate(spec, engine=ENGINE).rows.invalid_domain == 2
 
 
 @pytest.mark.parametrize(
@@ -545,11 +545,11 @@ def test_value_and_range_domains(tmp_path: Path) -> None:
     spec = make_spec(
         path, domain={"kind": "values", "column": "zone", "values": ["north", "south"]}
     )
-    agg = _aggregate_only(spec, engine=ENGINE)
+    agg = bounded_aggregate(spec, engine=ENGINE)
     assert agg.counts.tolist() == [2.0, 1.0]
     assert (agg.rows.outside_domain, agg.rows.invalid_domain) == (1, 1)
     spec = make_spec(path, domain={"column": "x", "start": 0, "stop": 1.5, "step": 0.5})
-    agg = _aggregate_only(spec, engine=ENGINE)
+    agg = bounded_aggregate(spec, engine=ENGINE)
     assert agg.counts.tolist() == [1.0, 1.0, 1.0]  # 1.5 and -0.1 are outside [0, 1.5)
     assert pipeline.resolve_domain(spec).labels.tolist() == [0.0, 0.5, 1.0]
 
@@ -563,7 +563,7 @@ def test_table_source_in_a_duckdb_file(tmp_path: Path) -> None:
     con.close()
     spec = make_spec("unused", source={"path": None, "table": "trips", "database": str(db)})
     assert spec.source.table == "trips"
-    agg = _aggregate_only(spec, engine=ENGINE)
+    agg = bounded_aggregate(spec, engine=ENGINE)
     assert agg.counts.sum() == 50 * 5 and agg.rows.read == 1000
 
 
@@ -580,7 +580,7 @@ def test_a_callers_connection_is_left_clean(tmp_path: Path) -> None:
         domain={"kind": "values", "column": "shop", "values": ["0", "1", "2"]},
         bounds={"max_records_per_unit": 2},
     )
-    agg = _aggregate_only(spec, engine=DuckDBEngine(connection=con))
+    agg = bounded_aggregate(spec, engine=DuckDBEngine(connection=con))
     assert agg.counts.sum() == 14 and agg.rows.units == 7
     assert con.execute("SELECT count(*) FROM duckdb_tables()").fetchall() == before
     names = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()]
@@ -591,7 +591,7 @@ def test_a_callers_connection_is_left_clean(tmp_path: Path) -> None:
 def test_record_columns(tmp_path: Path) -> None:
     src, _ = small_release_data(tmp_path)
     spec = make_spec(src, bounds={"max_records_per_unit": 1, "record_columns": ["uid", "fare"]})
-    agg = _aggregate_only(spec, engine=ENGINE)
+    agg = bounded_aggregate(spec, engine=ENGINE)
     assert agg.rows.kept == 400
     ledger = make_ledger(tmp_path)
     bad = make_spec(src, bounds={"max_records_per_unit": 1, "record_columns": ["nope"]})
@@ -753,12 +753,12 @@ def test_string_units_sorted_by_hash_keep_the_same_records(
         return calls[-1]
 
     monkeypatch.setattr(DuckDBEngine, "_hash_units", staticmethod(spy))
-    hashed = _aggregate_only(spec, salt=3, engine=ENGINE)
+    hashed = bounded_aggregate(spec, salt=3, engine=ENGINE)
     assert calls == [not collide]
     per_unit = hashed.counts.reshape(300, 10).sum(axis=1)
     assert np.array_equal(per_unit, np.minimum(n, 5))  # no two drivers merged
     assert hashed.rows.units == int((n > 0).sum())
     # The same records as sorting the strings themselves (CSV sources do that).
     monkeypatch.setattr(DuckDBEngine, "_hash_units", staticmethod(lambda *a: False))
-    plain = _aggregate_only(spec, salt=3, engine=ENGINE)
+    plain = bounded_aggregate(spec, salt=3, engine=ENGINE)
     np.testing.assert_array_equal(hashed.counts, plain.counts)

@@ -864,6 +864,3 @@ def bounded_aggregate(
         offset = (float(spec.statistic.lower) + float(spec.statistic.upper)) / 2.0  # type: ignore[arg-type]
     plan = AggregationPlan(spec, domain, secrets.randbits(64) if salt is None else salt, offset)
     return eng.aggregate(plan)
-
-
-_aggregate_only = bounded_aggregate  # the name the tests and benchmarks used first

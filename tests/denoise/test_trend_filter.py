@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -13,10 +15,12 @@ from dpgauss.denoise.trend_filter import (
     _lattice_shape,
     _LatticeDifference,
     _make_operator,
+    _n_components,
     _SparseDifference,
     trend_filter,
 )
 
+tf_module = importlib.import_module("dpgauss.denoise.trend_filter")
 cp = pytest.importorskip("cvxpy")
 
 RTOL = 1e-6  # relative objective accuracy required against the reference solver
@@ -126,6 +130,74 @@ def test_lattice_operator_agrees_with_sparse_operator():
             assert np.allclose(lat.solver(2.5)(b), gen.solver(2.5)(b))
             u = rng.standard_normal(lat.m)
             assert np.allclose(lat.adjoint(u), lat.matrix.T @ u)
+
+
+def same_partition(a: np.ndarray, b: np.ndarray) -> bool:
+    """Two label vectors describe the same partition of the nodes."""
+    pairs = np.unique(np.stack([a, b], axis=1), axis=0)
+    return pairs.shape[0] == np.unique(a).size == np.unique(b).size
+
+
+@pytest.mark.parametrize("density", [0.0, 0.3, 0.6, 0.9, 1.0])
+def test_fused_components_match_the_generic_search(density):
+    """The fast component searches (image labelling on lattices, direct CSR with weak
+    components otherwise) give the same groups as ``_n_components``."""
+    rng = np.random.default_rng(11)
+    ops: list[_LatticeDifference | _SparseDifference] = []
+    for shape in ((1, 12), (5, 7), (30, 40)):
+        g = as_graph(nx.grid_2d_graph(*shape), shape[0] * shape[1])
+        ops += [_LatticeDifference(shape, 0), _SparseDifference(g, 0)]
+    h = nx.connected_watts_strogatz_graph(60, 4, 0.3, seed=2)
+    h.add_nodes_from(range(60, 63))  # isolated nodes
+    ops.append(_SparseDifference(as_graph(h, 63), 0))
+    for op in ops:
+        for _ in range(3):
+            zero = rng.random(op.m) < density
+            n_comp, labels = op.fused_components(zero)
+            ref_n, ref_labels = _n_components(op.n, op.edges[zero])
+            assert n_comp == ref_n
+            assert labels.shape == (op.n,)
+            assert same_partition(labels, ref_labels)
+
+
+def test_lattice_buffers_and_in_place_solve():
+    """``apply(out=)`` fills the buffer; the solver leaves ``b`` alone unless allowed to
+    overwrite it, and both variants agree."""
+    rng = np.random.default_rng(5)
+    op = _LatticeDifference((6, 8), 0)
+    beta = rng.standard_normal(op.n)
+    buf = np.empty(op.m)
+    assert op.apply(beta, out=buf) is buf
+    assert np.array_equal(buf, op.apply(beta))
+    b = rng.standard_normal(op.n)
+    keep = b.copy()
+    ref = op.solver(3.0)(b)
+    assert np.array_equal(b, keep)
+    assert np.allclose(op.solver(3.0, overwrite=True)(b.copy()), ref, rtol=0, atol=1e-13)
+
+
+def test_rho_moves_by_powers_of_four_for_order_0_with_sparse_lu(monkeypatch):
+    """Each new ρ costs a factorisation for a sparse LU, so order 0 there uses powers of
+    four (also along the path); the lattice (free ρ changes) and order 1 keep powers of two."""
+    g = as_graph(nx.connected_watts_strogatz_graph(40, 4, 0.3, seed=1), 40)
+    y = np.random.default_rng(0).standard_normal(40)
+    sparse0 = tf_module._Solver(y, _SparseDifference(g, 0), 1e-6, 100)
+    assert sparse0.rho_step == 2
+    for lam in (0.3, 0.7, 1.1, 5.0):
+        assert sparse0.initial_state(lam).log2_rho % 2 == 0
+    assert tf_module._Solver(y, _SparseDifference(g, 1), 1e-6, 100).rho_step == 1
+    assert tf_module._Solver(y, _LatticeDifference((5, 8), 0), 1e-6, 100).rho_step == 1
+    seen = []
+    original = tf_module._Solver.solve
+
+    def spy(self, lam, state):
+        seen.append(state.log2_rho)
+        return original(self, lam, state)
+
+    monkeypatch.setattr(tf_module._Solver, "solve", spy)
+    fit = trend_filter(y, g, order=0, lam="sure", sigma=1.0, n_lambdas=8)
+    assert fit.params["converged"]
+    assert seen and all(j % 2 == 0 for j in seen)
 
 
 def test_lattice_is_not_detected_after_relabelling():

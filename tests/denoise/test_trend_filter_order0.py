@@ -1,4 +1,4 @@
-"""Order-0 exact min-cut solver (divide and conquer on maximum flows) and its dispatch."""
+"""The exact min-cut graph-TV solver (a test reference) and the ADMM path against it."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from dpgauss.denoise import as_graph
-from dpgauss.denoise._tf_order0 import fused_lasso_dc, fused_lasso_repair
-from dpgauss.denoise.trend_filter import _n_components
+
+from .exact_graph_tv import fused_lasso_dc, fused_lasso_repair
 
 tf = importlib.import_module("dpgauss.denoise.trend_filter")
 cp = pytest.importorskip("cvxpy")
@@ -87,41 +87,33 @@ def test_repair_releases_wrong_jumps(kind):
 
 
 @pytest.mark.parametrize("kind", sorted(GRAPHS))
-def test_dispatch_path_df_is_the_number_of_fused_groups(kind, monkeypatch):
-    """With the min-cut path enabled the SURE path is exact (gap ~0), agrees with the
-    ADMM path's objective, and df is the number of fused groups of the estimate."""
+def test_admm_path_agrees_with_the_exact_min_cut_solver(kind):
+    """At every λ of the ADMM SURE path, the exact min-cut solver (certified gap ~1e-13)
+    reaches the same objective to 1e-6 relative."""
     edges, n = GRAPHS[kind]()
     g = as_graph(edges, n)
+    d = g.incidence
     y = signal(n, 3)
-    admm = tf.trend_filter(y, g, order=0, lam="sure", sigma=1.0, n_lambdas=8)
-    monkeypatch.setattr(tf, "_DC_PATH", True)
-    monkeypatch.setattr(tf, "_DC_POLISH", True)
     fit = tf.trend_filter(y, g, order=0, lam="sure", sigma=1.0, n_lambdas=8)
-    path, ref = fit.params["path"], admm.params["path"]
-    assert np.all(path["gap"] <= 1e-9)
-    np.testing.assert_allclose(path["objective"], ref["objective"], rtol=1e-6)
-    diff = g.incidence @ fit.estimate
-    fused = np.abs(diff) <= 1e-9 * np.max(np.abs(y))
-    assert fit.params["df"] == _n_components(n, g.edges[fused])[0]
+    path = fit.params["path"]
+    for lam, p_admm in zip(path["lam"], path["objective"], strict=True):
+        exact = fused_lasso_dc(y, g.edges, float(lam))
+        p_exact = objective(y, exact.beta, d, float(lam))
+        assert abs(p_admm - p_exact) <= 1e-6 * p_exact
 
 
-def test_manhattan_path_matches_admm(monkeypatch):
-    """On the pruned Manhattan junction graph the min-cut path equals the ADMM path's
-    objective (1e-6 relative) at every λ."""
+def test_manhattan_path_matches_the_exact_solver():
+    """On the pruned Manhattan junction graph the ADMM path's objective equals the exact
+    min-cut solver's (1e-6 relative) at every λ."""
     datasets = pytest.importorskip("dpgauss.datasets")
-    try:
-        road = datasets.load_manhattan_graph(junctions=True, prune_dead_ends=True)
-    except (FileNotFoundError, OSError) as exc:  # pragma: no cover - data not present
-        pytest.skip(f"Manhattan data not available: {exc}")
+    road = datasets.load_manhattan_graph(junctions=True, prune_dead_ends=True)
     n = len(road.lat)
     g = as_graph(np.asarray(road.edges, dtype=np.int64), n)
     rng = np.random.default_rng(1)
     y = np.where(np.asarray(road.lat) > np.median(road.lat), 2.0, 0.0) + rng.standard_normal(n)
     kw = {"order": 0, "lam": "sure", "sigma": 1.0, "n_lambdas": 6, "lam_min_ratio": 1e-2}
-    admm = tf.trend_filter(y, g, **kw)
-    monkeypatch.setattr(tf, "_DC_PATH", True)
-    fit = tf.trend_filter(y, g, **kw)
-    np.testing.assert_allclose(
-        fit.params["path"]["objective"], admm.params["path"]["objective"], rtol=1e-6
-    )
-    assert np.all(fit.params["path"]["gap"] <= 1e-9)
+    path = tf.trend_filter(y, g, **kw).params["path"]
+    for lam, p_admm in zip(path["lam"], path["objective"], strict=True):
+        exact = fused_lasso_dc(y, g.edges, float(lam))
+        p_exact = objective(y, exact.beta, g.incidence, float(lam))
+        assert abs(p_admm - p_exact) <= 1e-6 * p_exact

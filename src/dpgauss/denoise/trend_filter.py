@@ -113,7 +113,6 @@ from scipy.fft import dctn, idctn
 from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
 
 from .._validation import REAL, as_real_array, check_interval
-from ._tf_order0 import fused_lasso_repair
 from ._tf_order1 import SupportSolver
 from ._tf_order1 import spd_lu as _spd_lu
 from .graph import Graph, as_graph
@@ -165,17 +164,6 @@ _PDAS_LOCAL = 2
 # (λ_max grows with the order), extended while SURE still falls, at most to LAM_FLOOR.
 _LAM_MIN_RATIO = (1e-3, 1e-3, 1e-4)
 _LAM_FLOOR = 1e-12
-# Order 0: the exact min-cut solver (_tf_order0) on graphs of at most DC_MAX_N nodes
-# (scipy's Dinic maximum flow is slow on large lattices: seconds per flow at 10⁵ nodes),
-# releasing contradicted jumps at most DC_REPAIRS times.  DC_PATH: try it before ADMM,
-# warm-started from the previous λ's jumps and dual; DC_POLISH: try it at every polish,
-# from the polished support and ADMM's dual.  Both are off (ADMM alone, as before): the
-# results are exact (gap ~1e-13, exact df) but the Manhattan SURE path is no faster than
-# with ADMM (0.8-1.1 s against 0.7-0.8 s in the same runs; see docs/benchmarks.md).
-_DC_MAX_N = 50_000
-_DC_PATH = False
-_DC_POLISH = False
-_DC_REPAIRS = 2
 
 
 class TrendFilterConvergenceWarning(UserWarning):
@@ -695,7 +683,6 @@ class _Solver:
         # log₂ of the factor by which ρ moves (module constants above)
         self.rho_step = _RHO_STEP_LU0 if op.order == 0 and isinstance(op, _SparseDifference) else 1
         self.support_solver: SupportSolver | None = None
-        self.flow_hint: np.ndarray | None = None  # order 0: the current ADMM dual
         self.last_dual: np.ndarray | None = None  # warm start of the order-1 support solver
 
     # objective and dual -------------------------------------------------------------
@@ -739,10 +726,6 @@ class _Solver:
             zero = sign == 0
             beta = _polish_groups(op, y, lam, sign, zero)
             out: list[tuple[np.ndarray, np.ndarray, np.ndarray | None]] = [(beta, zero, None)]
-            if _DC_POLISH and op.n <= _DC_MAX_N:
-                exact = self.order0_exact(lam, np.sign(op.apply(beta)), self.flow_hint)
-                if exact is not None:
-                    out.append(exact)
             return out
         out = []
         steps = _PDAS_STEPS if op.order % 2 == 1 else 1
@@ -792,20 +775,6 @@ class _Solver:
             seen.add(sign.tobytes())
         return out
 
-    def order0_exact(
-        self, lam: float, jump: np.ndarray, flow: np.ndarray | None
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """Order 0: the min-cut solver with the jumps ``jump`` fixed (and released where
-        contradicted) and the initial flow ``flow``; a candidate ``(β, zero rows, u)``."""
-        op = self.op
-        atol = 1e-9 * self.y_scale
-        jump = np.where(np.abs(jump) > 0, np.sign(jump), 0.0)
-        res = fused_lasso_repair(self.y, op.edges, lam, jump, flow, _DC_REPAIRS, atol)
-        if res is None:
-            return None
-        dbeta = op.apply(res.beta)
-        return res.beta, np.abs(dbeta) <= atol, res.u
-
     def exact_support(
         self, lam: float, sign: np.ndarray, zero: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray | None] | None:
@@ -846,15 +815,6 @@ class _Solver:
         y, op, tol = self.y, self.op, self.tol
         best = _Best(self.primal(y, op.apply(y), lam), y, np.zeros(op.m, dtype=bool))
         t_iter = t_polish = 0.0
-        # Order 0 (if enabled): the exact min-cut solver from the previous λ's jumps.
-        if state.sign is not None and op.order == 0 and _DC_PATH and op.n <= _DC_MAX_N:
-            exact = self.order0_exact(lam, state.sign, state.w)
-            if exact is not None:
-                self.absorb(best, lam, [exact])
-                if best.gap <= tol * max(best.p, 1e-300):
-                    state.z, state.w = op.apply(exact[0]), exact[2]
-                    best.prefer_exact(tol)
-                    return self.finish(lam, best, 0, state)
         # Odd orders: first try the active-set method from the previous λ's exact support
         # (supports change little between neighbouring λ on the path).
         if state.sign is not None and op.order % 2 == 1 and op.n <= _POLISH_MAX_N:
@@ -936,7 +896,6 @@ class _Solver:
                 continue
             # certified duality gap (w = ρu is dual feasible: |w| ≤ λ) --------------
             w = rho * u
-            self.flow_hint = w
             best.offer(self.primal(beta, dbeta, lam), beta, z == 0, polished=False)
             best.d = max(best.d, self.dual(w))
             # polish (and for odd orders run PDAS) once the support has nearly settled,

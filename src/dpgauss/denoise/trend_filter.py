@@ -131,10 +131,11 @@ ORDERS = (0, 1, 2)
 _ALPHA = 1.6
 _MU = 2.0
 _ADAPT_EVERY = 10
-# RHO_STEP_LU0: order 0 with a sparse LU moves ρ by factors of 2^RHO_STEP_LU0 = 4, not 2 (each
-# new ρ costs a factorisation, and the coarser ρ also oscillates less: on the Manhattan
-# path 10 factorisations and ~1,300 iterations instead of 14-18 and ~1,500).
-_RHO_STEP_LU0 = 2
+# RHO_STEP_LU0: order 0 with a sparse LU moves ρ by factors of 2^RHO_STEP_LU0.  With 2
+# (factors of 4: fewer factorisations) the benchmark path was 5.0-5.6x cvxpy instead of
+# 4.5-4.6x, but on the unpruned Manhattan graph with the taxi counts 2 of 30 SURE paths
+# stalled at max_iter (30.8 s against 10.3 s for the 30 paths), so the default stays 1.
+_RHO_STEP_LU0 = 1
 # The element-wise part of an ADMM iteration runs on chunks of this many rows (4 arrays of
 # 512 KiB: cache-resident, so large lattices make one pass over memory instead of seven).
 _CHUNK = 65_536

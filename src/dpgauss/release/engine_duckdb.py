@@ -62,7 +62,6 @@ _INTEGER_TYPES = (
     "UINTEGER",
     "UBIGINT",
 )
-_EXACT_INT = 2**53
 
 
 class EngineError(ValueError):
@@ -616,20 +615,12 @@ FROM ({rows_sql}) GROUP BY g"""
         """A range over an integer-typed column with integer start and step."""
         d = self.spec.domain
         t = self.types.get(str(d.column), "").upper()
-        return (
-            t in ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER")
-            and all(isinstance(x, int) and not isinstance(x, bool) for x in (d.start, d.step))
-            and abs(int(d.start)) < 2**62
-            and int(d.step) < 2**31
-        )
+        ints = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER")
+        return t in ints and d.integral_bins
 
     def _values_type(self) -> str:
-        vals = self.spec.domain.values or ()
-        if any(isinstance(v, str) for v in vals):
-            return "VARCHAR"
-        if all(isinstance(v, int) for v in vals) and any(abs(v) >= _EXACT_INT for v in vals):
-            return "HUGEINT"
-        return "DOUBLE"
+        kind = self.spec.domain.values_kind
+        return {"string": "VARCHAR", "bigint": "HUGEINT", "double": "DOUBLE"}[kind]
 
     def _value_parse(self) -> tuple[list[str], str, str]:
         """(parsed columns, the invalid-value condition, the clamped value expression)."""

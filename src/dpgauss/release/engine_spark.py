@@ -61,7 +61,6 @@ __all__ = ["SparkEngine", "priority_column"]
 # Row classes (engine.py, "Classification"); MALFORMED lines are tested first.
 IN_DOMAIN, NULL_UNIT, INVALID_DOMAIN, INVALID_VALUE, OUTSIDE, OUTSIDE_FILTER, MALFORMED = range(7)
 DROPPED = -100  # the group of in-domain rows removed by the bounds
-_EXACT_INT = 2**53
 
 # What DuckDB's TRY_CAST(text AS DOUBLE) accepts (checked against DuckDB 2.0).
 _DIGITS = "[0-9]+(_[0-9]+)*"
@@ -383,20 +382,11 @@ class _Job:
 
     def _integer_range(self) -> bool:
         d = self.spec.domain
-        return (
-            self._is(str(d.column), "integral")
-            and all(isinstance(x, int) and not isinstance(x, bool) for x in (d.start, d.step))
-            and abs(int(d.start)) < 2**62  # type: ignore[arg-type]
-            and int(d.step) < 2**31  # type: ignore[arg-type]
-        )
+        return self._is(str(d.column), "integral") and d.integral_bins
 
     def _values_type(self) -> str:
-        vals = self.spec.domain.values or ()
-        if any(isinstance(v, str) for v in vals):
-            return "string"
-        if all(isinstance(v, int) for v in vals) and any(abs(v) >= _EXACT_INT for v in vals):
-            return "decimal"
-        return "double"
+        kind = self.spec.domain.values_kind
+        return {"string": "string", "bigint": "decimal", "double": "double"}[kind]
 
     def _domain_parse(self) -> tuple[dict[str, str], str]:
         """({name: SQL} of the parsed domain columns, the invalid-domain condition)."""

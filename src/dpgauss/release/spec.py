@@ -452,6 +452,28 @@ class DomainSpec:
         return (self.column,)  # type: ignore[return-value]
 
     @property
+    def values_kind(self) -> str:
+        """How engines compare a ``values`` domain's keys: ``"string"``, ``"bigint"`` (some
+        integer beyond 2**53, which a double would not hold exactly) or ``"double"``."""
+        vals = self.values or ()
+        if any(isinstance(v, str) for v in vals):
+            return "string"
+        if all(isinstance(v, int) for v in vals) and any(abs(v) >= 2**53 for v in vals):
+            return "bigint"
+        return "double"
+
+    @property
+    def integral_bins(self) -> bool:
+        """A ``range`` with integer ``start`` and ``step`` small enough for exact 64-bit
+        integer binning (engines use it when the column is an integer type too)."""
+        return (
+            self.kind == "range"
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in (self.start, self.step))
+            and abs(int(self.start)) < 2**62  # type: ignore[arg-type]
+            and int(self.step) < 2**31  # type: ignore[arg-type]
+        )
+
+    @property
     def effective_cutoff(self) -> float:
         """The cutoff in metres (default 150 for nearest, 3 × bandwidth for kde)."""
         if self.cutoff is not None:

@@ -105,3 +105,23 @@ def test_cache_budget_falls_back_to_the_saddle_point_polish(monkeypatch):
     np.testing.assert_allclose(
         fast.params["path"]["objective"], slow.params["path"]["objective"], rtol=2e-6
     )
+
+
+@pytest.mark.parametrize("kind", sorted(GRAPHS))
+@pytest.mark.parametrize("order", [1, 2])
+def test_reordered_factorisations_solve_every_rho(kind, order):
+    """One minimum-degree ordering serves every ρ: the solves of ``I + ρG`` (G the gram of
+    Δ⁽ᵏ⁺¹⁾) agree with a dense solve, for the first ρ (ordered by SuperLU) and later ones
+    (pre-permuted, natural order), vectors and matrices alike."""
+    edges, n = GRAPHS[kind]()
+    mat = _make_operator(as_graph(edges, n), order).matrix
+    gram = (mat.T @ mat).toarray()
+    factors = _tf_order1.ReorderedSPD(mat.T @ mat)
+    rng = np.random.default_rng(order)
+    for rho in (1.0, 0.25, 64.0, 1e-3):
+        b = rng.standard_normal((n, 3))
+        expected = np.linalg.solve(np.eye(n) + rho * gram, b)
+        solve = factors.factor(rho)
+        atol = 1e-9 * np.abs(expected).max()
+        np.testing.assert_allclose(solve(b), expected, rtol=0, atol=atol)
+        np.testing.assert_allclose(solve(b[:, 0]), expected[:, 0], rtol=0, atol=atol)

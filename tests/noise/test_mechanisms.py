@@ -153,8 +153,11 @@ def test_default_rng_is_secure_and_works():
     from dpgauss.noise.mechanisms import DiscreteGaussianMechanism
     from dpgauss.noise.release import DiscreteGaussianNoise, DiscreteLaplaceNoise
 
-    mechs = [GaussianMechanism(1.0, 1e-6), LaplaceMechanism(1.0, 1.0),
-             DiscreteGaussianMechanism(1.0, 1e-6)]
+    mechs = [
+        GaussianMechanism(1.0, 1e-6),
+        LaplaceMechanism(1.0, 1.0),
+        DiscreteGaussianMechanism(1.0, 1e-6),
+    ]
     for mech in mechs:
         assert inspect.signature(mech.release).parameters["rng"].default == "secure"
     truth = np.array([3.0, -1.25, 1e6])

@@ -19,8 +19,10 @@ def test_int_seed_is_reproducible(seed):
     a, b = resolve_rng(seed), resolve_rng(seed)
     assert isinstance(a, np.random.Generator) and a is not b
     assert np.array_equal(a.integers(0, 100, 10), b.integers(0, 100, 10))
-    assert np.array_equal(resolve_rng(seed).integers(0, 100, 10),
-                          np.random.default_rng(int(seed)).integers(0, 100, 10))
+    assert np.array_equal(
+        resolve_rng(seed).integers(0, 100, 10),
+        np.random.default_rng(int(seed)).integers(0, 100, 10),
+    )
 
 
 def test_secure():

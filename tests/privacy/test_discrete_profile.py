@@ -28,7 +28,7 @@ def ref_delta(sigma: float, eps: float, sens: int) -> mpf:
         first = int(mpmath.floor(a)) + 1
         last = first + sens + int(40 * sigma) + 40
         z = mpmath.jtheta(3, 0, mpmath.exp(-1 / (2 * s2)))
-        w = [mpmath.exp(-mpf(x) ** 2 / (2 * s2)) for x in range(first, last)]
+        w = [mpmath.exp(-(mpf(x) ** 2) / (2 * s2)) for x in range(first, last)]
         upper = mpmath.fsum(w)
         shifted = mpmath.fsum(w[sens:])
         return +((upper - mpmath.exp(e) * shifted) / z)
@@ -172,8 +172,15 @@ def test_sigma_is_safe_and_locally_smallest(eps, delta, sens):
 
 @pytest.mark.parametrize(
     ("eps", "delta", "sens"),
-    [(1.0, 1e-3, 1), (2.0, 0.027, 1), (5.0, 1e-3, 1), (8.0, 1e-6, 1), (8.0, 1e-4, 2),
-     (20.0, 1e-9, 1), (12.0, 1e-12, 1)],
+    [
+        (1.0, 1e-3, 1),
+        (2.0, 0.027, 1),
+        (5.0, 1e-3, 1),
+        (8.0, 1e-6, 1),
+        (8.0, 1e-4, 2),
+        (20.0, 1e-9, 1),
+        (12.0, 1e-12, 1),
+    ],
 )
 def test_sigma_is_smallest_on_a_grid(eps, delta, sens):
     """Where δ(σ) is far from monotone, the search still finds the first safe σ."""

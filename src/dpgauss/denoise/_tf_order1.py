@@ -56,7 +56,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-__all__ = ["SupportSolver"]
+__all__ = ["ReorderedSPD", "SupportSolver", "spd_lu"]
 
 _BATCH = 8  # SuperLU solves a few right-hand sides at a time fastest
 _REFINE = 3  # at most this many refinement steps
@@ -64,14 +64,56 @@ _RESIDUAL = 1e-11  # stop refining when max|(Lβ)_F| is this small relative to |
 _MAX_ENTRIES = 25_000_000  # the cached block of M⁻¹: at most this many floats (200 MB)
 
 
-def spd_lu(matrix: sp.csc_matrix) -> Any:
-    """Sparse LU of a symmetric positive (or quasi-) definite matrix, without pivoting."""
+def spd_lu(matrix: sp.csc_matrix, ordered: bool = False) -> Any:
+    """Sparse LU of a symmetric positive (or quasi-) definite matrix, without pivoting.
+
+    ``ordered=True`` says the rows and columns are already in a fill-reducing order (for
+    instance ``perm_c`` of an earlier factorisation with the same pattern, see
+    :class:`ReorderedSPD`): SuperLU then skips its minimum-degree ordering, about half of
+    the factorisation time on road graphs.
+    """
     return spla.splu(
         matrix,
-        permc_spec="MMD_AT_PLUS_A",
+        permc_spec="NATURAL" if ordered else "MMD_AT_PLUS_A",
         diag_pivot_thresh=0.0,
         options={"SymmetricMode": True},
     )
+
+
+class ReorderedSPD:
+    """Factorisations of ``I + ρG`` for many ρ with one fill-reducing ordering of ``G``.
+
+    The sparsity pattern of ``I + ρG`` does not depend on ρ > 0, so the minimum-degree
+    order of the first factorisation serves every later one: ``G`` is permuted once,
+    ``P G Pᵀ``, and each ρ is factorised in that order (``spd_lu(…, ordered=True)``);
+    a solve permutes ``b`` in and the solution back out, ``x = Pᵀ (I + ρ P G Pᵀ)⁻¹ P b``.
+    """
+
+    def __init__(self, gram: sp.spmatrix) -> None:
+        self.gram = sp.csc_matrix(gram)
+        self.n = self.gram.shape[0]
+        self._order: tuple[np.ndarray, np.ndarray] | None = None
+        self._permuted: sp.csc_matrix | None = None
+
+    def factor(self, rho: float) -> Callable[[np.ndarray], np.ndarray]:
+        """``b ↦ (I + ρG)⁻¹ b``."""
+        eye = sp.identity(self.n, format="csc")
+        if self._order is None:
+            lu = spd_lu(sp.csc_matrix(eye + rho * self.gram))
+            inverse = np.asarray(lu.perm_c, dtype=np.int64)
+            order = np.empty_like(inverse)
+            order[inverse] = np.arange(self.n)
+            self._order = (order, inverse)
+            self._permuted = sp.csc_matrix(self.gram[order][:, order])
+            return lu.solve
+        order, inverse = self._order
+        assert self._permuted is not None
+        solve = spd_lu(sp.csc_matrix(eye + rho * self._permuted), ordered=True).solve
+
+        def permuted_solve(b: np.ndarray) -> np.ndarray:
+            return solve(b[order])[inverse]
+
+        return permuted_solve
 
 
 class _Laplacian(Protocol):

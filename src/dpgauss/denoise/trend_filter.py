@@ -26,12 +26,13 @@ ADMM (Boyd, Parikh, Chu, Peleato & Eckstein 2011, §3 and §6.4.1 generalised la
     x ← αΔβ + (1 − α)z + w/ρ
     z ← S_{λ/ρ}(x),   w ← ρ (x − z) = ρ·clip(x, ±λ/ρ)
 
-The factorisation of ``I + ρΔᵀΔ`` is a sparse LU (SuperLU, minimum-degree ordering)
-computed once per ρ and cached; on a 1-D chain or 2-D lattice graph (detected from the
-edge list) the system is instead diagonalised by the orthonormal DCT-II, since the
-Neumann lattice Laplacian has the DCT basis as eigenvectors.  ρ is a power of two (of
-four for order 0 with a sparse LU) and adapts by residual balancing (Boyd et al. §3.4.1,
-on relative residuals), so only a few factorisations are ever made.  For order 0 the
+The factorisation of ``I + ρΔᵀΔ`` is a sparse LU (SuperLU) computed once per ρ and
+cached; its pattern does not depend on ρ, so the minimum-degree ordering of the first
+factorisation is kept and later ones skip it (``_tf_order1.ReorderedSPD``).  On a 1-D
+chain or 2-D lattice graph (detected from the edge list) the system is instead
+diagonalised by the orthonormal DCT-II, since the Neumann lattice Laplacian has the DCT
+basis as eigenvectors.  ρ is a power of two and adapts by residual balancing (Boyd et al.
+§3.4.1, on relative residuals), so only a few factorisations are ever made.  For order 0 the
 update runs in place, in cache-sized chunks (on a 10⁶-node lattice the two DCTs and a few
 passes over memory are all an iteration costs), and the fused groups of a lattice are
 found by labelling an image.  For orders ≥ 1 the iteration is Anderson-accelerated
@@ -113,7 +114,7 @@ from scipy.fft import dctn, idctn
 from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
 
 from .._validation import REAL, as_real_array, check_interval
-from ._tf_order1 import SupportSolver
+from ._tf_order1 import ReorderedSPD, SupportSolver
 from ._tf_order1 import spd_lu as _spd_lu
 from .graph import Graph, as_graph
 from .result import Denoised, check_observation
@@ -197,7 +198,7 @@ class _SparseDifference:
         self.matrix_t = mat.T.tocsr()
         self.m = mat.shape[0]
         self._laplacian = lap
-        self._gram: sp.csc_matrix | None = None
+        self._gram: ReorderedSPD | None = None
         self._grounded: tuple[np.ndarray, Callable[[np.ndarray], np.ndarray] | None] | None = None
         self._lu: OrderedDict[float, Callable[[np.ndarray], np.ndarray]] = OrderedDict()
         self._tails: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
@@ -241,13 +242,12 @@ class _SparseDifference:
             self._lu.move_to_end(rho)
             return self._lu[rho]
         if self._gram is None:
-            self._gram = sp.csc_matrix(self.matrix_t @ self.matrix)
-        system = sp.csc_matrix(sp.identity(self.n, format="csc") + rho * self._gram)
-        lu = _spd_lu(system)
-        self._lu[rho] = lu.solve
+            self._gram = ReorderedSPD(self.matrix_t @ self.matrix)
+        solve = self._gram.factor(rho)
+        self._lu[rho] = solve
         while len(self._lu) > _LU_CACHE:
             self._lu.popitem(last=False)
-        return lu.solve
+        return solve
 
     def laplacian_power_solve(self, r: np.ndarray, power: int) -> np.ndarray:
         """The solution ``x ⊥ null(L)`` of ``L^power x = r`` for ``r ⊥ null(L)`` (a vector or

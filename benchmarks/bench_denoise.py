@@ -69,6 +69,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from dpgauss.datasets import load_manhattan_graph  # noqa: E402
+from dpgauss.denoise import _graph_tv  # noqa: E402
 from dpgauss.denoise.graph import as_graph  # noqa: E402
 from dpgauss.denoise.trend_filter import _make_operator, trend_filter  # noqa: E402
 
@@ -150,18 +151,24 @@ def cvxpy_solve(problem: Any) -> None:
 # --------------------------------------------------------------------------------------
 
 
+def solvers_for(order: int) -> list[str]:
+    """Order 0 by both solvers (min-cut needs numba, the ``fast`` extra); others by ADMM."""
+    if order != 0:
+        return ["admm"]
+    return (["mincut"] if _graph_tv.available() else []) + ["admm"]
+
+
 def bench_manhattan(repeats: int) -> list[dict[str, Any]]:
     coords, edges = load_manhattan_junctions()
     rng = np.random.default_rng(SEED)
     _, y = manhattan_signal(coords, rng)
     g = as_graph(edges, y.size)
     print(f"Manhattan junction graph: {g.n} nodes, {g.m} edges, order 0 and 1, sigma = {SIGMA}")
+    if _graph_tv.available():  # compile (or load from numba's cache) before timing
+        trend_filter(y[:50], np.array([[i, i + 1] for i in range(49)]), lam=1.0, solver="mincut")
     rows = []
     for order in (0, 1):
         mat = _make_operator(g, order).matrix
-
-        def ours_single(order: int = order) -> Any:
-            return trend_filter(y, g, order=order, lam=FIXED_LAM)
 
         def cvx_single(mat: sp.spmatrix = mat) -> np.ndarray:
             problem, beta, lam = cvxpy_problem(y, mat)
@@ -169,58 +176,76 @@ def bench_manhattan(repeats: int) -> list[dict[str, Any]]:
             cvxpy_solve(problem)
             return np.asarray(beta.value)
 
-        t_ours, fit = timed(ours_single, repeats)
         t_cvx, beta_cvx = timed(cvx_single, repeats)
-        p_ours = objective(y, fit.estimate, mat, FIXED_LAM)
         p_cvx = objective(y, beta_cvx, mat, FIXED_LAM)
-        rows.append(
-            {
-                "case": f"order {order}, one solve (lam = {FIXED_LAM:g})",
-                "dpgauss_s": t_ours,
-                "cvxpy_s": t_cvx,
-                "rel_obj": (p_ours - p_cvx) / p_cvx,
-                "iterations": fit.params["iterations"],
-                "gap": fit.params["gap"],
-            }
-        )
+        cvx_paths: dict[bytes, tuple[float, list[np.ndarray]]] = {}
+        for solver in solvers_for(order):
 
-        def ours_path(order: int = order) -> Any:
-            return trend_filter(y, g, order=order, lam="sure", sigma=SIGMA, **PATH_KW)
+            def ours_single(order: int = order, solver: str = solver) -> Any:
+                return trend_filter(y, g, order=order, lam=FIXED_LAM, solver=solver)
 
-        t_path, res = timed(ours_path, repeats)
-        path = res.params["path"]
-        lams = path["lam"]
+            t_ours, fit = timed(ours_single, repeats)
+            p_ours = objective(y, fit.estimate, mat, FIXED_LAM)
+            rows.append(
+                {
+                    "case": f"order {order}, {solver}, one solve (lam = {FIXED_LAM:g})",
+                    "dpgauss_s": t_ours,
+                    "cvxpy_s": t_cvx,
+                    "rel_obj": (p_ours - p_cvx) / p_cvx,
+                    "work": work(fit.params),
+                    "gap": fit.params["gap"],
+                }
+            )
 
-        def cvx_path(mat: sp.spmatrix = mat, lams: np.ndarray = lams) -> list[np.ndarray]:
-            problem, beta, lam = cvxpy_problem(y, mat)
-            out = []
-            for value in lams:
-                lam.value = float(value)
-                cvxpy_solve(problem)
-                out.append(np.asarray(beta.value))
-            return out
+            def ours_path(order: int = order, solver: str = solver) -> Any:
+                return trend_filter(
+                    y, g, order=order, lam="sure", sigma=SIGMA, solver=solver, **PATH_KW
+                )
 
-        t_cvx_path, betas = timed(cvx_path, repeats)
-        rel = [
-            (p - objective(y, b, mat, float(value))) / objective(y, b, mat, float(value))
-            for p, b, value in zip(path["objective"], betas, lams, strict=True)
-        ]
-        worst = int(np.argmax(np.abs(rel)))
-        rows.append(
-            {
-                "case": f"order {order}, SURE path ({len(lams)} lam, "
-                f"chosen {res.params['lam']:.3g})",
-                "dpgauss_s": t_path,
-                "cvxpy_s": t_cvx_path,
-                "rel_obj": rel[worst],
-                "iterations": res.params["iterations"],
-                "gap": float(np.max(path["gap"])),
-            }
-        )
+            t_path, res = timed(ours_path, repeats)
+            path = res.params["path"]
+            lams = path["lam"]
+
+            def cvx_path(mat: sp.spmatrix = mat, lams: np.ndarray = lams) -> list[np.ndarray]:
+                problem, beta, lam = cvxpy_problem(y, mat)
+                out = []
+                for value in lams:
+                    lam.value = float(value)
+                    cvxpy_solve(problem)
+                    out.append(np.asarray(beta.value))
+                return out
+
+            key = np.asarray(lams).tobytes()  # the same λ grid is timed once
+            if key not in cvx_paths:
+                cvx_paths[key] = timed(cvx_path, repeats)
+            t_cvx_path, betas = cvx_paths[key]
+            rel = [
+                (p - objective(y, b, mat, float(value))) / objective(y, b, mat, float(value))
+                for p, b, value in zip(path["objective"], betas, lams, strict=True)
+            ]
+            worst = int(np.argmax(np.abs(rel)))
+            rows.append(
+                {
+                    "case": f"order {order}, {solver}, SURE path ({len(lams)} lam, "
+                    f"chosen {res.params['lam']:.3g})",
+                    "dpgauss_s": t_path,
+                    "cvxpy_s": t_cvx_path,
+                    "rel_obj": rel[worst],
+                    "work": work(res.params),
+                    "gap": float(np.max(path["gap"])),
+                }
+            )
     return rows
 
 
-def grid_child(side: int, generic: bool) -> None:
+def work(params: dict[str, Any]) -> str:
+    """ADMM iterations, or min-cut rounds, of a fit."""
+    if "rounds" in params:
+        return f"{params['rounds']} cuts"
+    return f"{params['iterations']} it."
+
+
+def grid_child(side: int, generic: bool, solver: str) -> None:
     """Run in a fresh process: one order-0 solve on a side × side lattice; print JSON."""
     rng = np.random.default_rng(SEED)
     _, image = grid_signal(side, rng)
@@ -230,11 +255,15 @@ def grid_child(side: int, generic: bool) -> None:
         perm = rng.permutation(y.size)
         inv = np.argsort(perm)
         edges, y = inv[edges], y[perm]
+    if solver != "admm" and _graph_tv.available():  # numba: compile or load before timing
+        trend_filter(y[:50], np.array([[i, i + 1] for i in range(49)]), lam=1.0, solver="mincut")
     t0 = time.perf_counter()
     g = as_graph(edges, y.size)  # edge-list normal form (np.unique), timed separately
     t_graph = time.perf_counter() - t0
     t0 = time.perf_counter()
-    fit = trend_filter(y, g, order=0, lam=FIXED_LAM, tol=GRID_TOL, max_iter=GRID_MAX_ITER)
+    fit = trend_filter(
+        y, g, order=0, lam=FIXED_LAM, tol=GRID_TOL, max_iter=GRID_MAX_ITER, solver=solver
+    )
     elapsed = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
     print(
@@ -243,7 +272,7 @@ def grid_child(side: int, generic: bool) -> None:
                 "seconds": elapsed,
                 "graph_seconds": t_graph,
                 "peak_rss_gb": peak / 1e9,
-                "iterations": fit.params["iterations"],
+                "work": work(fit.params),
                 "gap": fit.params["gap"],
                 "converged": fit.params["converged"],
                 "df": fit.params["df"],
@@ -253,8 +282,9 @@ def grid_child(side: int, generic: bool) -> None:
     )
 
 
-def bench_grid(side: int, generic: bool) -> dict[str, Any]:
-    cmd = [sys.executable, __file__, "--grid-child", str(side)] + (["--generic"] if generic else [])
+def bench_grid(side: int, generic: bool, solver: str) -> dict[str, Any]:
+    cmd = [sys.executable, __file__, "--grid-child", str(side), "--solver", solver]
+    cmd += ["--generic"] if generic else []
     out = subprocess.run(cmd, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -282,9 +312,10 @@ def main() -> None:
         "--blas-threads", default="1", help="BLAS threads (0 = library default); see doc"
     )
     parser.add_argument("--grid-child", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--solver", default="auto", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.grid_child:
-        grid_child(args.grid_child, args.generic)
+        grid_child(args.grid_child, args.generic, args.solver)
         return
     repeats = 1 if args.quick else args.repeats
     print(
@@ -296,13 +327,13 @@ def main() -> None:
     print()
     print(
         "| case | dpgauss (s) | cvxpy+Clarabel (s) | speed-up | max rel. objective diff | "
-        "ADMM iterations | max duality gap |"
+        "ADMM iterations / min cuts | max duality gap |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(
             f"| {r['case']} | {r['dpgauss_s']:.3f} | {r['cvxpy_s']:.3f} | "
-            f"{r['cvxpy_s'] / r['dpgauss_s']:.1f}x | {r['rel_obj']:+.1e} | {r['iterations']} | "
+            f"{r['cvxpy_s'] / r['dpgauss_s']:.1f}x | {r['rel_obj']:+.1e} | {r['work']} | "
             f"{r['gap']:.1e} |"
         )
     if args.no_grid:
@@ -310,14 +341,17 @@ def main() -> None:
     side = 300 if args.quick else 1000
     print()
     print(f"Order 0 on a {side} x {side} lattice ({side * side:,} nodes), lam = {FIXED_LAM:g}:")
-    print("| solver | time (s) | peak RSS (GB) | ADMM iterations | rel. duality gap | converged |")
-    print("|---|---:|---:|---:|---:|---|")
-    for generic in (False, True) if args.generic else (False,):
-        r = bench_grid(side, generic)
-        print(
-            f"| {r['solver']} | {r['seconds']:.1f} | {r['peak_rss_gb']:.2f} | {r['iterations']} | "
-            f"{r['gap']:.1e} | {r['converged']} |"
-        )
+    print(
+        "| solver | time (s) | peak RSS (GB) | ADMM iterations / min cuts | rel. duality gap | df |"
+    )
+    print("|---|---:|---:|---:|---:|---:|")
+    for solver in solvers_for(0):
+        for generic in (False, True) if args.generic else (False,):
+            r = bench_grid(side, generic, solver)
+            print(
+                f"| {r['solver']} | {r['seconds']:.1f} | {r['peak_rss_gb']:.2f} | {r['work']} | "
+                f"{r['gap']:.1e} | {r['df']} |"
+            )
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ from dpgauss.denoise.trend_filter import (
 )
 
 tf_module = importlib.import_module("dpgauss.denoise.trend_filter")
+_graph_tv = importlib.import_module("dpgauss.denoise._graph_tv")
 cp = pytest.importorskip("cvxpy")
 
 RTOL = 1e-6  # relative objective accuracy required against the reference solver
@@ -61,26 +62,34 @@ def random_connected_graph(n: int, seed: int) -> nx.Graph:
 # --------------------------------------------------------------------------------------
 
 CASES = [("random", 20, 1), ("random", 37, 2), ("random", 60, 3)]
+NEEDS_NUMBA = pytest.mark.skipif(not _graph_tv.available(), reason="numba is not installed")
+# every order with ADMM, and order 0 also by the exact minimum-cut decomposition
+ORDER_SOLVER = [
+    (0, "admm"),
+    pytest.param(0, "mincut", marks=NEEDS_NUMBA),
+    (1, "admm"),
+    (2, "admm"),
+]
 
 
-@pytest.mark.parametrize("order", [0, 1, 2])
+@pytest.mark.parametrize(("order", "solver"), ORDER_SOLVER)
 @pytest.mark.parametrize(("kind", "n", "seed"), CASES)
-def test_objective_matches_cvxpy_on_random_connected_graphs(kind, n, seed, order):
+def test_objective_matches_cvxpy_on_random_connected_graphs(kind, n, seed, order, solver):
     rng = np.random.default_rng(seed)
     graph = random_connected_graph(n, seed)
     y = piecewise_signal(n, rng)
     edges = as_graph(graph, n).edges
     mat = difference_matrix(edges, n, order)
     for lam in (0.05, 0.5, 4.0):
-        fit = trend_filter(y, graph, order=order, lam=lam)
+        fit = trend_filter(y, graph, order=order, lam=lam, solver=solver)
         ours = objective(y, fit.estimate, mat, lam)
         ref = reference_objective(y, mat, lam)
         assert ours - ref <= RTOL * max(ours, ref), (order, lam, ours, ref)
         assert fit.params["converged"]
 
 
-@pytest.mark.parametrize("order", [0, 1, 2])
-def test_objective_matches_cvxpy_on_disconnected_graph_with_self_loops(order):
+@pytest.mark.parametrize(("order", "solver"), ORDER_SOLVER)
+def test_objective_matches_cvxpy_on_disconnected_graph_with_self_loops(order, solver):
     rng = np.random.default_rng(7)
     a = nx.convert_node_labels_to_integers(random_connected_graph(25, 11))
     b = nx.convert_node_labels_to_integers(nx.cycle_graph(10), first_label=25)
@@ -91,15 +100,15 @@ def test_objective_matches_cvxpy_on_disconnected_graph_with_self_loops(order):
     y = piecewise_signal(n, rng, pieces=6)
     mat = difference_matrix(as_graph(edges, n).edges, n, order)
     for lam in (0.1, 1.0, 10.0):
-        fit = trend_filter(y, edges_in, order=order, lam=lam)
+        fit = trend_filter(y, edges_in, order=order, lam=lam, solver=solver)
         ours = objective(y, fit.estimate, mat, lam)
         ref = reference_objective(y, mat, lam)
         assert ours - ref <= RTOL * max(ours, ref)
         assert fit.estimate[35] == pytest.approx(y[35])  # an isolated node keeps its value
 
 
-@pytest.mark.parametrize("order", [0, 1, 2])
-def test_objective_matches_cvxpy_on_a_lattice(order):
+@pytest.mark.parametrize(("order", "solver"), ORDER_SOLVER)
+def test_objective_matches_cvxpy_on_a_lattice(order, solver):
     """The lattice (DCT) solver gives the same optimum as the general one."""
     rng = np.random.default_rng(5)
     graph = nx.grid_2d_graph(6, 9)
@@ -108,9 +117,10 @@ def test_objective_matches_cvxpy_on_a_lattice(order):
     y = piecewise_signal(n, rng)
     mat = difference_matrix(as_graph(graph, n).edges, n, order)
     for lam in (0.1, 1.0):
-        fit = trend_filter(y.reshape(6, 9), graph, order=order, lam=lam)
+        fit = trend_filter(y.reshape(6, 9), graph, order=order, lam=lam, solver=solver)
         assert fit.estimate.shape == (6, 9)
-        assert fit.params["solver"].endswith("(lattice DCT)")
+        kind = "minimum-cut" if solver == "mincut" else "(lattice DCT)"
+        assert kind in fit.params["solver"]
         ours = objective(y, fit.estimate.ravel(), mat, lam)
         ref = reference_objective(y, mat, lam)
         assert ours - ref <= RTOL * max(ours, ref)
@@ -198,7 +208,7 @@ def test_rho_moves_by_powers_of_four_for_order_0_with_sparse_lu(monkeypatch):
         return original(self, lam, state)
 
     monkeypatch.setattr(tf_module._Solver, "solve", spy)
-    fit = trend_filter(y, g, order=0, lam="sure", sigma=1.0, n_lambdas=8)
+    fit = trend_filter(y, g, order=0, lam="sure", sigma=1.0, n_lambdas=8, solver="admm")
     assert fit.params["converged"]
     assert seen and all(j % 2 == 0 for j in seen)
 
@@ -217,27 +227,27 @@ def test_lattice_is_not_detected_after_relabelling():
 # --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("order", [0, 1, 2])
-def test_df_limits(order):
+@pytest.mark.parametrize(("order", "solver"), ORDER_SOLVER)
+def test_df_limits(order, solver):
     rng = np.random.default_rng(1)
     a = random_connected_graph(15, 2)
     b = nx.relabel_nodes(nx.path_graph(6), {i: i + 15 for i in range(6)})
     graph = nx.union(a, b)
     graph.add_node(21)  # isolated
     y = rng.standard_normal(22)
-    big = trend_filter(y, graph, order=order, lam=1e9)
+    big = trend_filter(y, graph, order=order, lam=1e9, solver=solver)
     assert big.params["df"] == 3  # one level per component
     for comp in (range(15), range(15, 21), [21]):
         idx = list(comp)
         assert np.allclose(big.estimate[idx], y[idx].mean())
-    small = trend_filter(y, graph, order=order, lam=1e-9)
+    small = trend_filter(y, graph, order=order, lam=1e-9, solver=solver)
     assert small.params["df"] == 22
     assert np.allclose(small.estimate, y, atol=1e-6)
-    assert trend_filter(y, graph, order=order, lam=0.0).params["df"] == 22
+    assert trend_filter(y, graph, order=order, lam=0.0, solver=solver).params["df"] == 22
 
 
-@pytest.mark.parametrize("order", [0, 1, 2])
-def test_df_is_the_divergence(order):
+@pytest.mark.parametrize(("order", "solver"), ORDER_SOLVER)
+def test_df_is_the_divergence(order, solver):
     """df equals the numerical nullity of Δ_Z and a finite-difference divergence."""
     rng = np.random.default_rng(4)
     n = 24
@@ -245,7 +255,7 @@ def test_df_is_the_divergence(order):
     y = piecewise_signal(n, rng)
     mat = difference_matrix(as_graph(graph, n).edges, n, order).toarray()
     lam = 0.6
-    fit = trend_filter(y, graph, order=order, lam=lam, tol=1e-13)
+    fit = trend_filter(y, graph, order=order, lam=lam, tol=1e-13, solver=solver)
     zero = np.abs(mat @ fit.estimate) < 1e-8
     nullity = n - (np.linalg.matrix_rank(mat[zero], tol=1e-8) if zero.any() else 0)
     assert fit.params["df"] == nullity
@@ -254,7 +264,8 @@ def test_df_is_the_divergence(order):
     for i in range(n):
         bumped = y.copy()
         bumped[i] += eps
-        moved = trend_filter(bumped, graph, order=order, lam=lam, tol=1e-13).estimate
+        moved = trend_filter(bumped, graph, order=order, lam=lam, tol=1e-13, solver=solver)
+        moved = moved.estimate
         divergence += (moved[i] - fit.estimate[i]) / eps
     assert divergence == pytest.approx(fit.params["df"], abs=1e-3)
 
@@ -332,7 +343,7 @@ def test_convergence_warning():
     graph = random_connected_graph(40, 1)
     y = piecewise_signal(40, rng)
     with pytest.warns(TrendFilterConvergenceWarning, match="max_iter"):
-        fit = trend_filter(y, graph, order=0, lam=1.0, max_iter=1)
+        fit = trend_filter(y, graph, order=0, lam=1.0, max_iter=1, solver="admm")
     assert not fit.params["converged"]
 
 
@@ -377,3 +388,17 @@ def test_bad_inputs():
         trend_filter(y, graph, lam=1.0, max_iter=0)
     with pytest.raises(ValueError, match="lam_min_ratio"):
         trend_filter(y, graph, lam="sure", sigma=1.0, lam_min_ratio=2.0)
+    with pytest.raises(ValueError, match="solver must be"):
+        trend_filter(y, graph, lam=1.0, solver="cvx")
+    with pytest.raises(ValueError, match="order 0 only"):
+        trend_filter(y, graph, order=1, lam=1.0, solver="mincut")
+
+
+def test_solver_choice_without_numba(monkeypatch):
+    """Without numba, 'auto' falls back to ADMM and 'mincut' says how to get numba."""
+    monkeypatch.setattr(_graph_tv, "available", lambda: False)
+    y = np.array([0.0, 0.1, 2.0, 2.1, 1.9])
+    auto = trend_filter(y, nx.path_graph(5), lam=0.05)
+    assert auto.params["solver"].startswith("ADMM")
+    with pytest.raises(ImportError, match=r"dpgauss\[fast\]"):
+        trend_filter(y, nx.path_graph(5), lam=0.05, solver="mincut")

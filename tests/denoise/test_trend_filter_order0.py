@@ -1,4 +1,4 @@
-"""The exact min-cut graph-TV solver (a test reference) and the ADMM path against it."""
+"""The reference min-cut graph-TV solver, and the ADMM and library min-cut paths against it."""
 
 from __future__ import annotations
 
@@ -14,6 +14,10 @@ from .exact_graph_tv import fused_lasso_dc, fused_lasso_repair
 
 tf = importlib.import_module("dpgauss.denoise.trend_filter")
 cp = pytest.importorskip("cvxpy")
+NEEDS_NUMBA = pytest.mark.skipif(
+    not importlib.import_module("dpgauss.denoise._graph_tv").available(),
+    reason="numba is not installed",
+)
 
 
 def disconnected() -> tuple[np.ndarray, int]:
@@ -94,7 +98,7 @@ def test_admm_path_agrees_with_the_exact_min_cut_solver(kind):
     g = as_graph(edges, n)
     d = g.incidence
     y = signal(n, 3)
-    fit = tf.trend_filter(y, g, order=0, lam="sure", sigma=1.0, n_lambdas=8)
+    fit = tf.trend_filter(y, g, order=0, lam="sure", sigma=1.0, n_lambdas=8, solver="admm")
     path = fit.params["path"]
     for lam, p_admm in zip(path["lam"], path["objective"], strict=True):
         exact = fused_lasso_dc(y, g.edges, float(lam))
@@ -102,9 +106,82 @@ def test_admm_path_agrees_with_the_exact_min_cut_solver(kind):
         assert abs(p_admm - p_exact) <= 1e-6 * p_exact
 
 
-def test_manhattan_path_matches_the_exact_solver():
-    """On the pruned Manhattan junction graph the ADMM path's objective equals the exact
-    min-cut solver's (1e-6 relative) at every λ."""
+def exact_df(y: np.ndarray, g, lam: float) -> int:
+    """Fused groups of the reference solution (scipy's integer max-flow, independent)."""
+    beta = fused_lasso_dc(y, g.edges, lam).beta
+    fused = np.abs(g.incidence @ beta) <= 1e-9 * np.abs(y).max()
+    return tf._n_components(g.n, g.edges[fused])[0]
+
+
+@NEEDS_NUMBA
+@pytest.mark.parametrize("kind", sorted(GRAPHS))
+def test_mincut_path_equals_the_reference_solver(kind):
+    """The library's minimum-cut path (compiled push-relabel, real capacities, warm
+    starts and repairs) gives the reference's objective to 1e-9, the same fused groups
+    (so the exact df), and a certified gap at rounding level, at every λ."""
+    edges, n = GRAPHS[kind]()
+    g = as_graph(edges, n)
+    y = signal(n, 5)
+    fit = tf.trend_filter(y, g, order=0, lam="sure", sigma=1.0, n_lambdas=12, solver="mincut")
+    path = fit.params["path"]
+    assert fit.params["iterations"] == 0 and fit.params["rounds"] > 0
+    assert np.all(path["gap"] <= 1e-12)
+    for lam, p_cut, df in zip(path["lam"], path["objective"], path["df"], strict=True):
+        exact = fused_lasso_dc(y, g.edges, float(lam))
+        p_exact = objective(y, exact.beta, g.incidence, float(lam))
+        assert abs(p_cut - p_exact) <= 1e-9 * p_exact
+        assert df == exact_df(y, g, float(lam))
+
+
+@NEEDS_NUMBA
+@pytest.mark.parametrize("lam", [1e-12, 0.3, 1e12])
+@pytest.mark.parametrize("scale", [1e-8, 1.0, 1e8])
+def test_mincut_extremes_of_scale_and_penalty(lam, scale):
+    """Tiny and huge λ and data scales: β̂ = y, the component means, and between them a
+    certified solution; ties in y (equal neighbours) are fused exactly."""
+    edges, n = GRAPHS["disconnected"]()
+    g = as_graph(edges, n)
+    y = scale * np.round(signal(n, 9), 1)  # rounding makes exact ties between neighbours
+    fit = tf.trend_filter(y, g, order=0, lam=lam * scale, solver="mincut")
+    assert fit.params["gap"] <= 1e-12
+    if lam == 1e-12:
+        np.testing.assert_allclose(fit.estimate, y, rtol=0, atol=1e-9 * scale)
+    if lam == 1e12:
+        means = tf._null_projection(tf._make_operator(g, 0), y)
+        np.testing.assert_allclose(fit.estimate, means, rtol=0, atol=1e-9 * scale)
+    assert "minimum-cut" in fit.params["solver"] and "ADMM" not in fit.params["solver"]
+    assert fit.estimate[49] == y[49]  # the isolated node
+    if lam == 0.3:  # (the reference's integer scaling is not meant for the extremes)
+        p = objective(y, fit.estimate, g.incidence, lam * scale)
+        exact = fused_lasso_dc(y, g.edges, lam * scale)
+        assert abs(p - objective(y, exact.beta, g.incidence, lam * scale)) <= 1e-9 * p
+
+
+@NEEDS_NUMBA
+def test_mincut_repairs_wrong_warm_starts():
+    """Jumps and flows fixed at random (many wrong) are released until the solution is
+    certified; the result is the reference's."""
+    gtv = importlib.import_module("dpgauss.denoise._graph_tv")
+    edges, n = GRAPHS["random"]()
+    g = as_graph(edges, n)
+    y = signal(n, 11)
+    rng = np.random.default_rng(0)
+    for lam in (0.05, 0.5, 3.0):
+        jump = rng.choice([-1.0, 0.0, 0.0, 1.0], g.m)
+        flow = rng.uniform(-2 * lam, 2 * lam, g.m)
+        res = gtv.graph_tv_warm(y, g.edges, lam, jump, flow)
+        assert res is not None and np.max(np.abs(res.u)) <= lam
+        p = objective(y, res.beta, g.incidence, lam)
+        r = y - g.incidence.T @ res.u
+        assert p - (0.5 * float(y @ y) - 0.5 * float(r @ r)) <= 1e-12 * p
+        exact = fused_lasso_dc(y, g.edges, lam)
+        assert abs(p - objective(y, exact.beta, g.incidence, lam)) <= 1e-10 * p
+
+
+@pytest.mark.parametrize("solver", ["admm", pytest.param("mincut", marks=NEEDS_NUMBA)])
+def test_manhattan_path_matches_the_exact_solver(solver):
+    """On the pruned Manhattan junction graph the path's objective equals the reference
+    min-cut solver's (1e-6 relative) at every λ, by ADMM and by the library's min-cut."""
     datasets = pytest.importorskip("dpgauss.datasets")
     road = datasets.load_manhattan_graph(junctions=True, prune_dead_ends=True)
     n = len(road.lat)
@@ -112,6 +189,7 @@ def test_manhattan_path_matches_the_exact_solver():
     rng = np.random.default_rng(1)
     y = np.where(np.asarray(road.lat) > np.median(road.lat), 2.0, 0.0) + rng.standard_normal(n)
     kw = {"order": 0, "lam": "sure", "sigma": 1.0, "n_lambdas": 6, "lam_min_ratio": 1e-2}
+    kw["solver"] = solver
     path = tf.trend_filter(y, g, **kw).params["path"]
     for lam, p_admm in zip(path["lam"], path["objective"], strict=True):
         exact = fused_lasso_dc(y, g.edges, float(lam))

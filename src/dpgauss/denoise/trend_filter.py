@@ -114,6 +114,7 @@ from scipy.fft import dctn, idctn
 from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
 
 from .._validation import REAL, as_real_array, check_interval
+from . import _graph_tv
 from ._tf_order1 import ReorderedSPD, SupportSolver
 from ._tf_order1 import spd_lu as _spd_lu
 from .graph import Graph, as_graph
@@ -659,6 +660,7 @@ class _Fit:
     iterations: int
     converged: bool
     polished: bool = False
+    rounds: int = 0  # minimum cuts of the exact order-0 solver (0: ADMM)
 
 
 @dataclass
@@ -1063,6 +1065,25 @@ def _check_order(order: object) -> int:
     return int(order)
 
 
+_SOLVERS = ("auto", "mincut", "admm")
+
+
+def _check_solver(solver: object, order: int) -> bool:
+    """Validate ``solver``; True when order 0 is solved by minimum cuts."""
+    if not isinstance(solver, str) or solver not in _SOLVERS:
+        raise ValueError(f"solver must be one of {_SOLVERS}; got {solver!r}")
+    if solver == "mincut":
+        if order != 0:
+            raise ValueError(f"solver='mincut' solves order 0 only; got order={order}")
+        if not _graph_tv.available():
+            raise ImportError(
+                "solver='mincut' needs numba for its compiled minimum cut: "
+                "pip install 'dpgauss[fast]' (or use solver='auto' or 'admm')"
+            )
+        return True
+    return solver == "auto" and order == 0 and _graph_tv.available()
+
+
 def _check_positive_int(value: object, name: str, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an integer >= {low}; got {type(value).__name__}")
@@ -1106,6 +1127,7 @@ def trend_filter(
     lam_min_ratio: float | None = None,
     tol: float = 1e-6,
     max_iter: int = 20_000,
+    solver: str = "auto",
 ) -> Denoised:
     """Graph trend filtering ``argmin_β ½‖y − β‖² + λ‖Δ⁽ᵏ⁺¹⁾β‖₁`` (Wang et al. 2016).
 
@@ -1140,6 +1162,13 @@ def trend_filter(
     max_iter
         ADMM iterations per λ; reaching it warns with
         :class:`TrendFilterConvergenceWarning` and returns the best iterate.
+    solver
+        ``"auto"`` (default): order 0 by the exact minimum-cut decomposition when numba
+        is installed (the ``fast`` extra; certified gap at rounding level, exact fused
+        groups and so exact df), otherwise, and for orders 1 and 2, ADMM with polishing.
+        ``"mincut"`` insists on the exact solver (order 0, numba required); ``"admm"``
+        always uses ADMM.  A λ whose exact solution is not certified within ``tol``
+        (never seen) is handed to ADMM.
 
     Returns
     -------
@@ -1170,6 +1199,7 @@ def trend_filter(
     if tol_arr.ndim or not 0.0 < float(tol_arr) < 1.0:
         raise ValueError(f"tol must be a number in (0, 1); got {tol!r}")
     max_iter = _check_positive_int(max_iter, "max_iter", 1)
+    exact = _check_solver(solver, k)
 
     shape = arr.shape
     yv = arr.ravel()
@@ -1186,10 +1216,10 @@ def trend_filter(
         fits = [_identity_fit(op, yv, lam_spec if isinstance(lam_spec, float) else 0.0)]
         lam_max = 0.0
     else:
-        solver = _Solver(yv, op, float(tol_arr), max_iter)
+        admm = _Solver(yv, op, float(tol_arr), max_iter)
         u_ls = _least_norm_dual(op, yv)
         lam_max = float(np.max(np.abs(u_ls))) if u_ls.size else 0.0
-        path = _Path(solver, lam_max, u_ls)
+        path = _Path(admm, lam_max, u_ls, exact=exact)
         if isinstance(lam_spec, float):
             fits = [path.solve(lam_spec)]
         elif lam_spec is not None:
@@ -1237,6 +1267,12 @@ def trend_filter(
         "lam_max": lam_max,
         "solver": f"ADMM + polishing ({op.kind})",
     }
+    rounds = int(sum(f.rounds for f in fits))
+    if exact:
+        params["solver"] = "minimum-cut decomposition (push-relabel)"
+        params["rounds"] = rounds
+        if any(f.rounds == 0 and f.iterations > 0 for f in fits):
+            params["solver"] += f"; ADMM + polishing ({op.kind}) where not certified"
     if len(fits) > 1:
         params["path"] = {
             "lam": np.array([f.lam for f in fits]),
@@ -1263,13 +1299,20 @@ def _identity_fit(op: _Operator, y: np.ndarray, lam: float) -> _Fit:
 class _Path:
     """Solves a decreasing sequence of λ, warm-starting each solve from the last."""
 
-    def __init__(self, solver: _Solver, lam_max: float, u_ls: np.ndarray) -> None:
+    def __init__(
+        self, solver: _Solver, lam_max: float, u_ls: np.ndarray, exact: bool = False
+    ) -> None:
         self.solver = solver
         self.lam_max = lam_max
         self.u_ls = u_ls
         self.state: _State | None = None
         self.previous: float | None = None
         self.log2_shift = 0.0  # the part of log₂(λ ratio) that ρ has not followed yet
+        # order 0 by minimum cuts (_graph_tv): the last exact solution's jumps and flow
+        self.exact = exact
+        self.jump: np.ndarray | None = None
+        self.flow: np.ndarray = u_ls
+        self.fallbacks = 0  # λ values that the exact solver left to ADMM
 
     def solve(self, lam: float) -> _Fit:
         solver, op = self.solver, self.solver.op
@@ -1284,6 +1327,11 @@ class _Path:
             )
             self.previous = lam
             return _projection_fit(op, solver.y, lam)
+        if self.exact:
+            fit = self.solve_exact(lam)
+            if fit is not None:
+                return fit
+            self.fallbacks += 1
         if self.state is None:
             self.state = solver.initial_state(lam)
         elif self.previous is not None:
@@ -1296,3 +1344,37 @@ class _Path:
             self.state.log2_rho += round(shift)
         self.previous = lam
         return solver.solve(lam, self.state)
+
+    def solve_exact(self, lam: float) -> _Fit | None:
+        """Order 0 by the minimum-cut decomposition, warm-started from the last solution's
+        jumps and flow; None (ADMM takes over) unless its duality gap is within ``tol``."""
+        solver, op, y = self.solver, self.solver.op, self.solver.y
+        res = _graph_tv.graph_tv_warm(y, op.edges, lam, self.jump, self.flow)
+        if res is None:
+            return None
+        dbeta = op.apply(res.beta)
+        p = solver.primal(res.beta, dbeta, lam)
+        # P(β) − D(u) without cancellation (both terms are >= 0 for |u| <= λ):
+        #   λ‖Dβ‖₁ − (Dβ)ᵀu + ½‖δ‖²,  δ = y − β − Dᵀu
+        delta = y - res.beta - op.adjoint(res.u)
+        gap = lam * float(np.abs(dbeta).sum()) - float(dbeta @ res.u) + 0.5 * float(delta @ delta)
+        if not gap <= solver.tol * max(p, 1e-300):
+            return None
+        zero = solver.zero_rows(dbeta, np.zeros(op.m, dtype=bool))
+        self.jump = np.where(zero, 0.0, np.sign(dbeta))
+        self.flow = res.u
+        self.previous = lam
+        # an ADMM fallback at the next λ starts from this solution
+        self.state = _State(dbeta, res.u.copy(), solver.initial_state(lam).log2_rho)
+        return _Fit(
+            lam=lam,
+            beta=res.beta,
+            zero=zero,
+            df=_degrees_of_freedom(op, zero),
+            objective=p,
+            gap=max(gap, 0.0) / max(p, 1e-300),
+            iterations=0,
+            converged=True,
+            polished=True,
+            rounds=res.rounds,
+        )

@@ -57,6 +57,12 @@ complements (``_tf_order1``); a step adds only the violators that are the larges
 two hops (neighbouring multipliers leave the box together, but one kink suffices), and on
 cycling changes only the worst violator.
 
+Order 0 exactly.  With numba installed (``solver="auto"`` or ``"mincut"``), order 0 is not
+solved by ADMM but exactly, by divide and conquer on minimum cuts (:mod:`._graph_tv`, cuts
+from the compiled push-relabel of :mod:`._maxflow`), warm-started along the path from the
+previous λ's jumps and flow; its flow certifies the solution to rounding and its fused
+groups give the exact df.  A λ it cannot certify within ``tol`` goes to ADMM.
+
 Stopping rule: a certified duality gap.  ADMM's ``w`` always satisfies ``‖w‖∞ ≤ λ``, so
 it is dual feasible (as are the clipped multipliers above), and
 

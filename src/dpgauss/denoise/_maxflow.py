@@ -40,6 +40,44 @@ def available() -> bool:
     return _numba is not None
 
 
+def _sink_distances(
+    n: int,
+    n_arcs: int,
+    start: np.ndarray,
+    adj: np.ndarray,
+    to: np.ndarray,
+    res: np.ndarray,
+    source: int,
+    sink: int,
+    tol: float,
+    d: np.ndarray,
+    queue: np.ndarray,
+) -> None:
+    """``d[v]`` ← the number of residual arcs (residual > ``tol``) on a shortest path from
+    ``v`` to the sink, ``n`` if there is none (and for the source): a breadth-first search
+    from the sink over reversed residual arcs."""
+    for v in range(n):
+        d[v] = n
+    d[sink] = 0
+    queue[0] = sink
+    q_head, q_tail = 0, 1
+    while q_head < q_tail:
+        w = queue[q_head]
+        q_head += 1
+        for p in range(start[w], start[w + 1]):
+            a = adj[p]
+            v = to[a]
+            back = a + n_arcs if a < n_arcs else a - n_arcs  # the residual arc v → w
+            if d[v] == n and v != source and res[back] > tol:
+                d[v] = d[w] + 1
+                queue[q_tail] = v
+                q_tail += 1
+
+
+if _numba is not None:  # compiled lazily, on the first call; the caller below refers to it
+    _sink_distances = _numba.njit(cache=True, nogil=True)(_sink_distances)
+
+
 def _push_relabel(
     n: int,
     tail: np.ndarray,
@@ -95,23 +133,7 @@ def _push_relabel(
     relabel_every = 6 * n + total // 2
     while True:
         if def_relabel:
-            for v in range(n):
-                d[v] = n
-            d[sink] = 0
-            queue[0] = sink
-            qh, qt = 0, 1
-            while qh < qt:
-                w = queue[qh]
-                qh += 1
-                for p in range(start[w], start[w + 1]):
-                    a = adj[p]
-                    v = to[a]
-                    # residual arc v -> w is the pair of a
-                    ra = a + n_arcs if a < n_arcs else a - n_arcs
-                    if d[v] == n and v != source and res[ra] > tol:
-                        d[v] = d[w] + 1
-                        queue[qt] = v
-                        qt += 1
+            _sink_distances(n, n_arcs, start, adj, to, res, source, sink, tol, d, queue)
             for v in range(n):
                 cur[v] = start[v]
                 inq[v] = False
@@ -161,25 +183,10 @@ def _push_relabel(
         if work > relabel_every:
             def_relabel = True
     # final: nodes that cannot reach the sink form the source side of a minimum cut
-    for v in range(n):
-        d[v] = n
-    d[sink] = 0
-    queue[0] = sink
-    qh, qt = 0, 1
-    while qh < qt:
-        w = queue[qh]
-        qh += 1
-        for p in range(start[w], start[w + 1]):
-            a = adj[p]
-            v = to[a]
-            ra = a + n_arcs if a < n_arcs else a - n_arcs
-            if d[v] == n and res[ra] > tol:
-                d[v] = d[w] + 1
-                queue[qt] = v
-                qt += 1
+    _sink_distances(n, n_arcs, start, adj, to, res, source, sink, tol, d, queue)
     flow = np.empty(n_arcs, dtype=np.float64)
-    for k in range(n_arcs):
-        flow[k] = res[n_arcs + k]
+    for k in range(n_arcs):  # the pushes, within [0, cap] despite rounding
+        flow[k] = min(max(res[n_arcs + k], 0.0), cap[k])
     side = d == n
     return flow, side
 

@@ -66,7 +66,7 @@ NEEDS_NUMBA = pytest.mark.skipif(not _graph_tv.available(), reason="numba is not
 # every order with ADMM, and order 0 also by the exact minimum-cut decomposition
 ORDER_SOLVER = [
     (0, "admm"),
-    pytest.param(0, "mincut", marks=NEEDS_NUMBA),
+    pytest.param(0, "exact", marks=NEEDS_NUMBA),
     (1, "admm"),
     (2, "admm"),
 ]
@@ -119,7 +119,7 @@ def test_objective_matches_cvxpy_on_a_lattice(order, solver):
     for lam in (0.1, 1.0):
         fit = trend_filter(y.reshape(6, 9), graph, order=order, lam=lam, solver=solver)
         assert fit.estimate.shape == (6, 9)
-        kind = "minimum-cut" if solver == "mincut" else "(lattice DCT)"
+        kind = "minimum-cut" if solver == "exact" else "(lattice DCT)"
         assert kind in fit.params["solver"]
         ours = objective(y, fit.estimate.ravel(), mat, lam)
         ref = reference_objective(y, mat, lam)
@@ -391,14 +391,16 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="solver must be"):
         trend_filter(y, graph, lam=1.0, solver="cvx")
     with pytest.raises(ValueError, match="order 0 only"):
-        trend_filter(y, graph, order=1, lam=1.0, solver="mincut")
+        trend_filter(y, graph, order=1, lam=1.0, solver="exact")
 
 
 def test_solver_choice_without_numba(monkeypatch):
-    """Without numba, 'auto' falls back to ADMM and 'mincut' says how to get numba."""
+    """Without numba, 'auto' uses ADMM on a general graph and the direct 1-D algorithm on a
+    chain; 'exact' on a general graph says how to get numba."""
     monkeypatch.setattr(_graph_tv, "available", lambda: False)
     y = np.array([0.0, 0.1, 2.0, 2.1, 1.9])
-    auto = trend_filter(y, nx.path_graph(5), lam=0.05)
+    auto = trend_filter(y, nx.cycle_graph(5), lam=0.05)
     assert auto.params["solver"].startswith("ADMM")
+    assert trend_filter(y, nx.path_graph(5), lam=0.05).params["solver"].startswith("direct 1-D")
     with pytest.raises(ImportError, match=r"dpgauss\[fast\]"):
-        trend_filter(y, nx.path_graph(5), lam=0.05, solver="mincut")
+        trend_filter(y, nx.cycle_graph(5), lam=0.05, solver="exact")

@@ -57,11 +57,13 @@ complements (``_tf_order1``); a step adds only the violators that are the larges
 two hops (neighbouring multipliers leave the box together, but one kink suffices), and on
 cycling changes only the worst violator.
 
-Order 0 exactly.  With numba installed (``solver="auto"`` or ``"mincut"``), order 0 is not
+Order 0 exactly.  With numba installed (``solver="auto"`` or ``"exact"``), order 0 is not
 solved by ADMM but exactly, by divide and conquer on minimum cuts (:mod:`._graph_tv`, cuts
 from the compiled push-relabel of :mod:`._maxflow`), warm-started along the path from the
 previous λ's jumps and flow; its flow certifies the solution to rounding and its fused
-groups give the exact df.  A λ it cannot certify within ``tol`` goes to ADMM.
+groups give the exact df.  On a chain (a path graph labelled in order) order 0 is 1-D TV
+denoising, solved by the direct algorithm of :mod:`._tv1d` with or without numba.  A λ
+that cannot be certified within ``tol`` goes to ADMM.
 
 Stopping rule: a certified duality gap.  ADMM's ``w`` always satisfies ``‖w‖∞ ≤ λ``, so
 it is dual feasible (as are the clipped multipliers above), and
@@ -123,6 +125,7 @@ from .._validation import REAL, as_real_array, check_interval
 from . import _graph_tv
 from ._tf_order1 import ReorderedSPD, SupportSolver
 from ._tf_order1 import spd_lu as _spd_lu
+from ._tv1d import tv1d
 from .graph import Graph, as_graph
 from .result import Denoised, check_observation
 
@@ -1071,23 +1074,24 @@ def _check_order(order: object) -> int:
     return int(order)
 
 
-_SOLVERS = ("auto", "mincut", "admm")
+_SOLVERS = ("auto", "exact", "admm")
 
 
-def _check_solver(solver: object, order: int) -> bool:
-    """Validate ``solver``; True when order 0 is solved by minimum cuts."""
+def _check_solver(solver: object, order: int, chain: bool) -> bool:
+    """Validate ``solver``; True when order 0 is solved exactly (min-cuts, or the direct
+    1-D algorithm on a chain, which needs no numba)."""
     if not isinstance(solver, str) or solver not in _SOLVERS:
         raise ValueError(f"solver must be one of {_SOLVERS}; got {solver!r}")
-    if solver == "mincut":
+    if solver == "exact":
         if order != 0:
-            raise ValueError(f"solver='mincut' solves order 0 only; got order={order}")
-        if not _graph_tv.available():
+            raise ValueError(f"solver='exact' solves order 0 only; got order={order}")
+        if not chain and not _graph_tv.available():
             raise ImportError(
-                "solver='mincut' needs numba for its compiled minimum cut: "
+                "solver='exact' needs numba for its compiled minimum cut (except on a chain): "
                 "pip install 'dpgauss[fast]' (or use solver='auto' or 'admm')"
             )
         return True
-    return solver == "auto" and order == 0 and _graph_tv.available()
+    return solver == "auto" and order == 0 and (chain or _graph_tv.available())
 
 
 def _check_positive_int(value: object, name: str, low: int) -> int:
@@ -1169,12 +1173,13 @@ def trend_filter(
         ADMM iterations per λ; reaching it warns with
         :class:`TrendFilterConvergenceWarning` and returns the best iterate.
     solver
-        ``"auto"`` (default): order 0 by the exact minimum-cut decomposition when numba
-        is installed (the ``fast`` extra; certified gap at rounding level, exact fused
-        groups and so exact df), otherwise, and for orders 1 and 2, ADMM with polishing.
-        ``"mincut"`` insists on the exact solver (order 0, numba required); ``"admm"``
-        always uses ADMM.  A λ whose exact solution is not certified within ``tol``
-        (never seen) is handed to ADMM.
+        ``"auto"`` (default): order 0 exactly — on a chain (a path graph labelled in
+        order) by the direct 1-D algorithm, on any other graph by the minimum-cut
+        decomposition when numba is installed (the ``fast`` extra); certified gap at
+        rounding level, exact fused groups and so exact df — otherwise, and for orders 1
+        and 2, ADMM with polishing.  ``"exact"`` insists on the exact solver (order 0;
+        numba required except on a chain); ``"admm"`` always uses ADMM.  A λ whose exact
+        solution is not certified within ``tol`` (never seen) is handed to ADMM.
 
     Returns
     -------
@@ -1205,12 +1210,13 @@ def trend_filter(
     if tol_arr.ndim or not 0.0 < float(tol_arr) < 1.0:
         raise ValueError(f"tol must be a number in (0, 1); got {tol!r}")
     max_iter = _check_positive_int(max_iter, "max_iter", 1)
-    exact = _check_solver(solver, k)
 
     shape = arr.shape
     yv = arr.ravel()
     g = as_graph(graph, yv.size)
     op = _make_operator(g, k)
+    chain = isinstance(op, _LatticeDifference) and op.shape[0] == 1
+    exact = _check_solver(solver, k, chain)
 
     def sure(fit: _Fit) -> float | None:
         if s is None:
@@ -1225,7 +1231,7 @@ def trend_filter(
         admm = _Solver(yv, op, float(tol_arr), max_iter)
         u_ls = _least_norm_dual(op, yv)
         lam_max = float(np.max(np.abs(u_ls))) if u_ls.size else 0.0
-        path = _Path(admm, lam_max, u_ls, exact=exact)
+        path = _Path(admm, lam_max, u_ls, exact=exact, chain=chain)
         if isinstance(lam_spec, float):
             fits = [path.solve(lam_spec)]
         elif lam_spec is not None:
@@ -1275,9 +1281,11 @@ def trend_filter(
     }
     rounds = int(sum(f.rounds for f in fits))
     if exact:
-        params["solver"] = "minimum-cut decomposition (push-relabel)"
+        params["solver"] = (
+            "direct 1-D TV (Condat 2013)" if chain else "minimum-cut decomposition (push-relabel)"
+        )
         params["rounds"] = rounds
-        if any(f.rounds == 0 and f.iterations > 0 for f in fits):
+        if any(f.iterations > 0 for f in fits):
             params["solver"] += f"; ADMM + polishing ({op.kind}) where not certified"
     if len(fits) > 1:
         params["path"] = {
@@ -1306,7 +1314,12 @@ class _Path:
     """Solves a decreasing sequence of λ, warm-starting each solve from the last."""
 
     def __init__(
-        self, solver: _Solver, lam_max: float, u_ls: np.ndarray, exact: bool = False
+        self,
+        solver: _Solver,
+        lam_max: float,
+        u_ls: np.ndarray,
+        exact: bool = False,
+        chain: bool = False,
     ) -> None:
         self.solver = solver
         self.lam_max = lam_max
@@ -1316,6 +1329,7 @@ class _Path:
         self.log2_shift = 0.0  # the part of log₂(λ ratio) that ρ has not followed yet
         # order 0 by minimum cuts (_graph_tv): the last exact solution's jumps and flow
         self.exact = exact
+        self.chain = chain  # order 0 on a chain: the direct 1-D algorithm (_tv1d)
         self.jump: np.ndarray | None = None
         self.flow: np.ndarray = u_ls
         self.fallbacks = 0  # λ values that the exact solver left to ADMM
@@ -1352,10 +1366,15 @@ class _Path:
         return solver.solve(lam, self.state)
 
     def solve_exact(self, lam: float) -> _Fit | None:
-        """Order 0 by the minimum-cut decomposition, warm-started from the last solution's
-        jumps and flow; None (ADMM takes over) unless its duality gap is within ``tol``."""
+        """Order 0 exactly: on a chain by the direct 1-D algorithm, otherwise by the
+        minimum-cut decomposition warm-started from the last solution's jumps and flow;
+        None (ADMM takes over) unless its duality gap is within ``tol``."""
         solver, op, y = self.solver, self.solver.op, self.solver.y
-        res = _graph_tv.graph_tv_warm(y, op.edges, lam, self.jump, self.flow)
+        if self.chain:
+            x, u = tv1d(y, lam)
+            res: _graph_tv.TVSolution | None = _graph_tv.TVSolution(x, np.clip(u, -lam, lam), 0)
+        else:
+            res = _graph_tv.graph_tv_warm(y, op.edges, lam, self.jump, self.flow)
         if res is None:
             return None
         dbeta = op.apply(res.beta)

@@ -37,19 +37,24 @@ def kernel(request, monkeypatch):
     decimals=st.sampled_from([0, 1, 8]),
 )
 def test_matches_the_reference_and_certifies(n, seed, lam, decimals):
-    """Same objective as the min-cut reference (1e-9), a feasible dual (|u| ≤ λ up to
-    rounding) and a duality gap at rounding level; rounding y makes exact ties."""
+    """The KKT conditions hold to rounding (Dᵀu = y − x: the prefix sums of y − x end at 0;
+    |u| ≤ λ; u = −λ·sign of every jump), which certify optimality; and where the min-cut
+    reference can run (its integer capacities need λ not far below the data's scale) the
+    objectives agree to 1e-9.  Rounding y makes exact ties."""
     rng = np.random.default_rng(seed)
     y = np.round(np.repeat(rng.normal(0, 3, 3), -(-n // 3))[:n] + rng.normal(0, 1, n), decimals)
     x, u = _tv1d.tv1d(y, lam)
-    assert np.max(np.abs(u)) <= lam * (1 + 1e-12) + 1e-12 * np.abs(y).sum()
-    ref = fused_lasso_dc(y, chain(n), lam).beta
-    p, p_ref = objective(y, x, lam), objective(y, ref, lam)
-    assert abs(p - p_ref) <= 1e-9 * max(p_ref, 1e-300) + 1e-12
-    d = np.diff(x)  # complementarity: u = −λ·sign(x_{k+1} − x_k) on every jump
-    jumps = d != 0
-    atol = 1e-9 * lam + 1e-12 * float(np.abs(y).sum())  # u is a prefix sum of y − x
+    # rounding: levels are formed from y ± λ (so errors ~ λ·eps) and u is a prefix sum
+    atol = 1e-12 * (float(np.abs(y).sum()) + n * lam)
+    assert abs(float(np.sum(y - x))) <= atol
+    assert np.max(np.abs(u)) <= lam + atol
+    d = np.diff(x)
+    jumps = np.abs(d) > 1e-12 * (float(np.abs(y).max()) + lam)  # (equal levels to rounding)
     assert np.allclose(u[jumps], -lam * np.sign(d[jumps]), rtol=1e-9, atol=atol)
+    if lam >= 1e-3:
+        ref = fused_lasso_dc(y, chain(n), lam).beta
+        p, p_ref = objective(y, x, lam), objective(y, ref, lam)
+        assert abs(p - p_ref) <= 1e-9 * max(p_ref, 1e-300) + 1e-12
 
 
 def test_both_kernels_agree_on_a_long_signal(kernel):

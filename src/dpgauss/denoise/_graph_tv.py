@@ -110,11 +110,7 @@ def graph_tv(
         tl = t[nodes]
         alpha = np.bincount(lab, weights=tl, minlength=n_lab) / np.bincount(lab, minlength=n_lab)
         ua = u[act]
-        q = (
-            tl
-            - alpha[lab]
-            - (np.bincount(a, weights=ua, minlength=na) - np.bincount(b, weights=ua, minlength=na))
-        )
+        q = tl - alpha[lab] - _outflow(a, b, na, ua)  # the supply the flow ua leaves
         scale = lam + float(np.abs(q).max(initial=0.0))
         tol = _TOL * scale
         src = np.flatnonzero(q > tol)

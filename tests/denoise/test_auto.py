@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import math
 
+import networkx as nx
 import numpy as np
 import pytest
 
-from dpgauss.denoise import Denoised, auto, james_stein, soft_threshold
+from dpgauss.denoise import Denoised, auto, james_stein, soft_threshold, trend_filter
 
 pywt = pytest.importorskip("pywt")
 
@@ -31,6 +32,10 @@ def _fixed_candidates(y: np.ndarray, grid_shape: tuple[int, ...] | None) -> dict
     }
     if grid_shape is not None:
         out["wavelet"] = wavelet_denoise(y.reshape(grid_shape), SIGMA).estimate.ravel()
+    if grid_shape is not None and len(grid_shape) == 1:
+        out["trend_filter"] = trend_filter(
+            y, nx.path_graph(y.size), order=0, lam="sure", sigma=SIGMA
+        ).estimate
     return out
 
 
@@ -65,13 +70,20 @@ def _small_offset(rng):
     return 0.5 * SIGMA * rng.uniform(0.0, 1.0, 1000)
 
 
+def _steps_1d(rng):
+    # an ordered histogram with a few flat stretches: trend filtering's home ground
+    return np.repeat(rng.normal(0.0, 3.0 * SIGMA, 8), 125)
+
+
 def _smooth_grid(rng):
     u = np.linspace(0, 1, 32)
     x, z = np.meshgrid(u, u, indexing="ij")
     return (20 * np.sin(2 * np.pi * x) * np.cos(np.pi * z) + 10 * (x > 0.5)).ravel()
 
 
-@pytest.mark.parametrize("grid_shape", [None, (25, 40)], ids=["no-grid", "grid"])
+@pytest.mark.parametrize(
+    "grid_shape", [None, (25, 40), (1000,)], ids=["no-grid", "grid", "1-D grid"]
+)
 def test_auto_does_not_lose_when_denoising_cannot_help(grid_shape):
     mse = _monte_carlo(_dense_rough, grid_shape, reps=100, seed=1)
     d = 1000
@@ -85,8 +97,9 @@ def test_auto_does_not_lose_when_denoising_cannot_help(grid_shape):
         (_sparse, None, "soft_threshold_sure"),
         (_smooth_grid, (32, 32), "wavelet"),
         (_small_offset, (25, 40), "james_stein_mean"),
+        (_steps_1d, (1000,), "trend_filter"),
     ],
-    ids=["sparse", "smooth-grid", "small-offset-grid"],
+    ids=["sparse", "smooth-grid", "small-offset-grid", "steps-1-D-grid"],
 )
 def test_auto_is_close_to_the_best_fixed_candidate(theta_fn, grid_shape, expected_best):
     mse = _monte_carlo(theta_fn, grid_shape, reps=100, seed=2)

@@ -70,7 +70,9 @@ def auto(
     * :func:`~dpgauss.denoise.james_stein` toward zero and toward the mean;
     * :func:`~dpgauss.denoise.soft_threshold` with the SURE-chosen λ;
     * with ``grid_shape``: :func:`~dpgauss.denoise.wavelet_denoise` (Haar, SURE thresholds)
-      of ``y`` reshaped (C order) to the grid;
+      of ``y`` reshaped (C order) to the grid, and for a 1-D grid (an ordered histogram, a
+      series) also order-0 trend filtering on the chain of its cells, tuned by SURE
+      (exact, by the direct 1-D algorithm);
     * with ``graph``: the graph Haar wavelets of a spanning tree and graph trend filtering
       of orders 0 and 1, both tuned by SURE (``dpgauss.denoise.tree_wavelets`` and
       ``dpgauss.denoise.trend_filter``); coordinate ``i`` of ``y`` (flattened in C order)
@@ -136,6 +138,12 @@ def auto(
 
         res = wavelet_denoise(flat.reshape(shape), s, wavelet="haar", threshold="sure")
         challengers.append(_reshaped(res, arr.shape))
+        if len(shape) == 1 and graph is None:
+            # an ordered 1-D grid is a chain: order-0 trend filtering there is exact and
+            # takes about one pass per λ (the direct 1-D algorithm, with or without numba)
+            chain = np.stack([np.arange(d - 1), np.arange(1, d)], axis=1)
+            res = trend_filter(flat, chain, order=0, lam="sure", sigma=s)
+            challengers.append(_reshaped(res, arr.shape))
     if graph is not None:
         from .graph import as_graph
 

@@ -1332,7 +1332,6 @@ class _Path:
         self.chain = chain  # order 0 on a chain: the direct 1-D algorithm (_tv1d)
         self.jump: np.ndarray | None = None
         self.flow: np.ndarray = u_ls
-        self.fallbacks = 0  # λ values that the exact solver left to ADMM
 
     def solve(self, lam: float) -> _Fit:
         solver, op = self.solver, self.solver.op
@@ -1351,7 +1350,6 @@ class _Path:
             fit = self.solve_exact(lam)
             if fit is not None:
                 return fit
-            self.fallbacks += 1
         if self.state is None:
             self.state = solver.initial_state(lam)
         elif self.previous is not None:

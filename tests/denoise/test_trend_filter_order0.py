@@ -199,3 +199,28 @@ def test_manhattan_path_matches_the_exact_solver(solver):
         exact = fused_lasso_dc(y, g.edges, float(lam))
         p_exact = objective(y, exact.beta, g.incidence, float(lam))
         assert abs(p_admm - p_exact) <= 1e-6 * p_exact
+
+
+@NEEDS_NUMBA
+def test_an_uncertified_lambda_goes_to_admm(monkeypatch):
+    """If the exact solver fails at some λ (forced here), ADMM solves that λ from the last
+    exact solution, the path stays optimal, and params say which solvers ran."""
+    gtv = importlib.import_module("dpgauss.denoise._graph_tv")
+    real = gtv.graph_tv_warm
+    calls = []
+
+    def flaky(y, edges, lam, jump, flow, repairs=20):
+        calls.append(lam)
+        return None if len(calls) % 2 == 0 else real(y, edges, lam, jump, flow, repairs)
+
+    monkeypatch.setattr(gtv, "graph_tv_warm", flaky)
+    edges, n = GRAPHS["random"]()
+    g = as_graph(edges, n)
+    y = signal(n, 4)
+    fit = tf.trend_filter(y, g, order=0, lam="sure", sigma=1.0, n_lambdas=8, solver="exact")
+    assert "where not certified" in fit.params["solver"] and fit.params["iterations"] > 0
+    path = fit.params["path"]
+    assert np.any(path["iterations"] > 0) and np.any(path["iterations"] == 0)
+    for lam, p in zip(path["lam"], path["objective"], strict=True):
+        exact = fused_lasso_dc(y, g.edges, float(lam))
+        assert abs(p - objective(y, exact.beta, g.incidence, float(lam))) <= 1e-6 * p

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import importlib
 import math
 
 import networkx as nx
@@ -246,3 +247,21 @@ def test_a_weak_smooth_signal_on_a_graph_is_found():
         loss_auto.append(np.sum((auto(y, 1.0, graph=edges).estimate - theta) ** 2))
         loss_js.append(np.sum((james_stein(y, 1.0, target="mean").estimate - theta) ** 2))
     assert np.mean(loss_auto) < 0.6 * np.mean(loss_js)
+
+
+def test_a_missing_optional_dependency_skips_its_candidate(monkeypatch):
+    """Without PyWavelets, auto on a grid still compares the others (here the 1-D trend
+    filter wins on steps), warns once and says what it skipped."""
+    wavelets = importlib.import_module("dpgauss.denoise.wavelets")
+
+    def missing():
+        raise ImportError("wavelet denoising needs PyWavelets")
+
+    monkeypatch.setattr(wavelets, "_import_pywt", missing)
+    rng = np.random.default_rng(5)
+    y = _steps_1d(rng) + SIGMA * rng.standard_normal(1000)
+    with pytest.warns(UserWarning, match="wavelet candidate is skipped"):
+        res = auto(y, SIGMA, grid_shape=(1000,))
+    assert res.method == "trend_filter"
+    assert "PyWavelets" in res.params["skipped"][0]
+    assert all(c["method"] != "wavelet" for c in res.params["candidates"])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from typing import Any
 
 import numpy as np
@@ -115,7 +116,9 @@ def auto(
         chosen candidate, slightly optimistic because it was chosen for being small) with
         its own params plus ``candidates`` (a list of dicts ``method``, ``risk``,
         ``params`` for every candidate, in the order computed), ``selected`` (the index of
-        the chosen one in that list) and ``margin``.
+        the chosen one in that list) and ``margin``; and ``skipped`` (with a
+        :class:`UserWarning`) when a candidate's optional dependency is missing (the
+        grid wavelets need PyWavelets: ``pip install 'dpgauss[wavelets]'``).
     """
     arr, s = check_observation(y, sigma)
     if isinstance(margin, bool) or not isinstance(margin, numbers.Real):
@@ -133,11 +136,19 @@ def auto(
         james_stein(arr, s, target="mean"),
     ]
     challengers = [soft_threshold(arr, s, threshold="sure")]
+    skipped: list[str] = []
     if shape is not None:
         from .wavelets import wavelet_denoise
 
-        res = wavelet_denoise(flat.reshape(shape), s, wavelet="haar", threshold="sure")
-        challengers.append(_reshaped(res, arr.shape))
+        try:
+            res = wavelet_denoise(flat.reshape(shape), s, wavelet="haar", threshold="sure")
+        except ImportError as exc:  # PyWavelets is optional: compare the others
+            skipped.append(f"wavelet_denoise ({exc})")
+            warnings.warn(
+                f"auto: the wavelet candidate is skipped: {exc}", UserWarning, stacklevel=2
+            )
+        else:
+            challengers.append(_reshaped(res, arr.shape))
         if len(shape) == 1 and graph is None:
             # an ordered 1-D grid is a chain: order-0 trend filtering there is exact and
             # takes about one pass per λ (the direct 1-D algorithm, with or without numba)
@@ -176,6 +187,8 @@ def auto(
     table = [{"method": c.method, "risk": c.risk, "params": _summary(c.params)} for c in candidates]
     params = dict(winner.params)
     params.update({"candidates": table, "selected": chosen, "margin": margin})
+    if skipped:
+        params["skipped"] = skipped
     return Denoised(winner.estimate, winner.risk, winner.method, params)
 
 

@@ -2,7 +2,7 @@
 
 Run from the repository root (cvxpy and clarabel come from the ``test`` extra)::
 
-    python benchmarks/bench_denoise.py            # full run (about two minutes)
+    python benchmarks/bench_denoise.py            # full run (about four minutes)
     python benchmarks/bench_denoise.py --quick    # fewer repeats, 300 x 300 grid
     python benchmarks/bench_denoise.py --no-grid  # Manhattan only
 
@@ -24,6 +24,10 @@ What is measured
 2. Order 0 on a 1000 × 1000 lattice (10⁶ nodes) with a blocky signal plus noise, in a
    fresh subprocess so that its peak RSS (``resource.getrusage``) is the solve's own.
    Goal: under 60 s and 4 GB.  Accuracy is the certified relative duality gap.
+
+Order 0 is timed with both solvers: ``solver="exact"`` (the min-cut decomposition; needs
+numba, the ``fast`` extra, and is skipped without it) and ``solver="admm"``; orders 1 and 2
+have ADMM only.  The numba kernel is compiled (or loaded from its cache) before timing.
 
 Times are medians of repeats and depend on the machine and its load; compare the ratios.
 BLAS runs single-threaded unless ``OPENBLAS_NUM_THREADS`` (or ``--blas-threads``) says

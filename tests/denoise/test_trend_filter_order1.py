@@ -12,6 +12,8 @@ from dpgauss.denoise.trend_filter import _make_operator, _polish_saddle, trend_f
 
 cp = pytest.importorskip("cvxpy")
 
+from .test_trend_filter import reference_objective  # noqa: E402
+
 RTOL = 1e-6
 
 
@@ -29,17 +31,6 @@ GRAPHS = {
     "disconnected": disconnected_graph,
     "lattice": lambda: (as_graph(nx.grid_2d_graph(7, 8), 56).edges, 56),
 }
-
-
-def objective(y: np.ndarray, beta: np.ndarray, lap: np.ndarray, lam: float) -> float:
-    return 0.5 * float(np.sum((y - beta) ** 2)) + lam * float(np.abs(lap @ beta).sum())
-
-
-def reference_objective(y: np.ndarray, lap: np.ndarray, lam: float) -> float:
-    beta = cp.Variable(y.size)
-    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(y - beta) + lam * cp.norm1(lap @ beta)))
-    problem.solve(solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
-    return objective(y, np.asarray(beta.value), lap, lam)
 
 
 @pytest.mark.parametrize("kind", sorted(GRAPHS))

@@ -36,9 +36,19 @@ from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
 from dpgauss.release.engine_spark import SparkEngine, priority_column  # noqa: E402
 from dpgauss.release.pipeline import run_release  # noqa: E402
 
+from .test_filter import (  # noqa: E402
+    NIGHT_WINDOW,
+    check_window_rows,
+    spec_for,
+    window_records,
+)
 from .test_pipeline import (  # noqa: E402
     MALFORMED,
     charges,
+    check_a_units_choice_depends_on_its_own_records_only,
+    check_each_unit_keeps_min_of_its_records_and_b,
+    check_per_key_and_key_count_bounds,
+    check_selection_is_uniform_over_subsets,
     cli,
     make_ledger,
     make_spec,
@@ -107,20 +117,7 @@ def assert_same(duck, spark, *, exact: bool = True) -> None:
 
 
 def test_each_unit_keeps_min_of_its_records_and_b(tmp_path: Path, engine) -> None:
-    rng = np.random.default_rng(1)
-    units = np.arange(300)
-    n = units % 13  # 0 … 12 records
-    uid = np.repeat(units, n)
-    key = 10 * uid + rng.integers(0, 10, uid.size)  # unit u only uses keys 10u … 10u+9
-    src = write_parquet(tmp_path / "r.parquet", uid=uid, key=key, t=rng.random(uid.size))
-    agg = bounded_aggregate(make_spec(src, domain={"stop": 3000}), salt=7, engine=engine)
-    per_unit = agg.counts.reshape(300, 10).sum(axis=1)
-    assert np.array_equal(per_unit, np.minimum(n, 5))
-    assert np.all(agg.counts <= np.bincount(key, minlength=3000))  # only records that exist
-    r = agg.rows
-    assert (r.read, r.in_domain, r.kept) == (uid.size, uid.size, int(np.minimum(n, 5).sum()))
-    assert r.units == int((n > 0).sum())
-    assert r.dropped_by_bounds == {"max_records_per_unit": uid.size - r.kept}
+    check_each_unit_keeps_min_of_its_records_and_b(tmp_path, engine)
 
 
 def test_a_unit_with_a_million_records_keeps_its_bound(spark) -> None:
@@ -152,45 +149,11 @@ def test_a_unit_with_a_million_records_keeps_its_bound(spark) -> None:
 
 
 def test_per_key_and_key_count_bounds(tmp_path: Path, engine) -> None:
-    # 50 units, each with 5 keys of its own and 4 records per key.
-    uid = np.repeat(np.arange(50), 20)
-    key = 10 * uid + np.tile(np.repeat(np.arange(5), 4), 50)
-    src = write_parquet(tmp_path / "k.parquet", uid=uid, key=key, t=np.arange(uid.size))
-    cases = [
-        ({"max_records_per_key": 2, "max_keys_per_unit": 3}, 2, 3, 6),
-        ({"max_records_per_unit": 7, "max_keys_per_unit": 2}, 4, 2, 7),
-    ]
-    for bounds, c, k, total in cases:
-        agg = bounded_aggregate(make_spec(src, domain={"stop": 500}, bounds=bounds), engine=engine)
-        grid = agg.counts.reshape(50, 10)
-        assert grid.max() <= c, bounds
-        assert np.count_nonzero(grid, axis=1).max() <= k, bounds
-        assert np.all(grid.sum(axis=1) == total), bounds
-    bounds = {"max_records_per_key": 2, "max_keys_per_unit": 3, "max_records_per_unit": 5}
-    agg = bounded_aggregate(make_spec(src, domain={"stop": 500}, bounds=bounds), engine=engine)
-    assert agg.rows.dropped_by_bounds == {
-        "max_records_per_key": 50 * 5 * 2,
-        "max_keys_per_unit": 50 * 2 * 2,
-        "max_records_per_unit": 50 * 1,
-    }
-    assert agg.rows.kept == 250
+    check_per_key_and_key_count_bounds(tmp_path, engine)
 
 
 def test_selection_is_uniform_over_subsets(tmp_path: Path, engine) -> None:
-    # 3000 units with 4 records each, on keys of their own; b = 2: which pair is kept?
-    units = 3000
-    uid = np.repeat(np.arange(units), 4)
-    key = 4 * uid + np.tile(np.arange(4), units)
-    src = write_parquet(tmp_path / "u.parquet", uid=uid, key=key)
-    spec = make_spec(src, domain={"stop": 4 * units}, bounds={"max_records_per_unit": 2})
-    agg = bounded_aggregate(spec, salt=2024, engine=engine)
-    kept = agg.counts.reshape(units, 4) > 0
-    assert np.all(kept.sum(axis=1) == 2)
-    code = kept @ np.array([1, 2, 4, 8])
-    freq = np.array([np.sum(code == c) for c in (3, 5, 9, 6, 10, 12)])
-    expected = units / 6
-    chi2 = float(((freq - expected) ** 2 / expected).sum())
-    assert chi2 < 25.0, freq  # 5 degrees of freedom: P(chi2 > 25) ≈ 1e-4
+    check_selection_is_uniform_over_subsets(tmp_path, engine)
 
 
 def test_the_salt_mixes_a_fixed_units_order(tmp_path: Path, spark, engine) -> None:
@@ -218,30 +181,7 @@ def test_the_salt_mixes_a_fixed_units_order(tmp_path: Path, spark, engine) -> No
 
 
 def test_a_units_choice_depends_on_its_own_records_only(tmp_path: Path, engine) -> None:
-    rng = np.random.default_rng(3)
-    a_keys = rng.integers(0, 10, 40)  # unit A: 40 records on keys 0…9
-    b_uid = np.repeat(np.arange(1, 200), 6)
-    b_keys = rng.integers(10, 20, b_uid.size)
-    full = write_parquet(
-        tmp_path / "full.parquet",
-        uid=np.concatenate([b_uid[:500], np.zeros(40, dtype=np.int64), b_uid[500:]]),
-        key=np.concatenate([b_keys[:500], a_keys, b_keys[500:]]),
-        t=np.concatenate([np.arange(500), np.arange(40) * 7.0, np.arange(500, b_uid.size)]),
-    )
-    order = rng.permutation(40)
-    alone = write_parquet(
-        tmp_path / "alone.parquet",
-        uid=np.zeros(40, dtype=np.int64),
-        key=a_keys[order],
-        t=(np.arange(40) * 7.0)[order],
-    )
-    for salt in (2**63 + 5,):
-        with_others = bounded_aggregate(
-            make_spec(full, domain={"stop": 20}), salt=salt, engine=engine
-        )
-        without = bounded_aggregate(make_spec(alone, domain={"stop": 20}), salt=salt, engine=engine)
-        assert np.array_equal(with_others.counts[:10], without.counts[:10])
-        assert with_others.counts[:10].sum() == 5
+    check_a_units_choice_depends_on_its_own_records_only(tmp_path, engine, (2**63 + 5,))
 
 
 # ----------------------------------------------------------------- malformed rows
@@ -318,31 +258,9 @@ def test_on_malformed_fail_stops_before_charging(tmp_path: Path, malformed: Path
 
 
 def test_rows_outside_the_window_are_counted_and_excluded(tmp_path: Path, engine) -> None:
-    rng = np.random.default_rng(3)
-    n = 4000
-    uid = rng.integers(0, 300, n)
-    key = rng.integers(-1, 5, n)  # -1 and 4 are outside the domain
-    base = np.datetime64("2013-01-05T00:00:00")
-    t = base + rng.integers(0, 48 * 3600, n).astype("timedelta64[s]")
-    t_text = np.array([str(x).replace("T", " ") for x in t], dtype=object)
-    t_text[:25] = "not a time"
-    t_text[25:40] = None
-    src = tmp_path / "r.parquet"
-    uids = np.array([f"u{u}" for u in uid], dtype=object)
-    pq.write_table(pa.table({"uid": uids, "key": key, "t": pa.array(list(t_text))}), src)
-    window = {"column": "t", "start": "2013-01-05 18:00", "stop": "2013-01-06 02:30"}
-    spec = make_spec(src, filter=window, domain={"stop": 4}, bounds={"max_records_per_unit": 3})
-    agg = bounded_aggregate(spec, salt=5, engine=engine)
-    lo, hi = np.datetime64("2013-01-05T18:00"), np.datetime64("2013-01-06T02:30")
-    inside = (t >= lo) & (t < hi)
-    inside[:40] = False
-    r = agg.rows
-    assert r.read == n
-    assert r.outside_filter == int((~inside).sum())
-    assert r.outside_domain == int((inside & ((key < 0) | (key > 3))).sum())
-    ok = inside & (key >= 0) & (key <= 3)
-    assert r.kept == int(np.minimum(np.bincount(uid[ok], minlength=300), 3).sum())
-    assert agg.counts.sum() == r.kept
+    src, uid, key, inside = window_records(tmp_path, "str")
+    agg = bounded_aggregate(spec_for(src, NIGHT_WINDOW), salt=5, engine=engine)
+    check_window_rows(agg, uid, key, inside)
 
 
 def test_numeric_window(tmp_path: Path, engine) -> None:

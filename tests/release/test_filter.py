@@ -65,8 +65,14 @@ def test_to_dict_round_trips_with_a_filter(tmp_path: Path) -> None:
     assert "filter" not in spec_for(tmp_path / "x.parquet", None).to_dict()
 
 
-@pytest.mark.parametrize("uid_type", ["int", "str"])
-def test_rows_outside_the_window_are_counted_and_excluded(tmp_path: Path, uid_type: str) -> None:
+NIGHT_WINDOW = {"column": "t", "start": "2013-01-05 18:00", "stop": "2013-01-06 02:30"}
+
+
+def window_records(
+    tmp_path: Path, uid_type: str
+) -> tuple[Path, np.ndarray, np.ndarray, np.ndarray]:
+    """4,000 records over two days (40 with a bad or missing time), keys −1…4 (two outside
+    the domain 0…3); returns the Parquet file, uid, key and whether each row is in NIGHT_WINDOW."""
     rng = np.random.default_rng(3)
     n = 4000
     uid = rng.integers(0, 300, n)
@@ -79,23 +85,33 @@ def test_rows_outside_the_window_are_counted_and_excluded(tmp_path: Path, uid_ty
     src = tmp_path / "r.parquet"
     uids = uid if uid_type == "int" else np.array([f"u{u}" for u in uid], dtype=object)
     pq.write_table(pa.table({"uid": uids, "key": key, "t": pa.array(list(t_text))}), src)
-    window = {"column": "t", "start": "2013-01-05 18:00", "stop": "2013-01-06 02:30"}
-    agg = bounded_aggregate(spec_for(src, window), salt=5, engine=ENGINE)
-
     lo, hi = np.datetime64("2013-01-05T18:00"), np.datetime64("2013-01-06T02:30")
     inside = (t >= lo) & (t < hi)
     inside[:40] = False
-    r = agg.rows
-    assert r.read == n
+    return src, uid, key, inside
+
+
+def check_window_rows(agg: object, uid: np.ndarray, key: np.ndarray, inside: np.ndarray) -> None:
+    """The row accounting of a release of window_records with 3 records per unit."""
+    r = agg.rows  # type: ignore[attr-defined]
+    assert r.read == uid.size
     assert r.outside_filter == int((~inside).sum())
     assert r.outside_domain == int((inside & ((key < 0) | (key > 3))).sum())
     # The bounds act on the window's records only: a unit keeps min(n_u, 3) of them.
     ok = inside & (key >= 0) & (key <= 3)
     per_unit = np.bincount(uid[ok], minlength=300)
     assert r.kept == int(np.minimum(per_unit, 3).sum())
-    assert agg.counts.sum() == r.kept
+    assert agg.counts.sum() == r.kept  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("uid_type", ["int", "str"])
+def test_rows_outside_the_window_are_counted_and_excluded(tmp_path: Path, uid_type: str) -> None:
+    src, uid, key, inside = window_records(tmp_path, uid_type)
+    agg = bounded_aggregate(spec_for(src, NIGHT_WINDOW), salt=5, engine=ENGINE)
+    check_window_rows(agg, uid, key, inside)
     # Without a bound biting (b large), the counts are exactly the window's histogram.
-    big = spec_for(src, window)
+    ok = inside & (key >= 0) & (key <= 3)
+    big = spec_for(src, NIGHT_WINDOW)
     big = ReleaseSpec.from_dict({**big.to_dict(), "bounds": {"max_records_per_unit": 10_000}})
     exact = bounded_aggregate(big, salt=1, engine=ENGINE)
     np.testing.assert_array_equal(exact.counts, np.bincount(key[ok], minlength=4))

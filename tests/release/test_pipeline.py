@@ -69,23 +69,25 @@ def charges(path: Path, dataset: str = "d") -> int:
 # ------------------------------------------------------------------------- bounding
 
 
-def test_each_unit_keeps_min_of_its_records_and_b(tmp_path: Path) -> None:
+def check_each_unit_keeps_min_of_its_records_and_b(tmp_path: Path, engine: object) -> None:
     rng = np.random.default_rng(1)
     units = np.arange(300)
     n = units % 13  # 0 … 12 records
     uid = np.repeat(units, n)
     key = 10 * uid + rng.integers(0, 10, uid.size)  # unit u only uses keys 10u … 10u+9
     src = write_parquet(tmp_path / "r.parquet", uid=uid, key=key, t=rng.random(uid.size))
-    spec = make_spec(src, domain={"stop": 3000})
-    agg = bounded_aggregate(spec, salt=7, engine=ENGINE)
+    agg = bounded_aggregate(make_spec(src, domain={"stop": 3000}), salt=7, engine=engine)
     per_unit = agg.counts.reshape(300, 10).sum(axis=1)
     assert np.array_equal(per_unit, np.minimum(n, 5))
-    have = np.bincount(key, minlength=3000)
-    assert np.all(agg.counts <= have)  # only records that exist
+    assert np.all(agg.counts <= np.bincount(key, minlength=3000))  # only records that exist
     r = agg.rows
     assert (r.read, r.in_domain, r.kept) == (uid.size, uid.size, int(np.minimum(n, 5).sum()))
     assert r.units == int((n > 0).sum())
     assert r.dropped_by_bounds == {"max_records_per_unit": uid.size - r.kept}
+
+
+def test_each_unit_keeps_min_of_its_records_and_b(tmp_path: Path) -> None:
+    check_each_unit_keeps_min_of_its_records_and_b(tmp_path, ENGINE)
 
 
 def test_a_unit_with_a_million_records_keeps_its_bound(tmp_path: Path) -> None:
@@ -108,48 +110,45 @@ def test_a_unit_with_a_million_records_keeps_its_bound(tmp_path: Path) -> None:
     assert np.all(agg.counts[100:] == 2)
 
 
-def test_per_key_and_key_count_bounds(tmp_path: Path) -> None:
+def check_per_key_and_key_count_bounds(tmp_path: Path, engine: object) -> None:
     # 50 units, each with 5 keys of its own and 4 records per key.
     uid = np.repeat(np.arange(50), 20)
     key = 10 * uid + np.tile(np.repeat(np.arange(5), 4), 50)
     src = write_parquet(tmp_path / "k.parquet", uid=uid, key=key, t=np.arange(uid.size))
-    cases = [
+    cases = [  # bounds, then the largest count per key, keys per unit, records per unit
         ({"max_records_per_key": 3}, 3, 5, 15),
         ({"max_records_per_key": 2, "max_keys_per_unit": 3}, 2, 3, 6),
         ({"max_records_per_key": 3, "max_keys_per_unit": 4, "max_records_per_unit": 7}, 3, 4, 7),
-        ({"max_records_per_unit": 7, "max_keys_per_unit": 2}, 4, 5, 7),
+        ({"max_records_per_unit": 7, "max_keys_per_unit": 2}, 4, 2, 7),
     ]
     for bounds, c, k, total in cases:
-        agg = bounded_aggregate(make_spec(src, domain={"stop": 500}, bounds=bounds), engine=ENGINE)
+        agg = bounded_aggregate(make_spec(src, domain={"stop": 500}, bounds=bounds), engine=engine)
         grid = agg.counts.reshape(50, 10)
         assert grid.max() <= c, bounds
         assert np.count_nonzero(grid, axis=1).max() <= k, bounds
         assert np.all(grid.sum(axis=1) == total), bounds
-    agg = bounded_aggregate(
-        make_spec(
-            src,
-            domain={"stop": 500},
-            bounds={"max_records_per_key": 2, "max_keys_per_unit": 3, "max_records_per_unit": 5},
-        ),
-        engine=ENGINE,
-    )
-    r = agg.rows
-    assert r.dropped_by_bounds == {
+    bounds = {"max_records_per_key": 2, "max_keys_per_unit": 3, "max_records_per_unit": 5}
+    agg = bounded_aggregate(make_spec(src, domain={"stop": 500}, bounds=bounds), engine=engine)
+    assert agg.rows.dropped_by_bounds == {
         "max_records_per_key": 50 * 5 * 2,
         "max_keys_per_unit": 50 * 2 * 2,
         "max_records_per_unit": 50 * 1,
     }
-    assert r.kept == 250
+    assert agg.rows.kept == 250
 
 
-def test_selection_is_uniform_over_subsets(tmp_path: Path) -> None:
+def test_per_key_and_key_count_bounds(tmp_path: Path) -> None:
+    check_per_key_and_key_count_bounds(tmp_path, ENGINE)
+
+
+def check_selection_is_uniform_over_subsets(tmp_path: Path, engine: object) -> None:
     # 3000 units with 4 records each, on keys of their own; b = 2: which pair is kept?
     units = 3000
     uid = np.repeat(np.arange(units), 4)
     key = 4 * uid + np.tile(np.arange(4), units)
     src = write_parquet(tmp_path / "u.parquet", uid=uid, key=key)
     spec = make_spec(src, domain={"stop": 4 * units}, bounds={"max_records_per_unit": 2})
-    agg = bounded_aggregate(spec, salt=2024, engine=ENGINE)
+    agg = bounded_aggregate(spec, salt=2024, engine=engine)
     kept = agg.counts.reshape(units, 4) > 0
     assert np.all(kept.sum(axis=1) == 2)
     code = kept @ np.array([1, 2, 4, 8])
@@ -157,6 +156,10 @@ def test_selection_is_uniform_over_subsets(tmp_path: Path) -> None:
     expected = units / 6
     chi2 = float(((freq - expected) ** 2 / expected).sum())
     assert chi2 < 25.0, freq  # 5 degrees of freedom: P(chi2 > 25) ≈ 1e-4
+
+
+def test_selection_is_uniform_over_subsets(tmp_path: Path) -> None:
+    check_selection_is_uniform_over_subsets(tmp_path, ENGINE)
 
 
 def test_the_salt_mixes_a_fixed_units_order(tmp_path: Path) -> None:
@@ -172,7 +175,11 @@ def test_the_salt_mixes_a_fixed_units_order(tmp_path: Path) -> None:
     assert len(seen) == 6 and min(seen.values()) >= 8, seen
 
 
-def test_a_units_choice_depends_on_its_own_records_only(tmp_path: Path) -> None:
+def check_a_units_choice_depends_on_its_own_records_only(
+    tmp_path: Path, engine: object, salts: tuple[int, ...]
+) -> None:
+    """Unit A's 40 records among 199 other units' keep the same 5 as A alone (records
+    shuffled): the choice is a function of the unit's own records and the salt."""
     rng = np.random.default_rng(3)
     a_keys = rng.integers(0, 10, 40)  # unit A: 40 records on keys 0…9
     b_uid = np.repeat(np.arange(1, 200), 6)
@@ -190,13 +197,17 @@ def test_a_units_choice_depends_on_its_own_records_only(tmp_path: Path) -> None:
         key=a_keys[order],
         t=(np.arange(40) * 7.0)[order],
     )
-    for salt in (1, 99, 2**63 + 5):
+    for salt in salts:
         with_others = bounded_aggregate(
-            make_spec(full, domain={"stop": 20}), salt=salt, engine=ENGINE
+            make_spec(full, domain={"stop": 20}), salt=salt, engine=engine
         )
-        without = bounded_aggregate(make_spec(alone, domain={"stop": 20}), salt=salt, engine=ENGINE)
+        without = bounded_aggregate(make_spec(alone, domain={"stop": 20}), salt=salt, engine=engine)
         assert np.array_equal(with_others.counts[:10], without.counts[:10])
         assert with_others.counts[:10].sum() == 5
+
+
+def test_a_units_choice_depends_on_its_own_records_only(tmp_path: Path) -> None:
+    check_a_units_choice_depends_on_its_own_records_only(tmp_path, ENGINE, (1, 99, 2**63 + 5))
 
 
 @pytest.mark.parametrize(

@@ -47,7 +47,7 @@ def test_the_release_is_noisy_around_the_truth_and_denoising_helps(demo) -> None
     cols = demo.release.columns
     truth = demo.truth
     # every kept pickup carries unit mass, whichever of a driver's trips were kept
-    assert np.isclose(truth.sum(), demo.release.report["rows"]["kept"], rtol=1e-9)
+    assert np.isclose(truth.sum(), demo.release.diagnostics["rows"]["kept"], rtol=1e-9)
     err_raw = np.mean((cols["released"] - truth) ** 2)
     err_den = np.mean((cols["denoised"] - truth) ** 2)
     sigma = float(cols["sigma"][0])

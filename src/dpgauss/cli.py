@@ -7,6 +7,7 @@ Bad arguments end in a one-line message on stderr and exit status 2, never a tra
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import sys
@@ -20,6 +21,7 @@ from .privacy import (
     gaussian_epsilon,
 )
 from .release.budget_cli import add_budget_parser
+from .release.check import add_check_parser
 from .release.release_cli import add_release_parser
 
 __all__ = ["main"]
@@ -133,6 +135,7 @@ def _build_parser() -> _Parser:
 
     add_budget_parser(sub)
     add_release_parser(sub)
+    add_check_parser(sub)
     add_reproduce_parser(sub)
     return parser
 
@@ -142,18 +145,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _build_parser()
     try:
         args = parser.parse_args(argv)
-        run: Callable[[argparse.Namespace], str] = args.run
+        run: Callable[[argparse.Namespace], str | tuple[str, int]] = args.run
         for name in ("epsilon", "delta", "sigma", "sensitivity"):
             value = getattr(args, name, None)
             if value is not None and not math.isfinite(value):
                 raise UsageError(f"--{name} must be finite; got {value}")
-        print(run(args))
+        result = run(args)
+        text, status = result if isinstance(result, tuple) else (result, 0)
+        print(text)
+        if status:
+            return status
     except UsageError as exc:
         print(f"dpgauss: error: {exc}", file=sys.stderr)
         return 2
     except (ValueError, TypeError) as exc:
         print(f"dpgauss: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("dpgauss: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly, and keep Python from complaining
+        # again when it flushes stdout at exit.
+        import os
+
+        with contextlib.suppress(OSError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return 141
     return 0
 
 

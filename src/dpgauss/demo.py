@@ -41,6 +41,7 @@ import numpy as np
 from .privacy import classical_gaussian_sigma
 from .release.ledger import Ledger
 from .release.pipeline import ReleaseResult, bounded_aggregate, run_release
+from .release.report import rmse_text
 from .release.spec import ReleaseSpec
 
 __all__ = ["DEMO_DIR", "DemoResult", "demo_spec", "run_demo"]
@@ -171,7 +172,8 @@ def _edges() -> np.ndarray:
 
 def _summary(rel: ReleaseResult, truth: np.ndarray, out: Path, heatmap: Path | None) -> str:
     r = rel.report
-    priv, den, rows = r["privacy"], r["denoise"], r["rows"]
+    priv, den = r["privacy"], r["denoise"]
+    rows = rel.diagnostics["rows"]  # confidential in a real release; the demo data are public
     d = truth.size
     sigma = float(priv["sigma"])
     sens = float(priv["sensitivity"])
@@ -189,18 +191,18 @@ def _summary(rel: ReleaseResult, truth: np.ndarray, out: Path, heatmap: Path | N
         )
     true_raw = math.sqrt(float(np.mean((rel.columns["released"] - truth) ** 2)))
     true_den = math.sqrt(float(np.mean((rel.columns["denoised"] - truth) ** 2)))
-    up = den["rmse_per_key_upper95"]
-    est = f"{den['rmse_per_key']:.3g}" + (f" (<= {up:.3g} at 95 %)" if up is not None else "")
+    est = rmse_text(den["rmse_per_key"], den["rmse_per_key_upper95"])
     files = "release.csv, release.csv.report.json" + (", heatmap.png" if heatmap else "")
     return "\n".join(
         [
             f"data     : {rows['kept']:,} pickups kept ({rows['in_domain']:,} in the window and "
-            f"on the map, <= 5 per driver) over {d:,} Manhattan junctions",
+            f"on the map, <= 5 per driver) over {d:,} Manhattan junctions (exact counts: "
+            "confidential diagnostics in a real release; shown because the demo data are public)",
             f"privacy  : epsilon = {EPSILON:g}, delta = {DELTA:g}, L2 sensitivity "
             f"{priv['sensitivity']:g}; secure analytic Gaussian sigma = {sigma:.4g}",
             classical_line,
             f"error    : RMSE per junction {den['raw_rmse_per_key']:.3g} released -> "
-            f"{est} denoised by {den['method']} (SURE; true "
+            f"{est} denoised by {den['method']} (true "
             f"{true_raw:.3g} -> {true_den:.3g})",
             f"output   : {out}/ ({files})",
         ]

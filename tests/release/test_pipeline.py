@@ -329,7 +329,15 @@ def test_graph_coordinates_out_of_range(malformed: Path) -> None:
         ("source", {"on_malformed": "fail"}),
     ],
 )
-def test_fail_policies_stop_before_charging(tmp_path: Path, malformed: Path, table, key) -> None:
+def test_fail_policies_never_stop_a_release_only_the_check(
+    tmp_path: Path, malformed: Path, table, key
+) -> None:
+    """Finding 6 of the hardening issue: a 'fail' policy refused the release, uncharged, with
+    an exact count in the message (three shrinking windows located one record for free).
+    A release is a total function of the data: it drops, charges and writes; the policy is
+    the data owner's `dpgauss check`, which never charges or writes."""
+    from dpgauss.release.check import check_source
+
     ledger = make_ledger(tmp_path)
     tables = {
         "domain": {"kind": "values", "column": "zone", "values": [0, 1, 2]},
@@ -338,12 +346,15 @@ def test_fail_policies_stop_before_charging(tmp_path: Path, malformed: Path, tab
     tables[table] = {**tables.get(table, {}), **key}
     spec = make_spec(malformed, **tables)
     out = tmp_path / "out.csv"
-    with pytest.raises(ValueError) as info:
-        run_release(spec, out=out, ledger=ledger, engine=ENGINE)
+    res = run_release(spec, out=out, ledger=ledger, engine=ENGINE)
+    assert out.exists() and charges(ledger) == 1
     name = next(iter(key))
-    assert f"[{table}] {name} = 'fail' stops the release" in str(info.value)
-    assert "\n" not in str(info.value)
-    assert not out.exists() and charges(ledger) == 0
+    assert "rows" not in res.summary and "'fail'" not in res.summary
+    result = check_source(spec, engine=ENGINE)
+    assert not result.ok and len(result.violations) == 1
+    assert f"[{table}] {name} = 'fail'" in result.violations[0]
+    assert "CONFIDENTIAL" in result.text()
+    assert charges(ledger) == 1  # the check charged nothing
 
 
 # ------------------------------------------------------------------ whole releases
@@ -383,18 +394,21 @@ def test_release_writes_the_exact_aggregate_with_the_hook(tmp_path: Path) -> Non
     assert report["sensitivity"]["l2"] == 5.0
     assert report["privacy"]["sigma"] == pytest.approx(sigma)
     assert report["privacy"]["classical_sigma"] is None  # epsilon = 1: Theorem 1 invalid
-    assert report["rows"]["kept"] == truth.sum()
-    assert report["ledger"]["status"]["charges"] == 1
-    assert report["ledger"]["mu"] == pytest.approx(report["privacy"]["mu"])
+    assert "rows" not in report and "timing" not in report  # confidential: diagnostics only
+    assert res.diagnostics["rows"]["kept"] == truth.sum()
+    assert res.diagnostics["ledger"]["status"]["charges"] == 1
+    assert report["charge"]["mu"] == pytest.approx(report["privacy"]["mu"])
     assert report["spec"]["bounds"]["max_records_per_unit"] == 5
     assert report["denoise"]["estimated_error"] == pytest.approx(10 * sigma**2)
     assert sorted(os.listdir(tmp_path)) == sorted(
-        ["budget.sqlite", "release.csv", "release.csv.report.json", "s.parquet"]
-        + (["release.csv.png"] if report["output"]["plot"].endswith(".png") else [])
+        ["budget.sqlite", "budget.sqlite.diagnostics", "release.csv", "release.csv.report.json"]
+        + ["s.parquet"]
+        + (["release.csv.png"] if report["output"]["plot"] else [])
         + [p for p in os.listdir(tmp_path) if p.startswith("budget.sqlite-")]
     )  # no temporary files left
+    assert os.listdir(tmp_path / "budget.sqlite.diagnostics") == ["CONFIDENTIAL-d-charge-1.json"]
     if pytest.importorskip("matplotlib"):  # a range domain: released and denoised series
-        assert report["output"]["plot"] == str(out) + ".png"
+        assert report["output"]["plot"] == "release.csv.png"
         assert (tmp_path / "release.csv.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
@@ -526,28 +540,23 @@ def test_sum_and_mean(tmp_path: Path) -> None:
 
 def test_seeded_experiments_are_reproducible(tmp_path: Path) -> None:
     src, _ = small_release_data(tmp_path)
-    ledger = make_ledger(tmp_path)
     priv = {"epsilon": 1.0, "delta": 1e-6, "dataset": "d", "secure": False, "seed": 11}
-    a = run_release(
-        make_spec(src, privacy=priv), out=tmp_path / "a.csv", ledger=ledger, engine=ENGINE
-    )
-    b = run_release(
-        make_spec(src, privacy=priv), out=tmp_path / "b.csv", ledger=ledger, engine=ENGINE
-    )
+    a = run_release(make_spec(src, privacy=priv), out=tmp_path / "a.csv", engine=ENGINE)
+    b = run_release(make_spec(src, privacy=priv), out=tmp_path / "b.csv", engine=ENGINE)
     assert np.array_equal(a.columns["released"], b.columns["released"])
-    assert "secure = false" in a.summary
+    assert a.summary.startswith("WARNING: NOT PRIVATE") and "secure = false" in a.summary
+    assert a.report["warning"].startswith("NOT PRIVATE") and a.report["charge"]["charged"] is False
+    assert "11" not in json.dumps(a.report["spec"]["privacy"])  # the seed is not published
+    assert a.diagnostics["seed"] == 11
     assert a.report["privacy"]["sigma"] == pytest.approx(a.report["privacy"]["analytic_sigma"])
 
 
 def test_sigma_instead_of_epsilon(tmp_path: Path) -> None:
     src, _ = small_release_data(tmp_path)
-    ledger = make_ledger(tmp_path)
     priv = {"sigma": 40.0, "delta": 1e-6, "dataset": "d", "secure": False}
-    res = run_release(
-        make_spec(src, privacy=priv), out=tmp_path / "a.csv", ledger=ledger, engine=ENGINE
-    )
+    res = run_release(make_spec(src, privacy=priv), out=tmp_path / "a.csv", engine=ENGINE)
     assert res.report["privacy"]["sigma"] == pytest.approx(40.0, rel=1e-6)
-    assert res.report["ledger"]["mu"] == pytest.approx(5.0 / 40.0, rel=1e-6)
+    assert res.report["privacy"]["mu"] == pytest.approx(5.0 / 40.0, rel=1e-6)
 
 
 def test_value_and_range_domains(tmp_path: Path) -> None:
@@ -624,7 +633,7 @@ def test_the_taxi_example(tmp_path: Path) -> None:
     c, r = res.columns, res.report
     assert len(c["key"]) == 4091 and list(c)[-2:] == ["lat", "lon"]
     assert r["sensitivity"]["l2"] == 5.0
-    rows = r["rows"]
+    rows = res.diagnostics["rows"]
     assert rows["read"] == 10_000
     assert rows["invalid_domain"] == 232  # the invalid pickups of dpgauss.datasets.trips
     assert rows["kept"] <= 5 * rows["units"]
@@ -693,7 +702,11 @@ def test_cli(tmp_path: Path) -> None:
     code, text = cli(
         ["release", str(spec), "--out", str(tmp_path / "s.csv"), "--ledger", str(ledger)]
     )
-    assert code == 0 and text.startswith("release   :") and "ledger    :" in text
+    assert code == 0 and text.startswith("release    :") and "charge     :" in text
+    assert "rows" not in text and "CONFIDENTIAL" not in text
+    argv = ["release", str(spec), "--out", str(tmp_path / "t.csv"), "--ledger", str(ledger)]
+    code, text = cli([*argv, "--diagnostics"])
+    assert code == 0 and "CONFIDENTIAL" in text and "rows       :" in text
     code, text = cli(["release", str(spec), "--engine", "nope", "--ledger", str(ledger)])
     assert code == 2 and "invalid choice" in text and "\n" not in text
     code, text = cli(["release", str(tmp_path / "nope.toml")])
@@ -711,7 +724,7 @@ def test_cli(tmp_path: Path) -> None:
     finally:
         del os.environ["DPGAUSS_LEDGER"]
     assert code == 0 and env_out.exists()
-    assert charges(ledger) == 3
+    assert charges(ledger) == 4
 
 
 def test_spec_copy_is_not_shared() -> None:
@@ -735,41 +748,47 @@ def test_progress_lines_name_each_step(tmp_path: Path) -> None:
         progress=stream,
     )
     lines = stream.getvalue().splitlines()
-    assert len(lines) == 4 and all(line.startswith("[") and " s] " in line for line in lines)
+    assert len(lines) == 4 and all(line.startswith("dpgauss: ") for line in lines)
     assert "aggregating" in lines[1] and "denoising" in lines[2] and "writing" in lines[3]
+    assert not any(ch.isdigit() for line in lines for ch in line)  # no timings, no counts
 
 
-@pytest.mark.parametrize("collide", [False, True], ids=["hashed", "collision-fallback"])
-def test_string_units_sorted_by_hash_keep_the_same_records(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, collide: bool
-) -> None:
-    from dpgauss.release import engine_duckdb
-
+def test_one_null_id_row_changes_no_units_sample(tmp_path: Path) -> None:
+    """Finding 4 of the hardening issue: string ids from Parquet were hashed only when the
+    hash was injective on the whole source (NULL included), so one NULL-id row flipped the
+    switch and redrew every unit's max_keys_per_unit sample (|f(D + row) - f(D)| = 13..61
+    with sensitivity 1).  A row without a unit must change nothing."""
     rng = np.random.default_rng(11)
-    units = np.arange(300)
-    n = units % 13
-    uid = np.repeat(units, n)
-    names = np.array([f"driver-{u:05d}" for u in uid], dtype=object)
-    key = 10 * uid + rng.integers(0, 10, uid.size)
-    src = write_parquet(tmp_path / "s.parquet", uid=names, key=key, t=rng.random(uid.size))
-    spec = make_spec(src, domain={"stop": 3000}, bounds={"max_records_per_unit": 5})
-    calls: list[bool] = []
-    original = DuckDBEngine._hash_units
-    if collide:  # a "hash" that merges ids of equal length: must be detected, never used
-        fake = "hash($dp_salt::UBIGINT * 0 + length({}))"
-        monkeypatch.setattr(engine_duckdb, "_unit_hash", fake.format)
+    units = np.repeat(np.arange(200), 6)
+    names = np.array([f"driver-{u:05d}" for u in units], dtype=object)
+    key = rng.integers(0, 10, units.size)
+    d = write_parquet(tmp_path / "d.parquet", uid=names, key=key, t=rng.random(units.size))
+    t = pq.read_table(d).column("t").to_numpy()
+    d2 = write_parquet(  # d plus one row without a unit id
+        tmp_path / "d2.parquet",
+        uid=pa.array([*names, None], pa.string()),
+        key=np.append(key, 3),
+        t=np.append(t, 0.5),
+    )
+    bounds = {"max_records_per_key": 1, "max_keys_per_unit": 2}
+    for salt in (1, 2, 3, 2**63 + 5):
+        a = bounded_aggregate(make_spec(d, bounds=bounds), salt=salt, engine=ENGINE)
+        b = bounded_aggregate(make_spec(d2, bounds=bounds), salt=salt, engine=ENGINE)
+        np.testing.assert_array_equal(a.counts, b.counts)
+        assert b.rows.null_unit == 1
 
-    def spy(*args: object) -> bool:
-        calls.append(original(*args))
-        return calls[-1]
 
-    monkeypatch.setattr(DuckDBEngine, "_hash_units", staticmethod(spy))
-    hashed = bounded_aggregate(spec, salt=3, engine=ENGINE)
-    assert calls == [not collide]
-    per_unit = hashed.counts.reshape(300, 10).sum(axis=1)
-    assert np.array_equal(per_unit, np.minimum(n, 5))  # no two drivers merged
-    assert hashed.rows.units == int((n > 0).sum())
-    # The same records as sorting the strings themselves (CSV sources do that).
-    monkeypatch.setattr(DuckDBEngine, "_hash_units", staticmethod(lambda *a: False))
-    plain = bounded_aggregate(spec, salt=3, engine=ENGINE)
-    np.testing.assert_array_equal(hashed.counts, plain.counts)
+def test_fast_path_keeps_exactly_the_general_paths_records(tmp_path: Path) -> None:
+    """The one-key fast path (integer ids, count, b only) sorts by the general path's own
+    priority: the same records for every salt, whatever the span of the ids (it used to
+    truncate priorities by the span of the whole source's ids)."""
+    rng = np.random.default_rng(5)
+    uid = np.concatenate([np.repeat(np.arange(50), 40), [2**62]])  # one extreme id
+    key = rng.integers(0, 10, uid.size)
+    src = write_parquet(tmp_path / "f.parquet", uid=uid, key=key, t=rng.random(uid.size))
+    spec = make_spec(src, bounds={"max_records_per_unit": 3})
+    fast, general = DuckDBEngine(threads=2), DuckDBEngine(threads=2, fast_path=False)
+    for salt in range(5):
+        a = bounded_aggregate(spec, salt=salt, engine=fast)
+        b = bounded_aggregate(spec, salt=salt, engine=general)
+        np.testing.assert_array_equal(a.counts, b.counts)

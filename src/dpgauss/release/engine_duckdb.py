@@ -18,13 +18,17 @@ in :mod:`dpgauss.release.engine`).  The query is designed for speed:
   (``arg_min(x, p, b)``, ``min(x, b)``), whose list states are slow for millions of groups
   (measurements in ``benchmarks/bench_pipeline.py``).  Rows of a unit are contiguous in that
   order by definition of ORDER BY, so exactly ``min(n_u, b)`` rows per unit pass.
-* **One 64-bit sort key when possible.**  For a count with only ``max_records_per_unit`` and
-  integer unit ids whose span fits (the usual user id), the order (unit, priority) is packed
-  into one ``UBIGINT``: ``(unit − min) << pb | truncated priority << kb | key`` (``min`` from
-  the Parquet statistics).  Sorting one 8-byte key instead of two is about 1.5× faster; the
-  general query (string ids, sums, per-key bounds) sorts by (unit, priority).  String ids
-  are replaced by a salted 64-bit hash when it is injective on the source (checked exactly,
-  :meth:`DuckDBEngine._hash_units`): 2.4× pandas instead of 2× in the benchmark.
+* **One sort key when possible.**  For a count with only ``max_records_per_unit`` and an
+  integer-typed unit column, the order (unit, priority) is packed into one ``UHUGEINT``:
+  ``(unit − min) << 64 | pk``, with ``pk`` exactly the general path's key-in-priority, so
+  both paths keep the same records; the general query (string ids, sums, per-key bounds)
+  sorts by (unit, priority).  Unit ids are
+  always sorted as they are: an earlier version replaced string ids by a salted hash when
+  the hash was injective on the whole source, a switch decided on the whole source — one
+  NULL-id row flipped it and redrew every unit's sample (a sensitivity violation).  Whether
+  the fast path applies depends only on the spec and the column's *type*, never on values
+  (its ``min``/``max`` only place units in the sort key, which does not change which
+  records a unit keeps).
 * **One pass.**  Invalid rows go through the same query with a NULL unit (sorted last, never
   kept), so the row counters come out of the same final ``GROUP BY`` as the aggregate.
 
@@ -237,36 +241,9 @@ class DuckDBEngine:
         ((lo, hi),) = con.execute(
             f"SELECT min({unit}), max({unit}) FROM {source}", params
         ).fetchall()
-        if lo is None or hi is None or int(hi) - int(lo) >= 2**40:
+        if lo is None or hi is None:  # no unit at all: the general path (same semantics)
             return None
         return int(lo), int(hi)
-
-    @staticmethod
-    def _hash_units(
-        con: Any,
-        plan: AggregationPlan,
-        source: str,
-        params: dict[str, Any],
-        types: dict[str, str],
-    ) -> bool:
-        """Whether to sort by a salted 64-bit hash of the unit id instead of the id itself.
-
-        For non-integer ids (strings) from a columnar source: sorting 8-byte hashes is
-        several times faster than sorting strings (``benchmarks/bench_pipeline.py
-        --string-units``).  Only if the hash is injective on this source's ids — checked
-        exactly, ``count(DISTINCT id) = count(DISTINCT hash)``, one scan of one column — so
-        that two units are never merged; otherwise (or for CSV, where that scan would reread
-        every line) the ids are sorted as they are.  Either way the kept records are the same.
-        """
-        t = types.get(plan.spec.unit.column, "").upper()
-        if t in _INTEGER_TYPES or plan.spec.source.file_format == "csv":
-            return False
-        unit = quote_ident(plan.spec.unit.column)
-        ((ids, hashes),) = con.execute(
-            f"SELECT count(DISTINCT {unit}), count(DISTINCT {_unit_hash(unit)}) FROM {source}",
-            {**params, "dp_salt": int(plan.salt)},
-        ).fetchall()
-        return int(ids) == int(hashes)
 
     def _run(
         self,
@@ -277,9 +254,8 @@ class DuckDBEngine:
         types: dict[str, str],
         tag: str,
         unit_range: tuple[int, int] | None,
-        hashed: bool = False,
     ) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]] | None]:
-        query = _Query(plan, source, types, tag, con, hashed)
+        query = _Query(plan, source, types, tag, con)
         sql, more = query.build(unit_range)
         params = {**params, **more}
         if not plan.domain.spread:
@@ -311,8 +287,7 @@ class DuckDBEngine:
             unit_range = None
             if self.fast_path:
                 unit_range = self._unit_range(con, plan, source, params, types)
-            hashed = unit_range is None and self._hash_units(con, plan, source, params, types)
-            groups, spread = self._run(plan, con, source, params, types, tag, unit_range, hashed)
+            groups, spread = self._run(plan, con, source, params, types, tag, unit_range)
             malformed = 0
             if plan.spec.source.file_format == "csv":
                 malformed = int(
@@ -347,9 +322,7 @@ class _Query:
         types: dict[str, str],
         tag: str,
         con: Any,
-        hashed: bool = False,
     ) -> None:
-        self.hashed = hashed
         self.plan = plan
         self.spec = plan.spec
         self.source = source
@@ -383,8 +356,7 @@ class _Query:
         d_parsed, bad_d = self._domain_parse()
         v_parsed, bad_v, value = self._value_parse()
         out_f = self._filter()
-        u = _unit_hash(unit) if self.hashed else unit  # see DuckDBEngine._hash_units
-        parsed = [f"{u} AS u", f"{bad_unit} AS bad_u", f"{self._priority()} AS p"]
+        parsed = [f"{unit} AS u", f"{bad_unit} AS bad_u", f"{self._priority()} AS p"]
         parsed += d_parsed + v_parsed + [f"{out_f} AS out_f"]
         joins, key_expr = self._domain_key()
         has_v = spec.statistic.kind != "count"
@@ -418,9 +390,7 @@ WITH parsed AS (
         c = spec.bounds.max_records_per_key
         self.has_value = has_v
         if unit_range is not None and b is not None and k is None and c is None and not extra:
-            fast = self._fast(sql, unit_range, ok, b)
-            if fast is not None:
-                return fast, self.params
+            return self._fast(sql, unit_range, ok, b), self.params
         # ------------------------------------------------------------ general path
         # `eu` is the unit of an in-domain row, NULL otherwise (sorted last, never kept).
         if extra:
@@ -501,43 +471,41 @@ SELECT {", ".join(out)}{extra} FROM {prev}"""
         self.flags = tuple(flags)
         return sql, self.params
 
-    def _fast(self, sql: str, unit_range: tuple[int, int], ok: str, b: int) -> str | None:
-        """The one-key sort for counts (see :meth:`build`), or None if it does not apply.
+    def _fast(self, sql: str, unit_range: tuple[int, int], ok: str, b: int) -> str:
+        """The one-key sort for counts (see :meth:`build`).
 
-        ``s = slot << pb | (p >> (64 − pb + kb)) << kb | key`` with ``slot = unit − min``
-        (``ub`` bits), ``kb`` key bits and ``pb − kb ≥ 24`` priority bits: a unit's rows are
-        contiguous and ordered by their truncated priority, ties broken by the key; rows
-        that still tie have the same key, so for a count they are interchangeable and the
-        kept counts are a function of the unit's own records, as on the general path.
+        ``s = slot << 64 | pk`` (a ``UHUGEINT``) with ``slot = unit − min`` and ``pk`` the
+        general path's key-in-priority ``(p >> kb) << kb | key``: the order of a unit's rows
+        is *exactly* the general path's, so the kept records are the same, bit for bit, for
+        every source — the column's ``min`` only shifts the slots, and no property of the
+        source decides anything (an earlier version truncated the priority by the span of
+        the ids, so one unit with an extreme id changed how every unit's ties were broken).
         Rows outside the domain sit in the extra slot ``span`` with their class code.
         """
         lo, hi = unit_range
         span = hi - lo + 1  # slots 0 … hi − lo for units; slot `span` for other rows
-        ub = span.bit_length()
-        # kb key bits, at least enough for a row class code (slot `span`).
-        kb = max(_CLASS_BITS, (self.plan.domain.size - 1).bit_length())
-        pb = 64 - ub
-        if pb - kb < 24:
-            return None
+        kb = max(1, (self.plan.domain.size - 1).bit_length())  # as on the general path
         t = self.types.get(self.spec.unit.column, "").upper()
-        diff = f"(u - {lo})" if t == "UBIGINT" else f"(u::BIGINT - ({lo}))"
-        mask = (1 << kb) - 1
+        diff = f"(u - {lo})" if t == "UBIGINT" else f"(u::HUGEINT - ({lo}))"
+        mask, cmask = (1 << kb) - 1, (1 << _CLASS_BITS) - 1
+        pk = f"(((p >> {kb}) << {kb}) | key::UBIGINT)"
+        other = f"({span}::UHUGEINT << 64)"
         sql += f""", s0 AS (
-  SELECT CASE WHEN {ok} THEN ({diff}::UBIGINT << {pb}) | ((p >> {ub + kb}) << {kb}) | key::UBIGINT
-              WHEN out_f THEN ({span}::UBIGINT << {pb}) | {OUTSIDE_FILTER}
-              WHEN bad_u THEN ({span}::UBIGINT << {pb}) | {NULL_UNIT}
-              WHEN bad_d THEN ({span}::UBIGINT << {pb}) | {INVALID_DOMAIN}
-              WHEN bad_v THEN ({span}::UBIGINT << {pb}) | {INVALID_VALUE}
-              ELSE ({span}::UBIGINT << {pb}) | {OUTSIDE} END AS s
+  SELECT CASE WHEN {ok} THEN ({diff}::UHUGEINT << 64) | {pk}::UHUGEINT
+              WHEN out_f THEN {other} | {OUTSIDE_FILTER}
+              WHEN bad_u THEN {other} | {NULL_UNIT}
+              WHEN bad_d THEN {other} | {INVALID_DOMAIN}
+              WHEN bad_v THEN {other} | {INVALID_VALUE}
+              ELSE {other} | {OUTSIDE} END AS s
   FROM keyed
 ), sb AS (
-  SELECT s, (lag(s >> {pb}, {b}) OVER w IS DISTINCT FROM s >> {pb}) AS kept,
-         (lag(s >> {pb}, 1) OVER w IS DISTINCT FROM s >> {pb}) AS first_u
+  SELECT s, (lag(s >> 64, {b}) OVER w IS DISTINCT FROM s >> 64) AS kept,
+         (lag(s >> 64, 1) OVER w IS DISTINCT FROM s >> 64) AS first_u
   FROM s0 WINDOW w AS (ORDER BY s)
 )
-SELECT CASE WHEN s >> {pb} = {span} THEN -((s & {mask})::BIGINT)
+SELECT CASE WHEN s >> 64 = {span} THEN -((s & {cmask})::BIGINT)
             WHEN kept THEN (s & {mask})::BIGINT ELSE {DROPPED} END AS g,
-       s >> {pb} <> {span} AND first_u AS first_u
+       s >> 64 <> {span} AND first_u AS first_u
 FROM sb"""
         self.flags = ()
         return sql
@@ -732,11 +700,6 @@ FROM ({rows_sql}) GROUP BY g"""
                 )
         except duck.Error as exc:  # pragma: no cover - defensive
             raise EngineError(f"duckdb: {_one_line(exc)}") from None
-
-
-def _unit_hash(unit: str) -> str:
-    """A salted 64-bit hash of the unit id (the outer ``hash`` mixes the salt in)."""
-    return f"hash(hash($dp_salt::UBIGINT, 'unit', {unit}))"
 
 
 # ----------------------------------------------------------------------- collecting

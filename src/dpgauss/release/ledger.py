@@ -65,7 +65,7 @@ __all__ = [
 #: ``PRAGMA application_id`` of a dpgauss ledger: the bytes ``"DPGL"``.
 APPLICATION_ID = 0x4450474C
 #: ``PRAGMA user_version``: the version of the schema below.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _APPLICATION_NAME = "dpgauss-ledger"
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -89,11 +89,24 @@ _SCHEMA = (
         sigma REAL CHECK (sigma IS NULL OR sigma > 0),
         sensitivity REAL CHECK (sensitivity IS NULL OR sensitivity > 0),
         mu REAL NOT NULL CHECK (mu > 0),
+        delivery TEXT,
+        note TEXT,
         CHECK ((sigma IS NULL) = (sensitivity IS NULL))
     )""",
     "CREATE INDEX charges_by_dataset ON charges (dataset, id)",
 )
 _TABLES = {"meta", "budgets", "charges"}
+#: Schema version 1 lacked the delivery state of a charge; it is upgraded in place.
+_UPGRADES = {
+    1: (
+        "ALTER TABLE charges ADD COLUMN delivery TEXT",
+        "ALTER TABLE charges ADD COLUMN note TEXT",
+    )
+}
+#: The delivery states of a charge (``LedgerEntry.delivery``): charged and not yet written;
+#: writing its files (``note`` lists them); delivered; failed after the charge (``note`` says
+#: why).  None for charges recorded by schema version 1, which did not track delivery.
+DELIVERY_STATES = ("charged", "writing", "delivered", "failed")
 
 #: Test seam: when set, called inside the charge transaction right after the INSERT and
 #: before the COMMIT (the reliability tests kill the process there).  Always None otherwise.
@@ -173,7 +186,13 @@ class BudgetStatus:
 
 @dataclass(frozen=True)
 class LedgerEntry:
-    """One committed charge.  ``sigma`` and ``sensitivity`` are None for a charge by μ."""
+    """One committed charge.  ``sigma`` and ``sensitivity`` are None for a charge by μ.
+
+    ``delivery`` is the state of the release it paid for (:data:`DELIVERY_STATES`; None for
+    a charge made before the ledger tracked it) and ``note`` the detail: the files being
+    written, or why the release failed after it was charged.  The budget stays spent
+    whatever the state.
+    """
 
     id: int
     dataset: str
@@ -182,6 +201,8 @@ class LedgerEntry:
     sigma: float | None
     sensitivity: float | None
     mu: float
+    delivery: str | None = None
+    note: str | None = None
 
     def as_dict(self) -> dict[str, object]:
         """A JSON-ready dict of the fields."""
@@ -296,10 +317,11 @@ def _check_header(path: Path, header: bytes) -> None:
             f"(application_id={app_id:#010x}, a dpgauss ledger has {APPLICATION_ID:#010x}); "
             "refusing to use it"
         )
-    if version != SCHEMA_VERSION:
+    if version != SCHEMA_VERSION and version not in _UPGRADES:
         raise LedgerFormatError(
             f"{path} is a dpgauss ledger of schema version {version}; this version of dpgauss "
-            f"reads version {SCHEMA_VERSION} only; refusing to use it"
+            f"reads version {SCHEMA_VERSION} (and upgrades {', '.join(map(str, _UPGRADES))}) "
+            "only; refusing to use it"
         )
 
 
@@ -455,6 +477,7 @@ class Ledger:
         try:
             self._verify(conn)
             _configure(conn)
+            self._upgrade(conn)
             mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise LedgerError(f"cannot put ledger {self.path} in WAL mode (got {mode!r})")
@@ -475,7 +498,7 @@ class Ledger:
         """Read-only checks: identity, schema and SQLite's quick_check."""
         app_id = conn.execute("PRAGMA application_id").fetchone()[0]
         version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if app_id != APPLICATION_ID or version != SCHEMA_VERSION:
+        if app_id != APPLICATION_ID or (version != SCHEMA_VERSION and version not in _UPGRADES):
             raise LedgerFormatError(
                 f"{self.path} is not a dpgauss ledger of schema version {SCHEMA_VERSION} "
                 f"(application_id={app_id:#010x}, user_version={version}); refusing to use it"
@@ -495,6 +518,23 @@ class Ledger:
                 f"{self.path} is a corrupted dpgauss ledger (quick_check: "
                 f"{'; '.join(map(str, problems[:3]))}); refusing to use it"
             )
+
+    def _upgrade(self, conn: sqlite3.Connection) -> None:
+        """Bring a ledger of an older schema version to :data:`SCHEMA_VERSION`, atomically."""
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version == SCHEMA_VERSION:
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if conn.execute("PRAGMA user_version").fetchone()[0] in _UPGRADES:  # not raced
+                for stmt in _UPGRADES[version]:
+                    conn.execute(stmt)
+                conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
 
     @contextmanager
     def _transaction(self, kind: str) -> Iterator[sqlite3.Connection]:
@@ -586,8 +626,8 @@ class Ledger:
         with self._transaction("DEFERRED") as conn:
             self._budget_row(conn, name)
             rows = conn.execute(
-                "SELECT id, dataset, time, label, sigma, sensitivity, mu FROM charges "
-                "WHERE dataset = ? ORDER BY id",
+                "SELECT id, dataset, time, label, sigma, sensitivity, mu, delivery, note "
+                "FROM charges WHERE dataset = ? ORDER BY id",
                 (name,),
             ).fetchall()
         return [LedgerEntry(*row) for row in rows]
@@ -631,14 +671,34 @@ class Ledger:
                 raise BudgetExceeded(name, mu_c, self._status(name, budget, mus))
             when = _now()
             cur = conn.execute(
-                "INSERT INTO charges (dataset, time, label, sigma, sensitivity, mu) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO charges (dataset, time, label, sigma, sensitivity, mu, delivery) "
+                "VALUES (?, ?, ?, ?, ?, ?, 'charged')",
                 (name, when, text, sig, sens, mu_c),
             )
-            entry = LedgerEntry(int(cur.lastrowid or 0), name, when, text, sig, sens, mu_c)
+            entry = LedgerEntry(
+                int(cur.lastrowid or 0), name, when, text, sig, sens, mu_c, "charged"
+            )
             if _before_commit is not None:
                 _before_commit()
         return entry
+
+    def record_delivery(self, charge_id: int, state: str, note: str | None = None) -> None:
+        """Record the delivery ``state`` (:data:`DELIVERY_STATES`) of charge ``charge_id``.
+
+        Only the state moves; the charge and its μ never change (spent budget is never
+        returned).  ``note``: the files being written, or why the release failed.
+        """
+        if state not in DELIVERY_STATES:
+            raise ValueError(f"state must be one of {', '.join(DELIVERY_STATES)}; got {state!r}")
+        if isinstance(charge_id, bool) or not isinstance(charge_id, int):
+            raise TypeError(f"charge_id must be an int; got {type(charge_id).__name__}")
+        with self._transaction("IMMEDIATE") as conn:
+            cur = conn.execute(
+                "UPDATE charges SET delivery = ?, note = ? WHERE id = ?",
+                (state, None if note is None else str(note)[:4000], charge_id),
+            )
+            if cur.rowcount != 1:
+                raise LedgerError(f"no charge #{charge_id} in {self.path}")
 
     def check(self) -> None:
         """Run SQLite's full ``integrity_check`` and the ledger's own invariants.

@@ -1,27 +1,34 @@
 """From a table of records to a finished release: the orchestration of ``dpgauss release``.
 
-:func:`run_release` runs the steps in this order; each step uses only what the steps before
-it produced, and nothing is written unless every step succeeded:
+:func:`run_release` runs a release in three phases — **plan, then charge, then write** —
+so that everything that can fail is checked before the ledger is touched and the outputs
+appear all together or not at all:
 
-1. **Validate** the spec (done by :class:`~dpgauss.release.spec.ReleaseSpec`), resolve the
-   public domain (:func:`resolve_domain`) and derive the L2 sensitivity from the bounds
-   (:mod:`dpgauss.release.sensitivity`).
-2. **Calibrate**: a :class:`~dpgauss.noise.mechanisms.GaussianMechanism` for (ε, δ) at that
-   sensitivity, and the μ-GDP charge of the release: Δ/σ for floating-point noise, the
-   dominating μ of the noise law for the secure lattice sampler (which depends only on public
-   quantities: ε, δ, Δ and the number of keys).
-3. **Ledger check** — *before any data is read*: if the charge does not fit the dataset's
-   remaining budget, :class:`~dpgauss.release.ledger.BudgetExceeded` is raised.  The output
-   path is checked too (an existing output is never replaced unless ``overwrite``).
-4. **Aggregate** in the engine (bounding and aggregation; :mod:`dpgauss.release.engine`),
-   with a fresh secret salt from ``secrets``.  Malformed rows are dropped and counted, or stop
-   the release if their column's policy is ``"fail"`` (nothing charged, nothing written).
-5. **Charge** the ledger (atomic; refused if another release used the budget meanwhile).
-6. **Noise**: the aggregate plus Gaussian noise from the secure sampler (``secure = true``,
-   the default).  The unnoised aggregate never leaves this function.
-7. **Denoise** (post-processing of the noisy vector with σ and the domain's public structure).
-8. **Write** the table and the JSON report, each atomically (a temporary file in the same
-   directory, fsynced, then renamed), and return a :class:`ReleaseResult`.
+1. **Plan** (:func:`~dpgauss.release.plan.plan_release`): the spec, the public domain, the
+   sensitivity derived from the enforced bounds, the calibration (the noise law is computed
+   without drawing noise), the ledger and the room left in the budget, the denoiser and its
+   parameters, the source's columns (metadata only), and every output path.  Public
+   information only.
+2. **Aggregate** in the engine (bounding and aggregation, :mod:`dpgauss.release.engine`),
+   with a fresh secret salt from ``secrets``.  No record can make this step fail or change
+   what follows: rows that cannot be used are dropped and only *counted*, and the counts go
+   to the confidential diagnostics.  (Checks that stop on bad records are
+   ``dpgauss check``, a separate tool for the data owner: :mod:`dpgauss.release.check`.)
+3. **Charge** the ledger (atomic; refused only if another process spent the budget since
+   the plan — a fact about the ledger, not the data).
+4. **Noise, denoise, write**: secure noise (the unnoised aggregate never leaves this
+   module), post-processing with σ and the domain's public structure, then the table, the
+   public report and the plot are staged as unnamed files and committed together
+   (:class:`~dpgauss.release.outputs.OutputGroup`).  The ledger entry records the delivery:
+   ``writing`` (with the files) before the commit, then ``delivered`` — or ``failed`` with
+   the reason if anything, a Ctrl-C included, stopped the release after the charge.  The
+   charge is never undone.
+5. The confidential diagnostics (exact row counters, timings, paths) are written to their
+   own ``CONFIDENTIAL-…json`` file beside the ledger, never beside the table.
+
+A ``secure = false`` release (floating-point noise, seedable) is an experiment for public or
+synthetic data: it is refused when a ledger is given, is never charged, and says so in the
+report, the summary and on stderr.
 
 The output table has one row per key of the domain: ``key, released, denoised, sigma,
 lower, upper`` (the interval covers the true bounded value with probability ≥ ``level``,
@@ -37,9 +44,6 @@ is the range of ``m + S/C`` over the two level-``(1+level)/2`` intervals of ``S'
 clipped to the clamping bounds: it covers the true mean of the kept clamped values with
 probability ≥ ``level`` (union bound), or is the whole ``[lower, upper]`` when the count's
 interval reaches 0.  ``denoised`` is the same ratio of the denoised sum and count.
-
-Row counters in the report are exact counts of the private data, for the data owner: they are
-*not* differentially private and must not be published with the release.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ import json
 import math
 import os
 import secrets
+import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -64,13 +69,16 @@ from ..noise.mechanisms import GaussianMechanism
 from ..noise.release import Release
 from ..privacy import classical_gaussian_sigma, gaussian_epsilon
 from ..privacy.accounting import GaussianAccountant
-from .engine import Aggregate, AggregationPlan, Engine, KeyDomain, get_engine
+from .engine import Aggregate, AggregationPlan, Engine, KeyDomain
 from .mapping import GraphMapper, load_graph
+from .plan import LEDGER_ENV, ReleasePlan, make_engine, plan_release
+from .report import NOT_PRIVATE_WARNING, Diagnostics, PublicReport, json_ready, public_spec
 from .sensitivity import Sensitivity, derive_sensitivity
 from .spec import ReleaseSpec
 
 __all__ = [
     "LEDGER_ENV",
+    "ReleaseDeliveryError",
     "ReleaseResult",
     "bounded_aggregate",
     "resolve_domain",
@@ -78,12 +86,20 @@ __all__ = [
     "sensitivity_of",
 ]
 
-#: Environment variable naming the ledger file when neither ``--ledger`` nor the spec does.
-LEDGER_ENV = "DPGAUSS_LEDGER"
-
 # Test hook (private, never a user option): with it set, "released" is the exact bounded
 # aggregate, so tests can compare the whole pipeline's output with a reference exactly.
 _NOISE_OFF = False
+
+
+#: Test seam (private, never a user option): when set, called with the name of each step as
+#: the release reaches it — "planned", "aggregated", "charged", "denoised", "staged",
+#: "committed" — so the reliability tests can kill or interrupt the process there.
+_at_step: Callable[[str], None] | None = None
+
+
+def _step(name: str) -> None:
+    if _at_step is not None:
+        _at_step(name)
 
 
 @contextlib.contextmanager
@@ -189,36 +205,6 @@ def _calibrate(spec: ReleaseSpec, sens: Sensitivity, d: int) -> _Calibration:
 # ---------------------------------------------------------------------------- ledger
 
 
-def _ledger_path(spec: ReleaseSpec, ledger: str | os.PathLike[str] | None) -> Path:
-    path = ledger if ledger is not None else spec.privacy.ledger
-    if path is None:
-        path = os.environ.get(LEDGER_ENV) or None
-    if path is None:
-        raise ValueError(
-            f"[privacy] ledger is required: set it in the spec, pass --ledger FILE or set "
-            f"${LEDGER_ENV} (create a budget first: dpgauss budget init DATASET --epsilon E "
-            f"--delta D --ledger FILE)"
-        )
-    p = Path(os.fspath(path)).expanduser()
-    if not p.exists():
-        raise ValueError(
-            f"no ledger at {str(p)!r}: create the budget of dataset "
-            f"{spec.privacy.dataset!r} first (dpgauss budget init {spec.privacy.dataset} "
-            f"--epsilon E --delta D --ledger {p})"
-        )
-    return p
-
-
-def _precheck(path: Path, dataset: str, mu: float) -> Any:
-    from .ledger import BudgetExceeded, Ledger
-
-    with Ledger(path, create=False) as led:
-        status = led.remaining(dataset)
-    if mu > status.mu_remaining * (1.0 + 1e-12):
-        raise BudgetExceeded(dataset, mu, status)
-    return status
-
-
 def _charge(path: Path, dataset: str, cal: _Calibration, label: str) -> tuple[Any, Any]:
     from .ledger import Ledger
 
@@ -236,98 +222,35 @@ def _charge(path: Path, dataset: str, cal: _Calibration, label: str) -> tuple[An
     return entry, status
 
 
-# ---------------------------------------------------------------------------- denoise
+def _record(path: Path | None, charge_id: int | None, state: str, note: str | None) -> str:
+    """Record the delivery state on the ledger entry; '' or why it could not be recorded."""
+    if path is None or charge_id is None:
+        return ""
+    from .ledger import Ledger
 
-
-def _denoise(y: np.ndarray, sigma: float, domain: KeyDomain, spec: ReleaseSpec) -> Denoised:
-    from .. import denoise as dn
-
-    method, params = spec.denoise.method, dict(spec.denoise.params)
-    if method == "none":
-        return Denoised(y.copy(), y.size * sigma * sigma, "none", {})
-    graph = None
-    if domain.edges is not None:
-        graph = dn.as_graph(domain.edges, domain.size)
-    calls: dict[str, Callable[[], Denoised]] = {
-        "auto": lambda: dn.auto(y, sigma, graph=graph, grid_shape=domain.grid, **params),
-        "james_stein": lambda: dn.james_stein(y, sigma, **params),
-        "soft_threshold": lambda: dn.soft_threshold(y, sigma, **{"threshold": "sure", **params}),
-        "hard_threshold": lambda: dn.hard_threshold(y, sigma, **params),
-        "wavelet": lambda: dn.wavelet_denoise(y, sigma, **params),
-        "graph_wavelet": lambda: dn.graph_wavelet_denoise(y, sigma, graph, **params),
-        "trend_filter": lambda: _trend_filter(y, sigma, graph, params),
-    }
     try:
-        return calls[method]()
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"[denoise] method = {method!r} failed: {exc}") from None
-
-
-def _trend_filter(y: np.ndarray, sigma: float, graph: Any, params: dict[str, Any]) -> Denoised:
-    from ..denoise.trend_filter import trend_filter
-
-    return trend_filter(y, graph, **{"lam": "sure", "sigma": sigma, **params})
+        with Ledger(path, create=False) as led:
+            led.record_delivery(charge_id, state, note)
+    except (OSError, ValueError) as exc:
+        return f" (and its delivery state could not be recorded: {exc})"
+    return ""
 
 
 # ----------------------------------------------------------------------------- output
 
 
-def _atomic_write(path: Path, write: Callable[[str], None], overwrite: bool) -> None:
-    """Write via ``write(tmp)`` to a temporary file beside ``path``, fsync, then rename."""
-    directory = path.parent if str(path.parent) else Path(".")
-    tmp = str(directory / f".{path.name}.{secrets.token_hex(6)}.tmp")
-    try:
-        # Created with mode 0o666 & ~umask, like any new file (mkstemp would force 0o600).
-        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-    except OSError as exc:
-        raise ValueError(f"cannot write {path}: {exc.strerror or exc}") from None
-    try:
-        write(tmp)
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
-        if overwrite:
-            os.replace(tmp, path)
-        else:
-            try:
-                os.link(tmp, path)  # atomic, and never replaces an existing file
-            except FileExistsError:
-                raise
-            except OSError:  # no hard links here: rename if the path is still free
-                if os.path.lexists(path):
-                    raise FileExistsError(str(path)) from None
-                os.replace(tmp, path)
-            else:
-                os.unlink(tmp)
-        with contextlib.suppress(OSError):
-            dfd = os.open(directory, os.O_RDONLY)
-            try:
-                os.fsync(dfd)
-            finally:
-                os.close(dfd)
-    except FileExistsError:
-        raise ValueError(f"{path} already exists (set [output] overwrite = true)") from None
-    except OSError as exc:
-        raise ValueError(f"cannot write {path}: {exc.strerror or exc}") from None
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-
-
-def _write_table(path: Path, fmt: str, columns: dict[str, np.ndarray], overwrite: bool) -> None:
+def _write_table(path: str, fmt: str, columns: dict[str, np.ndarray]) -> None:
+    """Write the table to ``path`` (a staged file of the release's OutputGroup)."""
     if fmt == "parquet":
-        try:
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-        except ImportError:  # pragma: no cover - the data extra is missing
-            raise ValueError("Parquet output needs pyarrow: pip install 'dpgauss[data]'") from None
+        import pyarrow as pa
+        import pyarrow.parquet as pq
 
         def arrow(v: np.ndarray) -> Any:
             if v.dtype == object:
                 return pa.array(v.tolist())
             return pa.array(v)
 
-        table = pa.table({k: arrow(v) for k, v in columns.items()})
-        _atomic_write(path, lambda tmp: pq.write_table(table, tmp), overwrite)
+        pq.write_table(pa.table({k: arrow(v) for k, v in columns.items()}), path)
         return
 
     def text(v: Any) -> str:
@@ -337,27 +260,21 @@ def _write_table(path: Path, fmt: str, columns: dict[str, np.ndarray], overwrite
             return str(int(v))
         return str(v)
 
-    def write(tmp: str) -> None:
-        import csv
+    import csv
 
-        names = list(columns)
-        with open(tmp, "w", newline="", encoding="utf-8") as fh:
-            w = csv.writer(fh)
-            w.writerow(names)
-            for row in zip(*(columns[n].tolist() for n in names), strict=True):
-                w.writerow([text(v) for v in row])
-
-    _atomic_write(path, write, overwrite)
+    names = list(columns)
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(names)
+        for row in zip(*(columns[n].tolist() for n in names), strict=True):
+            w.writerow([text(v) for v in row])
 
 
-def _plot(
-    path: Path, spec: ReleaseSpec, domain: KeyDomain, columns: dict[str, np.ndarray], chosen: str
-) -> str:
-    """Draw the release beside its table (graph: maps; range: a series); what happened."""
-    if not spec.output.plot or domain.kind == "values":
-        return "not drawn (values domain)" if spec.output.plot else "not drawn ([output] plot)"
-    from ..heatmap import PlotUnavailableError, draw_graph_panels, draw_series, shared_scale
+def _draw(path: str, plan: ReleasePlan, columns: dict[str, np.ndarray], chosen: str) -> None:
+    """Draw the release (graph: maps; range: a series) into ``path`` (a staged file)."""
+    from ..heatmap import draw_graph_panels, draw_series, shared_scale
 
+    spec, domain = plan.spec, plan.domain
     what = spec.statistic.kind
     released, denoised = columns["released"], columns["denoised"]
     method = (
@@ -365,50 +282,28 @@ def _plot(
         if spec.denoise.method == chosen
         else (f"{spec.denoise.method} → {chosen}")
     )
-
-    def draw(tmp: str) -> None:
-        if domain.kind == "graph":
-            assert domain.edges is not None
-            draw_graph_panels(
-                tmp,
-                columns["lat"],
-                columns["lon"],
-                domain.edges,
-                [("released", released), (f"denoised ({method})", denoised)],
-                vmax=shared_scale([("denoised", denoised)]),  # the noise would swamp it
-                label=f"{what} per node",
-                title=spec.name,
-            )
-        else:
-            draw_series(
-                tmp,
-                np.asarray(columns["key"], dtype=np.float64),
-                [("released", released), (f"denoised ({method})", denoised)],
-                lower=columns["lower"],
-                upper=columns["upper"],
-                label=what,
-                title=spec.name,
-            )
-
-    try:
-        _atomic_write(path, lambda tmp: draw(tmp), spec.output.overwrite)
-    except PlotUnavailableError as exc:
-        return f"not drawn: {exc}"
-    return str(path)
-
-
-def _json_ready(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _json_ready(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_ready(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return _json_ready(value.tolist())
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+    if domain.kind == "graph":
+        assert domain.edges is not None
+        draw_graph_panels(
+            path,
+            columns["lat"],
+            columns["lon"],
+            domain.edges,
+            [("released", released), (f"denoised ({method})", denoised)],
+            vmax=shared_scale([("denoised", denoised)]),  # the noise would swamp it
+            label=f"{what} per node",
+            title=spec.name,
+        )
+    else:
+        draw_series(
+            path,
+            np.asarray(columns["key"], dtype=np.float64),
+            [("released", released), (f"denoised ({method})", denoised)],
+            lower=columns["lower"],
+            upper=columns["upper"],
+            label=what,
+            title=spec.name,
+        )
 
 
 # ----------------------------------------------------------------------------- result
@@ -416,129 +311,36 @@ def _json_ready(value: Any) -> Any:
 
 @dataclass(frozen=True, eq=False)
 class ReleaseResult:
-    """A finished release: the table that was written, its report and where they are."""
+    """A finished release: the table that was written, its public report, the confidential
+    diagnostics, and where they are.
+
+    ``report`` is the published report (the JSON beside the table); ``diagnostics`` is
+    confidential (exact counters, timings, paths: never publish it), also written to
+    ``diagnostics_path``.  ``summary`` is the public text ``dpgauss release`` prints.
+    """
 
     columns: dict[str, np.ndarray]
     report: dict[str, Any]
     output_path: str
     report_path: str
     summary: str = field(default="")
+    diagnostics: dict[str, Any] = field(default_factory=dict)
+    diagnostics_path: str | None = None
+    diagnostics_text: str = ""
 
 
-def _num(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.4g}"
+class ReleaseDeliveryError(ValueError):
+    """A release failed *after* its charge: the budget is spent, nothing was written.
 
+    ``charge_id`` is the ledger entry, whose delivery state says ``failed`` and why.
+    """
 
-def _summary(report: dict[str, Any]) -> str:
-    rows, sens, priv = report["rows"], report["sensitivity"], report["privacy"]
-    den, led, out = report["denoise"], report["ledger"], report["output"]
-    dropped = [
-        f"{rows[k]:,} {label}"
-        for k, label in (
-            ("malformed_lines", "malformed lines"),
-            ("outside_filter", "outside the [filter] window"),
-            ("null_unit", "without unit"),
-            ("invalid_domain", "invalid domain value"),
-            ("invalid_value", "invalid value"),
-            ("outside_domain", "outside the domain"),
-        )
-        if rows[k]
-    ]
-    bounded = ", ".join(f"{v:,} by {k}" for k, v in rows["dropped_by_bounds"].items())
-    lines = [
-        f"release   : {out['path']} ({out['rows']:,} keys, {out['format']}); report "
-        f"{out['report']}" + (f"; plot {out['plot']}" if out["plot"].endswith(".png") else ""),
-        f"rows      : {rows['read']:,} read"
-        + (f"; dropped {', '.join(dropped)}" if dropped else "")
-        + f"; {rows['in_domain']:,} in domain from {rows['units']:,} units; "
-        f"{rows['kept']:,} kept" + (f" ({bounded} dropped)" if bounded else ""),
-        f"sensitivity: {sens['summary']}",
-        f"noise     : sigma={priv['sigma']:.6g} ({priv['mechanism']}); analytic sigma="
-        f"{priv['analytic_sigma']:.6g}; classical sigma="
-        + (
-            f"{priv['classical_sigma']:.6g}"
-            if priv["classical_sigma"] is not None
-            else "n/a (Theorem 1 needs epsilon < 1)"
-        )
-        + f"; epsilon={priv['epsilon']:.6g} delta={priv['delta']:g}",
-        f"denoise   : {den['method']}; estimated RMSE per key {_num(den['rmse_per_key'])} "
-        f"(SURE; approx. 95 % upper bound {_num(den['rmse_per_key_upper95'])}) vs "
-        f"{den['raw_rmse_per_key']:.6g} without denoising",
-        f"ledger    : dataset {led['dataset']!r} charged mu={led['mu']:.6g}; remaining "
-        f"mu={led['status']['mu_remaining']:.6g} (epsilon "
-        f"{led['status']['epsilon_remaining']:.4g} at delta={led['status']['delta']:g})",
-    ]
-    if report.get("noise_off"):
-        lines.insert(0, "WARNING: noise OFF (test hook): this output is NOT private")
-    if not priv["secure"]:
-        lines.append("WARNING: secure = false: floating-point noise, for experiments only")
-    return "\n".join(lines)
+    def __init__(self, message: str, charge_id: int | None) -> None:
+        super().__init__(message)
+        self.charge_id = charge_id
 
 
 # ------------------------------------------------------------------------------- run
-
-
-def _engine(engine: str | Engine, options: dict[str, Any] | None) -> Engine:
-    if isinstance(engine, str):
-        return get_engine(engine, **(options or {}))
-    return engine
-
-
-def _check_columns(spec: ReleaseSpec, columns: dict[str, str]) -> None:
-    names = list(columns)
-    wanted = [("[unit] column", spec.unit.column)]
-    d = spec.domain
-    if d.kind == "graph":
-        wanted += [("[domain] lat", d.lat), ("[domain] lon", d.lon)]
-    else:
-        wanted.append(("[domain] column", d.column))
-    if spec.statistic.column is not None:
-        wanted.append(("[statistic] column", spec.statistic.column))
-    if spec.filter is not None:
-        wanted.append(("[filter] column", spec.filter.column))
-    for col in spec.bounds.record_columns or ():
-        wanted.append(("[bounds] record_columns", col))
-    shown = ", ".join(names[:30]) + (", ..." if len(names) > 30 else "")
-    for key, col in wanted:
-        if col not in columns:
-            raise ValueError(f"{key} {col!r} is not a column of the source (columns: {shown})")
-
-
-def _check_policies(spec: ReleaseSpec, agg: Aggregate) -> None:
-    r = agg.rows
-    checks = [
-        (
-            spec.source.on_malformed,
-            r.malformed_lines,
-            "[source] on_malformed",
-            "CSV lines with the wrong number of fields",
-        ),
-        (
-            spec.unit.on_null,
-            r.null_unit,
-            "[unit] on_null",
-            f"rows without a unit id (column {spec.unit.column!r})",
-        ),
-        (
-            spec.domain.on_invalid,
-            r.invalid_domain,
-            "[domain] on_invalid",
-            "rows whose domain value or coordinates are missing, unparseable or out of range",
-        ),
-        (
-            spec.statistic.on_invalid,
-            r.invalid_value,
-            "[statistic] on_invalid",
-            f"rows whose value (column {spec.statistic.column!r}) is missing, unparseable or "
-            "not finite",
-        ),
-    ]
-    for policy, count, key, what in checks:
-        if policy == "fail" and count:
-            raise ValueError(
-                f"{count:,} {what}; {key} = 'fail' stops the release (nothing was charged or "
-                "written)"
-            )
 
 
 def run_release(
@@ -549,6 +351,7 @@ def run_release(
     ledger: str | os.PathLike[str] | None = None,
     engine_options: dict[str, Any] | None = None,
     progress: TextIO | None = None,
+    spec_path: str | os.PathLike[str] | None = None,
 ) -> ReleaseResult:
     """Run the release described by ``spec`` (module docstring for every step).
 
@@ -560,122 +363,219 @@ def run_release(
     out : the output path; overrides ``[output] path``.
     ledger : the ledger file; overrides ``[privacy] ledger`` (and ``$DPGAUSS_LEDGER``).
     engine_options : keyword arguments for the engine (e.g. ``{"threads": 2}``).
-    progress : a text stream (e.g. ``sys.stderr``) for one line per step with the elapsed
-        time, and DuckDB's progress bar on long scans; None (default) is silent.
+    progress : a text stream (e.g. ``sys.stderr``) for one line per step, and DuckDB's
+        progress bar on long scans; None (default) is silent.  The lines name the steps
+        only (no counts, no timings of the data).
+    spec_path : the spec's file, which an output may never overwrite.
 
-    Raises ``ValueError`` (or ``TypeError``) for every expected problem — the budget is
-    exceeded (:class:`~dpgauss.release.ledger.BudgetExceeded`), the source cannot be read, a
-    policy is ``"fail"`` and malformed rows were found, the output exists — with a one-line
-    message; nothing is written then.
+    Raises ``ValueError`` (or ``TypeError``) with a one-line message for every problem found
+    while planning — nothing is charged or written then — and :class:`ReleaseDeliveryError` if the
+    release fails after its charge (the ledger entry says so).
     """
-    if not isinstance(spec, ReleaseSpec):
-        raise TypeError(f"spec must be a ReleaseSpec; got {type(spec).__name__}")
     t0 = time.perf_counter()
     timing: dict[str, float] = {}
-    out_path = out if out is not None else spec.output.path
-    if out_path is None:
-        raise ValueError("[output] path is required (or pass --out PATH)")
-    out_p = Path(os.fspath(out_path)).expanduser()
-    report_p = out_p.with_name(out_p.name + ".report.json")
-    fmt = spec.output.file_format(str(out_p))
-    if not out_p.parent.is_dir() and str(out_p.parent):
-        raise ValueError(f"the output directory {str(out_p.parent)!r} does not exist")
-    plot_p = out_p.with_name(out_p.name + ".png")
-    drawn = spec.output.plot and spec.domain.kind != "values"
-    if not spec.output.overwrite:
-        for p in (out_p, report_p, *([plot_p] if drawn else [])):
-            if p.exists():
-                raise ValueError(f"{p} already exists (set [output] overwrite = true)")
-
-    if progress is not None and engine == "duckdb":
-        engine_options = {"progress": True, **(engine_options or {})}
-    eng = _engine(engine, engine_options)
 
     def say(step: str) -> None:
         if progress is not None:
-            progress.write(f"[{time.perf_counter() - t0:6.1f} s] {step}\n")
+            progress.write(f"dpgauss: {step}\n")
             progress.flush()
 
-    # 1-2: domain, sensitivity, calibration (public quantities only).
-    say("domain, sensitivity and calibration")
-    domain = resolve_domain(spec)
-    sens = sensitivity_of(spec, domain)
-    cal = _calibrate(spec, sens, domain.size)
-    timing["prepare_s"] = time.perf_counter() - t0
-
-    # 3: the ledger check, before any data is read.
-    ledger_p = _ledger_path(spec, ledger)
-    _precheck(ledger_p, spec.privacy.dataset, cal.mu)
-
-    # 4: aggregate in the engine.
-    say(f"reading, bounding and aggregating ({getattr(eng, 'name', 'engine')})")
-    t = time.perf_counter()
-    _check_columns(spec, eng.describe(spec))
-    offset = 0.0
-    if spec.statistic.kind == "mean":
-        offset = (float(spec.statistic.lower) + float(spec.statistic.upper)) / 2.0  # type: ignore[arg-type]
-    plan = AggregationPlan(spec, domain, secrets.randbits(64), offset)
-    agg = eng.aggregate(plan)
-    timing["aggregate_s"] = time.perf_counter() - t
-    _check_policies(spec, agg)
-
-    # 5: charge.
-    label = spec.privacy.label or (
-        f"{spec.name or spec.statistic.kind} release of {domain.size} keys "
-        f"(sensitivity {sens.l2:.6g}, {cal.probe.mechanism})"
+    if progress is not None and engine == "duckdb":
+        engine_options = {"progress": True, **(engine_options or {})}
+    say("planning: domain, sensitivity, calibration, budget, denoiser, outputs")
+    plan = plan_release(
+        spec,
+        engine=engine,
+        out=out,
+        ledger=ledger,
+        engine_options=engine_options,
+        spec_path=spec_path,
     )
-    entry, status = _charge(ledger_p, spec.privacy.dataset, cal, label)
+    if not plan.charged and progress is not None:
+        progress.write(f"dpgauss: WARNING: {NOT_PRIVATE_WARNING}\n")
+    timing["plan_s"] = time.perf_counter() - t0
+    _step("planned")
 
-    # 6-7: noise and denoise.
-    say(f"charged; adding noise and denoising ({spec.denoise.method}, {domain.size:,} keys)")
+    say(f"reading, bounding and aggregating ({getattr(plan.engine, 'name', 'engine')})")
     t = time.perf_counter()
-    columns, noise_info, den_info = _noise_and_denoise(spec, sens, cal, domain, agg)
-    timing["noise_denoise_s"] = time.perf_counter() - t
+    agg_plan = AggregationPlan(spec, plan.domain, secrets.randbits(64), plan.value_offset)
+    agg = plan.engine.aggregate(agg_plan)
+    timing["aggregate_s"] = time.perf_counter() - t
+    _step("aggregated")
 
-    # 8: write.
-    report = {
-        "dpgauss_version": dpgauss_version,
-        "created": datetime.now(UTC).isoformat(),
-        "engine": getattr(eng, "name", type(eng).__name__),
-        "spec": spec.to_dict(),
-        "domain": {"kind": domain.kind, "size": domain.size},
-        "sensitivity": {**sens.as_dict(), "summary": sens.summary()},
-        "privacy": noise_info,
-        "rows": {
-            **agg.rows.as_dict(),
-            "note": "exact counts of the private data, for the data owner: not differentially "
-            "private, do not publish",
-        },
-        "denoise": den_info,
-        "ledger": {
-            "path": str(ledger_p.absolute()),
-            "dataset": spec.privacy.dataset,
-            "charge_id": entry.id,
-            "mu": entry.mu,
-            "label": entry.label,
-            "status": status.as_dict(),
-        },
-        "output": {
-            "path": str(out_p),
-            "report": str(report_p),
-            "format": fmt,
-            "rows": domain.size,
-            "columns": list(columns),
-        },
-        "timing": timing,
+    label = spec.privacy.label or (
+        f"{spec.name or spec.statistic.kind} release of {plan.domain.size} keys "
+        f"(sensitivity {plan.sensitivity.l2:.6g}, {plan.calibration.probe.mechanism})"
+    )
+    entry = status = None
+    if plan.ledger is not None:
+        entry, status = _charge(plan.ledger, spec.privacy.dataset, plan.calibration, label)
+    charge_id = entry.id if entry is not None else None
+    seed = None
+    committed = False
+    files = ""
+    diag = Diagnostics(engine=getattr(plan.engine, "name", type(plan.engine).__name__))
+    diag.rows = agg.rows.as_dict()
+    diag.timing = timing
+    diag.paths = {
+        "source": [str(p) for p in spec.source.paths] or spec.source.table,
+        "table": str(plan.table),
+        "report": str(plan.report),
+        "plot": str(plan.plot) if plan.plot is not None else plan.plot_note,
+        "ledger": str(plan.ledger.absolute()) if plan.ledger is not None else None,
     }
-    if _NOISE_OFF:
-        report["noise_off"] = True
-    say("writing the table, the plot and the report")
-    _write_table(out_p, fmt, columns, spec.output.overwrite)
-    report["output"]["plot"] = _plot(plot_p, spec, domain, columns, str(den_info["method"]))
-    text = json.dumps(_json_ready(report), indent=2, allow_nan=False)
-    _atomic_write(report_p, lambda tmp: Path(tmp).write_text(text + "\n"), spec.output.overwrite)
+    if entry is not None:
+        diag.ledger = {"entry": entry.as_dict(), "status": status.as_dict() if status else None}
+
+    try:
+        _step("charged")
+        say("charged; adding noise and denoising" if entry else "adding noise and denoising")
+        t = time.perf_counter()
+        if not spec.privacy.secure:
+            seed = spec.privacy.seed if spec.privacy.seed is not None else secrets.randbits(128)
+        diag.seed = seed
+        columns, noise_info, den_info = _noise_and_denoise(plan, agg, seed)
+        timing["noise_denoise_s"] = time.perf_counter() - t
+        _step("denoised")
+
+        say("writing the table, the report and the plot")
+        t = time.perf_counter()
+        public = _public_report(plan, entry, noise_info, den_info, columns)
+        text = json.dumps(public.as_dict(), indent=2, allow_nan=False) + "\n"
+        group = plan.outputs
+        group.stage(plan.table, lambda p: _write_table(p, plan.file_format, columns))
+        group.stage(plan.report, lambda p: Path(p).write_text(text, encoding="utf-8"))
+        if plan.plot is not None:
+            chosen = str(den_info["method"])
+            group.stage(plan.plot, lambda p: _draw(p, plan, columns, chosen))
+        files = ", ".join(str(p) for p in group.staged)
+        _record(plan.ledger, charge_id, "writing", files)
+        _step("staged")
+        group.commit()
+        committed = True
+        _step("committed")
+        timing["write_s"] = time.perf_counter() - t
+    except BaseException as exc:
+        if committed:  # interrupted after the files were all in place: it was delivered
+            diag.delivery = "delivered (interrupted just after)"
+            _record(plan.ledger, charge_id, "delivered", files)
+            _write_diagnostics(plan, diag, charge_id)
+            raise
+        plan.outputs.discard()
+        reason = _reason(exc)
+        diag.delivery = f"failed after the charge: {reason}"
+        extra = _record(plan.ledger, charge_id, "failed", reason)
+        _write_diagnostics(plan, diag, charge_id)
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            if entry is not None:
+                sys.stderr.write(
+                    f"dpgauss: interrupted after charge #{entry.id} (mu={entry.mu:.6g}) to "
+                    f"dataset {spec.privacy.dataset!r}: the budget is spent, nothing was "
+                    f"written; the ledger entry says so{extra}\n"
+                )
+            raise
+        if entry is None:
+            raise
+        raise ReleaseDeliveryError(
+            f"the release failed after charge #{entry.id} (mu={entry.mu:.6g}) to dataset "
+            f"{spec.privacy.dataset!r}; the budget is spent, nothing was written: {reason}"
+            f"{extra}",
+            entry.id,
+        ) from exc
+    diag.delivery = "delivered"
+    extra = _record(plan.ledger, charge_id, "delivered", files)
+    if extra:
+        diag.delivery += extra
     timing["total_s"] = time.perf_counter() - t0
-    return ReleaseResult(columns, report, str(out_p), str(report_p), _summary(report))
+    diag_path = _write_diagnostics(plan, diag, charge_id)
+    return ReleaseResult(
+        columns,
+        public.as_dict(),
+        str(plan.table),
+        str(plan.report),
+        public.text(),
+        diag.as_dict(),
+        diag_path,
+        diag.text(),
+    )
 
 
-def _release(cal: _Calibration, y: np.ndarray, spec: ReleaseSpec) -> Release:
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, KeyboardInterrupt):
+        return "interrupted (KeyboardInterrupt)"
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if not isinstance(exc, ValueError | TypeError | OSError):
+        text = f"{type(exc).__name__}: {text}"
+    return text if len(text) <= 400 else text[:397] + "..."
+
+
+def _write_diagnostics(plan: ReleasePlan, diag: Diagnostics, charge_id: int | None) -> str | None:
+    """Write the confidential diagnostics file; its path, or None if it could not be written
+    (then said on stderr: the release itself stands)."""
+    if charge_id is not None:
+        name = f"CONFIDENTIAL-{_safe(plan.spec.privacy.dataset)}-charge-{charge_id}.json"
+    else:
+        name = f"CONFIDENTIAL-{plan.table.name}.diagnostics.json"
+    path = plan.diagnostics_dir / name
+    text = json.dumps(diag.as_dict(), indent=2, allow_nan=False) + "\n"
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        sys.stderr.write(
+            f"dpgauss: warning: cannot write the confidential diagnostics {path}: "
+            f"{exc.strerror or exc}\n"
+        )
+        return None
+    return str(path)
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:80] or "dataset"
+
+
+def _public_report(
+    plan: ReleasePlan,
+    entry: Any,
+    noise_info: dict[str, Any],
+    den_info: dict[str, Any],
+    columns: dict[str, np.ndarray],
+) -> PublicReport:
+    spec, sens = plan.spec, plan.sensitivity
+    charge: dict[str, Any] = {"charged": entry is not None}
+    if entry is not None:
+        charge.update({"dataset": spec.privacy.dataset, "charge_id": entry.id, "mu": entry.mu})
+    return PublicReport(
+        version=dpgauss_version,
+        spec=public_spec(spec.to_dict()),
+        domain={"kind": plan.domain.kind, "size": plan.domain.size},
+        sensitivity={**sens.as_dict(), "summary": sens.summary()},
+        privacy=noise_info,
+        denoise=den_info,
+        charge=charge,
+        output={
+            "table": plan.table.name,
+            "report": plan.report.name,
+            "plot": plan.plot.name if plan.plot is not None else None,
+            "plot_note": plan.plot_note or None,
+            "format": plan.file_format,
+            "rows": plan.domain.size,
+            "columns": list(columns),
+            "created": datetime.now(UTC).date().isoformat(),
+        },
+        warning=None if spec.privacy.secure else NOT_PRIVATE_WARNING,
+        noise_off=_NOISE_OFF,
+    )
+
+
+def _release(cal: _Calibration, y: np.ndarray, spec: ReleaseSpec, seed: int | None) -> Release:
     if _NOISE_OFF:
         p = cal.probe
         return Release(y.copy(), p.sigma, p.epsilon, p.delta, p.sensitivity, p.mechanism, p.noise)
@@ -683,7 +583,6 @@ def _release(cal: _Calibration, y: np.ndarray, spec: ReleaseSpec) -> Release:
     if p.secure:
         rel = cal.mechanism.release(y, rng="secure")
     else:
-        seed = p.seed if p.seed is not None else secrets.randbits(128)
         rel = cal.mechanism.release(y, rng=np.random.default_rng(seed))
     if rel.noise != cal.probe.noise:  # the charged law must be the law used
         raise RuntimeError("internal error: the release's noise law differs from the charged one")
@@ -691,8 +590,9 @@ def _release(cal: _Calibration, y: np.ndarray, spec: ReleaseSpec) -> Release:
 
 
 def _noise_and_denoise(
-    spec: ReleaseSpec, sens: Sensitivity, cal: _Calibration, domain: KeyDomain, agg: Aggregate
+    plan: ReleasePlan, agg: Aggregate, seed: int | None
 ) -> tuple[dict[str, np.ndarray], dict[str, Any], dict[str, Any]]:
+    spec, sens, cal, domain = plan.spec, plan.sensitivity, plan.calibration, plan.domain
     level = spec.output.level
     d = domain.size
     stat = sens.statistic
@@ -714,9 +614,9 @@ def _noise_and_denoise(
     if stat != "mean":
         y = agg.counts if stat == "count" else agg.sums
         assert y is not None
-        rel = _release(cal, y, spec)
+        rel = _release(cal, y, spec, seed)
         values = np.asarray(rel.values, dtype=np.float64)
-        den = _denoise(values, rel.sigma, domain, spec)
+        den = plan.denoiser(values, rel.sigma)
         lower, upper = rel.interval(level)
         noise_info["sigma"] = rel.sigma
         noise_info["interval_half_width"] = rel.noise.half_width(level)
@@ -730,7 +630,7 @@ def _noise_and_denoise(
         }
         den_info = _den_info(den, rel.sigma, d)
     else:
-        columns, den_info = _mean_columns(spec, sens, cal, domain, agg, noise_info)
+        columns, den_info = _mean_columns(plan, agg, noise_info, seed)
     if domain.node_lat is not None:
         columns["lat"] = domain.node_lat
         columns["lon"] = domain.node_lon  # type: ignore[assignment]
@@ -754,33 +654,29 @@ def _den_info(den: Denoised, sigma: float, d: int) -> dict[str, Any]:
         else None,
         "raw_error": d * sigma * sigma,
         "raw_rmse_per_key": sigma,
-        "params": _json_ready({k: v for k, v in params.items() if not isinstance(v, dict)}),
+        "params": json_ready({k: v for k, v in params.items() if not isinstance(v, dict)}),
     }
     if "candidates" in den.params:
-        info["candidates"] = _json_ready(
+        info["candidates"] = json_ready(
             [{"method": c["method"], "risk": c["risk"]} for c in den.params["candidates"]]
         )
     return info
 
 
 def _mean_columns(
-    spec: ReleaseSpec,
-    sens: Sensitivity,
-    cal: _Calibration,
-    domain: KeyDomain,
-    agg: Aggregate,
-    noise_info: dict[str, Any],
+    plan: ReleasePlan, agg: Aggregate, noise_info: dict[str, Any], seed: int | None
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    spec, sens, cal, domain = plan.spec, plan.sensitivity, plan.calibration, plan.domain
     d = domain.size
     ds, dc = sens.parts["sum"], sens.parts["count"]
     assert agg.sums is not None
     y = np.concatenate([agg.sums / ds, agg.counts / dc])
-    rel = _release(cal, y, spec)
+    rel = _release(cal, y, spec, seed)
     noisy = np.asarray(rel.values, dtype=np.float64)
     s_rel, c_rel = noisy[:d] * ds, noisy[d:] * dc
     sig_s, sig_c = rel.sigma * ds, rel.sigma * dc
-    den_s = _denoise(s_rel, sig_s, domain, spec)
-    den_c = _denoise(c_rel, sig_c, domain, spec)
+    den_s = plan.denoiser(s_rel, sig_s)
+    den_c = plan.denoiser(c_rel, sig_c)
     lo_b, hi_b = float(spec.statistic.lower), float(spec.statistic.upper)  # type: ignore[arg-type]
     m = (lo_b + hi_b) / 2.0
     half = rel.noise.half_width((1.0 + spec.output.level) / 2.0)
@@ -858,7 +754,7 @@ def bounded_aggregate(
     ``salt`` fixes the sampling of the bounds (default: a fresh secret, as in a release).
     """
     domain = resolve_domain(spec)
-    eng = _engine(engine, engine_options)
+    eng = make_engine(engine, engine_options)
     offset = 0.0
     if spec.statistic.kind == "mean":
         offset = (float(spec.statistic.lower) + float(spec.statistic.upper)) / 2.0  # type: ignore[arg-type]

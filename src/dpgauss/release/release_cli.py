@@ -1,10 +1,16 @@
 """``dpgauss release SPEC.toml``: a table of records to a finished release (thin over the pipeline).
 
 ``add_release_parser(subparsers)`` registers the ``release`` command on the sub-parsers of the
-``dpgauss`` parser.  Its ``run`` returns the text to print (the release summary, or one JSON
-object with ``--json``); every expected problem is a ``ValueError``/``TypeError`` (bad spec,
-budget exceeded, unreadable source, a ``fail`` policy hit), which ``dpgauss.cli.main`` reports
-in one line with exit status 2.
+``dpgauss`` parser.  Its ``run`` returns the text to print (the public release summary, or one
+JSON object with ``--json``); every expected problem is a ``ValueError``/``TypeError`` (bad
+spec, budget exceeded, unreadable source, an output that cannot be written), which
+``dpgauss.cli.main`` reports in one line with exit status 2.  No record of the data can cause
+one: the data owner's checks that stop on bad records are ``dpgauss check``.
+
+What is printed is public (σ, ε, δ, the denoiser, the charge).  The exact row counters,
+timings and paths are confidential: they go to the ``CONFIDENTIAL-…json`` diagnostics file
+and are printed only with ``--diagnostics``, under a CONFIDENTIAL banner.  A ``secure = false``
+release is an uncharged experiment and says so on stderr, in the summary and in the JSON.
 
 The ledger file is ``--ledger FILE``, else ``[privacy] ledger`` in the spec, else the
 environment variable ``DPGAUSS_LEDGER``.  On a terminal, progress (one line per step, and
@@ -19,6 +25,7 @@ import sys
 
 from .engine import ENGINES
 from .pipeline import LEDGER_ENV, run_release
+from .report import NOT_PRIVATE_WARNING
 from .spec import load_spec
 
 __all__ = ["add_release_parser"]
@@ -26,27 +33,42 @@ __all__ = ["add_release_parser"]
 
 def _run(args: argparse.Namespace) -> str:
     spec = load_spec(args.spec)
+    if not spec.privacy.secure:
+        sys.stderr.write(f"dpgauss: WARNING: {NOT_PRIVATE_WARNING}\n")
     progress = sys.stderr if sys.stderr.isatty() and not args.json else None
     result = run_release(
-        spec, engine=args.engine, out=args.out, ledger=args.ledger, progress=progress
+        spec,
+        engine=args.engine,
+        out=args.out,
+        ledger=args.ledger,
+        progress=progress,
+        spec_path=args.spec,
     )
     if args.json:
         r = result.report
-        return json.dumps(
-            {
-                "output": result.output_path,
-                "report": result.report_path,
-                "sensitivity": r["sensitivity"]["l2"],
-                "sigma": r["privacy"]["sigma"],
-                "classical_sigma": r["privacy"]["classical_sigma"],
-                "mu": r["ledger"]["mu"],
-                "rows": {k: v for k, v in r["rows"].items() if k != "note"},
-                "denoise": r["denoise"]["method"],
-                "estimated_rmse_per_key": r["denoise"]["rmse_per_key"],
-                "ledger": r["ledger"]["status"],
-            }
-        )
-    return result.summary
+        out = {
+            **({"warning": r["warning"]} if "warning" in r else {}),
+            "output": result.output_path,
+            "report": result.report_path,
+            "sensitivity": r["sensitivity"]["l2"],
+            "sigma": r["privacy"]["sigma"],
+            "classical_sigma": r["privacy"]["classical_sigma"],
+            "mu": r["charge"].get("mu"),
+            "charge": r["charge"],
+            "denoise": r["denoise"]["method"],
+            "estimated_rmse_per_key": r["denoise"]["rmse_per_key"],
+            "estimated_rmse_per_key_upper95": r["denoise"]["rmse_per_key_upper95"],
+        }
+        if args.diagnostics:
+            out["confidential_diagnostics"] = result.diagnostics
+            out["confidential_diagnostics_path"] = result.diagnostics_path
+        return json.dumps(out)
+    text = result.summary
+    if args.diagnostics:
+        text += "\n" + result.diagnostics_text
+        if result.diagnostics_path:
+            text += f"\ndiagnostics: {result.diagnostics_path}"
+    return text
 
 
 def add_release_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -72,5 +94,11 @@ def add_release_parser(subparsers: argparse._SubParsersAction) -> argparse.Argum
         "--ledger", metavar="FILE", help="budget ledger (overrides [privacy] ledger)"
     )
     release.add_argument("--json", action="store_true", help="print one JSON object")
+    release.add_argument(
+        "--diagnostics",
+        action="store_true",
+        help="also print the CONFIDENTIAL diagnostics (exact row counts, timings, paths): for "
+        "the data owner only, never publish them",
+    )
     release.set_defaults(run=_run)
     return release

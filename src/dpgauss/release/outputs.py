@@ -1,0 +1,277 @@
+"""The files of one release: checked before anything is charged, written all together or not at all.
+
+A release writes a group of files — the table, its public report and, for graph and range
+domains, a plot.  :class:`OutputGroup` owns them:
+
+* :meth:`OutputGroup.check` runs at *plan* time, before the ledger is touched, every check
+  that a later write could fail on: the directory exists and is writable (a file is
+  actually created there and thrown away), no output path is a symbolic link (dangling or
+  not: dpgauss never writes through a link), an existing output is a regular file and is
+  replaced only with ``overwrite``, no two outputs are the same file, and no output is one
+  of the *protected* files — the release's own source, the ledger, the spec — so that
+  ``overwrite = true`` can never replace the private data with its release.
+* :meth:`OutputGroup.stage` writes each file's content into an **unnamed** file in the
+  destination directory (Linux ``O_TMPFILE``): it has no name until it is committed, so a
+  process killed at any moment — even by SIGKILL — leaves no temporary file behind.
+* :meth:`OutputGroup.commit` fsyncs every staged file, then gives each its name
+  (``linkat`` through ``/proc/self/fd``; ``rename`` over the old file with ``overwrite``) and
+  fsyncs the directory.  If one name cannot be given, the names already given are taken
+  back, so the group appears entirely or not at all.
+
+Where ``O_TMPFILE`` is not available (another OS, a filesystem without it), staged files are
+hidden named files (``.<name>.<random>.tmp``) beside their destination, removed on every
+error and on :meth:`discard`; only a SIGKILL between staging and commit can leave one
+behind there.  :attr:`OutputGroup.unnamed` says which kind is in use.
+
+What is *not* atomic: the renames of one group are a few system calls apart, so a SIGKILL
+(or a power cut) in the microseconds between two of them can leave part of the group.
+The pipeline records on the ledger entry, before committing, the files it is about to
+create, so the entry says which release was not delivered completely.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["OutputError", "OutputGroup"]
+
+
+class OutputError(ValueError):
+    """An output path cannot be written (reported in one line; nothing was written)."""
+
+
+def _proc_fd(fd: int) -> str:
+    return f"/proc/self/fd/{fd}"
+
+
+def _unnamed_supported(directory: Path) -> bool:
+    flag = getattr(os, "O_TMPFILE", None)
+    if flag is None or not os.path.isdir("/proc/self/fd"):
+        return False
+    try:
+        fd = os.open(directory, flag | os.O_WRONLY, 0o666)
+    except OSError:
+        return False
+    os.close(fd)
+    return True
+
+
+def _link_unnamed(fd: int, path: Path) -> None:
+    """Give the unnamed file ``fd`` the name ``path`` (fails if ``path`` exists).
+
+    ``linkat(AT_FDCWD, "/proc/self/fd/N", dirfd, name, AT_SYMLINK_FOLLOW)``: passing
+    ``dst_dir_fd`` makes Python call ``linkat`` (plain ``link`` would try to link the
+    ``/proc`` symlink itself and fail with EXDEV).
+    """
+    dfd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.link(_proc_fd(fd), path.name, dst_dir_fd=dfd, follow_symlinks=True)
+    finally:
+        os.close(dfd)
+
+
+def _fsync_dir(directory: Path) -> None:
+    with contextlib.suppress(OSError):
+        dfd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+
+@dataclass
+class _Staged:
+    path: Path
+    fd: int | None = None  # the unnamed file (O_TMPFILE)
+    tmp: Path | None = None  # or a hidden named file
+
+
+@dataclass
+class OutputGroup:
+    """The files of one release, written together or not at all (module docstring).
+
+    ``paths`` are the destinations (distinct); ``overwrite`` allows replacing existing
+    regular files; ``protected`` are files an output may never be (the source, the ledger).
+    """
+
+    paths: Sequence[Path]
+    overwrite: bool = False
+    protected: Sequence[Path] = ()
+    _staged: dict[Path, _Staged] = field(default_factory=dict, repr=False)
+    _unnamed: dict[Path, bool] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        self.paths = [Path(os.path.abspath(os.fspath(p))) for p in self.paths]
+
+    @property
+    def unnamed(self) -> bool:
+        """Whether staged files are unnamed (``O_TMPFILE``) in every destination directory."""
+        dirs = {p.parent for p in self.paths}
+        return all(self._unnamed.setdefault(d, _unnamed_supported(d)) for d in dirs)
+
+    # ------------------------------------------------------------------------ check
+
+    def check(self) -> None:
+        """Every check a later write could fail on (module docstring); raises OutputError."""
+        seen: dict[str, Path] = {}
+        protected = {os.path.realpath(p): Path(p) for p in self.protected}
+        for p in self.paths:
+            real = os.path.realpath(p)
+            if real in seen:
+                raise OutputError(f"two outputs are the same file: {seen[real]} and {p}")
+            seen[real] = p
+            if real in protected:
+                raise OutputError(
+                    f"the output {p} is the release's own {_what(protected[real], self)}; "
+                    "refusing to write over it"
+                )
+            for q in self.protected:
+                if os.path.exists(q) and os.path.exists(p) and os.path.samefile(p, q):
+                    raise OutputError(f"the output {p} is the same file as {q}; refusing")
+            directory = p.parent
+            if not directory.is_dir():
+                raise OutputError(f"the output directory {str(directory)!r} does not exist")
+            if os.path.islink(p):
+                raise OutputError(
+                    f"the output {p} is a symbolic link"
+                    + ("" if os.path.exists(p) else " (dangling)")
+                    + "; dpgauss never writes through links: remove it or choose another path"
+                )
+            if os.path.lexists(p):
+                if not p.is_file():
+                    raise OutputError(f"the output {p} exists and is not a regular file")
+                if not self.overwrite:
+                    raise OutputError(f"{p} already exists (set [output] overwrite = true)")
+            self._probe(directory)
+
+    def _probe(self, directory: Path) -> None:
+        """Create (and throw away) a file in ``directory``: the proof it can be written."""
+        if self._unnamed.setdefault(directory, _unnamed_supported(directory)):
+            return
+        probe = directory / f".dpgauss-probe.{secrets.token_hex(6)}.tmp"
+        try:
+            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+        except OSError as exc:
+            raise OutputError(
+                f"cannot write in the output directory {str(directory)!r}: {exc.strerror or exc}"
+            ) from None
+        with contextlib.suppress(OSError):
+            os.unlink(probe)
+
+    # ------------------------------------------------------------------------ stage
+
+    def stage(self, path: Path, write: Callable[[str], None]) -> None:
+        """Write ``path``'s content by ``write(p)``, ``p`` a path that opens the staged file."""
+        path = Path(os.path.abspath(os.fspath(path)))
+        if path not in self.paths:
+            raise ValueError(f"{path} is not one of this group's outputs")
+        if path in self._staged:
+            raise ValueError(f"{path} is already staged")
+        directory = path.parent
+        st = _Staged(path)
+        try:
+            if self._unnamed.setdefault(directory, _unnamed_supported(directory)):
+                st.fd = os.open(directory, os.O_TMPFILE | os.O_RDWR, 0o666)
+                self._staged[path] = st
+                write(_proc_fd(st.fd))
+            else:
+                st.tmp = directory / f".{path.name}.{secrets.token_hex(6)}.tmp"
+                os.close(os.open(st.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+                self._staged[path] = st
+                write(str(st.tmp))
+        except OSError as exc:
+            self.discard()
+            raise OutputError(f"cannot write {path}: {exc.strerror or exc}") from None
+        except BaseException:
+            self.discard()
+            raise
+
+    @property
+    def staged(self) -> list[Path]:
+        """The destinations staged so far, in order."""
+        return list(self._staged)
+
+    # ----------------------------------------------------------------------- commit
+
+    def commit(self) -> None:
+        """Give every staged file its name (all or none; module docstring)."""
+        done: list[tuple[Path, Path | None]] = []  # (path, what it replaced, kept aside)
+        try:
+            for st in self._staged.values():
+                src = _proc_fd(st.fd) if st.fd is not None else str(st.tmp)
+                with open(src, "rb") as fh:
+                    os.fsync(fh.fileno())
+            for st in self._staged.values():
+                done.append((st.path, self._name(st)))
+            for directory in {p.parent for p in self._staged}:
+                _fsync_dir(directory)
+        except OSError as exc:
+            self._undo(done)
+            self.discard()
+            raise OutputError(f"cannot write the release's files: {exc.strerror or exc}") from None
+        except BaseException:
+            self._undo(done)
+            self.discard()
+            raise
+        for _, old in done:
+            if old is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(old)
+        self.discard()
+
+    def _name(self, st: _Staged) -> Path | None:
+        """Link the staged file at its path; returns the old file moved aside, if any."""
+        path = st.path
+        old: Path | None = None
+        if os.path.lexists(path):
+            if not self.overwrite:
+                raise FileExistsError(17, "the file appeared meanwhile", str(path))
+            old = path.parent / f".{path.name}.{secrets.token_hex(6)}.old"
+            os.link(path, old, follow_symlinks=False)
+        if st.fd is not None:
+            if old is None:
+                _link_unnamed(st.fd, path)  # never replaces an existing file
+            else:
+                tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+                _link_unnamed(st.fd, tmp)
+                os.replace(tmp, path)
+        else:
+            assert st.tmp is not None
+            if old is None:
+                os.link(st.tmp, path)
+                os.unlink(st.tmp)
+            else:
+                os.replace(st.tmp, path)
+            st.tmp = None
+        return old
+
+    @staticmethod
+    def _undo(done: Iterable[tuple[Path, Path | None]]) -> None:
+        for path, old in reversed(list(done)):
+            with contextlib.suppress(OSError):
+                if old is not None:
+                    os.replace(old, path)
+                else:
+                    os.unlink(path)
+
+    def discard(self) -> None:
+        """Drop every staged file (idempotent); committed files are not touched."""
+        for st in self._staged.values():
+            if st.fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(st.fd)
+                st.fd = None
+            if st.tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(st.tmp)
+                st.tmp = None
+        self._staged.clear()
+
+
+def _what(path: Path, group: OutputGroup) -> str:
+    return "protected input file " + str(path)

@@ -1,0 +1,335 @@
+"""The plan of a release: everything that can fail, checked before the ledger is touched.
+
+:func:`plan_release` turns a spec into a :class:`ReleasePlan` using public information only
+— the spec, the source's schema (never a record), the ledger, the file system and the
+installed packages.  After it returns, a release can only fail for reasons that do not
+depend on the data (the budget spent meanwhile by another process, a full disk, a kill),
+so that *no record can make a release fail, change its shape or its messages* (a release
+is a total function of the data).  What it checks, in order:
+
+1. the domain, the sensitivity derived from the bounds and the calibration of the noise,
+   whose law is known before any noise is drawn;
+2. the ledger: a secure release needs one, holding the dataset's budget, with room for
+   this release's μ; a floating-point (``secure = false``) release is an experiment for
+   public or synthetic data and is refused when a ledger is given — it is never charged;
+3. the denoiser: its keyword arguments (``[denoise] params``) bind to its signature and
+   its optional packages import;
+4. the source's columns (the engine's ``describe``: metadata or the CSV header only);
+5. the outputs (:class:`~dpgauss.release.outputs.OutputGroup`): the table, the report and the
+   plot (drawn if asked for, the domain has structure to draw and matplotlib imports — all
+   decided here, so the set of files never depends on the data), and the confidential
+   diagnostics file; none may be a link, an existing file without ``overwrite``, the
+   source, the ledger or the spec.
+"""
+
+from __future__ import annotations
+
+import glob
+import inspect
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..denoise import Denoised
+from .engine import Engine, KeyDomain, get_engine
+from .outputs import OutputError, OutputGroup
+from .sensitivity import Sensitivity
+from .spec import ReleaseSpec
+
+__all__ = ["LEDGER_ENV", "Denoiser", "ReleasePlan", "plan_release", "source_files"]
+
+#: Environment variable naming the ledger file when neither ``--ledger`` nor the spec does.
+LEDGER_ENV = "DPGAUSS_LEDGER"
+
+#: ``(y, sigma) -> Denoised``: the planned denoiser, structure and parameters bound.
+Denoiser = Callable[[np.ndarray, float], Denoised]
+
+
+@dataclass(frozen=True, eq=False)
+class ReleasePlan:
+    """A checked release (module docstring): what :func:`~.pipeline.run_release` executes.
+
+    ``ledger`` is None for an uncharged floating-point experiment.  ``plot`` is None when no
+    plot is drawn, and ``plot_note`` says why.  ``diagnostics_dir`` is where the
+    confidential diagnostics file goes.
+    """
+
+    spec: ReleaseSpec
+    domain: KeyDomain
+    sensitivity: Sensitivity
+    calibration: Any
+    engine: Engine
+    ledger: Path | None
+    outputs: OutputGroup
+    table: Path
+    report: Path
+    plot: Path | None
+    plot_note: str
+    file_format: str
+    diagnostics_dir: Path
+    denoiser: Denoiser
+    value_offset: float
+
+    @property
+    def charged(self) -> bool:
+        """Whether the release is charged to a ledger (every secure release is)."""
+        return self.ledger is not None
+
+
+def source_files(spec: ReleaseSpec) -> list[Path]:
+    """The local files the source reads (globs expanded), for the output checks."""
+    src = spec.source
+    files: list[Path] = []
+    for pattern in src.paths:
+        matches = glob.glob(os.path.expanduser(pattern), recursive=True)
+        files += [Path(m) for m in (matches or [pattern]) if os.path.exists(m)]
+    if src.database is not None and os.path.exists(src.database):
+        files.append(Path(src.database))
+    return files
+
+
+def _ledger_path(spec: ReleaseSpec, ledger: str | os.PathLike[str] | None) -> Path | None:
+    given = ledger if ledger is not None else spec.privacy.ledger
+    if not spec.privacy.secure:
+        if given is not None:
+            raise ValueError(
+                "[privacy] secure = false is floating-point noise, for experiments on public "
+                "or synthetic data only: it is not differentially private and is never "
+                "charged to a ledger; remove the ledger (--ledger or [privacy] ledger) or "
+                "set secure = true"
+            )
+        return None  # $DPGAUSS_LEDGER is not consulted for an experiment
+    path = given if given is not None else (os.environ.get(LEDGER_ENV) or None)
+    if path is None:
+        raise ValueError(
+            f"[privacy] ledger is required: set it in the spec, pass --ledger FILE or set "
+            f"${LEDGER_ENV} (create a budget first: dpgauss budget init DATASET --epsilon E "
+            f"--delta D --ledger FILE)"
+        )
+    p = Path(os.fspath(path)).expanduser()
+    if not p.exists():
+        raise ValueError(
+            f"no ledger at {str(p)!r}: create the budget of dataset "
+            f"{spec.privacy.dataset!r} first (dpgauss budget init {spec.privacy.dataset} "
+            f"--epsilon E --delta D --ledger {p})"
+        )
+    return p
+
+
+def _precheck(path: Path, dataset: str, mu: float) -> None:
+    from .ledger import BudgetExceeded, Ledger
+
+    with Ledger(path, create=False) as led:
+        status = led.remaining(dataset)
+    if mu > status.mu_remaining * (1.0 + 1e-12):
+        raise BudgetExceeded(dataset, mu, status)
+
+
+# ----------------------------------------------------------------------------- denoiser
+
+# method -> (module, function, the keyword arguments the pipeline passes itself, extras)
+_DENOISERS: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "auto": ("auto", "auto", ("y", "sigma", "graph", "grid_shape")),
+    "james_stein": ("shrinkage", "james_stein", ("y", "sigma")),
+    "soft_threshold": ("thresholding", "soft_threshold", ("y", "sigma")),
+    "hard_threshold": ("thresholding", "hard_threshold", ("y", "sigma")),
+    "wavelet": ("wavelets", "wavelet_denoise", ("y", "sigma")),
+    "graph_wavelet": ("tree_wavelets", "graph_wavelet_denoise", ("y", "sigma", "graph")),
+    "trend_filter": ("trend_filter", "trend_filter", ("y", "graph", "sigma")),
+}
+_DEFAULTS: dict[str, dict[str, Any]] = {
+    "soft_threshold": {"threshold": "sure"},
+    "trend_filter": {"lam": "sure"},
+}
+_NEEDS: dict[str, tuple[str, str]] = {"wavelet": ("pywt", "wavelets")}
+
+
+def plan_denoiser(spec: ReleaseSpec, domain: KeyDomain) -> Denoiser:
+    """The denoiser of ``spec`` with its parameters checked (module docstring, step 3)."""
+    import importlib
+
+    from .. import denoise as dn
+
+    method, params = spec.denoise.method, dict(spec.denoise.params)
+    if method == "none":
+        return lambda y, sigma: Denoised(y.copy(), y.size * sigma * sigma, "none", {})
+    if method in _NEEDS:
+        module, extra = _NEEDS[method]
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            raise ValueError(
+                f"[denoise] method = {method!r} needs {module} (pip install '.[{extra}]' from "
+                "a clone of dpgauss)"
+            ) from None
+    mod, name, own = _DENOISERS[method]
+    fn = getattr(importlib.import_module(f"..denoise.{mod}", __package__), name)
+    params = {**_DEFAULTS.get(method, {}), **params}
+    taken = sorted(set(params) & set(own))
+    if taken:
+        raise ValueError(
+            f"[denoise] params may not set {', '.join(taken)}: the release passes them itself"
+        )
+    sig = inspect.signature(fn)
+    allowed = [p for p in sig.parameters if p not in own]
+    try:
+        sig.bind_partial(**{k: None for k in own if k in sig.parameters}, **params)
+    except TypeError:
+        bad = sorted(set(params) - set(allowed))
+        raise ValueError(
+            f"[denoise] params of method = {method!r} has unknown keys {', '.join(map(repr, bad))} "
+            f"(allowed: {', '.join(allowed) or 'none'})"
+        ) from None
+    graph = dn.as_graph(domain.edges, domain.size) if domain.edges is not None else None
+
+    def run(y: np.ndarray, sigma: float) -> Denoised:
+        given = {"y": y, "sigma": sigma, "graph": graph, "grid_shape": domain.grid}
+        args = {k: given[k] for k in own}
+        try:
+            return fn(**args, **params)  # type: ignore[no-any-return]
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"[denoise] method = {method!r} failed: {exc}") from None
+
+    return run
+
+
+# -------------------------------------------------------------------------------- plan
+
+
+def _check_columns(spec: ReleaseSpec, columns: dict[str, str]) -> None:
+    names = list(columns)
+    wanted = [("[unit] column", spec.unit.column)]
+    d = spec.domain
+    if d.kind == "graph":
+        wanted += [("[domain] lat", d.lat), ("[domain] lon", d.lon)]
+    else:
+        wanted.append(("[domain] column", d.column))
+    if spec.statistic.column is not None:
+        wanted.append(("[statistic] column", spec.statistic.column))
+    if spec.filter is not None:
+        wanted.append(("[filter] column", spec.filter.column))
+    for col in spec.bounds.record_columns or ():
+        wanted.append(("[bounds] record_columns", col))
+    shown = ", ".join(names[:30]) + (", ..." if len(names) > 30 else "")
+    for key, col in wanted:
+        if col not in columns:
+            raise ValueError(f"{key} {col!r} is not a column of the source (columns: {shown})")
+
+
+def _plot_decision(spec: ReleaseSpec, domain: KeyDomain) -> str | None:
+    """None if the plot is drawn, else why not (public facts only)."""
+    if not spec.output.plot:
+        return "not drawn ([output] plot = false)"
+    if domain.kind == "values":
+        return "not drawn (values domain)"
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return "not drawn: matplotlib is not installed (pip install '.[plot]')"
+    return None
+
+
+def make_engine(engine: str | Engine, options: dict[str, Any] | None) -> Engine:
+    """The engine object for ``engine`` (a name or an engine already built)."""
+    if isinstance(engine, str):
+        return get_engine(engine, **(options or {}))
+    return engine
+
+
+def plan_release(
+    spec: ReleaseSpec,
+    *,
+    engine: str | Engine = "duckdb",
+    out: str | os.PathLike[str] | None = None,
+    ledger: str | os.PathLike[str] | None = None,
+    engine_options: dict[str, Any] | None = None,
+    spec_path: str | os.PathLike[str] | None = None,
+) -> ReleasePlan:
+    """Check everything a release of ``spec`` needs (module docstring); nothing is charged.
+
+    Raises ``ValueError``/``TypeError`` with a one-line message naming what is wrong;
+    :class:`~dpgauss.release.ledger.BudgetExceeded` if the release does not fit.
+    """
+    from .pipeline import _calibrate, resolve_domain, sensitivity_of
+
+    if not isinstance(spec, ReleaseSpec):
+        raise TypeError(f"spec must be a ReleaseSpec; got {type(spec).__name__}")
+    out_path = out if out is not None else spec.output.path
+    if out_path is None:
+        raise ValueError("[output] path is required (or pass --out PATH)")
+    table = Path(os.path.abspath(os.path.expanduser(os.fspath(out_path))))
+    report = table.with_name(table.name + ".report.json")
+    fmt = spec.output.file_format(str(table))
+
+    # 1. domain, sensitivity, calibration: public quantities only.
+    domain = resolve_domain(spec)
+    sens = sensitivity_of(spec, domain)
+    cal = _calibrate(spec, sens, domain.size)
+
+    # 2. the ledger (before the data is read).
+    ledger_p = _ledger_path(spec, ledger)
+    if ledger_p is not None:
+        _precheck(ledger_p, spec.privacy.dataset, cal.mu)
+
+    # 3. the denoiser.
+    denoiser = plan_denoiser(spec, domain)
+
+    # 4. the source's columns.
+    eng = make_engine(engine, engine_options)
+    _check_columns(spec, eng.describe(spec))
+
+    # 5. the outputs.
+    note = _plot_decision(spec, domain)
+    plot = None if note is not None else table.with_name(table.name + ".png")
+    protected = source_files(spec)
+    if ledger_p is not None:
+        protected += [ledger_p, Path(f"{ledger_p}-wal"), Path(f"{ledger_p}-shm")]
+    if spec_path is not None:
+        protected.append(Path(os.fspath(spec_path)))
+    paths = [table, report, *([plot] if plot is not None else [])]
+    group = OutputGroup(paths, overwrite=spec.output.overwrite, protected=protected)
+    group.check()
+    diag_dir = (
+        ledger_p.absolute().with_name(ledger_p.name + ".diagnostics")
+        if ledger_p is not None
+        else table.parent
+    )
+    _check_diagnostics_dir(diag_dir, protected)
+    offset = 0.0
+    if spec.statistic.kind == "mean":
+        offset = (float(spec.statistic.lower) + float(spec.statistic.upper)) / 2.0  # type: ignore[arg-type]
+    return ReleasePlan(
+        spec=spec,
+        domain=domain,
+        sensitivity=sens,
+        calibration=cal,
+        engine=eng,
+        ledger=ledger_p,
+        outputs=group,
+        table=table,
+        report=report,
+        plot=plot,
+        plot_note=note or "",
+        file_format=fmt,
+        diagnostics_dir=diag_dir,
+        denoiser=denoiser,
+        value_offset=offset,
+    )
+
+
+def _check_diagnostics_dir(directory: Path, protected: list[Path]) -> None:
+    if os.path.islink(directory):
+        raise OutputError(f"the diagnostics directory {directory} is a symbolic link; refusing")
+    if os.path.lexists(directory) and not directory.is_dir():
+        raise OutputError(f"the diagnostics directory {directory} exists and is not a directory")
+    try:
+        directory.mkdir(mode=0o700, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(
+            f"cannot create the diagnostics directory {directory}: {exc.strerror or exc}"
+        ) from None
+    OutputGroup([directory / "probe"], protected=protected)._probe(directory)

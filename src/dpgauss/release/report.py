@@ -1,0 +1,236 @@
+"""What a release publishes, and what stays with the data owner: two objects, two files.
+
+* :class:`PublicReport` — written beside the table as ``<table>.report.json`` and meant to
+  be published with it: the public spec (without local paths or a seed), the domain's kind
+  and size, the sensitivity, ε, δ, σ and the mechanism, the μ charged, the denoiser, its
+  parameters and its estimated error (computed from the released values and the public σ
+  only, so post-processing), and the table's columns.  Nothing in it is an exact function
+  of the private data.
+* :class:`Diagnostics` — **confidential**: the exact row counters (rows read, units, kept,
+  dropped by each bound — each moves with a single record), the timings (they depend on the
+  data), the local paths, the ledger's state and, for a seeded experiment, the seed.  It is
+  written to its own file whose name starts with ``CONFIDENTIAL-``, away from the table (in
+  ``<ledger>.diagnostics/``), and printed only with ``dpgauss release --diagnostics``.
+
+Every text here is built from the fields of these two objects, so a message can never
+carry more than its object holds.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "CONFIDENTIAL_NOTE",
+    "NOT_PRIVATE_WARNING",
+    "Diagnostics",
+    "PublicReport",
+    "json_ready",
+    "public_spec",
+    "rmse_text",
+]
+
+CONFIDENTIAL_NOTE = (
+    "CONFIDENTIAL: exact counts of the private data, timings and local paths, for the data "
+    "owner only; they are not differentially private: never publish them"
+)
+NOT_PRIVATE_WARNING = (
+    "NOT PRIVATE: secure = false adds floating-point noise from a seedable generator; the "
+    "release is not differentially private (its low-order bits, and the seed, reveal the "
+    "data) and was not charged to any ledger. Use it on public or synthetic data only."
+)
+
+
+def json_ready(value: Any) -> Any:
+    """``value`` with numpy scalars/arrays as Python values and non-finite floats as None."""
+    if isinstance(value, dict):
+        return {str(k): json_ready(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_ready(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return json_ready(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def public_spec(spec_dict: dict[str, Any]) -> dict[str, Any]:
+    """The spec without what is local or secret: source paths, database, ledger, output path,
+    seed (each replaced by a note that it was removed)."""
+    out = json.loads(json.dumps(spec_dict))
+    removed = "(local path: not published)"
+    src = out.get("source", {})
+    for key in ("path", "database"):
+        if src.get(key) is not None:
+            src[key] = removed
+    for section, key in (("privacy", "ledger"), ("output", "path")):
+        part = out.get(section, {})
+        if part.get(key) is not None:
+            part[key] = removed
+    priv = out.get("privacy", {})
+    if priv.get("seed") is not None:
+        priv["seed"] = "(secret: not published)"
+    return out
+
+
+@dataclass
+class PublicReport:
+    """The report published with the table (module docstring).  ``as_dict`` is its JSON."""
+
+    version: str
+    spec: dict[str, Any]
+    domain: dict[str, Any]
+    sensitivity: dict[str, Any]
+    privacy: dict[str, Any]
+    denoise: dict[str, Any]
+    charge: dict[str, Any]
+    output: dict[str, Any]
+    warning: str | None = None
+    noise_off: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON-ready dict written to ``<table>.report.json``."""
+        out: dict[str, Any] = {}
+        if self.warning:
+            out["warning"] = self.warning
+        out.update(
+            {
+                "dpgauss_version": self.version,
+                "published": "this report and its table may be published: every value in them "
+                "is differentially private or public",
+                "spec": self.spec,
+                "domain": self.domain,
+                "sensitivity": self.sensitivity,
+                "privacy": self.privacy,
+                "denoise": self.denoise,
+                "charge": self.charge,
+                "output": self.output,
+            }
+        )
+        if self.noise_off:
+            out["noise_off"] = True
+        return json_ready(out)  # type: ignore[no-any-return]
+
+    def text(self) -> str:
+        """The lines ``dpgauss release`` prints (public facts only)."""
+        sens, priv, den, out, ch = (
+            self.sensitivity,
+            self.privacy,
+            self.denoise,
+            self.output,
+            self.charge,
+        )
+        lines = [
+            f"release    : {out['table']} ({out['rows']:,} keys, {out['format']}); report "
+            f"{out['report']}" + (f"; plot {out['plot']}" if out.get("plot") else ""),
+            f"sensitivity: {sens['summary']}",
+            f"noise      : sigma={priv['sigma']:.6g} ({priv['mechanism']}); analytic sigma="
+            f"{priv['analytic_sigma']:.6g}; classical sigma="
+            + (
+                f"{priv['classical_sigma']:.6g}"
+                if priv["classical_sigma"] is not None
+                else "n/a (Theorem 1 needs epsilon < 1)"
+            )
+            + f"; epsilon={priv['epsilon']:.6g} delta={priv['delta']:g}",
+            f"denoise    : {den['method']}; estimated RMSE per key "
+            f"{rmse_text(den.get('rmse_per_key'), den.get('rmse_per_key_upper95'))} vs "
+            f"{den['raw_rmse_per_key']:.6g} without denoising",
+        ]
+        if ch.get("charged"):
+            lines.append(
+                f"charge     : dataset {ch['dataset']!r}, charge #{ch['charge_id']}, "
+                f"mu={ch['mu']:.6g}"
+            )
+        else:
+            lines.append("charge     : none (not charged to any ledger)")
+        if self.noise_off:
+            lines.insert(0, "WARNING: noise OFF (test hook): this output is NOT private")
+        if self.warning:
+            lines.insert(0, f"WARNING: {self.warning}")
+        return "\n".join(lines)
+
+
+def rmse_text(rmse: float | None, upper: float | None) -> str:
+    """SURE's RMSE with its one-sided 95 % bound; "≤ bound" when SURE is below its own
+    resolution (an estimate of 0 would claim a perfect release)."""
+    if rmse is None or upper is None:
+        return "n/a"
+    if rmse <= 0.0 or rmse < 0.1 * upper:
+        return f"<= {upper:.4g} (95 % upper bound; SURE below its resolution)"
+    return f"{rmse:.4g} (SURE; 95 % upper bound {upper:.4g})"
+
+
+@dataclass
+class Diagnostics:
+    """The confidential side of a release (module docstring).  Never published."""
+
+    rows: dict[str, Any] = field(default_factory=dict)
+    timing: dict[str, float] = field(default_factory=dict)
+    paths: dict[str, Any] = field(default_factory=dict)
+    ledger: dict[str, Any] = field(default_factory=dict)
+    engine: str = ""
+    delivery: str = ""
+    seed: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON-ready dict of the ``CONFIDENTIAL-…json`` file."""
+        out = {
+            "confidential": CONFIDENTIAL_NOTE,
+            "delivery": self.delivery,
+            "engine": self.engine,
+            "rows": self.rows,
+            "timing": self.timing,
+            "paths": self.paths,
+            "ledger": self.ledger,
+        }
+        if self.seed is not None:
+            out["seed"] = self.seed
+        return json_ready(out)  # type: ignore[no-any-return]
+
+    def text(self) -> str:
+        """The lines ``dpgauss release --diagnostics`` prints, under a CONFIDENTIAL banner."""
+        lines = [f"== {CONFIDENTIAL_NOTE} =="]
+        r = self.rows
+        if r:
+            dropped = [
+                f"{r[k]:,} {label}"
+                for k, label in (
+                    ("malformed_lines", "malformed lines"),
+                    ("outside_filter", "outside the [filter] window"),
+                    ("null_unit", "without unit"),
+                    ("invalid_domain", "invalid domain value"),
+                    ("invalid_value", "invalid value"),
+                    ("outside_domain", "outside the domain"),
+                )
+                if r.get(k)
+            ]
+            bounded = ", ".join(f"{v:,} by {k}" for k, v in r.get("dropped_by_bounds", {}).items())
+            lines.append(
+                f"rows       : {r['read']:,} read"
+                + (f"; dropped {', '.join(dropped)}" if dropped else "")
+                + f"; {r['in_domain']:,} in domain from {r['units']:,} units; "
+                f"{r['kept']:,} kept" + (f" ({bounded} dropped)" if bounded else "")
+            )
+        if self.timing:
+            lines.append(
+                "timing     : " + ", ".join(f"{k} {v:.2f}" for k, v in self.timing.items())
+            )
+        for key, value in self.paths.items():
+            lines.append(f"{key:<11}: {value}")
+        status = self.ledger.get("status")
+        if status:
+            lines.append(
+                f"budget     : remaining mu={status['mu_remaining']:.6g} (epsilon "
+                f"{status['epsilon_remaining']:.4g} at delta={status['delta']:g})"
+            )
+        if self.seed is not None:
+            lines.append(f"seed       : {self.seed}")
+        lines.append(f"delivery   : {self.delivery}")
+        return "\n".join(lines)

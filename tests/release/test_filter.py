@@ -127,7 +127,7 @@ def test_numeric_window_and_small_domains_on_the_fast_path(tmp_path: Path) -> No
     pq.write_table(pa.table({"uid": uid, "key": key, "hour": hour}), src)
     spec = spec_for(src, {"column": "hour", "start": 2, "stop": 12}, stop=2)
     spec = ReleaseSpec.from_dict({**spec.to_dict(), "bounds": {"max_records_per_unit": 100}})
-    agg = bounded_aggregate(spec, salt=9, engine=ENGINE)
+    agg = bounded_aggregate(spec, salt=9, engine=DuckDBEngine(fast_path=True))
     inside = (hour >= 2) & (hour < 12)
     assert agg.rows.outside_filter == int((~inside).sum())
     assert agg.rows.outside_domain == 1

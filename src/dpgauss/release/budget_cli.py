@@ -88,14 +88,24 @@ def _show(args: argparse.Namespace) -> str:
     if entries:
         lines.append("")
         lines.append(
-            f"{'id':>5}  {'time (UTC)':<32} {'sigma':>12} {'sensitivity':>12} {'mu':>12}  label"
+            f"{'id':>5}  {'time (UTC)':<32} {'sigma':>12} {'sensitivity':>12} {'mu':>12}  "
+            f"{'delivery':<10} label"
         )
         for e in entries:
             sigma = "-" if e.sigma is None else f"{e.sigma:.6g}"
             sens = "-" if e.sensitivity is None else f"{e.sensitivity:.6g}"
             lines.append(
-                f"{e.id:>5}  {e.time:<32} {sigma:>12} {sens:>12} {e.mu:>12.6g}  {e.label or ''}"
+                f"{e.id:>5}  {e.time:<32} {sigma:>12} {sens:>12} {e.mu:>12.6g}  "
+                f"{e.delivery or '-':<10} {e.label or ''}"
             )
+        unfinished = [e for e in entries if e.delivery in ("charged", "writing", "failed")]
+        for e in unfinished:
+            what = {
+                "charged": "charged, not yet delivered (still running, or stopped before writing)",
+                "writing": "charged; its files were being named (still running, or stopped)",
+                "failed": "charged, not delivered",
+            }[str(e.delivery)]
+            lines.append(f"  #{e.id}: {what}" + (f": {e.note}" if e.note else ""))
     return "\n".join(lines)
 
 

@@ -574,6 +574,7 @@ def test_cli_engine_spark(tmp_path: Path, engine) -> None:
     code, text = cli([*argv, "--json"])
     assert code == 0, text
     obj = json.loads(text)
-    assert obj["output"] == str(out) and out.exists()
-    assert "rows" not in obj and "engine" not in json.loads(Path(obj["report"]).read_text())
+    assert obj["output"] == out.name and out.exists()
+    report = json.loads((tmp_path / obj["report"]).read_text())
+    assert "rows" not in obj and "engine" not in report
     assert charges(ledger) == 1

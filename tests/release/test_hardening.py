@@ -64,6 +64,7 @@ def test_an_insecure_release_says_so_everywhere_and_hides_its_seed(
 ) -> None:
     src, _ = small_release_data(tmp_path)
     monkeypatch.setenv("DPGAUSS_LEDGER", str(make_ledger(tmp_path)))  # not consulted
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     spec = tmp_path / "s.toml"
     spec.write_text(
         f"""[source]
@@ -96,8 +97,10 @@ method = "none"
     report = (tmp_path / "r.csv.report.json").read_text()
     assert "987654321" not in report and "NOT PRIVATE" in report
     assert entries(Path(os.environ["DPGAUSS_LEDGER"])) == []
-    diag = tmp_path / "CONFIDENTIAL-r.csv.diagnostics.json"
+    (diag,) = (tmp_path / "state" / "dpgauss" / "diagnostics").iterdir()
+    assert diag.name.startswith("CONFIDENTIAL-r.csv-")
     assert json.loads(diag.read_text())["seed"] == 987654321
+    assert "CONFIDENTIAL" not in " ".join(files(tmp_path))  # not beside the release
 
 
 # ------------------------------------------------- finding 7: published vs confidential
@@ -143,6 +146,17 @@ def test_the_published_report_holds_no_counter_timing_or_path(tmp_path: Path) ->
     ("tables", "message"),
     [
         ({"denoise": {"method": "soft_threshold", "params": {"bogus": 1}}}, "unknown keys"),
+        ({"denoise": {"method": "soft_threshold", "params": {"threshold": -1}}}, "failed"),
+        ({"denoise": {"method": "hard_threshold", "params": {"threshold": "sure"}}}, "failed"),
+        ({"denoise": {"method": "james_stein", "params": {"target": "x"}}}, "failed"),
+        ({"denoise": {"method": "wavelet", "params": {"level": 50}}}, "failed"),
+        ({"denoise": {"method": "trend_filter", "params": {"order": 99}}}, "failed"),
+        ({"denoise": {"method": "auto", "params": {"margin": -5}}}, "failed"),
+        (
+            {"domain": {"kind": "range", "column": "key", "start": 0, "stop": 1}}
+            | {"denoise": {"method": "trend_filter"}},
+            "failed",
+        ),
         ({"denoise": {"method": "james_stein", "params": {"sigma": 2.0}}}, "may not set"),
         ({"denoise": {"method": "trend_filter", "params": {"graph": 2}}}, "may not set"),
     ],
@@ -200,6 +214,62 @@ def test_bad_output_paths_are_refused_before_the_charge(tmp_path: Path, kind: st
     assert entries(ledger) == []
     if kind == "to-a-file":
         assert (tmp_path / "real.csv").read_text() == "x"
+
+
+def test_names_too_long_for_the_directory_are_refused_before_the_charge(tmp_path: Path) -> None:
+    src, _ = small_release_data(tmp_path)
+    ledger = make_ledger(tmp_path)
+    out = tmp_path / ("x" * 240 + ".csv")  # its report name and temporary names are too long
+    with pytest.raises(ValueError, match="too long"):
+        run_release(make_spec(src), out=out, ledger=ledger, engine=ENGINE)
+    assert entries(ledger) == []
+
+
+def test_an_output_inside_the_diagnostics_directory_is_refused(tmp_path: Path) -> None:
+    src, _ = small_release_data(tmp_path)
+    ledger = make_ledger(tmp_path)
+    diag = tmp_path / "budget.sqlite.diagnostics"
+    diag.mkdir()
+    with pytest.raises(ValueError, match="confidential"):
+        run_release(make_spec(src), out=diag / "r.csv", ledger=ledger, engine=ENGINE)
+    assert entries(ledger) == []
+
+
+def test_two_releases_never_write_into_one_directory_at_once(tmp_path: Path) -> None:
+    from dpgauss.release.plan import plan_release
+
+    src, _ = small_release_data(tmp_path)
+    ledger = make_ledger(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    first = plan_release(make_spec(src), out=out / "a.csv", ledger=ledger, engine=ENGINE)
+    try:
+        with pytest.raises(ValueError, match="another dpgauss release is writing"):
+            run_release(make_spec(src), out=out / "b.csv", ledger=ledger, engine=ENGINE)
+    finally:
+        first.outputs.release()
+    run_release(make_spec(src), out=out / "b.csv", ledger=ledger, engine=ENGINE)
+    assert [e.delivery for e in entries(ledger)] == ["delivered"]
+
+
+def test_an_interrupt_once_every_file_is_named_is_a_delivery(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dpgauss.release import outputs
+
+    src, _ = small_release_data(tmp_path)
+    ledger = make_ledger(tmp_path)
+    real = outputs._fsync_dir
+
+    def interrupt(directory: Path) -> None:
+        real(directory)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(outputs, "_fsync_dir", interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        run_release(make_spec(src), out=tmp_path / "r.csv", ledger=ledger, engine=ENGINE)
+    (entry,) = entries(ledger)
+    assert entry.delivery == "delivered" and (tmp_path / "r.csv").exists()
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")

@@ -698,7 +698,7 @@ def test_cli(tmp_path: Path) -> None:
     code, text = cli(["release", str(spec), "--out", str(out), "--ledger", str(ledger), "--json"])
     assert code == 0, text
     obj = json.loads(text)
-    assert obj["output"] == str(out) and obj["sensitivity"] == 5.0 and out.exists()
+    assert obj["output"] == out.name and obj["sensitivity"] == 5.0 and out.exists()
     code, text = cli(
         ["release", str(spec), "--out", str(tmp_path / "s.csv"), "--ledger", str(ledger)]
     )

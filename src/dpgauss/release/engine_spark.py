@@ -210,7 +210,10 @@ class SparkEngine:
                 self._spark = SparkSession.getActiveSession()
                 if self._spark is not None:
                     return self._spark
-            builder = SparkSession.builder.appName(self.app_name)
+            # No console progress bar: its stage and task counts depend on the data's size.
+            builder = SparkSession.builder.appName(self.app_name).config(
+                "spark.ui.showConsoleProgress", "false"
+            )
             if self.master is not None:
                 builder = builder.master(self.master)
             for key, value in self.config.items():

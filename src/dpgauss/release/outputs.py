@@ -13,28 +13,38 @@ domains, a plot.  :class:`OutputGroup` owns them:
 * :meth:`OutputGroup.stage` writes each file's content into an **unnamed** file in the
   destination directory (Linux ``O_TMPFILE``): it has no name until it is committed, so a
   process killed at any moment — even by SIGKILL — leaves no temporary file behind.
+* :meth:`OutputGroup.check` also takes an exclusive lock (``flock``) on every destination
+  directory, held until :meth:`release`: two releases never write into one directory at
+  the same time (the second is refused at plan time), so a group is never mixed with
+  another's.  The lock dies with the process.
 * :meth:`OutputGroup.commit` fsyncs every staged file, then gives each its name
-  (``linkat`` through ``/proc/self/fd``; ``rename`` over the old file with ``overwrite``) and
-  fsyncs the directory.  If one name cannot be given, the names already given are taken
-  back, so the group appears entirely or not at all.
+  (``linkat`` through ``/proc/self/fd``; with ``overwrite``, ``linkat`` to a hidden name and
+  ``rename`` over the old file) and fsyncs the directory.  Without ``overwrite``, if one name
+  cannot be given the names already given are taken back, so the group appears entirely or
+  not at all.  With ``overwrite`` each file is replaced atomically, but a failure between
+  two replacements leaves new and old files side by side (the ledger entry says
+  ``writing``).
 
 Where ``O_TMPFILE`` is not available (another OS, a filesystem without it), staged files are
 hidden named files (``.<name>.<random>.tmp``) beside their destination, removed on every
 error and on :meth:`discard`; only a SIGKILL between staging and commit can leave one
 behind there.  :attr:`OutputGroup.unnamed` says which kind is in use.
 
-What is *not* atomic: the renames of one group are a few system calls apart, so a SIGKILL
-(or a power cut) in the microseconds between two of them can leave part of the group.
-The pipeline records on the ledger entry, before committing, the files it is about to
-create, so the entry says which release was not delivered completely.
+What is *not* atomic: the names of one group are given a few system calls apart, so a SIGKILL
+(or a power cut) in the microseconds between two of them can leave part of the group (and,
+with ``overwrite``, a hidden ``.<name>.<random>.tmp`` for the microseconds between its
+``linkat`` and its ``rename``).  The pipeline records on the ledger entry, before
+committing, the files it is about to create, so the entry says which release was not
+delivered completely.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import secrets
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -102,8 +112,11 @@ class OutputGroup:
     paths: Sequence[Path]
     overwrite: bool = False
     protected: Sequence[Path] = ()
+    forbidden_dirs: Sequence[Path] = ()
     _staged: dict[Path, _Staged] = field(default_factory=dict, repr=False)
     _unnamed: dict[Path, bool] = field(default_factory=dict, repr=False)
+    _locks: dict[Path, int] = field(default_factory=dict, repr=False)
+    named: bool = field(default=False, repr=False)
 
     def __post_init__(self) -> None:
         self.paths = [Path(os.path.abspath(os.fspath(p))) for p in self.paths]
@@ -117,9 +130,18 @@ class OutputGroup:
     # ------------------------------------------------------------------------ check
 
     def check(self) -> None:
-        """Every check a later write could fail on (module docstring); raises OutputError."""
+        """Every check a later write could fail on (module docstring), and the directory
+        locks; raises OutputError (and then holds no lock)."""
+        try:
+            self._check()
+        except BaseException:
+            self.release()
+            raise
+
+    def _check(self) -> None:
         seen: dict[str, Path] = {}
         protected = {os.path.realpath(p): Path(p) for p in self.protected}
+        forbidden = [os.path.realpath(d) for d in self.forbidden_dirs]
         for p in self.paths:
             real = os.path.realpath(p)
             if real in seen:
@@ -127,15 +149,31 @@ class OutputGroup:
             seen[real] = p
             if real in protected:
                 raise OutputError(
-                    f"the output {p} is the release's own {_what(protected[real], self)}; "
-                    "refusing to write over it"
+                    f"the output {p} is the release's own input or ledger "
+                    f"{protected[real]}; refusing to write over it"
                 )
             for q in self.protected:
                 if os.path.exists(q) and os.path.exists(p) and os.path.samefile(p, q):
                     raise OutputError(f"the output {p} is the same file as {q}; refusing")
+            for d in forbidden:
+                if os.path.commonpath([real, d]) == d:
+                    raise OutputError(
+                        f"the output {p} is inside {d}, which holds confidential "
+                        "diagnostics; choose another directory"
+                    )
             directory = p.parent
             if not directory.is_dir():
                 raise OutputError(f"the output directory {str(directory)!r} does not exist")
+            longest = len(os.fsencode(p.name)) + 19  # ".<name>.<12 hex>.tmp"
+            try:
+                name_max = os.pathconf(directory, "PC_NAME_MAX")
+            except (OSError, ValueError):
+                name_max = 255
+            if longest > name_max:
+                raise OutputError(
+                    f"the output name {p.name!r} is too long for {directory} (at most "
+                    f"{name_max - 19} bytes, for the temporary names beside it)"
+                )
             if os.path.islink(p):
                 raise OutputError(
                     f"the output {p} is a symbolic link"
@@ -148,6 +186,28 @@ class OutputGroup:
                 if not self.overwrite:
                     raise OutputError(f"{p} already exists (set [output] overwrite = true)")
             self._probe(directory)
+            self._lock(directory)
+
+    def _lock(self, directory: Path) -> None:
+        if directory in self._locks:
+            return
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise OutputError(
+                f"another dpgauss release is writing into {directory}; wait for it to end"
+            ) from None
+        self._locks[directory] = fd
+
+    def release(self) -> None:
+        """Drop the staged files and the directory locks (idempotent)."""
+        self.discard()
+        for fd in self._locks.values():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._locks.clear()
 
     def _probe(self, directory: Path) -> None:
         """Create (and throw away) a file in ``directory``: the proof it can be written."""
@@ -199,42 +259,40 @@ class OutputGroup:
     # ----------------------------------------------------------------------- commit
 
     def commit(self) -> None:
-        """Give every staged file its name (all or none; module docstring)."""
-        done: list[tuple[Path, Path | None]] = []  # (path, what it replaced, kept aside)
+        """Give every staged file its name (module docstring); sets :attr:`named`."""
+        done: list[Path] = []
         try:
             for st in self._staged.values():
                 src = _proc_fd(st.fd) if st.fd is not None else str(st.tmp)
                 with open(src, "rb") as fh:
                     os.fsync(fh.fileno())
             for st in self._staged.values():
-                done.append((st.path, self._name(st)))
+                self._name(st)
+                done.append(st.path)
+            self.named = True
             for directory in {p.parent for p in self._staged}:
                 _fsync_dir(directory)
-        except OSError as exc:
-            self._undo(done)
+        except BaseException as exc:
+            if not self.named and not self.overwrite:
+                for path in reversed(done):  # ours, created just now
+                    with contextlib.suppress(OSError):
+                        os.unlink(path)
             self.discard()
-            raise OutputError(f"cannot write the release's files: {exc.strerror or exc}") from None
-        except BaseException:
-            self._undo(done)
-            self.discard()
-            raise
-        for _, old in done:
-            if old is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(old)
+            if isinstance(exc, OSError) and not self.named:
+                raise OutputError(
+                    f"cannot write the release's files: {exc.strerror or exc}"
+                ) from None
+            if not isinstance(exc, OSError):
+                raise
         self.discard()
 
-    def _name(self, st: _Staged) -> Path | None:
-        """Link the staged file at its path; returns the old file moved aside, if any."""
+    def _name(self, st: _Staged) -> None:
+        """Give the staged file its path (never replacing a file unless ``overwrite``)."""
         path = st.path
-        old: Path | None = None
-        if os.path.lexists(path):
-            if not self.overwrite:
-                raise FileExistsError(17, "the file appeared meanwhile", str(path))
-            old = path.parent / f".{path.name}.{secrets.token_hex(6)}.old"
-            os.link(path, old, follow_symlinks=False)
+        if not self.overwrite and os.path.lexists(path):
+            raise FileExistsError(17, "the file appeared meanwhile", str(path))
         if st.fd is not None:
-            if old is None:
+            if not self.overwrite:
                 _link_unnamed(st.fd, path)  # never replaces an existing file
             else:
                 tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
@@ -242,22 +300,12 @@ class OutputGroup:
                 os.replace(tmp, path)
         else:
             assert st.tmp is not None
-            if old is None:
+            if not self.overwrite:
                 os.link(st.tmp, path)
                 os.unlink(st.tmp)
             else:
                 os.replace(st.tmp, path)
             st.tmp = None
-        return old
-
-    @staticmethod
-    def _undo(done: Iterable[tuple[Path, Path | None]]) -> None:
-        for path, old in reversed(list(done)):
-            with contextlib.suppress(OSError):
-                if old is not None:
-                    os.replace(old, path)
-                else:
-                    os.unlink(path)
 
     def discard(self) -> None:
         """Drop every staged file (idempotent); committed files are not touched."""
@@ -271,7 +319,3 @@ class OutputGroup:
                     os.unlink(st.tmp)
                 st.tmp = None
         self._staged.clear()
-
-
-def _what(path: Path, group: OutputGroup) -> str:
-    return "protected input file " + str(path)

@@ -71,6 +71,7 @@ from ..privacy import classical_gaussian_sigma, gaussian_epsilon
 from ..privacy.accounting import GaussianAccountant
 from .engine import Aggregate, AggregationPlan, Engine, KeyDomain
 from .mapping import GraphMapper, load_graph
+from .outputs import OutputGroup
 from .plan import LEDGER_ENV, ReleasePlan, make_engine, plan_release
 from .report import NOT_PRIVATE_WARNING, Diagnostics, PublicReport, json_ready, public_spec
 from .sensitivity import Sensitivity, derive_sensitivity
@@ -205,7 +206,9 @@ def _calibrate(spec: ReleaseSpec, sens: Sensitivity, d: int) -> _Calibration:
 # ---------------------------------------------------------------------------- ledger
 
 
-def _charge(path: Path, dataset: str, cal: _Calibration, label: str) -> tuple[Any, Any]:
+def _charge(path: Path, dataset: str, cal: _Calibration, label: str) -> Any:
+    """Charge the release; returns the ledger entry (nothing else happens in between, so an
+    interrupt after this returns is always recorded on the entry)."""
     from .ledger import Ledger
 
     with Ledger(path, create=False) as led:
@@ -218,8 +221,38 @@ def _charge(path: Path, dataset: str, cal: _Calibration, label: str) -> tuple[An
             )
         else:
             entry = led.charge(dataset, mu=cal.mu, label=label)
-        status = led.remaining(dataset)
-    return entry, status
+    return entry
+
+
+def _status(plan: ReleasePlan) -> dict[str, Any] | None:
+    """The dataset's budget after the charge (for the diagnostics), or None if unreadable."""
+    from .ledger import Ledger
+
+    if plan.ledger is None:
+        return None
+    try:
+        with Ledger(plan.ledger, create=False) as led:
+            return led.remaining(plan.spec.privacy.dataset).as_dict()
+    except (OSError, ValueError):
+        return None
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Defer SIGINT/SIGTERM while a failure is being recorded (main thread only), so that a
+    second Ctrl-C cannot leave the ledger entry unrecorded."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    blocked = {signal.SIGINT, signal.SIGTERM}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _record(path: Path | None, charge_id: int | None, state: str, note: str | None) -> str:
@@ -364,8 +397,8 @@ def run_release(
     ledger : the ledger file; overrides ``[privacy] ledger`` (and ``$DPGAUSS_LEDGER``).
     engine_options : keyword arguments for the engine (e.g. ``{"threads": 2}``).
     progress : a text stream (e.g. ``sys.stderr``) for one line per step, and DuckDB's
-        progress bar on long scans; None (default) is silent.  The lines name the steps
-        only (no counts, no timings of the data).
+        None (default) is silent.  The lines name the steps only: no counts, no timings,
+        no engine progress bars (their presence and their estimates depend on the data).
     spec_path : the spec's file, which an output may never overwrite.
 
     Raises ``ValueError`` (or ``TypeError``) with a one-line message for every problem found
@@ -380,8 +413,6 @@ def run_release(
             progress.write(f"dpgauss: {step}\n")
             progress.flush()
 
-    if progress is not None and engine == "duckdb":
-        engine_options = {"progress": True, **(engine_options or {})}
     say("planning: domain, sensitivity, calibration, budget, denoiser, outputs")
     plan = plan_release(
         spec,
@@ -407,27 +438,25 @@ def run_release(
         f"{spec.name or spec.statistic.kind} release of {plan.domain.size} keys "
         f"(sensitivity {plan.sensitivity.l2:.6g}, {plan.calibration.probe.mechanism})"
     )
-    entry = status = None
+    entry = None
     if plan.ledger is not None:
-        entry, status = _charge(plan.ledger, spec.privacy.dataset, plan.calibration, label)
+        entry = _charge(plan.ledger, spec.privacy.dataset, plan.calibration, label)
     charge_id = entry.id if entry is not None else None
     seed = None
-    committed = False
     files = ""
     diag = Diagnostics(engine=getattr(plan.engine, "name", type(plan.engine).__name__))
-    diag.rows = agg.rows.as_dict()
-    diag.timing = timing
-    diag.paths = {
-        "source": [str(p) for p in spec.source.paths] or spec.source.table,
-        "table": str(plan.table),
-        "report": str(plan.report),
-        "plot": str(plan.plot) if plan.plot is not None else plan.plot_note,
-        "ledger": str(plan.ledger.absolute()) if plan.ledger is not None else None,
-    }
-    if entry is not None:
-        diag.ledger = {"entry": entry.as_dict(), "status": status.as_dict() if status else None}
-
     try:
+        diag.rows = agg.rows.as_dict()
+        diag.timing = timing
+        diag.paths = {
+            "source": [str(p) for p in spec.source.paths] or spec.source.table,
+            "table": str(plan.table),
+            "report": str(plan.report),
+            "plot": str(plan.plot) if plan.plot is not None else plan.plot_note,
+            "ledger": str(plan.ledger.absolute()) if plan.ledger is not None else None,
+        }
+        if entry is not None:
+            diag.ledger = {"entry": entry.as_dict(), "status": _status(plan)}
         _step("charged")
         say("charged; adding noise and denoising" if entry else "adding noise and denoising")
         t = time.perf_counter()
@@ -452,20 +481,21 @@ def run_release(
         _record(plan.ledger, charge_id, "writing", files)
         _step("staged")
         group.commit()
-        committed = True
         _step("committed")
         timing["write_s"] = time.perf_counter() - t
     except BaseException as exc:
-        if committed:  # interrupted after the files were all in place: it was delivered
-            diag.delivery = "delivered (interrupted just after)"
-            _record(plan.ledger, charge_id, "delivered", files)
+        with _signals_deferred():
+            if plan.outputs.named:  # interrupted once every file had its name: delivered
+                plan.outputs.release()
+                diag.delivery = "delivered (interrupted just after)"
+                _record(plan.ledger, charge_id, "delivered", files)
+                _write_diagnostics(plan, diag, charge_id)
+                raise
+            plan.outputs.release()
+            reason = _reason(exc)
+            diag.delivery = f"failed after the charge: {reason}"
+            extra = _record(plan.ledger, charge_id, "failed", reason)
             _write_diagnostics(plan, diag, charge_id)
-            raise
-        plan.outputs.discard()
-        reason = _reason(exc)
-        diag.delivery = f"failed after the charge: {reason}"
-        extra = _record(plan.ledger, charge_id, "failed", reason)
-        _write_diagnostics(plan, diag, charge_id)
         if isinstance(exc, KeyboardInterrupt | SystemExit):
             if entry is not None:
                 sys.stderr.write(
@@ -482,6 +512,7 @@ def run_release(
             f"{extra}",
             entry.id,
         ) from exc
+    plan.outputs.release()
     diag.delivery = "delivered"
     extra = _record(plan.ledger, charge_id, "delivered", files)
     if extra:
@@ -510,28 +541,24 @@ def _reason(exc: BaseException) -> str:
 
 
 def _write_diagnostics(plan: ReleasePlan, diag: Diagnostics, charge_id: int | None) -> str | None:
-    """Write the confidential diagnostics file; its path, or None if it could not be written
-    (then said on stderr: the release itself stands)."""
+    """Write the confidential diagnostics file (staged unnamed, like the release's files);
+    its path, or None if it could not be written (then said on stderr: the release stands)."""
     if charge_id is not None:
         name = f"CONFIDENTIAL-{_safe(plan.spec.privacy.dataset)}-charge-{charge_id}.json"
     else:
-        name = f"CONFIDENTIAL-{plan.table.name}.diagnostics.json"
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+        name = f"CONFIDENTIAL-{_safe(plan.table.name)}-{stamp}-{secrets.token_hex(3)}.json"
     path = plan.diagnostics_dir / name
     text = json.dumps(diag.as_dict(), indent=2, allow_nan=False) + "\n"
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    group = OutputGroup([path], overwrite=True)
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        group.stage(path, lambda p: Path(p).write_text(text, encoding="utf-8"))
+        group.commit()
+        os.chmod(path, 0o600)
+    except (OSError, ValueError) as exc:
+        group.release()
         sys.stderr.write(
-            f"dpgauss: warning: cannot write the confidential diagnostics {path}: "
-            f"{exc.strerror or exc}\n"
+            f"dpgauss: warning: cannot write the confidential diagnostics {path}: {exc}\n"
         )
         return None
     return str(path)

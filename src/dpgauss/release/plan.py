@@ -27,6 +27,7 @@ from __future__ import annotations
 import glob
 import inspect
 import os
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +41,14 @@ from .outputs import OutputError, OutputGroup
 from .sensitivity import Sensitivity
 from .spec import ReleaseSpec
 
-__all__ = ["LEDGER_ENV", "Denoiser", "ReleasePlan", "plan_release", "source_files"]
+__all__ = [
+    "LEDGER_ENV",
+    "Denoiser",
+    "ReleasePlan",
+    "diagnostics_dir",
+    "plan_release",
+    "source_files",
+]
 
 #: Environment variable naming the ledger file when neither ``--ledger`` nor the spec does.
 LEDGER_ENV = "DPGAUSS_LEDGER"
@@ -275,8 +283,20 @@ def plan_release(
     if ledger_p is not None:
         _precheck(ledger_p, spec.privacy.dataset, cal.mu)
 
-    # 3. the denoiser.
+    # 3. the denoiser, run once on zeros with the planned σ (public inputs only), so that a
+    #    parameter value it refuses is refused here, not after the charge.
     denoiser = plan_denoiser(spec, domain)
+    sigma = float(cal.probe.sigma) * (sens.parts["count"] if sens.statistic == "mean" else 1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        denoiser(np.zeros(domain.size), sigma)
+    if fmt == "parquet":
+        try:
+            import pyarrow.parquet  # noqa: F401
+        except ImportError:
+            raise ValueError(
+                "[output] format 'parquet' needs pyarrow (pip install '.[data]' from a clone)"
+            ) from None
 
     # 4. the source's columns.
     eng = make_engine(engine, engine_options)
@@ -291,14 +311,12 @@ def plan_release(
     if spec_path is not None:
         protected.append(Path(os.fspath(spec_path)))
     paths = [table, report, *([plot] if plot is not None else [])]
-    group = OutputGroup(paths, overwrite=spec.output.overwrite, protected=protected)
-    group.check()
-    diag_dir = (
-        ledger_p.absolute().with_name(ledger_p.name + ".diagnostics")
-        if ledger_p is not None
-        else table.parent
+    diag_dir = diagnostics_dir(ledger_p)
+    group = OutputGroup(
+        paths, overwrite=spec.output.overwrite, protected=protected, forbidden_dirs=[diag_dir]
     )
     _check_diagnostics_dir(diag_dir, protected)
+    group.check()
     offset = 0.0
     if spec.statistic.kind == "mean":
         offset = (float(spec.statistic.lower) + float(spec.statistic.upper)) / 2.0  # type: ignore[arg-type]
@@ -321,15 +339,29 @@ def plan_release(
     )
 
 
+def diagnostics_dir(ledger: Path | None) -> Path:
+    """Where the confidential diagnostics of a release go: ``<ledger>.diagnostics/`` beside
+    the ledger (the data owner's side), or, for an uncharged experiment,
+    ``$XDG_STATE_HOME/dpgauss/diagnostics`` (default ``~/.local/state/dpgauss/diagnostics``)
+    — never the directory of the published files."""
+    if ledger is not None:
+        return ledger.absolute().with_name(ledger.name + ".diagnostics")
+    state = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
+    return Path(state).absolute() / "dpgauss" / "diagnostics"
+
+
 def _check_diagnostics_dir(directory: Path, protected: list[Path]) -> None:
     if os.path.islink(directory):
         raise OutputError(f"the diagnostics directory {directory} is a symbolic link; refusing")
     if os.path.lexists(directory) and not directory.is_dir():
         raise OutputError(f"the diagnostics directory {directory} exists and is not a directory")
     try:
-        directory.mkdir(mode=0o700, exist_ok=True)
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
         raise OutputError(
             f"cannot create the diagnostics directory {directory}: {exc.strerror or exc}"
         ) from None
-    OutputGroup([directory / "probe"], protected=protected)._probe(directory)
+    probe = OutputGroup([directory / "probe"], protected=protected)
+    probe._probe(directory)

@@ -48,8 +48,8 @@ def _run(args: argparse.Namespace) -> str:
         r = result.report
         out = {
             **({"warning": r["warning"]} if "warning" in r else {}),
-            "output": result.output_path,
-            "report": result.report_path,
+            "output": r["output"]["table"],  # names only: local paths are confidential
+            "report": r["output"]["report"],
             "sensitivity": r["sensitivity"]["l2"],
             "sigma": r["privacy"]["sigma"],
             "classical_sigma": r["privacy"]["classical_sigma"],

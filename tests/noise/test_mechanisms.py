@@ -194,14 +194,23 @@ def test_secure_release_keeps_shapes_and_types():
 def test_discrete_gaussian_mechanism_sigma():
     from dpgauss.noise.mechanisms import DiscreteGaussianMechanism
     from dpgauss.privacy import discrete_gaussian_sigma
-    from dpgauss.privacy.discrete_multivariate import discrete_gaussian_vector_sigma
+    from dpgauss.privacy.discrete_multivariate import (
+        discrete_gaussian_gdp_sigma,
+        discrete_gaussian_vector_sigma,
+    )
 
-    mech = DiscreteGaussianMechanism(1.0, 1e-6)  # Δ₂ = 1: exact scalar profile for every d
+    # σ is the certified σ raised so that the μ-GDP charge fits gdp_mu(ε, δ): by 9e-4 for
+    # counts (Δ₂ = 1, the exact scalar profile for every d), 2.4e-4 / 1.1e-3 for Δ₂ = 2.
+    mech = DiscreteGaussianMechanism(1.0, 1e-6)
     for d in (1, 10, 10**6):
-        assert mech.sigma_for(d) == discrete_gaussian_sigma(1.0, 1e-6, 1)
+        assert mech.sigma_for(d) == discrete_gaussian_gdp_sigma(1.0, 1e-6, 1.0, d)
+        exact = discrete_gaussian_sigma(1.0, 1e-6, 1)
+        assert exact < mech.sigma_for(d) <= exact * (1 + 1e-3)
     mech = DiscreteGaussianMechanism(1.0, 1e-6, l2_sensitivity=2.0)
-    assert mech.sigma_for(1) == discrete_gaussian_sigma(1.0, 1e-6, 2)
-    assert mech.sigma_for(100) == discrete_gaussian_vector_sigma(1.0, 1e-6, 2.0, 100)
+    exact = discrete_gaussian_sigma(1.0, 1e-6, 2)
+    assert exact < mech.sigma_for(1) <= exact * (1 + 3e-4)
+    vector = discrete_gaussian_vector_sigma(1.0, 1e-6, 2.0, 100)
+    assert vector < mech.sigma_for(100) <= vector * (1 + 1.5e-3)
     cont = dpgauss.analytic_gaussian_sigma(1.0, 1e-6, 2.0)
     assert cont <= mech.sigma_for(100) <= 1.01 * cont
     rel = mech.release(np.zeros(100, dtype=np.int64), rng=0)

@@ -17,9 +17,12 @@ Rounding is paid for in the calibration.  If ‖f(x) − f(x′)‖ ≤ Δ then
 ``‖r − r′‖₂ ≤ Δ/γ + √d`` and ``‖r − r′‖₁ ≤ Δ₁/γ + d`` (each coordinate's rounding error
 moves by less than 1), so in lattice units:
 
-* Gaussian: Y ~ N_Z(0, σ_L²)^d with σ_L the smallest σ certified by
-  :func:`dpgauss.privacy.discrete_multivariate.discrete_gaussian_vector_sigma` for
-  (ε, δ) at L2 sensitivity Δ_L = Δ/γ + √d (rounded up);
+* Gaussian: Y ~ N_Z(0, σ_L²)^d with σ_L from
+  :func:`dpgauss.privacy.discrete_multivariate.discrete_gaussian_gdp_sigma` for (ε, δ) at
+  L2 sensitivity Δ_L = Δ/γ + √d (rounded up): certified for (ε, δ), and with a μ-GDP
+  charge (``DiscreteGaussianNoise.dominating_mu``) of at most ``gdp_mu(ε, δ)``, so the
+  release fits a ledger budget of the same (ε, δ) (it costs 1e-9 to 2e-6 of σ over the
+  smallest σ certified at ε alone; ``docs/security.md``);
 * Laplace: P[Y = y] ∝ exp(−|y|/t) per coordinate (the discrete Laplace / two-sided
   geometric mechanism of Ghosh, Roughgarden & Sundararajan 2009; sampled by CKS20 Alg. 2)
   with the integer scale t = ⌈Δ_L/ε⌉ and the integer L1 sensitivity Δ_L = ⌊Δ₁/γ + d⌋:
@@ -48,12 +51,19 @@ import numpy as np
 
 from .._validation import Interval, as_real_array, check_interval
 from ..privacy.calibration import analytic_gaussian_sigma
-from ..privacy.discrete_multivariate import discrete_gaussian_vector_sigma
+from ..privacy.discrete_multivariate import discrete_gaussian_gdp_sigma
 from .discrete_sampler import SIGMA_RANGE, _discrete_laplace, discrete_gaussian
 from .randomness import RandomSource
 from .release import DiscreteGaussianNoise, DiscreteLaplaceNoise
 
-__all__ = ["choose_grid", "secure_gaussian_release", "secure_laplace_release"]
+__all__ = [
+    "add_lattice_noise",
+    "choose_grid",
+    "gaussian_lattice_law",
+    "laplace_lattice_law",
+    "secure_gaussian_release",
+    "secure_laplace_release",
+]
 
 ROUNDING_COST = 0.01
 """Default grids make the rounding cost at most this fraction of the noise (and at least
@@ -160,18 +170,61 @@ def lattice_sensitivity(sensitivity: float, grid: float, dim: int) -> float:
 def lattice_sigma(
     epsilon: float, delta: float, sensitivity: float, dim: int, grid: float | None = None
 ) -> tuple[float, float]:
-    """``(σ_L, γ)``: the grid and the lattice σ of a secure Gaussian release (no sampling)."""
+    """``(σ_L, γ)``: the grid and the lattice σ of a secure Gaussian release (no sampling).
+
+    σ_L is :func:`~dpgauss.privacy.discrete_multivariate.discrete_gaussian_gdp_sigma` at
+    the lattice sensitivity :func:`lattice_sensitivity` (module docstring).
+    """
     d = max(int(dim), 1)
     if grid is None:
         grid = choose_grid(analytic_gaussian_sigma(epsilon, delta, sensitivity), d, sensitivity)
     sens_lattice = lattice_sensitivity(sensitivity, grid, d)
-    sigma_l = float(discrete_gaussian_vector_sigma(epsilon, delta, sens_lattice, d))
+    sigma_l = float(discrete_gaussian_gdp_sigma(epsilon, delta, sens_lattice, d))
     if not SIGMA_RANGE.contains(np.asarray(sigma_l)):
         raise ValueError(
             f"the lattice noise scale sigma/grid = {sigma_l!r} is outside the sampler's range "
             f"{SIGMA_RANGE}: choose a grid closer to the noise scale (got grid={grid!r})"
         )
     return sigma_l, grid
+
+
+def gaussian_lattice_law(
+    epsilon: float, delta: float, sensitivity: float, dim: int, grid: float | None = None
+) -> DiscreteGaussianNoise:
+    """The noise law of a secure Gaussian release of ``dim`` coordinates, without sampling.
+
+    ``grid`` None chooses γ by :func:`choose_grid` from the continuous analytic σ; a given
+    grid is validated (positive, finite).  :func:`secure_gaussian_release` adds exactly
+    this law.
+    """
+    gamma = _grid(grid, 0.0) if grid is not None else None
+    d = max(int(dim), 1)
+    sigma_l, gamma = lattice_sigma(epsilon, delta, sensitivity, d, gamma)
+    return DiscreteGaussianNoise(sigma_l, gamma, rounded=True, dim=d)
+
+
+def add_lattice_noise(
+    values: np.ndarray, law: DiscreteGaussianNoise | DiscreteLaplaceNoise, source: RandomSource
+) -> np.ndarray:
+    """``γ·(round(values/γ) + Y)`` with Y drawn exactly from ``law`` (rounded lattice laws).
+
+    ``values`` is a finite float array; for a discrete Gaussian law its size must be the
+    law's ``dim`` (the calibration depends on it).  Returns a float64 array of the same shape.
+    """
+    arr = np.asarray(values, dtype=np.float64)
+    if not law.rounded:
+        raise ValueError("add_lattice_noise needs a law of a rounded (real-valued) release")
+    if isinstance(law, DiscreteGaussianNoise):
+        if max(arr.size, 1) != law.dim:
+            raise ValueError(
+                f"the law was calibrated for {law.dim} coordinates, the values have {arr.size}"
+            )
+        r = round_to_grid(arr, law.grid)
+        y = discrete_gaussian(law.sigma_lattice, arr.shape, rng=source)
+    else:
+        r = round_to_grid(arr, law.grid)
+        y = sample_discrete_laplace(int(law.scale), arr.shape, source)
+    return (r + y).astype(np.float64) * law.grid
 
 
 def secure_gaussian_release(
@@ -198,16 +251,12 @@ def secure_gaussian_release(
 
     Returns
     -------
-    (noisy float64 array of the input's shape, its :class:`DiscreteGaussianNoise` law)
+    (noisy float64 array of the input's shape, its :class:`DiscreteGaussianNoise` law,
+    equal to :func:`gaussian_lattice_law` for d = the values' size)
     """
     arr = np.asarray(values, dtype=np.float64)
-    d = max(arr.size, 1)
-    gamma = _grid(grid, 0.0) if grid is not None else None
-    sigma_l, gamma = lattice_sigma(epsilon, delta, sensitivity, d, gamma)
-    r = round_to_grid(arr, gamma)
-    y = discrete_gaussian(sigma_l, arr.shape, rng=source)
-    noisy = (r + y).astype(np.float64) * gamma
-    return noisy, DiscreteGaussianNoise(sigma_l, gamma, rounded=True, dim=d)
+    law = gaussian_lattice_law(epsilon, delta, sensitivity, max(arr.size, 1), grid)
+    return add_lattice_noise(arr, law, source), law
 
 
 def laplace_lattice_scale(
@@ -240,6 +289,15 @@ def sample_discrete_laplace(t: int, shape: tuple[int, ...], source: RandomSource
     return out.reshape(shape)
 
 
+def laplace_lattice_law(
+    epsilon: float, l1_sensitivity: float, dim: int, grid: float | None = None
+) -> DiscreteLaplaceNoise:
+    """The noise law of a secure Laplace release of ``dim`` coordinates, without sampling."""
+    gamma = _grid(grid, 0.0) if grid is not None else None
+    t, gamma = laplace_lattice_scale(epsilon, l1_sensitivity, max(int(dim), 1), gamma)
+    return DiscreteLaplaceNoise(float(t), gamma, rounded=True)
+
+
 def secure_laplace_release(
     values: np.ndarray,
     epsilon: float,
@@ -252,13 +310,8 @@ def secure_laplace_release(
 
     t = ⌈⌊Δ₁/γ + d⌋/ε⌉ (module docstring); ``grid`` None chooses γ by :func:`choose_grid`
     (``norm=1``) from the scale Δ₁/ε.  Returns the noisy float64 array and its
-    :class:`DiscreteLaplaceNoise` law.
+    :class:`DiscreteLaplaceNoise` law (:func:`laplace_lattice_law`).
     """
     arr = np.asarray(values, dtype=np.float64)
-    d = max(arr.size, 1)
-    gamma = _grid(grid, 0.0) if grid is not None else None
-    t, gamma = laplace_lattice_scale(epsilon, l1_sensitivity, d, gamma)
-    r = round_to_grid(arr, gamma)
-    y = sample_discrete_laplace(t, arr.shape, source)
-    noisy = (r + y).astype(np.float64) * gamma
-    return noisy, DiscreteLaplaceNoise(float(t), gamma, rounded=True)
+    law = laplace_lattice_law(epsilon, l1_sensitivity, max(arr.size, 1), grid)
+    return add_lattice_noise(arr, law, source), law

@@ -19,6 +19,13 @@ Randomness is always injected through ``rng``:
 
 :class:`DiscreteGaussianMechanism` needs no grid (its input is integral) and always uses
 the exact sampler; a seed or Generator only replaces the source of random bits.
+
+``noise_plan(dim, ...)`` gives the noise law and the label of a release of ``dim``
+coordinates without drawing anything (a :class:`~dpgauss.noise.release.NoisePlan`); a
+release uses exactly that law.  The secure Gaussian laws are calibrated so that their μ-GDP
+charge (``DiscreteGaussianNoise.dominating_mu``) is at most ``gdp_mu(ε, δ)``: a release at
+(ε, δ) fits a ledger budget of the same (ε, δ)
+(:func:`dpgauss.privacy.discrete_multivariate.discrete_gaussian_gdp_sigma`).
 """
 
 from __future__ import annotations
@@ -39,15 +46,16 @@ from .._validation import (
     check_interval,
 )
 from ..privacy import analytic_gaussian_sigma, classical_gaussian_sigma, laplace_scale
-from ..privacy.discrete_multivariate import discrete_gaussian_vector_sigma
+from ..privacy.discrete_multivariate import discrete_gaussian_gdp_sigma
 from .discrete_sampler import discrete_gaussian
-from .lattice import secure_gaussian_release, secure_laplace_release
+from .lattice import add_lattice_noise, gaussian_lattice_law, laplace_lattice_law
 from .randomness import SecureRandom, resolve_rng
 from .release import (
     DiscreteGaussianNoise,
     GaussianNoise,
     LaplaceNoise,
     NoiseLaw,
+    NoisePlan,
     Release,
     _is_series,
     values_array,
@@ -110,6 +118,32 @@ class GaussianMechanism:
             f"sensitivity={self.sensitivity!r}, calibration={self.calibration!r})"
         )
 
+    def noise_plan(self, dim: int, *, secure: bool = True, grid: float | None = None) -> NoisePlan:
+        """The noise law and label of a release of ``dim`` coordinates, drawing no noise.
+
+        ``secure=True``: the lattice law of ``release(values, rng="secure", grid=grid)``
+        for ``values`` of size ``dim`` (a
+        :class:`~dpgauss.noise.release.DiscreteGaussianNoise` whose μ-GDP charge is at
+        most ``gdp_mu(ε, δ)``); ``secure=False``: ``GaussianNoise(σ)``, the law of a
+        seeded release.  ``release`` computes its law by this method, so they are equal.
+        """
+        d = _dim(dim)
+        if secure:
+            if self.calibration != "analytic":
+                raise ValueError(
+                    "the classical calibration is a baseline for experiments: pass rng=<int "
+                    "seed or numpy Generator>, or use calibration='analytic' for a secure "
+                    "release"
+                )
+            law: NoiseLaw = gaussian_lattice_law(
+                self.epsilon, self.delta, self.sensitivity, d, grid
+            )
+            name = f"gaussian ({self.calibration}), secure lattice {law.name}"
+        else:
+            _no_grid(grid)
+            law, name = GaussianNoise(self.sigma), f"gaussian ({self.calibration})"
+        return NoisePlan(law, name, d, self.epsilon, self.delta, self.sensitivity)
+
     def release(
         self, values: object, rng: object = "secure", *, grid: float | None = None
     ) -> Release:
@@ -117,33 +151,17 @@ class GaussianMechanism:
 
         ``rng="secure"`` (default) rounds to a public grid (``grid``, chosen from σ when
         None) and adds exact discrete Gaussian noise; a seed or Generator adds
-        floating-point noise, for experiments.
+        floating-point noise, for experiments.  The law is ``noise_plan(d, ...)``.
         """
-        if self.calibration != "analytic" and isinstance(resolve_rng(rng), SecureRandom):
-            raise ValueError(
-                "the classical calibration is a baseline for experiments: pass rng=<int "
-                "seed or numpy Generator>, or use calibration='analytic' for a secure release"
-            )
+        source = resolve_rng(rng)
+        if self.calibration != "analytic" and isinstance(source, SecureRandom):
+            self.noise_plan(1)  # raises: the classical calibration has no secure release
+        arr, template = values_array(values)
 
-        def secure(arr: np.ndarray, source: SecureRandom) -> tuple[np.ndarray, NoiseLaw]:
-            return secure_gaussian_release(
-                arr, self.epsilon, self.delta, self.sensitivity, grid=grid, source=source
-            )
+        def experiment(gen: np.random.Generator) -> np.ndarray:
+            return arr + gen.normal(0.0, self.sigma, size=arr.shape)
 
-        def experiment(arr: np.ndarray, gen: np.random.Generator) -> tuple[np.ndarray, NoiseLaw]:
-            return arr + gen.normal(0.0, self.sigma, size=arr.shape), GaussianNoise(self.sigma)
-
-        return _release(
-            values,
-            rng,
-            grid,
-            secure,
-            experiment,
-            f"gaussian ({self.calibration})",
-            self.epsilon,
-            self.delta,
-            self.sensitivity,
-        )
+        return _release(arr, template, source, grid, self.noise_plan, experiment)
 
 
 class LaplaceMechanism:
@@ -164,61 +182,69 @@ class LaplaceMechanism:
     def __repr__(self) -> str:
         return f"LaplaceMechanism(epsilon={self.epsilon!r}, l1_sensitivity={self.l1_sensitivity!r})"
 
+    def noise_plan(self, dim: int, *, secure: bool = True, grid: float | None = None) -> NoisePlan:
+        """The noise law and label of a release of ``dim`` coordinates, drawing no noise
+        (secure: the discrete Laplace lattice law; else ``LaplaceNoise(b)``)."""
+        d = _dim(dim)
+        if secure:
+            law: NoiseLaw = laplace_lattice_law(self.epsilon, self.l1_sensitivity, d, grid)
+            name = f"laplace, secure lattice {law.name}"
+        else:
+            _no_grid(grid)
+            law, name = LaplaceNoise(self.scale), "laplace"
+        return NoisePlan(law, name, d, self.epsilon, 0.0, self.l1_sensitivity)
+
     def release(
         self, values: object, rng: object = "secure", *, grid: float | None = None
     ) -> Release:
         """Release ``values`` with Laplace noise (secure lattice version by default)."""
+        source = resolve_rng(rng)
+        arr, template = values_array(values)
 
-        def secure(arr: np.ndarray, source: SecureRandom) -> tuple[np.ndarray, NoiseLaw]:
-            return secure_laplace_release(
-                arr, self.epsilon, self.l1_sensitivity, grid=grid, source=source
-            )
+        def experiment(gen: np.random.Generator) -> np.ndarray:
+            return arr + gen.laplace(0.0, self.scale, size=arr.shape)
 
-        def experiment(arr: np.ndarray, gen: np.random.Generator) -> tuple[np.ndarray, NoiseLaw]:
-            return arr + gen.laplace(0.0, self.scale, size=arr.shape), LaplaceNoise(self.scale)
+        return _release(arr, template, source, grid, self.noise_plan, experiment)
 
-        return _release(
-            values,
-            rng,
-            grid,
-            secure,
-            experiment,
-            "laplace",
-            self.epsilon,
-            0.0,
-            self.l1_sensitivity,
-        )
+
+def _dim(dim: object) -> int:
+    if isinstance(dim, bool) or not isinstance(dim, int | np.integer) or dim < 1:
+        raise ValueError(f"dim must be a positive integer (the number of coordinates); got {dim!r}")
+    return int(dim)
+
+
+def _no_grid(grid: object) -> None:
+    if grid is not None:
+        raise ValueError("grid applies to secure releases only (rng='secure')")
 
 
 def _release(
-    values: object,
-    rng: object,
+    arr: np.ndarray,
+    template: Any,
+    source: object,
     grid: float | None,
-    secure: Callable[[np.ndarray, SecureRandom], tuple[np.ndarray, NoiseLaw]],
-    experiment: Callable[[np.ndarray, np.random.Generator], tuple[np.ndarray, NoiseLaw]],
-    name: str,
-    epsilon: float,
-    delta: float,
-    sensitivity: float,
+    noise_plan: Callable[..., NoisePlan],
+    experiment: Callable[[np.random.Generator], np.ndarray],
 ) -> Release:
-    """The shared path of the real-valued mechanisms: validate, draw, wrap like the input."""
-    arr, template = values_array(values)
-    source = resolve_rng(rng)
-    if isinstance(source, SecureRandom):
-        noisy, law = secure(arr, source)
-        name += f", secure lattice {law.name}"
+    """The shared path of the real-valued mechanisms: plan the law, draw, wrap like the input."""
+    secure = isinstance(source, SecureRandom)
+    plan = noise_plan(max(arr.size, 1), secure=secure, grid=grid)
+    if secure:
+        noisy = add_lattice_noise(arr, plan.noise, source)  # type: ignore[arg-type]
     else:
-        if grid is not None:
-            raise ValueError("grid applies to secure releases only (rng='secure')")
-        noisy, law = experiment(arr, source)
+        noisy = experiment(source)  # type: ignore[arg-type]
+    return _from_plan(plan, wrap(template, noisy))
+
+
+def _from_plan(plan: NoisePlan, values: Any) -> Release:
     return Release(
-        values=wrap(template, noisy),
-        sigma=law.std,
-        epsilon=epsilon,
-        delta=delta,
-        sensitivity=sensitivity,
-        mechanism=name,
-        noise=law,
+        values=values,
+        sigma=plan.noise.std,
+        epsilon=plan.epsilon,
+        delta=plan.delta,
+        sensitivity=plan.sensitivity,
+        mechanism=plan.mechanism,
+        noise=plan.noise,
     )
 
 
@@ -313,10 +339,21 @@ class DiscreteGaussianMechanism:
         )
 
     def sigma_for(self, dim: int) -> float:
-        """The calibrated σ for a release of ``dim`` coordinates (cached)."""
-        return float(
-            discrete_gaussian_vector_sigma(self.epsilon, self.delta, self.l2_sensitivity, dim)
-        )
+        """The calibrated σ for a release of ``dim`` coordinates (cached).
+
+        :func:`~dpgauss.privacy.discrete_multivariate.discrete_gaussian_gdp_sigma`: certified
+        for (ε, δ), and its μ-GDP charge is at most ``gdp_mu(ε, δ)``, so the release fits a
+        ledger budget of the same (ε, δ).
+        """
+        d = _dim(dim)
+        sens = DiscreteGaussianNoise(1.0, dim=d).lattice_sensitivity(self.l2_sensitivity)
+        return float(discrete_gaussian_gdp_sigma(self.epsilon, self.delta, sens, d))
+
+    def noise_plan(self, dim: int) -> NoisePlan:
+        """The noise law and label of a release of ``dim`` coordinates, drawing no noise."""
+        d = _dim(dim)
+        law = DiscreteGaussianNoise(self.sigma_for(d), dim=d)
+        return NoisePlan(law, "discrete gaussian", d, self.epsilon, self.delta, self.l2_sensitivity)
 
     def release(self, values: object, rng: object = "secure") -> Release:
         """Release integer ``values`` (any shape) plus exact N_Z(0, σ²) noise.
@@ -324,20 +361,13 @@ class DiscreteGaussianMechanism:
         ``rng="secure"`` (default) draws from the OS CSPRNG; an int seed or a Generator
         runs the same exact sampler from that Generator (reproducible experiments, not for
         publishing).  Returns int64 values (a Python int for a scalar, a Series keeps its
-        index) and the exact :class:`~dpgauss.noise.release.DiscreteGaussianNoise` law.
+        index) and the exact :class:`~dpgauss.noise.release.DiscreteGaussianNoise` law,
+        ``noise_plan(d).noise``.
         """
         arr, template = integer_values_array(values)
         source = resolve_rng(rng)
-        dim = max(arr.size, 1)
-        sigma = self.sigma_for(dim)
-        noisy = arr + discrete_gaussian(sigma, arr.shape, rng=source)
-        law = DiscreteGaussianNoise(sigma, dim=dim)
-        return Release(
-            values=wrap(template, noisy),
-            sigma=law.std,
-            epsilon=self.epsilon,
-            delta=self.delta,
-            sensitivity=self.l2_sensitivity,
-            mechanism="discrete gaussian",
-            noise=law,
-        )
+        plan = self.noise_plan(max(arr.size, 1))
+        law = plan.noise
+        assert isinstance(law, DiscreteGaussianNoise)
+        noisy = arr + discrete_gaussian(law.sigma_lattice, arr.shape, rng=source)
+        return _from_plan(plan, wrap(template, noisy))

@@ -25,6 +25,7 @@ __all__ = [
     "GaussianNoise",
     "LaplaceNoise",
     "NoiseLaw",
+    "NoisePlan",
     "Release",
     "check_level",
 ]
@@ -245,28 +246,25 @@ class DiscreteGaussianNoise:
         """L2 sensitivity in lattice units: Δ/γ + √d (rounded up) if the values were
         rounded to the grid, else Δ/γ."""
         with np.errstate(over="ignore"):
-            sens = float(np.nextafter(sensitivity / self.grid, np.inf))
+            sens = sensitivity / self.grid
+        if math.isfinite(sens) and Fraction(sens) * Fraction(self.grid) < Fraction(sensitivity):
+            sens = math.nextafter(sens, math.inf)  # the smallest double ≥ Δ/γ
         if self.rounded:
             root = float(np.nextafter(math.sqrt(self.dim), np.inf))
             sens = float(np.nextafter(np.nextafter(sens + root, np.inf), np.inf))
         return sens
 
     def dominating_mu(self, sensitivity: float) -> float:
-        """The smallest μ whose μ-GDP profile lies above this release's certified profile
-        (:func:`dpgauss.privacy.discrete_multivariate.discrete_gaussian_vector_delta` for
-        ``dim`` coordinates), found by :func:`dpgauss.privacy.accounting.dominating_mu`;
-        lets a μ-GDP accountant charge the release (``GaussianAccountant.add_release``)."""
-        from ..privacy.accounting import dominating_mu
-        from ..privacy.discrete_multivariate import discrete_gaussian_vector_delta
+        """The μ-GDP charge of this noise at ``sensitivity``: the smallest μ whose μ-GDP
+        profile lies above the release's certified profile for ``dim`` coordinates,
+        :func:`dpgauss.privacy.discrete_multivariate.discrete_gaussian_vector_mu` at the
+        :meth:`lattice_sensitivity`; lets a μ-GDP accountant or the ledger charge the
+        release (``GaussianAccountant.add_release``).  The secure mechanisms calibrate
+        σ so that this is at most ``gdp_mu(ε, δ)`` (a budget of their own (ε, δ) fits)."""
+        from ..privacy.discrete_multivariate import discrete_gaussian_vector_mu
 
         sens = self.lattice_sensitivity(sensitivity)
-
-        def profile(eps: np.ndarray) -> np.ndarray:
-            return np.asarray(
-                discrete_gaussian_vector_delta(self.sigma_lattice, eps, sens, self.dim)
-            )
-
-        return dominating_mu(profile, sens / self.sigma_lattice)
+        return float(discrete_gaussian_vector_mu(self.sigma_lattice, sens, self.dim))
 
     @property
     def std(self) -> float:
@@ -371,6 +369,31 @@ class Release:
         return _like(self.values, _raw(self.values) - width), _like(
             self.values, _raw(self.values) + width
         )
+
+
+@dataclass(frozen=True)
+class NoisePlan:
+    """What a mechanism will add to a release of ``dim`` coordinates, known before any noise
+    is drawn (``mechanism.noise_plan(dim, ...)``).
+
+    ``noise`` equals the ``noise`` of every :class:`Release` the mechanism makes of ``dim``
+    coordinates with the same options, and ``mechanism`` its label; ``epsilon``,
+    ``delta`` and ``sensitivity`` are the release's.  A plan can be charged like a release
+    (``GaussianAccountant.add_release(plan)``: it has ``noise`` and ``sensitivity``), so a
+    ledger can be charged before the data are read and the noise drawn.
+    """
+
+    noise: NoiseLaw
+    mechanism: str
+    dim: int
+    epsilon: float
+    delta: float
+    sensitivity: float
+
+    @property
+    def sigma(self) -> float:
+        """The standard deviation of the noise on each coordinate (``noise.std``)."""
+        return self.noise.std
 
 
 def _raw(values: Any) -> np.ndarray | float:

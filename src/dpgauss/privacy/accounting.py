@@ -27,21 +27,25 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from .._validation import NONNEGATIVE, POSITIVE, UNIT_OPEN, as_real_array, check_interval
 from .calibration import gdp_mu
-from .profile import gdp_delta, gdp_epsilon
+from .profile import gaussian_epsilon, gdp_delta, gdp_epsilon
 
 __all__ = [
     "Charge",
     "GaussianAccountant",
+    "QueryPlan",
     "dominating_mu",
     "plan",
     "plan_equal",
+    "plan_queries",
 ]
 
 _U = 2.0**-53  # unit roundoff
@@ -126,14 +130,18 @@ class GaussianAccountant:
     def add_release(self, release: object, label: str | None = None) -> float:
         """Charge a :class:`dpgauss.noise.release.Release` by the μ its noise law gives.
 
-        Continuous Gaussian noise: ``μ = Δ/σ``.  A law with a ``dominating_mu(sensitivity)``
-        method (discrete noise) is charged by that valid bound instead; anything else
-        (Laplace) is not μ-GDP for any finite μ and raises ``TypeError``.
+        A :class:`~dpgauss.noise.release.NoisePlan` (the law of a release not yet drawn)
+        is charged the same.  Continuous Gaussian noise: ``μ = Δ/σ``.  A law with a
+        ``dominating_mu(sensitivity)`` method (discrete noise) is charged by that valid
+        bound instead; anything else (Laplace) is not μ-GDP for any finite μ and raises
+        ``TypeError``.
         """
         noise = getattr(release, "noise", None)
         sensitivity = getattr(release, "sensitivity", None)
         if noise is None or sensitivity is None:
-            raise TypeError(f"add_release needs a Release; got {type(release).__name__}")
+            raise TypeError(
+                f"add_release needs a Release or NoisePlan; got {type(release).__name__}"
+            )
         if hasattr(noise, "dominating_mu"):
             return float(self.add_mu(noise.dominating_mu(sensitivity), label=label))
         if getattr(noise, "name", None) == "gaussian":
@@ -225,6 +233,106 @@ def plan_equal(epsilon: float, delta: float, k: int, sensitivity: float = 1.0) -
             return sigma
         sigma = float(np.nextafter(sigma * (1.0 + 1e-15), np.inf))
     raise FloatingPointError("dpgauss internal error: plan_equal could not verify its rounding")
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """K equal releases that fit an (ε, δ) budget as the ledger charges them.
+
+    Each release is specified by ``epsilon`` (at ``delta``) or, equivalently for the budget,
+    by ``sigma`` at ``sensitivity`` (the spec's ``[privacy] sigma``, from which the release
+    derives its ε).  Either way it is charged at most ``mu`` — continuous noise exactly
+    Δ/σ, secure noise its dominating μ, both at most ``gdp_mu`` of the release's (ε, δ) —
+    and ``queries`` charges of ``mu`` fit ``mu_budget = gdp_mu(budget ε, δ)`` exactly:
+    ``K·mu² ≤ mu_budget²`` in rational arithmetic, as :class:`dpgauss.release.Ledger`
+    compares.  ``epsilon`` is rounded down and ``sigma`` up to 10 significant digits, so the
+    printed numbers are the planned ones.
+    """
+
+    queries: int
+    epsilon: float
+    delta: float
+    sigma: float
+    sensitivity: float
+    mu: float
+    mu_budget: float
+    budget_epsilon: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict of the fields."""
+        return asdict(self)
+
+
+def _fits(mu: float, k: int, mu_budget: float) -> bool:
+    """The ledger's test for k equal charges of μ: k μ² ≤ μ_B², exactly."""
+    return k * Fraction(mu) ** 2 <= Fraction(mu_budget) ** 2
+
+
+def _decimals(x: float, up: bool, digits: int = 10) -> tuple[float, float]:
+    """x rounded to ``digits`` significant decimal digits: to nearest, then toward +∞ (up)
+    or toward 0 (the candidates in the order a plan tries them)."""
+    d = Decimal(repr(x))
+    unit = Decimal(1).scaleb(d.adjusted() - digits + 1)
+    return float(d.quantize(unit, rounding=ROUND_HALF_EVEN)), float(
+        d.quantize(unit, rounding=ROUND_CEILING if up else ROUND_FLOOR)
+    )
+
+
+def _search(start: float, up: bool, ok: Callable[[float], bool]) -> float:
+    """The first 10-digit decimal near ``start`` (moving up or down) that is ``ok``."""
+    x = start
+    for n in range(200):
+        for cand in _decimals(x, up):
+            if ok(cand):
+                return cand
+        x = x * (1.0 + 1e-15 * 2.0**n) if up else x * (1.0 - 1e-15 * 2.0**n)
+    raise FloatingPointError(  # pragma: no cover - gdp_mu is increasing in ε
+        "dpgauss internal error: plan_queries found no candidate"
+    )
+
+
+def plan_queries(epsilon: float, delta: float, k: int, sensitivity: float = 1.0) -> QueryPlan:
+    """Per-query ε (at δ) and σ for ``k`` equal releases that fit an (ε, δ) budget.
+
+    Unlike :func:`plan_equal`, which gives σ for releases charged Δ/σ directly, this plans
+    releases *specified* by ε (or by σ, from which ε is derived) and calibrated like the
+    release pipeline does: such a release is charged at most ``gdp_mu(ε_q, δ)``, for
+    continuous and for secure noise and any number of keys (the secure laws are fitted to
+    it; :func:`dpgauss.privacy.discrete_multivariate.discrete_gaussian_gdp_sigma`).  So
+
+    * ε_q is the largest 10-digit decimal with ``k·gdp_mu(ε_q, δ)² ≤ μ_B²`` (exactly),
+    * σ_q the smallest 10-digit decimal ≥ ``plan_equal`` whose derived
+      ε′ = ``gaussian_epsilon(σ_q, δ, Δ)`` satisfies ``k·gdp_mu(ε′, δ)² ≤ μ_B²``,
+
+    with μ_B = ``gdp_mu(ε, δ)``, the budget's μ.  ``mu`` is the larger of the two
+    ``gdp_mu`` bounds.  Raises ``ValueError`` if no ε_q ≥ 0 at this δ fits (k so large
+    that even an ε = 0 release is charged too much: plan with a smaller δ per query).
+    """
+    kk = _count(k)
+    eps_b = float(epsilon)
+    dlt = float(delta)
+    sens = float(_positive_array(sensitivity, "sensitivity")[0])
+    mu_b = float(gdp_mu(eps_b, dlt))
+
+    def ok_eps(e: float) -> bool:
+        return e >= 0.0 and _fits(float(gdp_mu(e, dlt)), kk, mu_b)
+
+    if not ok_eps(0.0):
+        raise ValueError(
+            f"{kk} releases at delta={dlt:g} each cannot fit the budget (epsilon={eps_b:g}, "
+            f"delta={dlt:g}): even epsilon=0 at that delta is charged more than "
+            f"mu={mu_b / math.sqrt(kk):.6g}; use a smaller delta per release"
+        )
+
+    def sigma_mu(s: float) -> float:
+        return float(gdp_mu(float(gaussian_epsilon(s, dlt, sens)), dlt))
+
+    eps_q = _search(float(gdp_epsilon(mu_b / math.sqrt(kk), dlt)), False, ok_eps)
+    sigma_q = _search(
+        plan_equal(eps_b, dlt, kk, sens), True, lambda s: _fits(sigma_mu(s), kk, mu_b)
+    )
+    mu_q = max(float(gdp_mu(eps_q, dlt)), sigma_mu(sigma_q))
+    return QueryPlan(kk, eps_q, dlt, sigma_q, sens, mu_q, mu_b, eps_b)
 
 
 def dominating_mu(

@@ -66,7 +66,7 @@ import numpy as np
 from .. import __version__ as dpgauss_version
 from ..denoise import Denoised
 from ..noise.mechanisms import GaussianMechanism
-from ..noise.release import Release
+from ..noise.release import NoisePlan, Release
 from ..privacy import classical_gaussian_sigma, gaussian_epsilon
 from ..privacy.accounting import GaussianAccountant
 from .engine import Aggregate, AggregationPlan, Engine, KeyDomain
@@ -181,7 +181,7 @@ class _Calibration:
     mechanism: GaussianMechanism
     dim: int
     mu: float
-    probe: Release
+    probe: NoisePlan
 
 
 def _calibrate(spec: ReleaseSpec, sens: Sensitivity, d: int) -> _Calibration:
@@ -197,8 +197,9 @@ def _calibrate(spec: ReleaseSpec, sens: Sensitivity, d: int) -> _Calibration:
             sigma /= sens.parts["count"]
         eps = float(gaussian_epsilon(sigma, delta, sens.l2))
     mech = GaussianMechanism(eps, delta, sens.l2)
-    zeros = np.zeros(dim)
-    probe = mech.release(zeros, rng="secure" if p.secure else np.random.default_rng(0))
+    # The law and label of the release, without drawing noise; a secure law's charge is
+    # at most gdp_mu(eps, delta), so a budget of the spec's own (eps, delta) takes it.
+    probe = mech.noise_plan(dim, secure=bool(p.secure))
     mu = float(GaussianAccountant().add_release(probe))
     return _Calibration(mech, dim, mu, probe)
 

@@ -14,10 +14,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from fractions import Fraction
 
-from ..privacy.accounting import GaussianAccountant, plan_equal
+from ..noise.mechanisms import GaussianMechanism
+from ..privacy import gaussian_epsilon
+from ..privacy.accounting import GaussianAccountant, QueryPlan, plan_queries
 from ..privacy.composition import composed_sigma
-from .ledger import BudgetStatus, Ledger
+from .ledger import BudgetStatus, Ledger, charge_mu
 
 __all__ = ["LEDGER_ENV", "add_budget_parser"]
 
@@ -109,21 +112,48 @@ def _show(args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
+def _checked(plan: QueryPlan, keys: int, secure: bool) -> tuple[float, float]:
+    """(largest charge, its noise σ) of one planned release of ``keys`` coordinates, for
+    both ways of writing the spec (``epsilon = ε_q`` and ``sigma = σ_q``), calibrated as
+    the release pipeline calibrates a count: ``GaussianMechanism(ε, δ, Δ).noise_plan``."""
+    worst = (0.0, 0.0)
+    derived = float(gaussian_epsilon(plan.sigma, plan.delta, plan.sensitivity))
+    for eps in (plan.epsilon, derived):
+        law = GaussianMechanism(eps, plan.delta, plan.sensitivity).noise_plan(keys, secure=secure)
+        worst = max(worst, (charge_mu(law), law.sigma))
+    return worst
+
+
 def _plan(args: argparse.Namespace) -> str:
     k, eps, dlt, sens = args.queries, args.epsilon, args.delta, args.sensitivity
-    sigma = plan_equal(eps, dlt, k, sens)
+    plan = plan_queries(eps, dlt, k, sens)
+    noise = "secure" if args.secure else "continuous"
     acc = GaussianAccountant()
-    mu_each = float(acc.add(sigma, sens, count=k))
+    acc.add_mu(plan.mu, count=k)
     total_eps = float(acc.epsilon(dlt))
     basic = composed_sigma("basic", k, eps, dlt, sens)
-    ratio = (basic / sigma) ** 2
+    ratio = (basic / plan.sigma) ** 2
+    checked: dict[str, object] = {"keys": args.keys}
+    if args.keys is not None:
+        mu_c, noise_sigma = _checked(plan, args.keys, args.secure)
+        budget = Fraction(plan.mu_budget) ** 2
+        checked.update(
+            charge_per_query=mu_c,
+            noise_sigma=noise_sigma,
+            fit=k * Fraction(mu_c) ** 2 <= budget,
+            next_refused=(k + 1) * Fraction(mu_c) ** 2 > budget,
+        )
     if args.json:
         return json.dumps(
             {
-                "sigma": sigma,
-                "mu_per_query": mu_each,
+                "sigma": plan.sigma,
+                "epsilon_per_query": plan.epsilon,
+                "mu_per_query": plan.mu,
                 "mu_total": acc.mu,
+                "mu_budget": plan.mu_budget,
                 "epsilon_total": total_eps,
+                "noise": noise,
+                **checked,
                 "basic_sigma": basic,
                 "variance_ratio": ratio,
                 "queries": k,
@@ -132,15 +162,34 @@ def _plan(args: argparse.Namespace) -> str:
                 "sensitivity": sens,
             }
         )
-    return "\n".join(
-        [
-            f"epsilon={eps:g} delta={dlt:g} queries={k} sensitivity={sens:g}",
-            f"sigma per query : {sigma:.10g} (mu={mu_each:.6g} each, exact mu-GDP composition)",
-            f"together        : mu={acc.mu:.10g}, epsilon={total_eps:.6g} at delta={dlt:g}",
-            f"basic split     : sigma={basic:.10g} (each query at epsilon/k, delta/k)",
-            f"variance ratio  : {ratio:.6g} (basic split / exact composition)",
-        ]
+    kind = (
+        "secure lattice discrete Gaussian (the release default): its noise sigma is 0.5-1 % "
+        "above sigma per query, the price of the grid (--keys N: exactly)"
+        if args.secure
+        else "continuous floating-point Gaussian ([privacy] secure = false)"
     )
+    lines = [
+        f"epsilon={eps:g} delta={dlt:g} queries={k} sensitivity={sens:g} noise={noise}",
+        f"epsilon per query : {plan.epsilon:.10g} at delta={dlt:g} (spec: [privacy] epsilon)",
+        f"sigma per query   : {plan.sigma:.10g} (spec: [privacy] sigma, at this sensitivity)",
+        f"noise             : {kind}",
+        f"charge per query  : mu<={plan.mu:.10g} for either spec and any number of keys",
+        f"together          : mu<={acc.mu:.10g} of the budget mu={plan.mu_budget:.10g}, "
+        f"epsilon<={total_eps:.6g} at delta={dlt:g}",
+    ]
+    if args.keys is not None:
+        fit = "fit" if checked["fit"] else "DO NOT fit"
+        nxt = "is refused" if checked["next_refused"] else "would still fit"
+        lines.append(
+            f"checked           : {args.keys} keys: charged mu={checked['charge_per_query']:.10g}"
+            f", noise sigma={checked['noise_sigma']:.10g}; {k} releases {fit}, "
+            f"release {k + 1} {nxt}"
+        )
+    lines += [
+        f"basic split       : sigma={basic:.10g} (each query at epsilon/k, delta/k)",
+        f"variance ratio    : {ratio:.6g} (basic split / exact composition)",
+    ]
+    return "\n".join(lines)
 
 
 def add_budget_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -180,11 +229,27 @@ def add_budget_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     show.add_argument("--json", action="store_true", help="print one JSON object")
     show.set_defaults(run=_show)
 
-    plan = sub.add_parser("plan", help="sigma per query so that K queries fit (epsilon, delta)")
+    plan = sub.add_parser(
+        "plan", help="epsilon and sigma per query so that K releases fit (epsilon, delta)"
+    )
     plan.add_argument("--epsilon", type=_number, required=True, help="total epsilon > 0")
     plan.add_argument("--delta", type=_number, required=True, help="total 0 < delta < 1")
     plan.add_argument("--queries", type=_count, required=True, metavar="K", help="K >= 1")
     plan.add_argument("--sensitivity", type=_number, default=1.0, help="L2 sensitivity > 0")
+    plan.add_argument(
+        "--secure",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="plan secure lattice noise (the release default) or continuous noise "
+        "(--no-secure, [privacy] secure = false)",
+    )
+    plan.add_argument(
+        "--keys",
+        type=_count,
+        metavar="N",
+        help="also calibrate one release of N keys as the pipeline does and check that K "
+        "fit and K+1 do not",
+    )
     plan.add_argument("--json", action="store_true", help="print one JSON object")
     plan.set_defaults(run=_plan)
     return budget

@@ -60,6 +60,7 @@ __all__ = [
     "LedgerError",
     "LedgerFormatError",
     "UnknownDatasetError",
+    "charge_mu",
 ]
 
 #: ``PRAGMA application_id`` of a dpgauss ledger: the bytes ``"DPGL"``.
@@ -248,6 +249,25 @@ def _mu_up(sensitivity: float, sigma: float) -> float:
     if q == 0.0 or Fraction(q) * Fraction(sigma) < Fraction(sensitivity):
         q = math.nextafter(q, math.inf)
     return q
+
+
+def charge_mu(release: object) -> float:
+    """The μ that :meth:`Ledger.charge` records for a release or a
+    :class:`~dpgauss.noise.release.NoisePlan` with Gaussian noise.
+
+    Continuous noise (``GaussianNoise(σ)``, charged with ``sigma=`` and ``sensitivity=``):
+    the smallest double ≥ Δ/σ.  Discrete noise (charged with ``mu=``): its
+    ``dominating_mu(Δ)``.  Anything else raises ``TypeError`` (like
+    ``GaussianAccountant.add_release``).
+    """
+    noise = getattr(release, "noise", None)
+    sensitivity = getattr(release, "sensitivity", None)
+    if noise is not None and sensitivity is not None:
+        if hasattr(noise, "dominating_mu"):
+            return float(noise.dominating_mu(sensitivity))
+        if getattr(noise, "name", None) == "gaussian":
+            return _mu_up(float(sensitivity), float(noise.sigma))
+    return float(GaussianAccountant().add_release(release))  # raises the accountant's error
 
 
 def _sqrt(x: Fraction, *, up: bool) -> float:

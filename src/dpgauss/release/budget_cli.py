@@ -166,7 +166,8 @@ def _plan(args: argparse.Namespace) -> str:
         "secure lattice discrete Gaussian (the release default): its noise sigma is 0.5-1 % "
         "above sigma per query, the price of the grid (--keys N: exactly)"
         if args.secure
-        else "continuous floating-point Gaussian ([privacy] secure = false)"
+        else "continuous floating-point Gaussian, charged sensitivity/sigma by "
+        "Ledger.charge(sigma=, sensitivity=) (dpgauss release never charges secure = false)"
     )
     lines = [
         f"epsilon={eps:g} delta={dlt:g} queries={k} sensitivity={sens:g} noise={noise}",

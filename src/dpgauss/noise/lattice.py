@@ -21,7 +21,7 @@ moves by less than 1), so in lattice units:
   :func:`dpgauss.privacy.discrete_multivariate.discrete_gaussian_gdp_sigma` for (ε, δ) at
   L2 sensitivity Δ_L = Δ/γ + √d (rounded up): certified for (ε, δ), and with a μ-GDP
   charge (``DiscreteGaussianNoise.dominating_mu``) of at most ``gdp_mu(ε, δ)``, so the
-  release fits a ledger budget of the same (ε, δ) (it costs 1e-9 to 2e-6 of σ over the
+  release fits a ledger budget of the same (ε, δ) (it costs 1e-9 to 2.6e-7 of σ over the
   smallest σ certified at ε alone; ``docs/security.md``);
 * Laplace: P[Y = y] ∝ exp(−|y|/t) per coordinate (the discrete Laplace / two-sided
   geometric mechanism of Ghosh, Roughgarden & Sundararajan 2009; sampled by CKS20 Alg. 2)

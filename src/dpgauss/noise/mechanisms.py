@@ -303,7 +303,10 @@ class DiscreteGaussianMechanism:
     the noise is sampled exactly (CKS20 Algorithms 1-3) from the operating system's CSPRNG
     by default, and σ is calibrated with the discrete Gaussian's own guarantee for the
     number d of released coordinates
-    (:func:`dpgauss.privacy.discrete_multivariate.discrete_gaussian_vector_sigma`):
+    (:func:`dpgauss.privacy.discrete_multivariate.discrete_gaussian_vector_sigma`), then
+    raised until its μ-GDP charge fits a budget of the same (ε, δ)
+    (:func:`~dpgauss.privacy.discrete_multivariate.discrete_gaussian_gdp_sigma`: about
+    1e-3 of σ for counts at (1, 1e-6), much more where σ < 1, i.e. ε of several units):
 
     * d = 1, or 1 ≤ Δ₂ < √2 (e.g. a histogram where one person changes one count by one):
       the exact scalar profile of CKS20 Thm 7 (integer sensitivity ⌊Δ₂⌋ resp. 1);

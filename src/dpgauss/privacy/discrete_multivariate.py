@@ -97,8 +97,9 @@ and δ̂ is replaced by its running minimum from ε = 0, since an (ε′, δ)-DP
 
 A σ certified for (ε, δ) at the single ε is not enough for a budget of the same (ε, δ):
 the discrete profile is not exactly Gaussian-shaped, so its dominating μ is slightly
-*above* ``gdp_mu(ε, δ)`` (by 1e-9 for lattice releases in many dimensions, 1.8e-6 for one
-coordinate, 9e-4 for counts at σ ≈ 4) and the ledger would refuse it.
+*above* ``gdp_mu(ε, δ)`` (at (1, 1e-6): by 1e-9 for lattice releases of 100 or more
+coordinates, 2.5e-7 for one coordinate, 9e-4 for counts at σ ≈ 4.2; far more where σ < 1)
+and the ledger would refuse it.
 :func:`discrete_gaussian_gdp_sigma` raises σ just enough that
 
     discrete_gaussian_vector_mu(σ, Δ₂, d) ≤ gdp_mu(ε, δ)     (compared as the ledger does:
@@ -507,7 +508,7 @@ def discrete_gaussian_gdp_sigma(
 
     ε ≥ 0, δ ∈ (0, 1), Δ₂ ≥ 1, d a positive integer; cached.  Cost over
     :func:`discrete_gaussian_vector_sigma` at (1, 1e-6): 9e-4 for counts (σ ≈ 4, Δ₂ = 1;
-    the discrete profile at ε = 0 is that much worse than the Gaussian one), ≤ 2e-6 for
+    the discrete profile at ε = 0 is that much worse than the Gaussian one), ≤ 2.6e-7 for
     the lattice releases of :mod:`dpgauss.noise.lattice` (``docs/security.md``).
     """
     arrays, scalar = _args(

@@ -2,6 +2,8 @@
 
     PYTHONPATH=src python3 benchmarks/bench_gdp_fit.py                 # the tables below
     PYTHONPATH=src python3 benchmarks/bench_gdp_fit.py --epsilon 0.5 --delta 1e-9
+    PYTHONPATH=src python3 benchmarks/bench_gdp_fit.py --calibrate-only   # item 3 alone
+    PYTHONPATH=/path/to/main/src python3 benchmarks/bench_gdp_fit.py --calibrate-only
 
 1. For the secure lattice release of ``GaussianMechanism`` (Δ = 1 and 5; d = 1, 100, 10⁴,
    10⁶) and for ``DiscreteGaussianMechanism`` (Δ₂ = 1, 2, 5; d = 1, 100, 10⁴): the lattice
@@ -11,6 +13,9 @@
    charge fits (≤ the budget μ, the ledger's comparison of the two doubles).
 2. The time of ``noise_plan`` (the law without sampling) against a release of zeros (what the
    pipeline used to do to learn the law), at 10⁶ keys, both cold (first call) and warm.
+3. The time of the release pipeline's own ``_calibrate`` for a secure count of 10⁶ keys
+   (Δ = 5): first call and the best of two more.  This part uses only APIs that existed
+   before, so it also runs against an older checkout (``--calibrate-only``).
 
 Run from the repository root.  Every number is computed in the run; nothing is cached
 across runs.
@@ -27,14 +32,15 @@ from dpgauss.noise.lattice import choose_grid, lattice_sensitivity
 from dpgauss.noise.mechanisms import GaussianMechanism
 from dpgauss.noise.release import DiscreteGaussianNoise
 from dpgauss.privacy import analytic_gaussian_sigma, gdp_mu
-from dpgauss.privacy.discrete_multivariate import (
-    discrete_gaussian_gdp_sigma,
-    discrete_gaussian_vector_mu,
-    discrete_gaussian_vector_sigma,
-)
 
 
 def _row(label: str, eps: float, delta: float, sens_l: float, d: int, scale: float) -> str:
+    from dpgauss.privacy.discrete_multivariate import (
+        discrete_gaussian_gdp_sigma,
+        discrete_gaussian_vector_mu,
+        discrete_gaussian_vector_sigma,
+    )
+
     mu_b = float(gdp_mu(eps, delta))
     old = float(discrete_gaussian_vector_sigma(eps, delta, sens_l, d))
     new = float(discrete_gaussian_gdp_sigma(eps, delta, sens_l, d))
@@ -107,14 +113,48 @@ def _timed(fn) -> float:  # type: ignore[no-untyped-def]
     return time.perf_counter() - t
 
 
+def calibrate_timing(eps: float, delta: float, d: int) -> None:
+    from dpgauss.release import pipeline
+    from dpgauss.release.spec import ReleaseSpec
+
+    spec = ReleaseSpec.from_dict(
+        {
+            "source": {"path": "unused.parquet"},
+            "unit": {"column": "uid"},
+            "domain": {"kind": "range", "column": "key", "start": 0, "stop": d},
+            "statistic": {"kind": "count"},
+            "bounds": {"max_records_per_unit": 5},
+            "privacy": {"epsilon": eps, "delta": delta, "dataset": "d"},
+            "denoise": {"method": "none"},
+        }
+    )
+    domain = pipeline.resolve_domain(spec)
+    sens = pipeline.sensitivity_of(spec, domain)
+    times, mu = [], 0.0
+    for _ in range(3):
+        t = time.perf_counter()
+        mu = pipeline._calibrate(spec, sens, domain.size).mu
+        times.append(time.perf_counter() - t)
+    print(
+        f"\npipeline._calibrate, secure count of {d:,} keys (Δ = 5, ({eps:g}, {delta:g})): "
+        f"first {times[0]:.3f} s, then {min(times[1:]):.3f} s; charge mu = {mu!r}, "
+        f"budget mu = {float(gdp_mu(eps, delta))!r}"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--delta", type=float, default=1e-6)
     parser.add_argument("--keys", type=int, default=10**6, help="d for the timing")
+    parser.add_argument(
+        "--calibrate-only", action="store_true", help="only time pipeline._calibrate"
+    )
     args = parser.parse_args()
-    cost_tables(args.epsilon, args.delta)
-    timing(args.epsilon, args.delta, args.keys)
+    if not args.calibrate_only:
+        cost_tables(args.epsilon, args.delta)
+        timing(args.epsilon, args.delta, args.keys)
+    calibrate_timing(args.epsilon, args.delta, args.keys)
 
 
 if __name__ == "__main__":

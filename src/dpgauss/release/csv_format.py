@@ -316,12 +316,15 @@ _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 def is_remote(path: str) -> bool:
     """Whether ``path`` is a URL of a non-local file system (``s3://``, ``hdfs://``, …)."""
-    return bool(_SCHEME.match(path)) and not path.startswith("file://")
+    return _SCHEME.match(path) is not None and not path.lower().startswith("file://")
 
 
 def _local(path: str) -> str:
-    if path.startswith("file://"):
-        path = path[len("file://") :]
+    """A local path or ``file:`` URL as a path."""
+    if path.lower().startswith("file:"):
+        path = path[len("file:") :]
+        if path.startswith("//"):
+            path = path[2:]  # file:///x → /x (no authority); file:/x → /x
     return os.path.expanduser(path)
 
 

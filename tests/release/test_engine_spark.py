@@ -190,7 +190,8 @@ def test_a_units_choice_depends_on_its_own_records_only(tmp_path: Path, engine) 
 @pytest.fixture
 def malformed(tmp_path: Path) -> Path:
     path = tmp_path / "m.csv"
-    # Besides the DuckDB test's lines: a line with too many fields, and a blank line.
+    # Besides the DuckDB test's lines: a line with too many fields, and a blank line (a line
+    # of one empty field: malformed too, csv_format).
     path.write_text(MALFORMED + "e,1,5,40.7,-73.9,extra\n\n")
     return path
 
@@ -203,7 +204,7 @@ def test_malformed_rows_are_dropped_and_counted(malformed: Path, engine) -> None
     )
     duck, agg = both(spec, engine)
     r = agg.rows
-    assert r.malformed_lines == 2  # "d,1,2,3": too few fields; "e,…,extra": too many
+    assert r.malformed_lines == 3  # "d,1,2,3": too few fields; "e,…,extra": too many; ""
     assert r.null_unit == 2  # empty and quoted-empty unit ids
     assert r.invalid_domain == 2  # "x" and the empty zone
     assert r.invalid_value == 2  # "abc" and "inf"
@@ -211,7 +212,7 @@ def test_malformed_rows_are_dropped_and_counted(malformed: Path, engine) -> None
     assert r.in_domain == 4
     assert (
         r.read
-        == 13
+        == 14
         == sum(
             getattr(r, k)
             for k in (
@@ -248,7 +249,7 @@ def test_on_malformed_fail_stops_before_charging(tmp_path: Path, malformed: Path
     out = tmp_path / "out.csv"
     with pytest.raises(ValueError) as info:
         run_release(spec, out=out, ledger=ledger, engine=engine)
-    assert "2 CSV lines with the wrong number of fields" in str(info.value)
+    assert "3 CSV lines with the wrong number of fields" in str(info.value)
     assert "[source] on_malformed = 'fail' stops the release" in str(info.value)
     assert "\n" not in str(info.value)
     assert not out.exists() and charges(ledger) == 0
@@ -285,16 +286,16 @@ def test_numeric_window(tmp_path: Path, engine) -> None:
 
 
 def test_string_values_and_header_less_csv(tmp_path: Path, engine) -> None:
-    # Without a header the columns are column0, column1, … as in DuckDB.
+    # Without a header, [source] columns names the columns.
     path = tmp_path / "v.csv"
     path.write_text("1,north,0.2\n2,south,0.7\n3,north,1.49\n4,east,1.5\n5,,-0.1\n")
     spec = make_spec(
         path,
-        source={"header": False},
-        unit={"column": "column0"},
-        domain={"kind": "values", "column": "column1", "values": ["north", "south"]},
+        source={"header": False, "columns": ["id", "zone", "x"]},
+        unit={"column": "id"},
+        domain={"kind": "values", "column": "zone", "values": ["north", "south"]},
     )
-    assert list(engine.describe(spec)) == ["column0", "column1", "column2"]
+    assert list(engine.describe(spec)) == ["id", "zone", "x"]
     duck, agg = both(spec, engine)
     assert agg.counts.tolist() == [2.0, 1.0]
     assert (agg.rows.outside_domain, agg.rows.invalid_domain) == (1, 1)
@@ -329,14 +330,14 @@ def test_sources_tables_dataframes_and_globs(tmp_path: Path, spark, engine) -> N
 
 def test_csv_malformed_lines_with_record_columns(malformed: Path, engine) -> None:
     # With record_columns the priority reads few columns; malformed lines must still be
-    # detected on the whole line (Spark's CSV column pruning would otherwise hide them).
+    # detected on the whole line.
     spec = make_spec(
         malformed,
         domain={"kind": "values", "column": "zone", "values": [0, 1, 2]},
         bounds={"max_records_per_unit": 5, "record_columns": ["uid"]},
     )
     duck, agg = both(spec, engine)
-    assert agg.rows.malformed_lines == 2
+    assert agg.rows.malformed_lines == 3
     assert_same(duck, agg)
 
 

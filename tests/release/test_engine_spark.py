@@ -13,6 +13,7 @@ chooses between different keys; it is compared per unit, as the sorted counts of
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -30,12 +31,19 @@ if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
 
 from pyspark.sql import functions as sf  # noqa: E402
 
-from dpgauss.release import ReleaseSpec, bounded_aggregate, load_spec, pipeline  # noqa: E402
+from dpgauss.release import (  # noqa: E402
+    ReleaseSpec,
+    bounded_aggregate,
+    csv_format,
+    load_spec,
+    pipeline,
+)
 from dpgauss.release.engine import get_engine  # noqa: E402
 from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
 from dpgauss.release.engine_spark import SparkEngine, priority_column  # noqa: E402
 from dpgauss.release.pipeline import run_release  # noqa: E402
 
+from . import test_csv_format as csv_checks  # noqa: E402
 from .test_filter import (  # noqa: E402
     NIGHT_WINDOW,
     check_window_rows,
@@ -579,3 +587,98 @@ def test_cli_engine_spark(tmp_path: Path, engine) -> None:
     assert obj["rows"]["read"] == truth.sum() and obj["rows"]["kept"] == truth.sum()
     assert json.loads(Path(obj["report"]).read_text())["engine"] == "spark"
     assert charges(ledger) == 1
+
+
+# ------------------------------------------------------- CSV: the line-local format
+
+
+def same_as_duckdb(results: list) -> None:
+    """Each (spec, salt, Spark aggregate) of a csv_format check equals DuckDB's."""
+    for spec, salt, agg in results:
+        assert_same(bounded_aggregate(spec, salt=salt, engine=DUCK), agg)
+
+
+def test_csv_unterminated_quote_far_in_the_file(tmp_path: Path, engine) -> None:
+    same_as_duckdb(csv_checks.check_unterminated_quote_far_in_the_file(tmp_path, engine))
+
+
+def test_csv_unterminated_quote_early_in_the_file(tmp_path: Path, engine) -> None:
+    same_as_duckdb(csv_checks.check_unterminated_quote_early_in_the_file(tmp_path, engine))
+
+
+def test_csv_bare_cr_and_crlf(tmp_path: Path, engine) -> None:
+    same_as_duckdb(csv_checks.check_bare_cr_and_crlf(tmp_path, engine))
+
+
+def test_csv_one_crlf_line_in_an_lf_file(tmp_path: Path, engine) -> None:
+    same_as_duckdb(csv_checks.check_one_crlf_line_in_an_lf_file(tmp_path, engine))
+
+
+def test_csv_header_false_extra_field_first(tmp_path: Path, engine) -> None:
+    same_as_duckdb(csv_checks.check_header_false_extra_field_first(tmp_path, engine))
+
+
+def test_csv_multi_line_record_is_several_lines(tmp_path: Path, engine) -> None:
+    same_as_duckdb(csv_checks.check_multi_line_record_is_several_lines(tmp_path, engine))
+
+
+@pytest.mark.parametrize("delimiter", [",", "\t", "é"])
+def test_csv_line_classes(tmp_path: Path, engine, delimiter: str) -> None:
+    same_as_duckdb(csv_checks.check_line_classes(tmp_path, engine, delimiter))
+
+
+def test_csv_files_and_headers(tmp_path: Path, engine) -> None:
+    same_as_duckdb(csv_checks.check_files_and_headers(tmp_path, engine))
+
+
+def test_csv_source_errors(tmp_path: Path, engine) -> None:
+    csv_checks.check_source_errors(tmp_path, engine)
+
+
+@pytest.mark.parametrize("final", [True, False])
+def test_csv_lines_add_their_own_contributions(tmp_path: Path, engine, final: bool) -> None:
+    extra, where = csv_checks.random_extra_lines(11 + final, 30)
+    same_as_duckdb(
+        csv_checks.check_one_line_adds_its_own_contribution(tmp_path, engine, extra, where, final)
+    )
+
+
+def test_csv_long_quoted_fields_do_not_overflow_the_stack(tmp_path: Path, engine) -> None:
+    # java.util.regex recurses per repetition of a group: the plain grammar overflowed the
+    # JVM's stack on a quoted field of 20,000 characters (and killed the driver).
+    lines = [
+        b"uid,key,v",
+        b'a,1,"' + b"x" * 200_000 + b'"',
+        b'b,2,"' + b'""' * 100_000 + b'"',
+        b'c,3,"' + b'y""' * 50_000,  # unterminated
+    ]
+    path = tmp_path / "long.csv"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    duck, agg = both(csv_checks.spec_of(path), engine)
+    assert agg.counts[:4].tolist() == [0.0, 1.0, 1.0, 0.0] and agg.rows.malformed_lines == 1
+    assert_same(duck, agg)
+
+
+def test_csv_on_a_hadoop_file_system(tmp_path: Path, engine, monkeypatch) -> None:
+    # Paths Spark reads from another file system are listed and their header is read through
+    # Hadoop; on local files (file://) the result is the local reading's.
+    parts = tmp_path / "h"
+    parts.mkdir()
+    (parts / "a.csv").write_bytes(b"\xef\xbb\xbfuid,key\r\nu1,1\r\nu2,2\r\n")
+    with gzip.open(parts / "b.csv.gz", "wb") as f:
+        f.write(b"uid,key\nu3,3\nuid,key\n")
+    (parts / "c.csv").write_bytes(b"\xef\xbb\xbf")  # no lines
+    (parts / "d.csv").write_bytes(b"\xef\xbb\xbf\n")  # one empty line
+    uris = engine._hadoop_files([f"file://{parts}/*.csv*"])
+    assert [u.rsplit("/", 1)[1] for u in uris] == ["a.csv", "b.csv.gz", "c.csv", "d.csv"]
+    for uri in uris:
+        local = uri.removeprefix("file:")
+        assert engine._hadoop_first_line(uri) == csv_format.first_line(local), uri
+    with pytest.raises(csv_format.CsvError, match="no file matches"):
+        engine._hadoop_files([f"file://{parts}/none-*.csv"])
+    spec = csv_checks.spec_of(parts / "[ab].csv*")
+    local = bounded_aggregate(spec, salt=3, engine=engine)
+    monkeypatch.setattr(engine, "_local", lambda pattern: False)
+    remote = bounded_aggregate(spec, salt=3, engine=engine)
+    assert_same(local, remote)
+    assert remote.counts[:4].tolist() == [0.0, 1.0, 1.0, 1.0] and remote.rows.read == 3

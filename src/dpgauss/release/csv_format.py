@@ -90,8 +90,10 @@ with :func:`split_field_sql` instead of a regex (the same values, much faster).
 
 The DuckDB engine does not use DuckDB's CSV reader (its sniffer, its quoted line breaks and
 its treatment of a bare CR as a line break all break rule 1): :func:`line_reader` streams the
-lines of the files as Arrow record batches of one binary column, chunk by chunk (never a
-whole file in memory), and DuckDB decodes, validates and extracts in SQL.  The Spark engine
+lines of the files as Arrow record batches, chunk by chunk (never a whole file in memory):
+the line as text (NULL when it is not valid UTF-8) and its kind — numpy decides the plain
+ASCII lines without quotes, which are most lines of most files — and DuckDB tests the other
+lines against the regex and extracts the fields in SQL.  The Spark engine
 reads the lines with ``spark.read.option("lineSep", "\n").text(files)``, which splits at LF
 only, keeps CR and invalid bytes as they are, and removes the byte order mark at the start
 of a file; it removes the CR and tests rule 2 in SQL.
@@ -490,25 +492,61 @@ def local_source(
 RECORD, MALFORMED, GENERAL = 0, 1, 2
 
 
+def _valid_utf8(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray, high: np.ndarray) -> Any:
+    """Which lines ``arr[starts[i]:ends[i]]`` are valid UTF-8 (``high``: the lines holding a
+    byte ≥ 0x80; the others are ASCII).  One strict decode of the span of the non-ASCII lines
+    (an LF or CR cannot continue a multi-byte sequence, so the span decodes iff every line
+    does); after an error, the line holding it is invalid and decoding resumes at the next
+    line, so the work stays linear however many lines are invalid."""
+    import codecs
+
+    valid = np.ones(starts.size, dtype=bool)
+    lines = np.flatnonzero(high)
+    if lines.size == 0:
+        return valid
+    view = memoryview(arr)
+    pos, stop = int(starts[lines[0]]), int(ends[lines[-1]])
+    while pos < stop:
+        try:
+            codecs.utf_8_decode(view[pos:stop], "strict", True)
+            break
+        except UnicodeDecodeError as exc:
+            i = int(np.searchsorted(starts, pos + exc.start, side="right")) - 1
+            valid[i] = False
+            if i + 1 >= starts.size:
+                break
+            pos = int(starts[i + 1])
+    return valid
+
+
 def _kinds(
-    arr: np.ndarray, starts: np.ndarray, ends: np.ndarray, delimiter: str | None, n: int
-) -> np.ndarray:
-    """The kind of each line ``arr[starts[i]:ends[i]]``: an ASCII line without ``"`` is a
-    record iff it has exactly ``n − 1`` delimiters (rules 2-3: ASCII is valid UTF-8 without
-    U+FFFD, and without quotes every field is unquoted), else malformed; any other line
-    (non-ASCII, or holding a quote) is GENERAL, left to the regex."""
-    kinds = np.full(starts.size, GENERAL, dtype=np.uint8)
-    if delimiter is None or ord(delimiter) >= 128:
-        return kinds
+    arr: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    delimiter: str | None,
+    n: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(kind, valid UTF-8) of each line ``arr[starts[i]:ends[i]]``.
+
+    A line that is not valid UTF-8 is MALFORMED (rule 2).  An ASCII line without ``"`` is a
+    RECORD iff it has exactly ``n − 1`` delimiters (rules 2-3: ASCII holds no U+FFFD, and
+    without quotes every field is unquoted), else MALFORMED.  Any other line (non-ASCII, or
+    holding a quote) is GENERAL, for the regex; so is every valid line when the delimiter is
+    not ASCII (or not given)."""
 
     def per_line(positions: np.ndarray) -> np.ndarray:
         return np.searchsorted(positions, ends) - np.searchsorted(positions, starts)
 
-    other = per_line(np.flatnonzero(arr >= 128)) + per_line(np.flatnonzero(arr == 34))
+    high = per_line(np.flatnonzero(arr >= 128)) > 0
+    valid = _valid_utf8(arr, starts, ends, high)
+    kinds = np.full(starts.size, GENERAL, dtype=np.uint8)
+    kinds[~valid] = MALFORMED
+    if delimiter is None or ord(delimiter) >= 128:
+        return kinds, valid
+    simple = ~high & (per_line(np.flatnonzero(arr == 34)) == 0)
     fields = per_line(np.flatnonzero(arr == ord(delimiter))) + 1
-    simple = other == 0
     kinds[simple] = np.where(fields[simple] == n, RECORD, MALFORMED)
-    return kinds
+    return kinds, valid
 
 
 def _batch(
@@ -535,11 +573,13 @@ def _batch(
         keep[:skip] = False
         data = arr[keep]
     assert data.size == offsets[-1]
-    values = pa.LargeBinaryArray.from_buffers(
-        pa.large_binary(), k, [None, pa.py_buffer(offsets), pa.py_buffer(data)]
+    kinds, valid = _kinds(arr, starts, ends, delimiter, n)
+    nulls = int(k - np.count_nonzero(valid))
+    mask = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+    text = pa.LargeStringArray.from_buffers(
+        k, pa.py_buffer(offsets), pa.py_buffer(data), mask, nulls
     )
-    kinds = pa.array(_kinds(arr, starts, ends, delimiter, n), type=pa.uint8())
-    return pa.RecordBatch.from_arrays([values, kinds], names=["b", "k"])
+    return pa.RecordBatch.from_arrays([text, pa.array(kinds, type=pa.uint8())], names=["l", "k"])
 
 
 def line_batches(
@@ -548,15 +588,15 @@ def line_batches(
     n: int = 1,
     chunk_bytes: int = CHUNK_BYTES,
 ) -> Iterator[Any]:
-    """The lines of ``files`` (rule 1) as Arrow record batches: ``b``, the line
-    (``large_binary``), and ``k``, its kind for a record of ``n`` fields separated by
-    ``delimiter`` (``RECORD``, ``MALFORMED``, or ``GENERAL``: to be decided by the regex;
-    every line is GENERAL without a delimiter, or with a non-ASCII one).
+    """The lines of ``files`` (rule 1) as Arrow record batches: ``l``, the line as text
+    (``large_string``; NULL if it is not valid UTF-8), and ``k``, its kind for a record of
+    ``n`` fields separated by ``delimiter``: ``RECORD``, ``MALFORMED``, or ``GENERAL`` — to
+    be decided by the regex (see ``_kinds``).
 
     Each file is read in chunks of about ``chunk_bytes`` (a line longer than a chunk is
     assembled from several; only such a line is ever held whole).  The line search and the
-    kinds are numpy's, and the lines of a chunk are copied once into the batch's buffer,
-    without their LF and stripped CR.
+    kinds are numpy's, UTF-8 is checked by Python's strict decoder, and the lines of a chunk
+    are copied once into the batch's buffer, without their LF and stripped CR.
     """
     import pyarrow as pa
 
@@ -611,6 +651,6 @@ def line_reader(
     it can be scanned once)."""
     import pyarrow as pa
 
-    schema = pa.schema([("b", pa.large_binary()), ("k", pa.uint8())])
+    schema = pa.schema([("l", pa.large_string()), ("k", pa.uint8())])
     batches = line_batches(files, delimiter, n, chunk_bytes)
     return pa.RecordBatchReader.from_batches(schema, batches)

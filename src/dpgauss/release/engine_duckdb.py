@@ -36,9 +36,9 @@ CSV follows :mod:`dpgauss.release.csv_format` (line-local; DuckDB's own CSV read
 sniffer and its quoted line breaks, is not used).  The files' lines are streamed as Arrow
 batches by :func:`~dpgauss.release.csv_format.line_reader` (numpy, chunk by chunk),
 registered on the connection and scanned once, by the same query as everything else.  The
-reader also decides the plain lines — ASCII without a quote: a record iff it has ``n − 1``
-delimiters — and in SQL every line is decoded (``try(decode(b))``: NULL for invalid UTF-8),
-the other lines are folded and matched against the record regex, and a record's needed
+reader checks UTF-8 (an invalid line arrives as NULL) and decides the plain lines — ASCII
+without a quote: a record iff it has ``n − 1`` delimiters; in SQL the other lines are tested
+for U+FFFD, folded and matched against the record regex, and a record's needed
 fields come from ``string_split`` (no quote in the line) or from ``regexp_extract`` of the
 folded line (at most four groups per regex, so that RE2 uses its one-pass matcher), then
 unquoted.  On the trips repeated to 2M rows this costs about 1.3-1.5× the CPU time of
@@ -172,10 +172,10 @@ def _csv_source(con: Any, spec: ReleaseSpec, tag: str) -> tuple[str, dict[str, A
     params: dict[str, Any] = {"dp_delim": d}
     where = ""
     if header is not None:
-        params["dp_header"] = header
-        where = " WHERE b <> $dp_header"
+        params["dp_header"] = header.decode("utf-8")
+        where = " WHERE l IS NULL OR l <> $dp_header"
     general = (
-        f"(dp_l IS NULL OR contains(dp_l, '{csv_format.REPLACEMENT}') OR NOT "
+        f"(contains(dp_l, '{csv_format.REPLACEMENT}') OR NOT "
         f"regexp_full_match({csv_format.fold_sql('dp_l')}, {_literal(valid)}))"
     )
     sql = f"""(
@@ -191,7 +191,7 @@ def _csv_source(con: Any, spec: ReleaseSpec, tag: str) -> tuple[str, dict[str, A
           SELECT dp_l, k, CASE k WHEN {csv_format.RECORD} THEN false
                                  WHEN {csv_format.MALFORMED} THEN true
                                  ELSE {general} END AS dp_bad
-          FROM (SELECT try(decode(b)) AS dp_l, k FROM dp_lines_{tag}{where})))))
+          FROM (SELECT l AS dp_l, k FROM dp_lines_{tag}{where})))))
 ) AS dp_csv"""
     return sql, params, _CsvScan(names, quote_ident(line), quote_ident(bad))
 

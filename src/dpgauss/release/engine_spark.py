@@ -289,6 +289,12 @@ class SparkEngine:
 
     def _csv_layout(self, spec: ReleaseSpec) -> tuple[list[str], tuple[str, ...], bytes | None]:
         """(file URIs, column names, header line or None) of a CSV source (csv_format)."""
+        version = str(self.spark.version)
+        if int(version.split(".")[0]) < 4:  # is_valid_utf8 is Spark 4's
+            raise EngineError(
+                f"CSV sources need Spark 4.0 or later on the Spark engine (this is {version}); "
+                "use Parquet, or --engine duckdb"
+            )
         src = spec.source
         patterns = list(src.paths)
         try:

@@ -479,7 +479,7 @@ def test_the_folded_regex_is_the_grammar(line: str, delimiter: str, n: int) -> N
     assert bool(m) == ok
     if m:
         assert [_unquote(g) for g in m.groups()] == ref
-        if '"' not in line:  # split_field_sql: the fields between delimiters
+        if '"' not in line:  # DuckDB's string_split: the fields between delimiters
             assert [x or None for x in line.split(delimiter)] == ref
 
 

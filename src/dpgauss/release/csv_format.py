@@ -55,7 +55,7 @@ The format
 5. **Header.**  With ``[source] header = true`` the column names are the fields of the first
    line of the first file (the paths and globs expanded and sorted, :func:`expand_paths`);
    they must be a record of their own length with non-empty, distinct names
-   (:func:`parse_header`).  Every line that is byte-identical (after rules 1) to that header
+   (:func:`parse_header`).  Every line that is byte-identical (after rule 1) to that header
    line is not a record: it is dropped, and not counted as malformed.  This is a line-local
    rule (Spark's line reader cannot know a line's position in its file), the same in both
    engines.  Before anything is charged, ``describe()`` checks for local files that the first
@@ -86,17 +86,18 @@ classes, alternation, non-capturing and capturing groups, ``*``, ``+``, ``?``, a
 written as ``\x{HEX}`` (the delimiter too, so that no delimiter is special).  A field's value
 is :func:`unquote_sql` of its folded text (the same SQL text in DuckDB and Spark).  A record
 without any ``"`` is just its fields between delimiters: the DuckDB engine then takes them
-with :func:`split_field_sql` instead of a regex (the same values, much faster).
+with ``string_split`` instead of a regex (the same values, much faster).
 
 The DuckDB engine does not use DuckDB's CSV reader (its sniffer, its quoted line breaks and
 its treatment of a bare CR as a line break all break rule 1): :func:`line_reader` streams the
 lines of the files as Arrow record batches, chunk by chunk (never a whole file in memory):
 the line as text (NULL when it is not valid UTF-8) and its kind — numpy decides the plain
 ASCII lines without quotes, which are most lines of most files — and DuckDB tests the other
-lines against the regex and extracts the fields in SQL.  The Spark engine
-reads the lines with ``spark.read.option("lineSep", "\n").text(files)``, which splits at LF
-only, keeps CR and invalid bytes as they are, and removes the byte order mark at the start
-of a file; it removes the CR and tests rule 2 in SQL.
+lines against the regex and extracts the fields in SQL.  It reads local files (``.gz`` and
+``.bz2`` decompressed).  The Spark engine reads the lines with
+``spark.read.option("lineSep", "\n").text(files)``, which splits at LF only, keeps CR and
+invalid bytes as they are, removes the byte order mark at the start of a file and
+decompresses by Hadoop's codecs; it removes the CR and tests rule 2 in SQL.
 """
 
 from __future__ import annotations
@@ -135,7 +136,6 @@ __all__ = [
     "read_header",
     "record_regex",
     "resolve_columns",
-    "split_field_sql",
     "split_lines",
     "unquote_sql",
 ]
@@ -301,14 +301,6 @@ def unquote_sql(expr: str) -> str:
         f"CASE WHEN {expr} = '' THEN NULL WHEN left({expr}, 1) IN ('\"', chr(10)) THEN "
         f"replace(substr({orig}, 2, length({orig}) - 2), '\"\"', '\"') ELSE {expr} END"
     )
-
-
-def split_field_sql(line: str, delimiter_literal: str, index: int) -> str:
-    """SQL (DuckDB and Spark alike) for the value of field ``index`` (0-based) of the line
-    ``line`` *if it is a record without any* ``"``: then every field is unquoted, and the
-    fields are exactly the texts between delimiters (an empty one is NULL).
-    ``delimiter_literal`` is the delimiter as a string literal of the dialect."""
-    return f"nullif(split_part({line}, {delimiter_literal}, {int(index) + 1}), '')"
 
 
 # -------------------------------------------------------------------------- files

@@ -427,7 +427,6 @@ def test_sigkill_at_each_step_leaves_nothing_or_everything(
 # ------------------------------------------- finding 6: a total function of the data
 
 
-@pytest.mark.xfail(reason="needs the line-local CSV reader (csv branch)", strict=True)
 def test_the_shape_and_messages_of_a_release_do_not_depend_on_the_records(tmp_path: Path) -> None:
     """Two neighbouring sources, one with every kind of unusable row: the same files, the
     same columns, the same summary lines (up to the noisy numbers)."""

@@ -16,13 +16,17 @@ Semantics every engine implements (the sensitivity proof in
    column is missing or unparseable, or the coordinates are not finite, outside
    [−90, 90] × [−180, 180] or outside the bounding box), ``invalid_value`` (sum/mean: the value
    is missing, unparseable or not finite), ``outside_domain`` (a valid value that maps to no
-   key), else *in domain*.  CSV lines with the wrong number of fields are ``malformed_lines``.
+   key), else *in domain*.  Before all of them, a CSV line that is not a record of the CSV
+   format (:mod:`dpgauss.release.csv_format`: invalid UTF-8, an unterminated quote, the wrong
+   number of fields, …) is one ``malformed_lines``; a line equal to the header line is no
+   row at all.  The format is line-local: a line's bytes only ever decide that line's row.
 2. **Priorities.**  Each in-domain record gets the priority ``H(salt, record)``, a keyed hash
-   of the columns that tell a unit's records apart (all the source's columns by default), and
-   each (unit, key) pair the priority ``H(salt, 'keys', unit, key)``; the salt is a fresh
-   64-bit secret per release (``secrets``).  A priority depends only on the record's own
-   content and the salt — never on the record's position or on other units' records — so
-   which records a unit keeps is a function of that unit's records alone.
+   of the columns that tell a unit's records apart (all the source's columns by default; for
+   CSV, the record's line), and each (unit, key) pair the priority
+   ``H(salt, 'keys', unit, key)``; the salt is a fresh 64-bit secret per release
+   (``secrets``).  A priority depends only on the record's own content and the salt — never
+   on the record's position or on other units' records — so which records a unit keeps is a
+   function of that unit's records alone.
 3. **Bounding**, in this order, each step among the records still kept:
    ``max_records_per_key`` c: per (unit, key), the c records of smallest priority;
    ``max_keys_per_unit`` k: per unit, the k keys of smallest key priority;
@@ -53,6 +57,7 @@ __all__ = [
     "KeyDomain",
     "RowCounts",
     "get_engine",
+    "source_columns",
 ]
 
 
@@ -146,6 +151,18 @@ class Engine(Protocol):
     def aggregate(self, plan: AggregationPlan) -> Aggregate:
         """The bounded aggregate of the source (module docstring for the semantics)."""
         ...
+
+
+def source_columns(spec: ReleaseSpec) -> tuple[str, ...]:
+    """The source columns a release reads, without repeats: the unit, the domain's columns,
+    the statistic's and the filter's column, and ``[bounds] record_columns``."""
+    cols = [spec.unit.column, *spec.domain.columns]
+    if spec.statistic.column is not None:
+        cols.append(spec.statistic.column)
+    if spec.filter is not None:
+        cols.append(spec.filter.column)
+    cols += spec.bounds.record_columns or ()
+    return tuple(dict.fromkeys(str(c) for c in cols))
 
 
 ENGINES = ("duckdb", "spark")

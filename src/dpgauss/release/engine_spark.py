@@ -10,11 +10,22 @@ is added by the pipeline.
 
 How the job is built (DataFrame API; SQL text only for the parsing expressions):
 
-* **Sources.**  CSV (every column read as text; a line with the wrong number of fields is a
-  counted ``malformed_lines``, found with Spark's ``PERMISSIVE`` mode and a corrupt-record
-  column), Parquet (paths or globs, schemas merged by name), a table of the session's catalog
-  (``[source] table``; ``spark.table``), ``bundled = "trips"``, or a DataFrame handed to the
-  engine (``SparkEngine(dataframe=df)``, then ``[source] table`` only names it).
+* **Sources.**  CSV (:mod:`dpgauss.release.csv_format`, below), Parquet (paths or globs,
+  schemas merged by name), a table of the session's catalog (``[source] table``;
+  ``spark.table``), ``bundled = "trips"``, or a DataFrame handed to the engine
+  (``SparkEngine(dataframe=df)``, then ``[source] table`` only names it).
+* **CSV, line by line.**  Spark's CSV reader is not used (line by line with ``multiLine``
+  off, as DuckDB's reader was not, it disagreed with DuckDB on quoted line breaks and bare
+  CRs).  ``spark.read.option("lineSep", "\n").text(files)`` splits at LF only, keeps CR and
+  invalid bytes as they are and removes a byte order mark at the start of a file; in SQL the
+  CR is stripped, ``is_valid_utf8`` and U+FFFD test rule 2, the folded line is matched
+  against the record regex and each needed field is one ``regexp_extract`` (the regexes of
+  ``csv_format``, passed as literals, never as SQL text).  Local paths and globs are expanded
+  like DuckDB's (Python's glob, sorted); the first line of every local file must be the
+  header.  Paths on other file systems (``s3a://``, ``hdfs://``, or any path when
+  ``fs.defaultFS`` is not local) are listed with Hadoop's ``globStatus`` (Hadoop's glob
+  syntax), and only the first file's header is read.  A malformed line is the first row
+  class; lines equal to the header are dropped; a record's priority hashes its line.
 * **Parsing like DuckDB.**  Numbers are parsed from text only when they look like what
   DuckDB's ``TRY_CAST`` accepts (digits with ``_`` separators, a decimal point, an exponent,
   ``inf``/``infinity``/``nan``); Spark alone would also take ``5d`` or ``0x1p3``.  Timestamps
@@ -48,11 +59,14 @@ in the last bits.
 from __future__ import annotations
 
 import math
+import os
+import re
 from typing import Any
 
 import numpy as np
 
-from .engine import Aggregate, AggregationPlan, RowCounts
+from . import csv_format
+from .engine import Aggregate, AggregationPlan, RowCounts, source_columns
 from .engine_duckdb import EngineError
 from .spec import ReleaseSpec
 
@@ -117,6 +131,12 @@ def _one_line(exc: BaseException) -> str:
             break
     text = " ".join(" ".join(lines).split()) or type(exc).__name__
     return text if len(text) <= 400 else text[:397] + "..."
+
+
+def _file_uri(path: str) -> str:
+    """A local path as a ``file://`` URI for Spark, its glob characters escaped (Hadoop
+    expands globs in every path it is given; these are already files)."""
+    return "file://" + re.sub(r"([\\{}\[\]*?])", r"\\\1", os.path.abspath(path))
 
 
 def _spark_errors() -> tuple[type[BaseException], ...]:
@@ -228,8 +248,8 @@ class SparkEngine:
 
     # ---------------------------------------------------------------------- source
 
-    def _read(self, spec: ReleaseSpec) -> tuple[Any, list[str], str | None]:
-        """(DataFrame, the source's columns, the corrupt-record column of a CSV or None)."""
+    def _read(self, spec: ReleaseSpec) -> tuple[Any, list[str], tuple[str, str] | None]:
+        """(DataFrame, the source's columns, for CSV the (line, malformed) columns or None)."""
         src = spec.source
         if self._dataframe is not None:
             if src.table is None:
@@ -248,44 +268,146 @@ class SparkEngine:
                 )
             df = spark.table(str(src.table))
             return df, list(df.columns), None
+        if fmt == "csv":
+            return self._read_csv(spec)
         paths = list(src.paths)
         if src.bundled is not None:
             paths = ["file://" + p for p in paths]
-        if fmt == "parquet":
-            df = spark.read.option("mergeSchema", "true").parquet(*paths)
-            return df, list(df.columns), None
-        from pyspark.sql import types as spt
+        df = spark.read.option("mergeSchema", "true").parquet(*paths)
+        return df, list(df.columns), None
 
-        opts = {"sep": src.delimiter, "quote": '"', "escape": '"', "multiLine": "false"}
-        if src.header:
-            names = spark.read.options(header="true", **opts).csv(paths).columns
-        else:
-            # No header: DuckDB's names column0 … column{n-1}, zero-padded to equal width.
-            n = len(spark.read.options(header="false", **opts).csv(paths).columns)
-            width = len(str(n - 1))
-            names = [f"column{i:0{width}d}" for i in range(n)]
-        corrupt = "__dp_malformed__"
-        while corrupt in names:
-            corrupt += "_"
-        schema = spt.StructType(
-            [spt.StructField(c, spt.StringType(), True) for c in names]
-            + [spt.StructField(corrupt, spt.StringType(), True)]
-        )
-        df = (
-            spark.read.options(
-                header="true" if src.header else "false",
-                mode="PERMISSIVE",
-                columnNameOfCorruptRecord=corrupt,
-                enforceSchema="true",
-                **opts,
+    # ------------------------------------------------------------------------ CSV
+
+    def _local(self, pattern: str) -> bool:
+        """Whether Spark reads ``pattern`` from the local file system."""
+        if pattern.lower().startswith("file:"):
+            return True
+        if csv_format.is_remote(pattern):
+            return False
+        try:  # a path without a scheme is on the default file system
+            default = self.spark._jsc.hadoopConfiguration().get("fs.defaultFS")
+        except Exception:  # no JVM (Spark Connect): only local files
+            return True
+        return default is None or str(default).lower().startswith("file:")
+
+    def _csv_layout(self, spec: ReleaseSpec) -> tuple[list[str], tuple[str, ...], bytes | None]:
+        """(file URIs, column names, header line or None) of a CSV source (csv_format)."""
+        version = str(self.spark.version)
+        if int(version.split(".")[0]) < 4:  # is_valid_utf8 is Spark 4's
+            raise EngineError(
+                f"CSV sources need Spark 4.0 or later on the Spark engine (this is {version}); "
+                "use Parquet, or --engine duckdb"
             )
-            .schema(schema)
-            .csv(paths)
+        src = spec.source
+        patterns = list(src.paths)
+        try:
+            if src.bundled is not None or all(self._local(p) for p in patterns):
+                files, names, header = csv_format.local_source(
+                    patterns, src.delimiter, src.header, src.columns
+                )
+                return [_file_uri(f) for f in files], names, header
+            uris = self._hadoop_files(patterns)
+            if not src.header:
+                return uris, csv_format.resolve_columns(None, src.columns, ""), None
+            line = self._hadoop_first_line(uris[0])
+            found = csv_format.parse_header(line, src.delimiter, uris[0])
+            assert line is not None
+            return uris, csv_format.resolve_columns(found, src.columns, uris[0]), line
+        except csv_format.CsvError as exc:
+            raise EngineError(f"cannot read the source: {_one_line(exc)}") from None
+
+    def _hadoop_files(self, patterns: list[str]) -> list[str]:
+        """The files matching ``patterns`` (Hadoop globs), sorted, as URIs."""
+        jvm, conf = self.spark._jvm, self.spark._jsc.hadoopConfiguration()
+        found: set[str] = set()
+        for pattern in patterns:
+            path = jvm.org.apache.hadoop.fs.Path(pattern)
+            statuses = path.getFileSystem(conf).globStatus(path) or []
+            files = [str(st.getPath().toString()) for st in statuses if st.isFile()]
+            if not files:
+                raise csv_format.CsvError(f"no file matches {pattern!r}")
+            found.update(files)
+        return sorted(found)
+
+    def _hadoop_first_line(self, uri: str, limit: int = 1 << 24) -> bytes | None:
+        """The first line of a file on a Hadoop file system (rule 1), or None if it has none."""
+        jvm, conf = self.spark._jvm, self.spark._jsc.hadoopConfiguration()
+        path = jvm.org.apache.hadoop.fs.Path(uri)
+        stream = path.getFileSystem(conf).open(path)
+        codec = jvm.org.apache.hadoop.io.compress.CompressionCodecFactory(conf).getCodec(path)
+        if codec is not None:
+            stream = codec.createInputStream(stream)
+        reader = jvm.org.apache.hadoop.util.LineReader(stream, bytearray(b"\n"))
+        try:
+            text = jvm.org.apache.hadoop.io.Text()
+            consumed = int(reader.readLine(text, limit + 4, limit + 4))
+            raw = bytes(text.copyBytes())
+        finally:
+            reader.close()
+        if len(raw) > limit:
+            raise csv_format.CsvError(f"{uri}: the first line is longer than {limit} bytes")
+        if raw.startswith(csv_format.BOM):  # as Hadoop's LineRecordReader
+            raw, consumed = raw[len(csv_format.BOM) :], consumed - len(csv_format.BOM)
+        if consumed <= 0:
+            return None
+        return raw[:-1] if raw.endswith(b"\r") else raw
+
+    def _read_csv(self, spec: ReleaseSpec) -> tuple[Any, list[str], tuple[str, str]]:
+        """The records of a CSV source (csv_format): the needed columns as text, the line and
+        its malformed flag."""
+        from pyspark.sql import functions as sf
+
+        src = spec.source
+        uris, names, header = self._csv_layout(spec)
+        wanted = source_columns(spec)
+        for col in wanted:
+            if col not in names:
+                shown = ", ".join(names[:30]) + (", ..." if len(names) > 30 else "")
+                raise EngineError(
+                    f"column {col!r} is not a column of the source (columns: {shown})"
+                )
+        d, n = src.delimiter, len(names)
+        lines = self.spark.read.option("lineSep", "\n").text(uris)
+        v = sf.col("value")
+        if header is not None:  # every line equal to the header line is no record (rule 5)
+            text = header.decode("utf-8")
+            lines = lines.filter((v != sf.lit(text)) & (v != sf.lit(text + "\r")))
+        line = sf.when(v.endswith("\r"), sf.expr("substr(value, 1, length(value) - 1)"))
+        lines = lines.select(v, line.otherwise(v).alias("l"))
+        folded = sf.expr(csv_format.fold_sql("l"))
+        bad = (
+            ~sf.expr("is_valid_utf8(value)")
+            | v.contains(csv_format.REPLACEMENT)
+            | ~folded.rlike(csv_format.folded_record_regex(d, n))
         )
-        return df, names, corrupt
+        lines = lines.select("l", bad.alias("bad"), folded.alias("f"))
+        groups = [
+            sf.when(
+                ~sf.col("bad"),
+                sf.regexp_extract("f", csv_format.folded_record_regex(d, n, [names.index(c)]), 1),
+            ).alias(f"g{j}")
+            for j, c in enumerate(wanted)
+        ]
+        lines = lines.select("l", "bad", *groups)
+        line_col, bad_col = "__dp_line__", "__dp_malformed__"
+        while line_col in names:
+            line_col += "_"
+        while bad_col in names:
+            bad_col += "_"
+        df = lines.select(
+            *[sf.expr(csv_format.unquote_sql(f"g{j}")).alias(c) for j, c in enumerate(wanted)],
+            sf.col("l").alias(line_col),
+            sf.col("bad").alias(bad_col),
+        )
+        return df, list(names), (line_col, bad_col)
 
     def describe(self, spec: ReleaseSpec) -> dict[str, str]:
-        """Column name → Spark type of the source (reads the schema or a CSV header only)."""
+        """Column name → Spark type of the source (reads the schema or a CSV header only).
+
+        For CSV: every column is ``string``; the names come from the header (of the first
+        file; every local file's first line must be that header) or ``[source] columns``."""
+        if self._dataframe is None and spec.source.file_format == "csv":
+            return dict.fromkeys(self._csv_layout(spec)[1], "string")
         try:
             df, names, _ = self._read(spec)
             types = {f.name: f.dataType.simpleString() for f in df.schema.fields}
@@ -298,8 +420,8 @@ class SparkEngine:
     def aggregate(self, plan: AggregationPlan) -> Aggregate:
         """The bounded aggregate of ``plan`` (semantics: :mod:`dpgauss.release.engine`)."""
         try:
-            df, names, corrupt = self._read(plan.spec)
-            job = _Job(plan, df, names, corrupt).build()
+            df, names, csv = self._read(plan.spec)
+            job = _Job(plan, df, names, csv).build()
             rows = [tuple(r) for r in job.collect()]
         except _spark_errors() as exc:
             raise EngineError(f"spark: {_one_line(exc)}") from None
@@ -312,14 +434,16 @@ class SparkEngine:
 class _Job:
     """Builds the one Spark job of an aggregation (module docstring for the design)."""
 
-    def __init__(self, plan: AggregationPlan, df: Any, names: list[str], corrupt: str | None):
+    def __init__(
+        self, plan: AggregationPlan, df: Any, names: list[str], csv: tuple[str, str] | None
+    ):
         from pyspark.sql import types as spt
 
         self.plan = plan
         self.spec = plan.spec
         self.df = df
         self.names = names
-        self.corrupt = corrupt
+        self.csv = csv
         self.types = {f.name: f.dataType for f in df.schema.fields}
         self.spt = spt
 
@@ -479,7 +603,8 @@ class _Job:
         d_parsed, bad_d = self._domain_parse()
         v_parsed, bad_v, value = self._value_parse()
         salt = sf.lit(_signed(int(plan.salt)))
-        whole = priority_column(self.names, salt)
+        # A CSV record's content is its line (csv_format, rule 6).
+        whole = priority_column([self.csv[0]] if self.csv else self.names, salt)
         record_cols = spec.bounds.record_columns
         if record_cols is None:
             p = whole
@@ -489,11 +614,10 @@ class _Job:
                 wanted.append(spec.statistic.column)
             p = priority_column(list(dict.fromkeys(wanted)), salt)
         malformed = sf.lit(False)
-        if self.corrupt is not None:
-            malformed = sf.col(_ident(self.corrupt)).isNotNull()
+        if self.csv is not None:
+            malformed = sf.col(_ident(self.csv[1]))
 
-        # 1. Parse (one projection over the source; `whole` reads every column, so a CSV's
-        #    malformed lines are detected on the full row, never on a pruned one).
+        # 1. Parse (one projection over the source).
         parsed = self.df.select(
             sf.col(u).alias("u"),
             sf.expr(bad_u).alias("bad_u"),

@@ -43,8 +43,13 @@ Every table and key
     ``bundled = "trips"`` (the TaxiVis trips shipped with dpgauss) — exactly one.
     ``format`` = ``"auto"`` (by extension: ``.parquet``/``.pq`` is Parquet, anything else CSV),
     ``"csv"`` or ``"parquet"``.  ``database``: a DuckDB database file holding ``table``
-    (opened read-only).  CSV only: ``delimiter`` (default ``","``), ``header`` (default true),
-    ``on_malformed`` = ``"drop"`` (lines with too many or too few fields are skipped and
+    (opened read-only).  CSV only (the format is :mod:`dpgauss.release.csv_format`: one record
+    per line, RFC-4180 quoting within a line, no line breaks inside fields): ``delimiter``
+    (default ``","``; one character, not ``"``, CR, LF or U+FFFD), ``header`` (default true:
+    the first line of the first file names the columns, and every file starts with that same
+    line), ``columns`` (the list of column names: required with ``header = false``; with a
+    header it must equal it), ``on_malformed`` = ``"drop"`` (lines that are not records —
+    invalid UTF-8, an unterminated quote, too many or too few fields, … — are skipped and
     counted; the default) or ``"fail"``.
 ``[unit]``
     ``column``; ``on_null`` = ``"drop"`` (rows without a unit id are dropped and counted; the
@@ -117,6 +122,8 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import date, datetime, time
 from pathlib import Path
 from typing import Any
+
+from .csv_format import delimiter_problem
 
 __all__ = [
     "BoundsSpec",
@@ -251,7 +258,13 @@ def _build(where: str, cls: type, data: object) -> Any:
 
 @dataclass(frozen=True)
 class SourceSpec:
-    """``[source]``: where the records are (exactly one of ``path``, ``table``, ``bundled``)."""
+    """``[source]``: where the records are (exactly one of ``path``, ``table``, ``bundled``).
+
+    CSV sources (:mod:`dpgauss.release.csv_format`) take ``delimiter``, ``header``,
+    ``columns`` and ``on_malformed``.  ``columns`` lists the column names in order: required
+    with ``header = false`` (the files then hold records only), optional with a header (it
+    must then equal the header, which the engines check before anything is charged).
+    """
 
     path: str | tuple[str, ...] | None = None
     table: str | None = None
@@ -260,6 +273,7 @@ class SourceSpec:
     database: str | None = None
     delimiter: str = ","
     header: bool = True
+    columns: tuple[str, ...] | None = None
     on_malformed: str = "drop"
 
     def __post_init__(self) -> None:
@@ -284,10 +298,22 @@ class SourceSpec:
         _text(w, "database", self.database, optional=True)
         if self.database is not None and self.table is None:
             raise ValueError("[source] database is only used with table")
-        if not isinstance(self.delimiter, str) or len(self.delimiter) != 1:
-            raise _fail(w, "delimiter", "a single character", self.delimiter)
+        problem = delimiter_problem(self.delimiter)
+        if problem is not None:
+            raise _fail(w, "delimiter", problem, self.delimiter)
         _flag(w, "header", self.header)
+        object.__setattr__(self, "columns", _columns(w, "columns", self.columns))
         _choice(w, "on_malformed", self.on_malformed, POLICIES)
+        try:
+            csv = self.file_format == "csv"
+        except ValueError:  # mixed Parquet and other paths: reported by file_format
+            csv = False
+        if self.columns is not None and not csv:
+            raise ValueError("[source] columns applies to CSV sources only")
+        if csv and not self.header and self.columns is None:
+            raise ValueError(
+                "[source] header = false needs columns = [...] (the column names, in order)"
+            )
 
     @property
     def paths(self) -> tuple[str, ...]:

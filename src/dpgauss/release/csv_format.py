@@ -1,0 +1,648 @@
+r"""The CSV format of dpgauss: line-local, and the same in both engines.
+
+This module is the single statement of how a CSV source is read.  The DuckDB engine and the
+Spark engine take their rules, regular expressions and SQL from here, and
+``tests/release/test_csv_format.py`` checks both against the pure-Python reading below
+(:func:`split_lines`, :func:`parse_fields`, :func:`parse_record`).
+
+Why line-local
+--------------
+The privacy rule: one privacy unit's records may only change that unit's contribution —
+never another unit's records, never how other lines are parsed, never a switch decided on
+the whole source.  RFC 4180 lets a quoted field hold line breaks, and that cannot be had
+together with robustness to an unterminated quote.  The same bytes ::
+
+    eve,1,"hi
+    ghost0,0,x
+    bye"
+
+are *one* record of unit ``eve`` when an RFC-4180 writer quoted a field holding two line
+breaks, and *three* lines — ``eve``'s record with an unterminated quote, a record of unit
+``ghost0``, and a third line — when a writer that does not escape quotes wrote a free-text
+field ``"hi``.  A reader sees only the bytes.  Reading them as one record, the second
+dataset loses ``ghost0``'s record because of ``eve``'s line: ``eve`` changed another unit's
+contribution.  Reading them as three lines, the first dataset's single record of ``eve``
+contributes as a record of ``ghost0`` (and of every other "unit" its field text names): more
+than one unit's worth.  No reader is within the sensitivity of both neighbours, so dpgauss
+chooses the format in which one line's bytes can only ever affect that line, and a
+malformed line is exactly one dropped (and counted) line.
+
+**Not supported: fields holding line breaks.**  Such a record is read as several lines (its
+first line is then usually malformed, and the following lines are read as whatever they look
+like).  Data whose fields may hold line breaks should be Parquet, or CSV written with the line
+breaks escaped (e.g. as ``\n``).
+
+The format
+----------
+1. **Lines.**  A UTF-8 byte order mark (``EF BB BF``) at the very start of a file is removed
+   (as Hadoop's line reader under Spark does).  The file is then split into lines at LF bytes
+   (``0x0A``) only.  One CR (``0x0D``) immediately before the LF — or at the end of the last
+   line — is removed; every other byte, a bare CR included, is data.  A last line without LF
+   is a line; nothing after the final LF is a line (an empty file has no lines).
+2. **Text.**  A line that is not valid UTF-8, or that contains U+FFFD (the replacement
+   character), is malformed.  (So a reader that replaces invalid bytes by U+FFFD reads the
+   same records.  Spark 4's text reader in fact keeps invalid bytes as they are; both engines
+   test validity on the bytes.)
+3. **Fields.**  Fields are separated by the one-character delimiter ``d`` (not ``"``, CR, LF
+   or U+FFFD; :func:`delimiter_problem`).  A field is *quoted* — ``"`` … ``"`` with every
+   inner quote doubled; it may contain ``d`` and CR (never LF) — or *unquoted*: any
+   characters except ``d`` and ``"``.  A line is a record iff it consists of exactly ``n``
+   fields, ``n`` the number of columns (:func:`record_regex`).  Anything else — an
+   unterminated quote, a quote inside an unquoted field, text after a closing quote, too few
+   or too many fields, an empty line when ``n > 1`` — is one malformed line.
+4. **Values.**  An unquoted empty field is NULL; a quoted field is its content with ``""``
+   read as ``"`` (so ``""`` is the empty string); nothing is trimmed.  Every column is text.
+5. **Header.**  With ``[source] header = true`` the column names are the fields of the first
+   line of the first file (the paths and globs expanded and sorted, :func:`expand_paths`);
+   they must be a record of their own length with non-empty, distinct names
+   (:func:`parse_header`).  Every line that is byte-identical (after rule 1) to that header
+   line is not a record: it is dropped, and not counted as malformed.  This is a line-local
+   rule (Spark's line reader cannot know a line's position in its file), the same in both
+   engines.  Before anything is charged, ``describe()`` checks for local files that the first
+   line of every file is that same header line (:func:`read_header`).  With
+   ``header = false``, ``[source] columns`` names the columns (required); with
+   ``header = true`` it may be given and must equal the header.
+6. **Record priority.**  With ``[bounds] record_columns`` unset, a record's content — hashed
+   into its sampling priority — is its line (after rule 1): a function of the record alone.
+
+How the engines run it
+----------------------
+Both engines fold the line first: :func:`fold_sql` replaces every ``""``, left to right, by
+an LF (``P`` below; no line contains one, rule 1), and they match the folded line against
+:func:`folded_record_regex`, whose only repetitions are of single characters.  The plain
+grammar :func:`record_regex` repeats a group once per doubled quote (or, written as
+``(?:[^"]|"")*``, once per character), and java.util.regex recurses once per repetition: a
+quoted field of 20,000 characters overflowed the JVM's stack and killed Spark's driver in
+local mode (measured with Spark 4) — one unit's record would have stopped every release.
+The folding is exact (``tests/release/test_csv_format.py`` checks it on random lines): after
+it no ``"`` is followed by ``"``, an even run of ``2k`` quotes became ``P^k``, an odd run
+``P^k"``; so a quoted field becomes ``P^k"Y"`` (``Y`` without quotes) or ``P^k`` (``k ≥ 1``,
+a field of quotes only), an unquoted field stays free of quotes and P, and conversely each
+such folded field unfolds (P → ``""``) to a valid field.  (A one-byte P also lets RE2 use its
+fast one-pass matcher for extractions of up to four fields.)  The regexes use
+only constructs with the same meaning in RE2 (DuckDB) and java.util.regex (Spark): ``\A``,
+``\z`` (not ``^``/``$``: Java's ``$`` matches before a final line terminator), character
+classes, alternation, non-capturing and capturing groups, ``*``, ``+``, ``?``, and characters
+written as ``\x{HEX}`` (the delimiter too, so that no delimiter is special).  A field's value
+is :func:`unquote_sql` of its folded text (the same SQL text in DuckDB and Spark).  A record
+without any ``"`` is just its fields between delimiters: the DuckDB engine then takes them
+with ``string_split`` instead of a regex (the same values, much faster).
+
+The DuckDB engine does not use DuckDB's CSV reader (its sniffer, its quoted line breaks and
+its treatment of a bare CR as a line break all break rule 1): :func:`line_reader` streams the
+lines of the files as Arrow record batches, chunk by chunk (never a whole file in memory):
+the line as text (NULL when it is not valid UTF-8) and its kind — numpy decides the plain
+ASCII lines without quotes, which are most lines of most files — and DuckDB tests the other
+lines against the regex and extracts the fields in SQL.  It reads local files (``.gz`` and
+``.bz2`` decompressed).  The Spark engine reads the lines with
+``spark.read.option("lineSep", "\n").text(files)``, which splits at LF only, keeps CR and
+invalid bytes as they are, removes the byte order mark at the start of a file and
+decompresses by Hadoop's codecs; it removes the CR and tests rule 2 in SQL.
+"""
+
+from __future__ import annotations
+
+import bz2
+import glob
+import gzip
+import os
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from typing import IO, Any
+
+import numpy as np
+
+__all__ = [
+    "BOM",
+    "GENERAL",
+    "MALFORMED",
+    "PLACEHOLDER",
+    "RECORD",
+    "REPLACEMENT",
+    "CsvError",
+    "delimiter_problem",
+    "expand_paths",
+    "first_line",
+    "fold_sql",
+    "folded_record_regex",
+    "is_remote",
+    "line_batches",
+    "line_reader",
+    "local_source",
+    "open_file",
+    "parse_fields",
+    "parse_header",
+    "parse_record",
+    "read_header",
+    "record_regex",
+    "resolve_columns",
+    "split_lines",
+    "unquote_sql",
+]
+
+BOM = b"\xef\xbb\xbf"
+REPLACEMENT = "\ufffd"  # U+FFFD: a line holding it is malformed (rule 2)
+PLACEHOLDER = "\n"  # stands for `""` in a folded line: no line holds an LF (rule 1)
+#: File name endings read as compressed files by the DuckDB line reader.
+DECOMPRESSED = (".gz", ".bz2")
+#: Other compression endings: refused by the DuckDB line reader (Spark decompresses most).
+COMPRESSED = (".zst", ".zstd", ".lz4", ".snappy", ".deflate", ".xz", ".lzma", ".zip", ".br")
+CHUNK_BYTES = 4 << 20  # the DuckDB line reader's read size
+
+
+class CsvError(ValueError):
+    """A CSV source that cannot be read as this format (no such file, a bad header, …)."""
+
+
+def delimiter_problem(delimiter: object) -> str | None:
+    """Why ``delimiter`` cannot be a delimiter of this format, or None if it can."""
+    if not isinstance(delimiter, str) or len(delimiter) != 1:
+        return "a single character"
+    if delimiter in ('"', "\r", "\n"):
+        return "a single character other than a double quote, CR or LF"
+    if delimiter == REPLACEMENT or "\ud800" <= delimiter <= "\udfff":
+        return "a single character other than U+FFFD or a surrogate"
+    return None
+
+
+# ------------------------------------------------------------------------ reference
+
+
+def split_lines(data: bytes) -> list[bytes]:
+    """The lines of a file's bytes (rule 1): BOM removed, split at LF, one CR stripped."""
+    if data.startswith(BOM):
+        data = data[len(BOM) :]
+    if not data:
+        return []
+    parts = data.split(b"\n")
+    if parts[-1] == b"":
+        parts.pop()  # nothing after the final LF is a line
+    return [p[:-1] if p.endswith(b"\r") else p for p in parts]
+
+
+def _py_char(ch: str) -> str:
+    return f"\\U{ord(ch):08x}"
+
+
+_PY_FIELDS: dict[str, re.Pattern[str]] = {}
+
+
+def _py_field(delimiter: str) -> re.Pattern[str]:
+    pat = _PY_FIELDS.get(delimiter)
+    if pat is None:
+        d = _py_char(delimiter)
+        pat = re.compile(rf'"[^"]*"(?:"[^"]*")*|[^{d}"]*')
+        _PY_FIELDS[delimiter] = pat
+    return pat
+
+
+def _value(text: str) -> str | None:
+    if text == "":
+        return None
+    if text.startswith('"'):
+        return text[1:-1].replace('""', '"')
+    return text
+
+
+def parse_fields(line: str, delimiter: str = ",") -> list[str | None] | None:
+    """The values of a decoded line's fields (rules 3-4), or None if it is no sequence of
+    fields (an unterminated quote, a quote in an unquoted field, text after a closing quote).
+
+    Does not apply rule 2 (:func:`parse_record` does).  A field's extent is decided by its
+    first character, so reading the fields greedily from the left is exact.
+    """
+    pat = _py_field(delimiter)
+    fields: list[str | None] = []
+    pos = 0
+    while True:
+        m = pat.match(line, pos)
+        assert m is not None  # the unquoted alternative matches the empty string
+        fields.append(_value(m.group()))
+        pos = m.end()
+        if pos == len(line):
+            return fields
+        if line[pos] != delimiter:
+            return None
+        pos += 1
+
+
+def parse_record(raw: bytes, delimiter: str, n: int) -> list[str | None] | None:
+    """The ``n`` values of one line (bytes after rule 1), or None if it is malformed."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if REPLACEMENT in line:
+        return None
+    fields = parse_fields(line, delimiter)
+    if fields is None or len(fields) != n:
+        return None
+    return fields
+
+
+# ------------------------------------------------------------- what the engines run
+
+
+def _char(ch: str) -> str:
+    """``ch`` as a regex character: ``\\x{HEX}`` means the same in RE2 and Java, in and out
+    of a character class, whatever the character."""
+    return f"\\x{{{ord(ch):X}}}"
+
+
+def _check(delimiter: str, n: int) -> None:
+    problem = delimiter_problem(delimiter)
+    if problem is not None:
+        raise ValueError(f"delimiter must be {problem}; got {delimiter!r}")
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be an integer >= 1; got {n!r}")
+
+
+def record_regex(delimiter: str, n: int) -> str:
+    r"""The grammar of a record of ``n`` fields (rule 3), for reading, not for running:
+    ``\A F (d F){n-1} \z`` with ``F = (?:"[^"]*"(?:"[^"]*")*|[^d"]*)``."""
+    _check(delimiter, n)
+    d = _char(delimiter)
+    field = f'(?:"[^"]*"(?:"[^"]*")*|[^{d}"]*)'
+    return r"\A" + d.join([field] * n) + r"\z"
+
+
+def fold_sql(expr: str) -> str:
+    """SQL (DuckDB and Spark alike) that folds the line ``expr``: every ``""`` → LF."""
+    return f"replace({expr}, '\"\"', chr(10))"
+
+
+def folded_record_regex(delimiter: str, n: int, capture: Iterable[int] = ()) -> str:
+    r"""The regex a *folded* line matches iff the line is a record of ``n`` fields (given
+    rule 2), each field ``(?:P*(?:"[^"]*")?|[^dP"]+)`` with ``P`` = LF (module docstring).
+
+    The fields whose 0-based indices are in ``capture`` are capturing groups, in order: an
+    engine extracts group ``j`` for the ``j``-th of them (DuckDB's ``regexp_extract`` with a
+    list of names, Spark's ``regexp_extract(…, j)``), and :func:`unquote_sql` gives its value.
+    """
+    _check(delimiter, n)
+    wanted = set(capture)
+    if any(not 0 <= i < n for i in wanted):
+        raise ValueError(f"capture must hold field indices in [0, {n}); got {sorted(wanted)}")
+    d, p = _char(delimiter), _char(PLACEHOLDER)
+    body = f'{p}*(?:"[^"]*")?|[^{d}{p}"]+'
+    fields = [f"({body})" if i in wanted else f"(?:{body})" for i in range(n)]
+    return r"\A" + d.join(fields) + r"\z"
+
+
+def unquote_sql(expr: str) -> str:
+    """SQL (DuckDB and Spark alike) for the value of a folded field ``expr`` (rule 4).
+
+    A folded field starting with ``"`` or LF was quoted: unfold it (LF → ``""``), drop the
+    outer quotes and read ``""`` as ``"``; an empty one was an unquoted empty field (NULL);
+    any other is unquoted text, returned as it is.
+    """
+    orig = f"replace({expr}, chr(10), '\"\"')"
+    return (
+        f"CASE WHEN {expr} = '' THEN NULL WHEN left({expr}, 1) IN ('\"', chr(10)) THEN "
+        f"replace(substr({orig}, 2, length({orig}) - 2), '\"\"', '\"') ELSE {expr} END"
+    )
+
+
+# -------------------------------------------------------------------------- files
+
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def is_remote(path: str) -> bool:
+    """Whether ``path`` is a URL of a non-local file system (``s3://``, ``hdfs://``, …)."""
+    return _SCHEME.match(path) is not None and not path.lower().startswith("file://")
+
+
+def _local(path: str) -> str:
+    """A local path or ``file:`` URL as a path."""
+    if path.lower().startswith("file:"):
+        path = path[len("file:") :]
+        if path.startswith("//"):
+            path = path[2:]  # file:///x → /x (no authority); file:/x → /x
+    return os.path.expanduser(path)
+
+
+def expand_paths(patterns: Sequence[str]) -> list[str]:
+    """The files of the local paths and globs ``patterns``, sorted, without repeats.
+
+    Globs are Python's (``*``, ``?``, ``[…]``; ``**`` matches directories recursively) and
+    match files only.  A pattern that matches no file, or a path that is a directory, is a
+    :class:`CsvError` naming it; so is a remote URL (``s3://…``).
+    """
+    files: set[str] = set()
+    for pattern in patterns:
+        if is_remote(pattern):
+            raise CsvError(f"{pattern!r} is not a local file (the DuckDB engine reads local CSV)")
+        path = _local(pattern)
+        if any(c in path for c in "*?["):
+            found = [p for p in glob.glob(path, recursive=True) if os.path.isfile(p)]
+        elif os.path.isdir(path):
+            raise CsvError(f"{pattern!r} is a directory (give a glob such as 'dir/*.csv')")
+        else:
+            found = [path] if os.path.isfile(path) else []
+        if not found:
+            raise CsvError(f"no file matches {pattern!r}")
+        files.update(found)
+    return sorted(files)
+
+
+def open_file(path: str) -> IO[bytes]:
+    """``path`` opened for binary reading, decompressed if it ends in ``.gz`` or ``.bz2``."""
+    low = path.lower()
+    if low.endswith(COMPRESSED):
+        raise CsvError(f"{path}: compressed CSV is read only as .gz or .bz2")
+    try:
+        if low.endswith(".gz"):
+            return gzip.open(path, "rb")
+        if low.endswith(".bz2"):
+            return bz2.open(path, "rb")
+        return open(path, "rb")
+    except OSError as exc:
+        raise CsvError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def first_line(path: str, limit: int = 1 << 24) -> bytes | None:
+    """The first line of a file (rule 1), or None for a file without lines."""
+    with open_file(path) as f:
+        data = b""
+        try:
+            while b"\n" not in data:
+                block = f.read(1 << 16)
+                if not block:
+                    break
+                data += block
+                if len(data) > limit:
+                    raise CsvError(f"{path}: the first line is longer than {limit} bytes")
+        except (OSError, EOFError) as exc:
+            raise CsvError(f"cannot read {path}: {exc}") from None
+    cut = data.find(b"\n")
+    lines = split_lines(data if cut < 0 else data[: cut + 1])
+    return lines[0] if lines else None
+
+
+def parse_header(line: bytes | None, delimiter: str, where: str) -> tuple[str, ...]:
+    """The column names in a header line (rule 5); :class:`CsvError` naming ``where`` if they
+    are not valid UTF-8 fields with non-empty, distinct names."""
+    if line is None:
+        raise CsvError(f"{where}: the file has no header line ([source] header = true)")
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CsvError(f"{where}: the header line is not valid UTF-8") from None
+    fields = None if REPLACEMENT in text else parse_fields(text, delimiter)
+    if fields is None:
+        raise CsvError(
+            f"{where}: the header line is not a row of fields "
+            f"(delimiter {delimiter!r}): {_short(text)!r}"
+        )
+    if any(not f for f in fields):
+        raise CsvError(f"{where}: the header has an empty column name: {_short(text)!r}")
+    if len(set(fields)) != len(fields):
+        dup = sorted({f for f in fields if fields.count(f) > 1})  # type: ignore[arg-type]
+        raise CsvError(f"{where}: the header repeats the column names {dup}")
+    return tuple(fields)  # type: ignore[arg-type]
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def read_header(
+    files: Sequence[str], delimiter: str, *, check_all: bool = True
+) -> tuple[tuple[str, ...], bytes]:
+    """(column names, header line) of local CSV files with a header (rule 5).
+
+    The header is the first line of ``files[0]``.  With ``check_all``, every other file's
+    first line must be byte-identical to it (after rule 1; a file without lines is fine);
+    else :class:`CsvError` naming the file — its names, when they differ, or that the line
+    only spells the same names differently (the header is recognised by its bytes, so such a
+    line would be read as a record).
+    """
+    if not files:
+        raise CsvError("no CSV file to read")
+    line = first_line(files[0])
+    names = parse_header(line, delimiter, files[0])
+    assert line is not None
+    for path in files[1:] if check_all else ():
+        other = first_line(path)
+        if other is None or other == line:
+            continue
+        try:
+            theirs: tuple[str, ...] | str = parse_header(other, delimiter, path)
+        except CsvError as exc:
+            theirs = str(exc)
+        if theirs == names:
+            raise CsvError(
+                f"{path}: its header line spells the column names differently from the "
+                f"header of {files[0]} (the header line must be byte-identical in every file)"
+            )
+        raise CsvError(
+            f"{path}: its header {list(theirs) if isinstance(theirs, tuple) else theirs} "
+            f"differs from the header of {files[0]}: {list(names)}"
+        )
+    return names, line
+
+
+def resolve_columns(
+    header: tuple[str, ...] | None, columns: Sequence[str] | None, where: str
+) -> tuple[str, ...]:
+    """The column names: the header's (checked against ``[source] columns`` if given), or
+    ``columns`` when the files have no header (then required)."""
+    if header is None:
+        if columns is None:
+            raise CsvError(
+                "[source] header = false needs [source] columns = [...] (the column names)"
+            )
+        return tuple(columns)
+    if columns is not None and tuple(columns) != header:
+        raise CsvError(
+            f"[source] columns {list(columns)} must equal the header of {where}: {list(header)}"
+        )
+    return header
+
+
+def local_source(
+    patterns: Sequence[str],
+    delimiter: str,
+    header: bool,
+    columns: Sequence[str] | None,
+    *,
+    check_all: bool = True,
+) -> tuple[list[str], tuple[str, ...], bytes | None]:
+    """(files, column names, header line or None) of a local CSV source (rule 5)."""
+    files = expand_paths(patterns)
+    if not header:
+        return files, resolve_columns(None, columns, ""), None
+    names, line = read_header(files, delimiter, check_all=check_all)
+    return files, resolve_columns(names, columns, files[0]), line
+
+
+# ----------------------------------------------------------- the DuckDB line reader
+
+
+#: Line kinds of :func:`line_batches`: a record, a malformed line, or one for the regex.
+RECORD, MALFORMED, GENERAL = 0, 1, 2
+
+
+def _valid_utf8(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray, high: np.ndarray) -> Any:
+    """Which lines ``arr[starts[i]:ends[i]]`` are valid UTF-8 (``high``: the lines holding a
+    byte ≥ 0x80; the others are ASCII).  One strict decode of the span of the non-ASCII lines
+    (an LF or CR cannot continue a multi-byte sequence, so the span decodes iff every line
+    does); after an error, the line holding it is invalid and decoding resumes at the next
+    line, so the work stays linear however many lines are invalid."""
+    import codecs
+
+    valid = np.ones(starts.size, dtype=bool)
+    lines = np.flatnonzero(high)
+    if lines.size == 0:
+        return valid
+    view = memoryview(arr)
+    pos, stop = int(starts[lines[0]]), int(ends[lines[-1]])
+    while pos < stop:
+        try:
+            codecs.utf_8_decode(view[pos:stop], "strict", True)
+            break
+        except UnicodeDecodeError as exc:
+            i = int(np.searchsorted(starts, pos + exc.start, side="right")) - 1
+            valid[i] = False
+            if i + 1 >= starts.size:
+                break
+            pos = int(starts[i + 1])
+    return valid
+
+
+def _kinds(
+    arr: np.ndarray,
+    starts: np.ndarray,
+    ends: np.ndarray,
+    delimiter: str | None,
+    n: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(kind, valid UTF-8) of each line ``arr[starts[i]:ends[i]]``.
+
+    A line that is not valid UTF-8 is MALFORMED (rule 2).  An ASCII line without ``"`` is a
+    RECORD iff it has exactly ``n − 1`` delimiters (rules 2-3: ASCII holds no U+FFFD, and
+    without quotes every field is unquoted), else MALFORMED.  Any other line (non-ASCII, or
+    holding a quote) is GENERAL, for the regex; so is every valid line when the delimiter is
+    not ASCII (or not given)."""
+
+    def per_line(positions: np.ndarray) -> np.ndarray:
+        return np.searchsorted(positions, ends) - np.searchsorted(positions, starts)
+
+    high = per_line(np.flatnonzero(arr >= 128)) > 0
+    valid = _valid_utf8(arr, starts, ends, high)
+    kinds = np.full(starts.size, GENERAL, dtype=np.uint8)
+    kinds[~valid] = MALFORMED
+    if delimiter is None or ord(delimiter) >= 128:
+        return kinds, valid
+    simple = ~high & (per_line(np.flatnonzero(arr == 34)) == 0)
+    fields = per_line(np.flatnonzero(arr == ord(delimiter))) + 1
+    kinds[simple] = np.where(fields[simple] == n, RECORD, MALFORMED)
+    return kinds, valid
+
+
+def _batch(
+    pa: Any, arr: np.ndarray, lf: np.ndarray, skip: int, delimiter: str | None, n: int
+) -> Any:
+    """One record batch of the lines of ``arr``: line ``i`` ends at ``lf[i]``, an LF, except
+    that ``lf[-1] == len(arr)`` marks a last line without LF; the first ``skip`` bytes (a
+    byte order mark) are not data.  One CR before each end is stripped (rule 1)."""
+    k, size = lf.size, arr.size
+    starts = np.empty(k, dtype=np.int64)
+    starts[0] = skip
+    starts[1:] = lf[:-1] + 1
+    ends = lf.astype(np.int64, copy=True)
+    cr = (ends > starts) & (arr[np.maximum(ends - 1, 0)] == 13)
+    ends -= cr
+    offsets = np.zeros(k + 1, dtype=np.int64)
+    np.cumsum(ends - starts, out=offsets[1:])
+    if skip == 0 and not cr.any():
+        data = arr[arr != 10]  # only the LFs go
+    else:
+        keep = np.ones(size, dtype=bool)
+        keep[lf[lf < size]] = False
+        keep[ends[cr]] = False
+        keep[:skip] = False
+        data = arr[keep]
+    assert data.size == offsets[-1]
+    kinds, valid = _kinds(arr, starts, ends, delimiter, n)
+    nulls = int(k - np.count_nonzero(valid))
+    mask = pa.py_buffer(np.packbits(valid, bitorder="little")) if nulls else None
+    text = pa.LargeStringArray.from_buffers(
+        k, pa.py_buffer(offsets), pa.py_buffer(data), mask, nulls
+    )
+    return pa.RecordBatch.from_arrays([text, pa.array(kinds, type=pa.uint8())], names=["l", "k"])
+
+
+def line_batches(
+    files: Sequence[str],
+    delimiter: str | None = None,
+    n: int = 1,
+    chunk_bytes: int = CHUNK_BYTES,
+) -> Iterator[Any]:
+    """The lines of ``files`` (rule 1) as Arrow record batches: ``l``, the line as text
+    (``large_string``; NULL if it is not valid UTF-8), and ``k``, its kind for a record of
+    ``n`` fields separated by ``delimiter``: ``RECORD``, ``MALFORMED``, or ``GENERAL`` — to
+    be decided by the regex (see ``_kinds``).
+
+    Each file is read in chunks of about ``chunk_bytes`` (a line longer than a chunk is
+    assembled from several; only such a line is ever held whole).  The line search and the
+    kinds are numpy's, UTF-8 is checked by Python's strict decoder, and the lines of a chunk
+    are copied once into the batch's buffer, without their LF and stripped CR.
+    """
+    import pyarrow as pa
+
+    for path in files:
+        f = open_file(path)
+        try:
+            at_start = True
+            pending: list[bytes] = []  # blocks of a line without its LF yet
+            while True:
+                try:
+                    block = f.read(chunk_bytes)
+                except (OSError, EOFError) as exc:
+                    raise CsvError(f"cannot read {path}: {exc}") from None
+                if not block:
+                    break
+                if pending and b"\n" not in block:
+                    pending.append(block)
+                    continue
+                if pending:
+                    pending.append(block)
+                    block = b"".join(pending)
+                    pending = []
+                arr = np.frombuffer(block, dtype=np.uint8)
+                lf = np.flatnonzero(arr == 10)
+                if lf.size == 0:
+                    pending.append(block)
+                    continue
+                skip = 3 if at_start and block.startswith(BOM) else 0
+                at_start = False
+                cut = int(lf[-1]) + 1
+                yield _batch(pa, arr[:cut], lf, skip, delimiter, n)
+                if cut < len(block):
+                    pending.append(block[cut:])
+            if pending:  # a last line without LF
+                rest = b"".join(pending)
+                skip = 3 if at_start and rest.startswith(BOM) else 0
+                if len(rest) > skip:
+                    arr = np.frombuffer(rest, dtype=np.uint8)
+                    last = np.array([arr.size], dtype=np.int64)
+                    yield _batch(pa, arr, last, skip, delimiter, n)
+        finally:
+            f.close()
+
+
+def line_reader(
+    files: Sequence[str],
+    delimiter: str | None = None,
+    n: int = 1,
+    chunk_bytes: int = CHUNK_BYTES,
+) -> Any:
+    """:func:`line_batches` as a ``pyarrow.RecordBatchReader`` (for ``duckdb.register``;
+    it can be scanned once)."""
+    import pyarrow as pa
+
+    schema = pa.schema([("l", pa.large_string()), ("k", pa.uint8())])
+    batches = line_batches(files, delimiter, n, chunk_bytes)
+    return pa.RecordBatchReader.from_batches(schema, batches)

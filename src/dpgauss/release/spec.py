@@ -36,6 +36,12 @@ errors (a misspelt bound must not be silently ignored).
 Relative paths (source, ledger, output) are used as given, i.e. relative to the current
 working directory, like the ``dpgauss budget`` commands.
 
+**Policies.**  ``on_malformed``, ``on_null`` and ``on_invalid`` are the data owner's checks:
+``"fail"`` makes ``dpgauss check`` (:mod:`dpgauss.release.check`) exit with status 1 when
+rows of that class exist.  A *release* always drops such rows and counts them in its
+confidential diagnostics, whatever the policy: a release is a total function of the data,
+and a refusal that depends on the records would disclose them for free.
+
 Every table and key
 -------------------
 ``[source]``
@@ -50,10 +56,10 @@ Every table and key
     line), ``columns`` (the list of column names: required with ``header = false``; with a
     header it must equal it), ``on_malformed`` = ``"drop"`` (lines that are not records —
     invalid UTF-8, an unterminated quote, too many or too few fields, … — are skipped and
-    counted; the default) or ``"fail"``.
+    counted; the default) or ``"fail"`` (``dpgauss check`` fails; see *Policies*).
 ``[unit]``
     ``column``; ``on_null`` = ``"drop"`` (rows without a unit id are dropped and counted; the
-    default) or ``"fail"``.
+    default) or ``"fail"`` (``dpgauss check`` fails; see *Policies*).
 ``[domain]``
     The public set of output keys; every key is released, zeros included, and records that map
     to no key are dropped and counted.  ``kind``:

@@ -54,6 +54,7 @@ record's priority hashes its line, unless ``record_columns`` is set.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import secrets
 from dataclasses import dataclass
@@ -101,6 +102,14 @@ def _duckdb() -> Any:
             "the DuckDB engine needs the 'data' extra: pip install 'dpgauss[data]'"
         ) from None
     return duckdb
+
+
+def _no_stats(disabled: str) -> str:
+    """``disabled_optimizers`` with ``statistics_propagation`` added (see ``_connect``)."""
+    names = [n.strip() for n in disabled.split(",") if n.strip()]
+    if "statistics_propagation" not in names:
+        names.append("statistics_propagation")
+    return ",".join(names)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -251,11 +260,26 @@ class DuckDBEngine:
     def _connect(self) -> tuple[Any, bool]:
         duckdb = _duckdb()
         if self._connection is not None:
-            return self._connection, False
+            con = self._connection
+            try:
+                self._saved_optimizers = str(
+                    con.execute("SELECT current_setting('disabled_optimizers')").fetchall()[0][0]
+                )
+                con.execute(
+                    "SET disabled_optimizers = $o", {"o": _no_stats(self._saved_optimizers)}
+                )
+            except duckdb.Error as exc:
+                raise EngineError(f"duckdb: {_one_line(exc)}") from None
+            return con, False
         con = duckdb.connect()
         try:
             # Every query here is an aggregate: no result order to preserve.
             con.execute("SET preserve_insertion_order = false")
+            # Statistics propagation folds comparisons from a Parquet row group's min/max,
+            # which leave NaN out: `f < 10` (even `NOT isnan(f)`) became true for a NaN row
+            # when another row of its row group was in range, so one unit's record was
+            # classified by other units' values (tests/release/test_neighbours.py).  Off.
+            con.execute("SET disabled_optimizers = 'statistics_propagation'")
             if self.threads is not None:
                 con.execute(f"SET threads = {int(self.threads)}")
             if self.memory_limit is not None:
@@ -311,6 +335,10 @@ class DuckDBEngine:
             con.close()
             return
         duckdb = _duckdb()
+        saved = getattr(self, "_saved_optimizers", None)
+        if saved is not None:
+            with contextlib.suppress(duckdb.Error):
+                con.execute("SET disabled_optimizers = $o", {"o": saved})
         for stmt in (
             f"DROP TABLE IF EXISTS dp_bounded_{tag}",
             f"DETACH DATABASE IF EXISTS dp_src_{tag}",

@@ -609,7 +609,9 @@ def junk_records(
     elif reason == "outside_filter":
         f = ctx.spec["filter"]
         if ctx.filter_kind == "number":
-            out = [None, math.nan]
+            # NaN only below a stop: both engines order NaN after every number, so a NaN is
+            # inside a window with a start and no stop (and outside any window with a stop).
+            out = [None, math.nan] if "stop" in f else [None]
             if "start" in f:
                 out.append(f["start"] - 1e6 if abs(f["start"]) < 1e200 else -1e308)
             if "stop" in f:
@@ -1236,16 +1238,47 @@ def test_neighbouring_datasets(combo, request, tmp_path_factory, duck_connection
     check()
 
 
+def test_a_nan_in_the_filter_column_is_classified_by_its_own_row(tmp_path: Path) -> None:
+    """Unit A's one record has ``f = NaN``, outside the window ``[0, 10)``; unit B's ``f = 0``
+    is inside.  Written to one Parquet row group, DuckDB folds ``f < 10`` to true from the
+    row group's statistics (which leave NaN out), and A's record is counted only when B's is
+    there: ``agg(D ∪ U) − agg(D) ≠ agg(U)``."""
+
+    def agg(name: str, uid: list[int], f: list[float]) -> np.ndarray:
+        path = tmp_path / f"{name}.parquet"
+        table = {"uid": uid, "x": [0] * len(uid), "f": pa.array(f, pa.float64())}
+        pq.write_table(pa.table(table), path)
+        spec = ReleaseSpec.from_dict(
+            {
+                "source": {"path": str(path)},
+                "unit": {"column": "uid"},
+                "domain": {"kind": "values", "column": "x", "values": [0]},
+                "filter": {"column": "f", "start": 0.0, "stop": 10.0},
+                "bounds": {"max_records_per_unit": 1},
+                "privacy": {"epsilon": 1.0, "delta": 1e-6, "dataset": "d"},
+                "denoise": {"method": "none"},
+            }
+        )
+        return bounded_aggregate(spec, salt=0, engine=DuckDBEngine()).counts
+
+    d = agg("d", [2], [0.0])
+    d_u = agg("d_u", [2, 1], [0.0, math.nan])
+    u = agg("u", [1], [math.nan])
+    assert (d_u - d).tolist() == u.tolist(), f"D: {d}, D ∪ U: {d_u}, U: {u}"
+
+
 # A check of the one-key sort's truncated priority (DuckDB fast path), which random data
 # cannot find (it needs two records of one unit whose priorities agree in their top bits).
 
 
-def test_fast_path_sample_does_not_depend_on_the_id_span(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fast_path", [True, False], ids=["fast", "general"])
+def test_a_units_sample_does_not_depend_on_the_id_span(tmp_path: Path, fast_path: bool) -> None:
     """The fast path sorts ``(unit − min) << pb | (p >> (ub + kb)) << kb | key`` with ``ub``
     the bit length of the *source's* id span: the priority bits a unit's records are ordered
     by depend on the other units' ids.  Two records of unit 0 whose priorities agree in their
     top 24 bits but not in their top 27 are ordered by priority when the span is small and by
-    key when a far unit (id 2**36) widens it; with b = 1 the kept record flips."""
+    key when a far unit (id 2**36) widens it; with b = 1 the kept record flips.  (The general
+    query truncates priorities by the number of key bits only, a public quantity.)"""
     salt = 12345
     con = duckdb.connect()
     # The engine's priority of a record (uid, x, t) with record_columns = ["t"]: the hash of
@@ -1289,7 +1322,7 @@ def test_fast_path_sample_does_not_depend_on_the_id_span(tmp_path: Path) -> None
                 "denoise": {"method": "none"},
             }
         )
-        return bounded_aggregate(spec, salt=salt, engine=DuckDBEngine(fast_path=True)).counts
+        return bounded_aggregate(spec, salt=salt, engine=DuckDBEngine(fast_path=fast_path)).counts
 
     d = agg("d", unit0, other)
     d_far = agg("d_far", unit0, other, far)
@@ -1298,3 +1331,48 @@ def test_fast_path_sample_does_not_depend_on_the_id_span(tmp_path: Path) -> None
         f"records t={a}, t={b} of unit 0: with the far unit {d_far.tolist()}, without "
         f"{d.tolist()}, the far unit alone {u.tolist()}"
     )
+
+
+# The Spark reader's line hazards, as the smallest neighbours the fuzzer's features find
+# (`spark-csv-cr`, `spark-csv-bytes`): D is unit "a" with one record on key 1, U one line.
+SPARK_LINE_HAZARDS = {
+    # A bare CR splits U's line: "b,2" and "a,3", a record of D's unit a.
+    "bare-cr": (b"a,1\n", b"b,2\ra,3\n"),
+    # U's id "a\xff" (invalid UTF-8) is decoded to "a\ufffd", D's unit.
+    "invalid-utf8-id": (b"a\xef\xbf\xbd,1\n", b"a\xff,2\n"),
+}
+
+
+@pytest.mark.skipif(not HAVE_SPARK, reason="the Spark engine needs pyspark and Java")
+@pytest.mark.parametrize("hazard", list(SPARK_LINE_HAZARDS))
+def test_spark_a_csv_line_is_one_record_of_its_own_unit(tmp_path: Path, request, hazard) -> None:
+    from dpgauss.release.engine_spark import SparkEngine
+
+    engine = SparkEngine(request.getfixturevalue("spark"))
+    d, u = SPARK_LINE_HAZARDS[hazard]
+
+    def agg(name: str, data: bytes, salt: int) -> tuple[list[float], int]:
+        path = tmp_path / f"{name}.csv"
+        path.write_bytes(b"uid,x\n" + data)
+        spec = ReleaseSpec.from_dict(
+            {
+                "source": {"path": str(path)},
+                "unit": {"column": "uid"},
+                "domain": {"kind": "range", "column": "x", "start": 0, "stop": 4},
+                "bounds": {"max_records_per_unit": 1},
+                "privacy": {"epsilon": 1.0, "delta": 1e-6, "dataset": "d"},
+                "denoise": {"method": "none"},
+            }
+        )
+        a = bounded_aggregate(spec, salt=salt, engine=engine)
+        return a.counts.tolist(), a.rows.units
+
+    for salt in (1, 2, 3):
+        (c_d, _), (c_du, _), (c_u, units_u) = (
+            agg("d", d, salt),
+            agg("du", d + u, salt),
+            agg("u", u, salt),
+        )
+        assert units_u <= 1, f"U's one line makes {units_u} units: {c_u}"
+        diff = [x - y for x, y in zip(c_du, c_d, strict=True)]
+        assert diff == c_u, f"salt {salt}: D {c_d}, D ∪ U {c_du}, U {c_u}"

@@ -44,6 +44,12 @@ for a known reason are marked ``xfail(strict=False)`` in :data:`KNOWN_ON_MAIN` (
 entry when its fix is merged).  By default a fixed, derandomized slice runs (CI); ``pytest
 --fuzz-long`` runs thousands of pairs with random seeds, and the terminal summary says how
 many pairs were checked per engine and source (``tests/conftest.py``).
+
+The tests after the fuzzer are deterministic reproducers of violations found on main's code,
+each the smallest neighbour found: a unit's sample that depends on the span of the other
+units' ids (DuckDB's fast path: random data cannot find it), a NaN in the filter column
+classified by its Parquet row group's statistics, and the Spark CSV reader's bare CR and
+invalid UTF-8 (too rare for the CI slice of the Spark ids to draw).
 """
 
 from __future__ import annotations
@@ -154,7 +160,7 @@ def _combos() -> list[Any]:
 
 
 #: hypothesis examples per test id: (CI slice, --fuzz-long).
-EXAMPLES = {"duckdb": (15, 300), "spark": (2, 25)}
+EXAMPLES = {"duckdb": (15, 300), "spark": (1, 25)}
 #: salts per case: (CI slice, --fuzz-long).
 SALTS = {"duckdb": (2, 3), "spark": (1, 2)}
 

@@ -31,7 +31,8 @@ clean, so every line of the unit is either the unit's record, a row without a un
 malformed): ``plain`` (valid RFC lines: quoted delimiters and quotes, unicode, numeric-looking
 ids), ``fields`` (extra and missing fields, blank lines), ``unterminated`` (a quote that never
 closes), ``midquote`` (a quote inside an unquoted field, text after a closing quote, a doubled
-quote in an unquoted field), ``cr`` (bare CRs, quoted or not), ``crlf`` (CRLF line ends),
+quote in an unquoted field), ``cr`` (bare CRs, quoted or not, or followed by a whole line of
+another unit), ``crlf`` (CRLF line ends),
 ``bytes`` (NUL, invalid UTF-8, U+FFFD, other control and separator characters; ids with them
 too) and ``all`` (every hazard).
 Parquet sources have real NULLs and typed columns: ``int`` unit ids, ``int-fast`` (counts
@@ -713,7 +714,13 @@ _QUOTE_KINDS = {
 
 @st.composite
 def lines(
-    draw: Any, ctx: Ctx, rec: dict[str, Any], *, hazards: bool, keep: tuple[str, ...] = ()
+    draw: Any,
+    ctx: Ctx,
+    rec: dict[str, Any],
+    *,
+    hazards: bool,
+    keep: tuple[str, ...] = (),
+    inject: tuple[bytes, ...] = (),
 ) -> Line:
     """``rec`` as one CSV line: valid RFC CSV, plus (``hazards``) some of the feature's
     hazards, never in the id field nor in the columns ``keep`` (a junk row's reason).
@@ -783,6 +790,10 @@ def lines(
         else:  # only delimiters, one too many
             cells = [b""] * (len(cells) + 1)
     content = b",".join(cells)
+    if "cr" in picked and inject and "fields" not in picked and draw(st.booleans()):
+        # A bare CR, then a whole line of another unit: one line with too many fields (a
+        # reader that splits lines at a CR would read a record of that unit).
+        content += b"\r" + draw(st.sampled_from(inject))
     if content.endswith(b"\r"):
         content += b"z"
     term = b"\n"
@@ -891,8 +902,12 @@ def cases(draw: Any, combo: tuple[str, str, str], n_salts: int) -> Case:
     n_units = draw(st.integers(2, 5))
     d_ids = draw(st.lists(d_id, min_size=n_units, max_size=n_units, unique=True))
 
+    d_lines: list[bytes] = []  # D's lines, for the CR hazard that carries a line of D
+
     def render(rec: dict[str, Any], hazards: bool) -> Any:
-        return draw(lines(ctx, rec, hazards=hazards)) if csv else rec
+        if not csv:
+            return rec
+        return draw(lines(ctx, rec, hazards=hazards, inject=tuple(d_lines)))
 
     def unit(uid: Any, adversarial: bool) -> list[Any]:
         n = draw(st.integers(1, 6))
@@ -912,6 +927,8 @@ def cases(draw: Any, combo: tuple[str, str, str], n_salts: int) -> Case:
         return rows
 
     units = {uid: unit(uid, False) for uid in d_ids}
+    if csv:
+        d_lines.extend(line.content for rows in units.values() for line in rows)
     background: list[Any] = []
     # Rows without a unit in D too (no NULL id for string ids from Parquet: the NULL flip
     # feature adds them in the neighbour only, the `str` feature never has any).
@@ -944,7 +961,11 @@ def cases(draw: Any, combo: tuple[str, str, str], n_salts: int) -> Case:
             junk.append(draw(malformed_lines(ctx, rec)))
         else:
             keep = _REASON_COLUMNS[reason]
-            junk.append(draw(lines(ctx, rec, hazards=True, keep=keep)) if csv else rec)
+            junk.append(
+                draw(lines(ctx, rec, hazards=True, keep=keep, inject=tuple(d_lines)))
+                if csv
+                else rec
+            )
         junk_reasons.append(reason)
     shown = len(base) + (len(new) if new else len(old))
     junk_at = [draw(st.integers(0, shown + i)) for i in range(len(junk))]

@@ -1,0 +1,64 @@
+"""Options shared by the whole suite.
+
+``--fuzz-long`` turns the neighbouring-dataset fuzzer (``tests/release/test_neighbours.py``)
+from its fixed, derandomized CI slice into a long run with random seeds (thousands of
+neighbouring pairs per engine); ``--fuzz-examples N`` sets the number of hypothesis examples
+per test id of either mode.  The number of pairs checked per engine and source is printed at
+the end of every run that ran the fuzzer.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+#: engine/source → [pairs checked, seconds, rows read, rows in the domain, aggregations,
+#: aggregations where a bound dropped rows]; filled by the fuzzer, printed at the end.
+FUZZ_PAIRS = pytest.StashKey[dict]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("dpgauss")
+    group.addoption(
+        "--fuzz-long",
+        action="store_true",
+        default=False,
+        help="run the neighbouring-dataset fuzzer long, with random seeds",
+    )
+    group.addoption(
+        "--fuzz-examples",
+        type=int,
+        default=None,
+        metavar="N",
+        help="hypothesis examples per fuzzer test id (default: a CI slice, or the long run's)",
+    )
+
+
+@pytest.fixture(scope="session")
+def fuzz_pairs(request: pytest.FixtureRequest) -> dict:
+    """The per-engine/source counters of the neighbouring-dataset fuzzer."""
+    return request.config.stash.setdefault(FUZZ_PAIRS, {})
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    pairs = config.stash.get(FUZZ_PAIRS, None)
+    if not pairs:
+        return
+    write = terminalreporter.write_line
+    terminalreporter.section("neighbouring-dataset fuzzer")
+    long = config.getoption("--fuzz-long")
+    write(f"mode: {'long run, random seeds' if long else 'CI slice, derandomized'}")
+    totals: dict[str, list[float]] = {}
+    for key in sorted(pairs):
+        n, seconds, read, in_domain, aggs, bit = pairs[key]
+        write(
+            f"{key:<24} {n:>7} pairs checked in {seconds:7.1f} s ({aggs} aggregations; "
+            f"{in_domain / max(read, 1):.0%} of rows in the domain, a bound dropped rows in "
+            f"{bit / max(aggs, 1):.0%})"
+        )
+        engine = key.split("/")[0]
+        for name in {engine, engine.split("-")[0]}:
+            total = totals.setdefault(name, [0, 0.0])
+            total[0] += n
+            total[1] += seconds
+    for name, (n, seconds) in sorted(totals.items()):
+        write(f"{name + ' (all sources)':<24} {n:>7} pairs checked in {seconds:7.1f} s")

@@ -1,0 +1,1405 @@
+"""The neighbouring-dataset fuzzer: the bounded aggregate is additive over privacy units.
+
+Privacy rule under test (``dpgauss.release.engine``): the records a unit keeps, and how they
+map to keys, are a function of that unit's own records, the spec and the secret salt — never
+of other units, of rows without a unit, of row order or of a property of the whole source.
+Hence, for a fixed salt, with ``agg`` the engine's bounded aggregate:
+
+* **additivity**: ``agg(D ∪ U) = agg(D) + agg(U)`` when ``U`` holds one unit's records (an id
+  not in ``D``); for a *change* of one unit's records, ``agg(D_new) − agg(D_old) =
+  agg(U_new) − agg(U_old)``.  Counts exactly (kde masses and sums to ~1e-9 of the sum of the
+  terms' magnitudes);
+* **sensitivity**: ``‖agg(U)‖₂ ≤ Δ`` with ``Δ = sensitivity_of(spec).l2`` (a mean: the
+  normalised pair ``(sums/Δ_sum, counts/Δ_count)``, ``Δ = √2``), and ``U`` keeps at most
+  ``b`` records, ``k`` keys and ``c`` records per key, as one unit;
+* **order**: shuffling the rows changes nothing;
+* **junk**: adding a row that belongs to no unit (NULL or empty id, a value that is invalid,
+  outside the domain or the filter, a malformed CSV line) changes nothing — even when the
+  row carries the id of a unit of ``D``.
+
+Hypothesis draws the spec (count/sum/mean; ``values`` of integers, numbers or strings,
+numeric-looking strings included; ``range`` with integer and float bins; the Manhattan graph
+with ``nearest`` and ``kde``; every bound combination; an optional ``[filter]`` window on a
+number or a timestamp; ``record_columns`` or not), a dataset ``D`` of a few units, a neighbour
+(a unit added, removed or changed) whose records are adversarial, and several salts.
+
+CSV files are written as raw bytes, one record per line (never an LF inside a record: the
+engines read a *line-local* format, LF-separated lines, a CR right before an LF stripped,
+RFC quoting within a line, a malformed line dropped as exactly one line).  The unit's lines
+carry the hazards of the test id's ``feature``, always outside its id field (whose text is
+clean, so every line of the unit is either the unit's record, a row without a unit, or
+malformed): ``plain`` (valid RFC lines: quoted delimiters and quotes, unicode, numeric-looking
+ids), ``fields`` (extra and missing fields, blank lines), ``unterminated`` (a quote that never
+closes), ``midquote`` (a quote inside an unquoted field, text after a closing quote, a doubled
+quote in an unquoted field), ``cr`` (bare CRs, quoted or not, or followed by a whole line of
+another unit), ``crlf`` (CRLF line ends),
+``bytes`` (NUL, invalid UTF-8, U+FFFD, other control and separator characters; ids with them
+too) and ``all`` (every hazard).
+Parquet sources have real NULLs and typed columns: ``int`` unit ids, ``int-fast`` (counts
+with only ``max_records_per_unit``: DuckDB's one-key fast path), ``str`` (string ids, empty
+but never NULL: DuckDB sorts them by a hash in every file of the case) and ``str-nullflip``
+(string ids, ``D`` without NULL ids and a neighbour that brings some).
+
+Each engine/source/feature combination is its own test id; the ones that fail on main's code
+for a known reason are marked ``xfail(strict=False)`` in :data:`KNOWN_ON_MAIN` (remove an
+entry when its fix is merged).  By default a fixed, derandomized slice runs (CI); ``pytest
+--fuzz-long`` runs thousands of pairs with random seeds, and the terminal summary says how
+many pairs were checked per engine and source (``tests/conftest.py``).
+
+The tests after the fuzzer are deterministic reproducers of violations found on main's code,
+each the smallest neighbour found: a unit's sample that depends on the span of the other
+units' ids (DuckDB's fast path: random data cannot find it), a NaN in the filter column
+classified by its Parquet row group's statistics, and the Spark CSV reader's bare CR and
+invalid UTF-8 (too rare for the CI slice of the Spark ids to draw).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+import shutil
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("hypothesis")
+pytest.importorskip("duckdb")
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+
+import duckdb  # noqa: E402
+from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from dpgauss.release import pipeline  # noqa: E402
+from dpgauss.release.engine_duckdb import DuckDBEngine, EngineError  # noqa: E402
+from dpgauss.release.mapping import load_graph  # noqa: E402
+from dpgauss.release.pipeline import bounded_aggregate, sensitivity_of  # noqa: E402
+from dpgauss.release.spec import ReleaseSpec  # noqa: E402
+
+try:  # the Spark engine's shared session fixture (module-level skip without pyspark/Java)
+    from .test_engine_spark import spark  # noqa: F401
+except pytest.skip.Exception:
+    HAVE_SPARK = False
+else:
+    HAVE_SPARK = True
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:PySpark does not yet fully support pandas:FutureWarning"
+)
+
+# --------------------------------------------------------------------------- test ids
+
+CSV_FEATURES = ("plain", "fields", "unterminated", "midquote", "cr", "crlf", "bytes", "all")
+HAZARDS = {
+    "plain": frozenset(),
+    "fields": frozenset({"fields"}),
+    "unterminated": frozenset({"unterminated"}),
+    "midquote": frozenset({"midquote"}),
+    "cr": frozenset({"cr"}),
+    "crlf": frozenset({"crlf"}),
+    "bytes": frozenset({"bytes"}),
+    "all": frozenset({"fields", "unterminated", "midquote", "cr", "crlf", "bytes"}),
+}
+PARQUET_FEATURES = ("int", "int-fast", "str", "str-nullflip")
+DUCKDB_ENGINES = ("duckdb-fast", "duckdb-general")
+
+_CSV_LINES = (
+    "known issue 1: DuckDB's CSV reader is not line-local (an unterminated quote swallows the "
+    "following lines; a bare CR splits a line; a bare CR, a CRLF line or an unterminated "
+    "quote in the sniffed lines makes the read fail)"
+)
+_HASH_FLIP = (
+    "known issue 3: DuckDB hashes string unit ids from Parquet only if the hash is injective "
+    "on the whole source (_hash_units): a NULL-id row flips the choice and redraws every "
+    "unit's max_keys_per_unit sample"
+)
+#: (engine, source, feature) → why it fails on main.  Remove an entry when its fix lands.
+KNOWN_ON_MAIN: dict[tuple[str, str, str], str] = {
+    **{
+        (e, "csv", f): _CSV_LINES
+        for e in DUCKDB_ENGINES
+        for f in ("unterminated", "cr", "crlf", "all")
+    },
+    **{(e, "parquet", "str-nullflip"): _HASH_FLIP for e in DUCKDB_ENGINES},
+}
+
+
+def _combos() -> list[Any]:
+    out = []
+    engines = [*DUCKDB_ENGINES, "spark"]
+    for engine in engines:
+        features = [("csv", f) for f in CSV_FEATURES]
+        features += [("parquet", f) for f in PARQUET_FEATURES]
+        if engine == "spark":  # the DuckDB-specific features are not Spark's
+            features = [x for x in features if x[1] not in ("int-fast", "str-nullflip")]
+        for source, feature in features:
+            marks = []
+            if (engine, source, feature) in KNOWN_ON_MAIN:
+                reason = KNOWN_ON_MAIN[engine, source, feature]
+                # A violation is an AssertionError, a failed read an EngineError; anything
+                # else (a bug of this file) fails even where a known issue is expected.
+                marks.append(
+                    pytest.mark.xfail(
+                        strict=False, reason=reason, raises=(AssertionError, EngineError)
+                    )
+                )
+            if engine == "spark" and not HAVE_SPARK:
+                marks.append(pytest.mark.skip(reason="the Spark engine needs pyspark and Java"))
+            out.append(
+                pytest.param(
+                    (engine, source, feature), id=f"{engine}-{source}-{feature}", marks=marks
+                )
+            )
+    return out
+
+
+#: hypothesis examples per test id: (CI slice, --fuzz-long).
+EXAMPLES = {"duckdb": (15, 300), "spark": (1, 25)}
+#: salts per case: (CI slice, --fuzz-long).
+SALTS = {"duckdb": (2, 3), "spark": (1, 2)}
+
+# ------------------------------------------------------------------------------ specs
+
+COLUMNS = ("uid", "x", "lat", "lon", "v", "f", "t", "n")
+CLAMPS = [(0.0, 10.0), (-5.0, 5.0), (-3.5, 2.25), (1.0, 100.0), (-1e6, 1e6), (0.0, 1.0)]
+VALUES_INT = [[0, 1, 2, 5], [1, 10, 100], [-3, 7, 2**60], [0]]
+VALUES_FLOAT = [[0.5, 1.5, -2.25], [1e308, -1e308, 0.0], [0.1, 0.2, 0.30000000000000004]]
+VALUES_STR = [
+    ["1", "1.0", "01", " 1"],
+    ["a", "Zoë", "日本", "1"],
+    ["x\ufffdy", "a,b", 'q"q', "1 ", "+1"],
+]
+RANGES_INT = [(0, 10, 1), (-5, 20, 3), (100, 1000, 100), (0, 9.5, 1), (-(2**40), 2**40, 2**38)]
+RANGES_FLOAT = [(0.0, 1.0, 0.1), (-1.5, 2.5, 0.5), (0.0, 5.0, 0.5), (1e-3, 1e-2, 1e-3)]
+BBOX = [40.70, 40.80, -74.02, -73.93]
+WINDOW_NUM = [(0.0, 10.0), (None, 5.0), (-2.5, None), (1e-300, 1e300)]
+WINDOW_TS = [
+    ("2013-01-05 18:00", "2013-01-06 02:30"),
+    (None, "2013-01-05 12:00:00.5"),
+    ("2013-01-05 00:00", None),
+]
+BOUND_SHAPES = [("b",), ("c",), ("k", "c"), ("b", "k"), ("b", "c"), ("b", "k", "c")]
+BOUND_NAMES = {"b": "max_records_per_unit", "k": "max_keys_per_unit", "c": "max_records_per_key"}
+DOMAIN_KINDS = (
+    "values-int",
+    "values-float",
+    "values-str",
+    "range-int",
+    "range-float",
+    "graph-nearest",
+    "graph-kde",
+)
+X_TYPES = {
+    "values-int": ("int64", "float64", "string"),
+    "values-float": ("float64", "string"),
+    "values-str": ("string",),
+    "range-int": ("int64", "float64", "string"),
+    "range-float": ("float64", "string", "int64"),
+    "graph-nearest": ("int64",),
+    "graph-kde": ("int64",),
+}
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """What the record strategies need to know about one case."""
+
+    source: str  # "csv" or "parquet"
+    ids: str  # "str" or "int"
+    feature: str
+    spec: dict
+    dkind: str
+    x_type: str  # Parquet type of x (CSV: all text)
+    order: tuple[str, ...]  # column order
+
+    @property
+    def hazards(self) -> frozenset[str]:
+        return HAZARDS.get(self.feature, frozenset())
+
+    @property
+    def filter_kind(self) -> str | None:
+        f = self.spec.get("filter")
+        if f is None:
+            return None
+        end = f.get("start", f.get("stop"))
+        return "number" if isinstance(end, float) else "timestamp"
+
+
+@st.composite
+def spec_dicts(draw: Any, source: str, feature: str) -> tuple[dict, str]:
+    """(a spec as a dict without its [source], the domain kind)."""
+    fast = feature == "int-fast"
+    flip = feature == "str-nullflip"
+    kinds = [k for k in DOMAIN_KINDS if not (fast and k == "graph-kde")]
+    dkind = draw(st.sampled_from(kinds))
+    if dkind.startswith("values"):
+        pool = {"values-int": VALUES_INT, "values-float": VALUES_FLOAT, "values-str": VALUES_STR}
+        domain: dict[str, Any] = {
+            "kind": "values",
+            "column": "x",
+            "values": list(draw(st.sampled_from(pool[dkind]))),
+        }
+    elif dkind.startswith("range"):
+        start, stop, step = draw(
+            st.sampled_from(RANGES_INT if dkind == "range-int" else RANGES_FLOAT)
+        )
+        domain = {"kind": "range", "column": "x", "start": start, "stop": stop, "step": step}
+    else:
+        domain = {"kind": "graph", "graph": "manhattan", "lat": "lat", "lon": "lon"}
+        if dkind == "graph-kde":
+            domain["mapping"] = "kde"
+            domain["bandwidth"] = draw(st.sampled_from([30.0, 80.0, 200.0]))
+            domain["neighbors"] = draw(st.sampled_from([1, 3, 8]))
+            cutoff = draw(st.sampled_from([None, 250.0]))
+        else:
+            cutoff = draw(st.sampled_from([None, 60.0, 300.0]))
+        if cutoff is not None:
+            domain["cutoff"] = cutoff
+        if draw(st.booleans()):
+            domain["bbox"] = list(BBOX)
+    if fast:
+        statistic: dict[str, Any] = {"kind": "count"}
+        shape: tuple[str, ...] = ("b",)
+    else:
+        statistic = {"kind": draw(st.sampled_from(["count", "sum", "mean"]))}
+        if statistic["kind"] != "count":
+            lo, hi = draw(st.sampled_from(CLAMPS))
+            statistic.update(column="v", lower=lo, upper=hi)
+        shapes = [s for s in BOUND_SHAPES if "k" in s] if flip else BOUND_SHAPES
+        shape = draw(st.sampled_from(shapes))
+    bounds: dict[str, Any] = {BOUND_NAMES[s]: draw(st.integers(1, 4)) for s in shape}
+    if flip:  # a key-count bound that bites
+        bounds["max_keys_per_unit"] = draw(st.integers(1, 2))
+    cols = draw(st.sampled_from([None, ["t"], ["n", "t"], ["n"], ["f"]]))
+    if cols is not None:
+        bounds["record_columns"] = cols
+    spec = {
+        "unit": {"column": "uid"},
+        "domain": domain,
+        "statistic": statistic,
+        "bounds": bounds,
+        "privacy": {"epsilon": 1.0, "delta": 1e-6, "dataset": "d"},
+        "denoise": {"method": "none"},
+    }
+    window = draw(st.sampled_from([None, "number", "timestamp"]))
+    if window is not None:
+        start, stop = draw(st.sampled_from(WINDOW_NUM if window == "number" else WINDOW_TS))
+        spec["filter"] = {"column": "f"}
+        if start is not None:
+            spec["filter"]["start"] = start
+        if stop is not None:
+            spec["filter"]["stop"] = stop
+    return spec, dkind
+
+
+# ---------------------------------------------------------------------------- records
+
+_BAD_NUMBERS = [
+    "", "nan", "NaN", "-nan", "inf", "-inf", "Infinity", "1e309", "-1e309", "1e308", "-1e308",
+    "abc", "1,5", "0x10", "1_000", "9" * 30, "-" + "9" * 30, "9223372036854775807",
+    "-9223372036854775808", "9223372036854775808", "1e-320", "-0", "-0.0", "١", "1.2.3", "  ",
+    "+", ".", "5d", "1e", "\u00a01",
+]  # fmt: skip
+_TIMESTAMPS = [
+    "2013-01-05 18:00", "2013-01-05 18:00:00", "2013-01-05T18:00:00", "2013-01-06 02:30",
+    "2013-01-06 02:29:59.999999", "2013-01-05 12:00:00.5", "2013-01-05 12:00:00.499999",
+    "2013-01-05", "2013-01-04 23:59:59", "2013-01-05 00:00", "2013-13-01 00:00", "2013-02-30",
+    "2013-01-05 18:00:00+05:00", "never", "", " 2013-01-05 19:00", "2013-1-5 19:00",
+]  # fmt: skip
+_NOTES = ["", "ü", "日本", "a,b", 'q"q', "1", " ", "x\ufffdy", "\ufeff", "-0", "NULL", "\\N"]
+_D_STR_IDS = [
+    "1", "2", "3", "10", "-1", "1.0", "a", "b", "Zoë", "日本", "x\ufffdy", "a b", "a,b", 'q"q',
+    "0", "NULL",
+]  # fmt: skip
+_U_STR_IDS = [
+    "01", " 1", "1 ", "+1", "1e0", "1.00", "１", "A", "B", "ZOË", "Zoe\u0308", "u", "\u202e1",
+    "𝔘", "a  b", "a,,b", '"', 'q""q', "null", "\\N", "\t1",
+]  # fmt: skip
+# Ids only the `bytes` feature uses (CSV): NUL, invalid UTF-8 (surrogateescape), separators.
+_U_BYTE_IDS = ["x\udcffy", "x\udcfey", "x\x00y", "\x00", "1\u2028", "1\x85", "\udcc3"]
+_U_INT_IDS = [31, 32, 1000, -1, 2**31, 2**36, 2**40, -(2**62), 2**63 - 1, -(2**63), 0]
+
+
+def _fmt(x: float | int) -> str:
+    return str(x) if isinstance(x, int) else repr(float(x))
+
+
+def _variants(x: float | int) -> list[str]:
+    """Texts that parse to the number ``x`` (and a few that nearly do)."""
+    s = _fmt(x)
+    out = [s, f" {s}", f"{s} ", f"{s}e0", s.upper()]
+    if not s.startswith("-"):
+        out.append("+" + s)
+    if float(x).is_integer() and abs(x) < 2**63:
+        i = int(x)
+        out += [str(i), f"{i}.0", f"{i}.000", ("-0" + str(-i)) if i < 0 else ("0" + str(i))]
+    return out
+
+
+def _range(spec: dict) -> tuple[list[float | int], list[float | int]]:
+    """(values inside the range: bin edges and midpoints, values around and outside it)."""
+    d = spec["domain"]
+    start, stop, step = d["start"], d["stop"], d["step"]
+    n = math.ceil((float(stop) - float(start)) / float(step))
+    integral = all(isinstance(v, int) for v in (start, step))
+
+    def at(i: float) -> float | int:
+        if integral and float(i).is_integer():
+            return start + int(i) * step
+        return float(start) + i * float(step)
+
+    inside = [at(i) for i in range(n) if float(at(i)) < float(stop)]
+    inside += [at(i + 0.5) for i in range(n) if float(at(i + 0.5)) < float(stop)]
+    around = [at(-1), at(n), at(n + 1), stop, float(stop), float(stop) - 1e-9, float(start) - 1e-9]
+    return inside, around
+
+
+def _x_numbers(ctx: Ctx) -> tuple[list[float | int], list[float | int]]:
+    """(numbers that map to a key, numbers that may not) for x."""
+    d = ctx.spec["domain"]
+    if ctx.dkind.startswith("graph"):  # x is not read
+        return [0, 1, 2], [-1]
+    if ctx.dkind.startswith("values"):
+        vals = list(d["values"])
+        return vals, [max(vals) + 1, min(vals) - 1, max(vals) * 2 + 0.5]
+    return _range(ctx.spec)
+
+
+@st.composite
+def _weighted(draw: Any, *options: tuple[int, st.SearchStrategy]) -> Any:
+    """A draw from one of the strategies, picked with the given weights (``one_of`` would
+    merge equal strategies and pick each branch equally often)."""
+    i = draw(st.integers(0, sum(w for w, _ in options) - 1))
+    for w, strategy in options:
+        if i < w:
+            return draw(strategy)
+        i -= w
+    raise AssertionError("unreachable")
+
+
+def _mix(valid: st.SearchStrategy, bad: st.SearchStrategy, weight: int) -> st.SearchStrategy:
+    """``valid``, or ``bad`` one draw in ``weight + 1``."""
+    return _weighted((weight, valid), (1, bad))
+
+
+def _text_x(ctx: Ctx) -> tuple[st.SearchStrategy, st.SearchStrategy]:
+    d = ctx.spec["domain"]
+    if ctx.dkind == "values-str":
+        near = ["1", "01", " 1", "1 ", "1.0", "+1", "a", "A", "Zoë", "Zoe\u0308", "", "x\ufffdy"]
+        return st.sampled_from(list(d["values"])), st.one_of(st.sampled_from(near), st.none())
+    good, around = _x_numbers(ctx)
+    texts = sorted({t for x in good for t in _variants(x)})
+    valid = st.one_of(st.sampled_from([_fmt(x) for x in good]), st.sampled_from(texts))
+    bad = st.one_of(
+        st.sampled_from([_fmt(x) for x in around]), st.sampled_from(_BAD_NUMBERS), st.none()
+    )
+    return valid, bad
+
+
+def _typed_x(ctx: Ctx) -> tuple[st.SearchStrategy, st.SearchStrategy]:
+    if ctx.x_type == "string":
+        return _text_x(ctx)
+    good, around = _x_numbers(ctx)
+    if ctx.x_type == "int64":
+        ints = sorted({int(x) for x in good if float(x).is_integer() and abs(float(x)) < 2**62})
+        ints = ints or [0, 1, 2]
+        outs = sorted({math.floor(float(x)) for x in around if abs(float(x)) < 2**62})
+        return st.sampled_from(ints), st.one_of(
+            st.sampled_from([*outs, 2**63 - 1, -(2**63), 0, -1, 2**53 + 1]), st.none()
+        )
+    specials = [math.nan, math.inf, -math.inf, 1e308, -1e308, -0.0, 5e-324]
+    return st.sampled_from([float(x) for x in good]), st.one_of(
+        st.sampled_from([float(x) for x in around] + specials), st.none()
+    )
+
+
+@functools.cache
+def _nodes() -> tuple[tuple[float, float], ...]:
+    """A dozen junctions of the Manhattan graph inside BBOX (records near them map to them)."""
+    g = load_graph("manhattan")
+    lat, lon = np.asarray(g.lat), np.asarray(g.lon)
+    inside = np.flatnonzero(
+        (lat > BBOX[0] + 0.002)
+        & (lat < BBOX[1] - 0.002)
+        & (lon > BBOX[2] + 0.002)
+        & (lon < BBOX[3] - 0.002)
+    )
+    pick = inside[:: max(1, inside.size // 12)][:12]
+    return tuple((float(lat[i]), float(lon[i])) for i in pick)
+
+
+def _lat_lon(ctx: Ctx) -> tuple[st.SearchStrategy, st.SearchStrategy]:
+    """(valid, bad) strategies of a (lat, lon) pair."""
+    near = st.tuples(st.sampled_from(_nodes()), st.floats(-3e-4, 3e-4), st.floats(-3e-4, 3e-4)).map(
+        lambda t: (round(t[0][0] + t[1], 7), round(t[0][1] + t[2], 7))
+    )
+    anywhere = st.tuples(st.floats(40.70, 40.80), st.floats(-74.02, -73.93))
+    edges = st.tuples(st.sampled_from([40.7, 40.8]), st.sampled_from([-74.02, -73.93]))
+    bad_lat = [math.nan, 91.0, -91.0, math.inf, 40.6, 1e308, None]
+    bad_lon = [math.nan, -181.0, -math.inf, -74.5, 0.0, None]
+    bad = st.one_of(
+        st.tuples(st.sampled_from(bad_lat), st.floats(-74.02, -73.93)),
+        st.tuples(st.floats(40.70, 40.80), st.sampled_from(bad_lon)),
+        edges,
+    )
+    valid = _weighted((3, near), (1, anywhere))
+    if ctx.source == "csv":
+
+        def text(pair: tuple[Any, Any]) -> tuple[str | None, str | None]:
+            return tuple(None if v is None else _fmt(v) for v in pair)  # type: ignore[return-value]
+
+        extra = st.tuples(st.sampled_from(["", "abc", " 40.75", "40,75", "1e400"]), st.just("0"))
+        return valid.map(text), st.one_of(bad.map(text), extra)
+    return valid, bad
+
+
+def _value(ctx: Ctx) -> tuple[st.SearchStrategy, st.SearchStrategy]:
+    st_ = ctx.spec["statistic"]
+    lo, hi = st_.get("lower", 0.0), st_.get("upper", 1.0)
+    edges = [lo, hi, (lo + hi) / 2, lo - 1, hi + 1, 0.0, -0.0]
+    inside = st.floats(lo, hi)
+    huge = [1e308, -1e308, 5e-324, float(2**63)]
+    floats = st.floats(allow_nan=False, allow_infinity=False, width=64)
+    if ctx.source == "csv":
+        valid = st.one_of(st.sampled_from([_fmt(x) for x in edges]), inside.map(_fmt))
+        bad = st.one_of(
+            st.sampled_from([_fmt(x) for x in huge]),
+            floats.map(_fmt),
+            st.integers(-(10**30), 10**30).map(str),
+            st.sampled_from(_BAD_NUMBERS),
+            st.none(),
+        )
+        return valid, bad
+    valid = st.one_of(st.sampled_from(edges), inside)
+    bad = st.one_of(
+        st.sampled_from(huge), floats, st.sampled_from([math.nan, math.inf, -math.inf]), st.none()
+    )
+    return valid, bad
+
+
+def _window_values(ctx: Ctx) -> tuple[st.SearchStrategy, st.SearchStrategy]:
+    f = ctx.spec.get("filter") or {}
+    kind = ctx.filter_kind or "number"
+    csv = ctx.source == "csv"
+    if kind == "number":
+        start, stop = f.get("start"), f.get("stop")
+        lo = -5.0 if start is None else float(start)
+        hi = lo + 10.0 if stop is None else float(stop)
+        lo = min(lo, hi - 1.0) if start is None else lo
+        ends = [x for x in (start, stop) if x is not None] or [0.0]
+        nums = [*ends, *(e + 1 for e in ends), *(e - 1 for e in ends), -1e300, 1e300]
+        inside = st.one_of(st.floats(lo, hi, exclude_max=True), st.sampled_from([lo]))
+        if csv:
+            bad = st.one_of(
+                st.sampled_from([_fmt(x) for x in nums]),
+                st.sampled_from(_BAD_NUMBERS),
+                st.sampled_from(_TIMESTAMPS),
+                st.none(),
+            )
+            return inside.map(_fmt), bad
+        return inside, st.one_of(st.sampled_from([*nums, math.nan, math.inf]), st.none())
+    start = f.get("start", "2013-01-05 00:00")
+    t0 = datetime.fromisoformat(start) if "start" in f else datetime(2013, 1, 5)
+    t1 = datetime.fromisoformat(f["stop"]) if "stop" in f else datetime(2013, 1, 7)
+    if "stop" in f and "start" not in f:
+        t0 = t1 - timedelta(hours=12)
+    seconds = (t1 - t0).total_seconds()
+    inside = (
+        st.floats(0, seconds, exclude_max=True)
+        .map(lambda x: t0 + timedelta(microseconds=int(x * 1e6)))
+        .filter(lambda t: t0 <= t < t1)
+    )
+    stamps = [datetime.fromisoformat(s) for s in _TIMESTAMPS[:10] if len(s) > 7]
+    if csv:
+
+        def text(t: datetime) -> str:
+            return t.isoformat(sep=" ")
+
+        bad = st.one_of(st.sampled_from(_TIMESTAMPS), st.sampled_from(["1", ""]), st.none())
+        return st.one_of(inside.map(text), st.just(text(t0))), bad
+    bad = st.one_of(
+        st.sampled_from([*stamps, datetime(1990, 1, 1), datetime(2100, 1, 1)]), st.none()
+    )
+    return st.one_of(inside, st.just(t0)), bad
+
+
+def _note(ctx: Ctx) -> st.SearchStrategy:
+    chars = st.characters(codec="utf-8", exclude_characters="\n\r")
+    return st.one_of(st.sampled_from(_NOTES), st.text(chars, max_size=4), st.none())
+
+
+def _columns(ctx: Ctx, adversarial: bool) -> dict[str, st.SearchStrategy]:
+    """The strategy of each column's value: valid most of the time, and adversarial
+    (invalid, extreme, on an edge) one draw in 4 (``adversarial``: the unit's rows) or 10."""
+    key = "adversarial" if adversarial else "benign"
+    cache = ctx.__dict__.setdefault("_strategies", {})
+    if key not in cache:
+        w = 3 if adversarial else 9
+        x = _text_x(ctx) if ctx.source == "csv" else _typed_x(ctx)
+        cache[key] = {
+            "x": _mix(*x, w),
+            "latlon": _mix(*_lat_lon(ctx), w),
+            "v": _mix(*_value(ctx), w),
+            "f": _mix(*_window_values(ctx), w),
+            "n": _note(ctx),
+        }
+    return cache[key]
+
+
+@st.composite
+def records(draw: Any, ctx: Ctx, uid: Any, adversarial: bool = True) -> dict[str, Any]:
+    """One record of unit ``uid``: every column (:func:`_columns`)."""
+    cols = _columns(ctx, adversarial)
+    lat, lon = draw(cols["latlon"])
+    rec = {
+        "uid": uid,
+        "x": draw(cols["x"]),
+        "lat": lat,
+        "lon": lon,
+        "v": draw(cols["v"]),
+        "f": draw(cols["f"]),
+        "t": draw(st.integers(0, 9)),
+        "n": draw(cols["n"]),
+    }
+    if ctx.source == "csv":
+        rec["t"] = str(rec["t"])
+    return rec
+
+
+# Junk: rows that contribute nothing, whatever their other columns say.
+def _junk_reasons(ctx: Ctx, *, nulls: bool = True) -> list[str]:
+    reasons = ["invalid_domain", "outside_domain"]
+    if nulls:
+        reasons.append("null_id")
+    if ctx.ids == "str":
+        reasons.append("empty_id")
+    if ctx.filter_kind is not None:
+        reasons.append("outside_filter")
+    if ctx.spec["statistic"]["kind"] != "count":
+        reasons.append("invalid_value")
+    if ctx.source == "csv":
+        reasons.append("malformed")
+    return reasons
+
+
+_REASON_COLUMNS = {
+    "null_id": ("uid",),
+    "empty_id": ("uid",),
+    "outside_filter": ("f",),
+    "invalid_value": ("v",),
+    "invalid_domain": ("x", "lat", "lon"),
+    "outside_domain": ("x", "lat", "lon"),
+}
+
+
+@st.composite
+def junk_records(
+    draw: Any, ctx: Ctx, ids: list[Any], *, nulls: bool = True
+) -> tuple[dict[str, Any], str]:
+    """(a record that belongs to no unit, its reason); it may carry an id of ``D``."""
+    reason = draw(st.sampled_from(_junk_reasons(ctx, nulls=nulls)))
+    uid = draw(st.sampled_from(ids)) if ids else ("1" if ctx.ids == "str" else 1)
+    rec = draw(records(ctx, uid))
+    csv = ctx.source == "csv"
+    d = ctx.spec["domain"]
+    if reason == "null_id":
+        rec["uid"] = None
+    elif reason == "empty_id":
+        rec["uid"] = ""
+    elif reason == "outside_filter":
+        f = ctx.spec["filter"]
+        if ctx.filter_kind == "number":
+            # NaN only below a stop: both engines order NaN after every number, so a NaN is
+            # inside a window with a start and no stop (and outside any window with a stop).
+            out = [None, math.nan] if "stop" in f else [None]
+            if "start" in f:
+                out.append(f["start"] - 1e6 if abs(f["start"]) < 1e200 else -1e308)
+            if "stop" in f:
+                out.append(f["stop"] if abs(f["stop"]) < 1e200 else 1e308)
+            rec["f"] = draw(st.sampled_from(out))
+            if csv:
+                rec["f"] = draw(st.sampled_from(["x", ""])) if rec["f"] is None else _fmt(rec["f"])
+        else:
+            out = [None]
+            if "start" in f:
+                out.append(datetime(1990, 1, 1))
+            if "stop" in f:
+                out.append(datetime.fromisoformat(f["stop"]))
+            rec["f"] = draw(st.sampled_from(out))
+            if csv:
+                rec["f"] = "never" if rec["f"] is None else str(rec["f"])
+    elif reason == "invalid_value":
+        rec["v"] = draw(
+            st.sampled_from(
+                ["nan", "inf", "-inf", "abc", "", None]
+                if csv
+                else [math.nan, math.inf, -math.inf, None]
+            )
+        )
+    elif reason == "invalid_domain":
+        if d["kind"] == "graph":
+            rec["lat"] = draw(
+                st.sampled_from(["nan", "91", "", None] if csv else [math.nan, 91.0, None])
+            )
+        elif ctx.dkind == "values-str" or (not csv and ctx.x_type != "string"):
+            rec["x"] = None
+        else:
+            rec["x"] = draw(st.sampled_from(["zz", "nan", "inf", None]))
+    elif reason == "outside_domain":
+        if d["kind"] == "graph":
+            rec["lat"], rec["lon"] = (40.60, -73.90)
+            if csv:
+                rec["lat"], rec["lon"] = "40.6", "-73.9"
+        elif d["kind"] == "values":
+            if ctx.dkind == "values-str":
+                rec["x"] = "∉ not a key"
+            else:
+                rec["x"] = 123457 if ctx.x_type == "int64" else 123457.25
+                if csv or ctx.x_type == "string":
+                    rec["x"] = "123457.25"
+        else:
+            start, stop, step = d["start"], d["stop"], d["step"]
+            outs = [float(start) - 10 * float(step), float(stop), float(stop) + 10 * float(step)]
+            if ctx.x_type == "int64" and not csv:
+                outs = [math.floor(outs[0]), math.ceil(outs[1]), math.ceil(outs[2])]
+            rec["x"] = draw(st.sampled_from(outs))
+            if csv or ctx.x_type == "string":
+                rec["x"] = _fmt(rec["x"])
+    return rec, reason
+
+
+# ------------------------------------------------------------------------ CSV lines
+
+_HAZARD_BYTES = [
+    b"\x00", b"\xff", b"\xfe", b"\xc3", b"\xed\xa0\x80", b"\xef\xbf\xbd", b"\xc2\x85",
+    b"\xe2\x80\xa8", b"\xef\xbb\xbf", b"\x1a", b"\x0b", b"\x0c", b"\t", b"\x80",
+]  # fmt: skip
+
+
+def _enc(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
+
+
+def _needs_quotes(text: str) -> bool:
+    return text == "" or any(c in text for c in ',"\r')
+
+
+def _quoted(text: str) -> bytes:
+    return b'"' + _enc(text).replace(b'"', b'""') + b'"'
+
+
+@dataclass(frozen=True)
+class Line:
+    """One CSV line: its content (no LF, never ending in CR) and its terminator."""
+
+    content: bytes
+    term: bytes = b"\n"
+
+    def __post_init__(self) -> None:
+        assert b"\n" not in self.content and not self.content.endswith(b"\r"), self
+
+
+_QUOTE_KINDS = {
+    "unterminated": ("open", "lone", "escaped"),
+    "midquote": ("mid", "after", "doubled"),
+}
+
+
+@st.composite
+def lines(
+    draw: Any,
+    ctx: Ctx,
+    rec: dict[str, Any],
+    *,
+    hazards: bool,
+    keep: tuple[str, ...] = (),
+    inject: tuple[bytes, ...] = (),
+) -> Line:
+    """``rec`` as one CSV line: valid RFC CSV, plus (``hazards``) some of the feature's
+    hazards, never in the id field nor in the columns ``keep`` (a junk row's reason).
+
+    At most one hazard that can move field boundaries (a quote hazard, or a field hazard)
+    per line, and a quote hazard only on a line without any other quote, so that under any
+    line-local reading the line is its record, or has other values in the hazard's field, or
+    is malformed."""
+    families = sorted(ctx.hazards) if hazards else []
+    picked = set(draw(st.lists(st.sampled_from(families), max_size=2))) if families else set()
+    quotes = picked & set(_QUOTE_KINDS)
+    if quotes:
+        picked -= {"fields", *list(quotes)[1:]}
+    free = [i for i, c in enumerate(ctx.order) if c != "uid" and c not in keep]
+    raw: list[bytes | None] = [None if rec[c] is None else _enc(str(rec[c])) for c in ctx.order]
+    # Bytes and CRs go into the field's text (then quoted or not), never next to a quote.
+    if "bytes" in picked:
+        for _ in range(draw(st.integers(1, 3))):
+            i = draw(st.sampled_from(free))
+            text = raw[i] or b""
+            j = draw(st.integers(0, len(text)))
+            raw[i] = text[:j] + draw(st.sampled_from(_HAZARD_BYTES)) + text[j:]
+    if "cr" in picked:
+        i = draw(st.sampled_from(free))
+        text = raw[i] or b""
+        j = draw(st.integers(0, len(text)))
+        raw[i] = text[:j] + b"\r" + text[j:]
+    quote_hazard = bool(quotes) and not any(r is not None and (b"," in r or b'"' in r) for r in raw)
+    cells: list[bytes] = []
+    for r in raw:
+        if r is None:
+            cells.append(b"")
+        elif r == b"" or b"," in r or b'"' in r:
+            cells.append(b'"' + r.replace(b'"', b'""') + b'"')
+        elif not quote_hazard and draw(st.integers(0, 4)) == 0:
+            cells.append(b'"' + r + b'"')
+        else:
+            cells.append(r)  # a bare CR unquoted too: it is only a byte of the line
+    if quote_hazard:
+        i = draw(st.sampled_from(free))
+        text = cells[i]
+        kind = draw(st.sampled_from(_QUOTE_KINDS[next(iter(quotes))]))
+        if kind == "open":
+            cells[i] = b'"' + text
+        elif kind == "lone":
+            cells[i] = b'"'
+        elif kind == "escaped":
+            cells[i] = b'"' + text + b'""'
+        elif kind == "mid":
+            j = draw(st.integers(1, len(text) - 1)) if len(text) > 1 else len(text)
+            cells[i] = text[:j] + b'"' + text[j:] + (b"" if len(text) > 1 else b"z")
+        elif kind == "after":
+            cells[i] = b'"' + text + b'"z'
+        else:
+            cells[i] = text + b'""z'
+    if "fields" in picked:
+        kind = draw(st.sampled_from(["extra", "split", "missing", "blank", "empty"]))
+        if kind == "extra":
+            cells.append(draw(st.sampled_from([b"", b"z", b'"a,b"'])))
+        elif kind == "split":
+            i = draw(st.sampled_from(free))
+            cells[i] = cells[i] + b"," + cells[i]
+        elif kind == "missing":
+            cells = cells[: draw(st.integers(1, len(cells) - 1))]
+        elif kind == "blank":
+            cells = [b""]
+        else:  # only delimiters, one too many
+            cells = [b""] * (len(cells) + 1)
+    content = b",".join(cells)
+    if "cr" in picked and inject and "fields" not in picked and draw(st.booleans()):
+        # A bare CR, then a whole line of another unit: one line with too many fields (a
+        # reader that splits lines at a CR would read a record of that unit).
+        content += b"\r" + draw(st.sampled_from(inject))
+    if content.endswith(b"\r"):
+        content += b"z"
+    term = b"\n"
+    if "crlf" in ctx.hazards and draw(st.booleans()):
+        term = b"\r\n"
+    return Line(content, term)
+
+
+@st.composite
+def malformed_lines(draw: Any, ctx: Ctx, rec: dict[str, Any]) -> Line:
+    """A line that is malformed under any line-local reading (it may carry a unit's id)."""
+    term = draw(st.sampled_from([b"\n", b"\r\n"])) if "crlf" in ctx.hazards else b"\n"
+    cells = _split_clean(ctx, rec)
+    kinds = ["missing", "extra"]
+    if "unterminated" in ctx.hazards and not any(b'"' in c for c in cells):
+        kinds.append("unterminated")
+    kind = draw(st.sampled_from(kinds))
+    if kind == "missing":
+        content = b",".join(cells[: draw(st.integers(1, len(cells) - 1))])
+    elif kind == "extra":
+        content = b",".join([*cells, b"z"])
+    else:  # the first field's quote never closes: one field, whatever follows
+        content = b'"' + b",".join(cells)
+    if content.endswith(b"\r"):
+        content += b"z"
+    return Line(content, term)
+
+
+def _split_clean(ctx: Ctx, rec: dict[str, Any]) -> list[bytes]:
+    out = []
+    for col in ctx.order:
+        value = rec[col]
+        if value is None:
+            out.append(b"")
+        else:
+            text = str(value)
+            out.append(_quoted(text) if _needs_quotes(text) else _enc(text))
+    return out
+
+
+# ------------------------------------------------------------------------------ cases
+
+
+@dataclass
+class Case:
+    """One neighbouring pair: ``base ∪ old`` and ``base ∪ new``, ``old``/``new`` the rows of
+    one unit before and after (either may be empty: a unit added or removed)."""
+
+    ctx: Ctx
+    kind: str
+    uid: Any
+    base: list[Any]
+    old: list[Any]
+    new: list[Any]
+    old_at: list[int]  # where old's rows go in base (insertion indices, in order)
+    new_at: list[int]
+    junk: list[Any]
+    junk_at: list[int]
+    junk_reasons: list[str]
+    order: list[int]  # a permutation of the rows of base ∪ new (or old) for the shuffle check
+    salts: list[int]
+    final_lf: list[bool] = field(default_factory=list)  # per file written (CSV)
+    header_term: bytes = b"\n"
+    row_group: int = 64
+
+    def __repr__(self) -> str:
+        show = (
+            repr
+            if self.ctx.source == "parquet"
+            else (lambda rows: [r.content + r.term for r in rows])
+        )
+        spec = {k: v for k, v in self.ctx.spec.items() if k not in ("privacy", "denoise")}
+        return (
+            f"Case({self.ctx.source}/{self.ctx.feature} {self.kind} unit {self.uid!r}\n"
+            f"  spec={spec}\n  columns={self.ctx.order}"
+            + (f" x_type={self.ctx.x_type}" if self.ctx.source == "parquet" else "")
+            + f"\n  salts={self.salts}\n  base={show(self.base)}\n  old={show(self.old)} at "
+            f"{self.old_at}\n  new={show(self.new)} at {self.new_at}\n  junk={show(self.junk)} "
+            f"({self.junk_reasons}) at {self.junk_at}\n  final_lf={self.final_lf} "
+            f"header_term={self.header_term!r} row_group={self.row_group}\n  order={self.order})"
+        )
+
+
+@st.composite
+def cases(draw: Any, combo: tuple[str, str, str], n_salts: int) -> Case:
+    _engine, source, feature = combo
+    spec, dkind = draw(spec_dicts(source, feature))
+    ids = "int" if feature in ("int", "int-fast") else "str"
+    order = tuple(draw(st.permutations(COLUMNS))) if source == "csv" else COLUMNS
+    x_type = draw(st.sampled_from(X_TYPES[dkind])) if source == "parquet" else "string"
+    ctx = Ctx(source, ids, feature, spec, dkind, x_type, order)
+    csv = source == "csv"
+    flip = feature == "str-nullflip"
+    # String ids from Parquet without any NULL id: DuckDB's hashed sort of ids stays on for
+    # every file of the case (a NULL id switches it off: known issue 3, the `nullflip` case).
+    no_nulls = feature == "str"
+
+    if ids == "int":
+        d_id, u_id = st.integers(0, 30), st.one_of(st.sampled_from(_U_INT_IDS), st.integers(0, 60))
+    else:
+        d_pool = list(_D_STR_IDS)
+        u_pool = _U_STR_IDS + (_U_BYTE_IDS if "bytes" in ctx.hazards else [])
+        if "cr" in ctx.hazards:
+            u_pool = [*u_pool, "u\r1"]
+        d_id, u_id = st.sampled_from(d_pool), st.sampled_from(u_pool + d_pool)
+    n_units = draw(st.integers(2, 5))
+    d_ids = draw(st.lists(d_id, min_size=n_units, max_size=n_units, unique=True))
+
+    d_lines: list[bytes] = []  # D's lines, for the CR hazard that carries a line of D
+
+    def render(rec: dict[str, Any], hazards: bool) -> Any:
+        if not csv:
+            return rec
+        return draw(lines(ctx, rec, hazards=hazards, inject=tuple(d_lines)))
+
+    def unit(uid: Any, adversarial: bool) -> list[Any]:
+        n = draw(st.integers(1, 6))
+        rows = [render(draw(records(ctx, uid, adversarial)), adversarial) for _ in range(n)]
+        if not adversarial:
+            return rows
+        for _ in range(draw(st.integers(0, 2))):  # duplicates of its own rows
+            i = draw(st.integers(0, len(rows) - 1))
+            rows.insert(draw(st.integers(0, len(rows))), rows[i])
+        nulls = draw(st.integers(1 if flip else 0, 2))
+        for _ in range(nulls):  # rows it sends without an id (NULL, or empty)
+            rec = draw(records(ctx, uid))
+            rec["uid"] = None if (ids == "int" or flip or draw(st.booleans())) else ""
+            if no_nulls:
+                rec["uid"] = ""
+            rows.insert(draw(st.integers(0, len(rows))), render(rec, True))
+        return rows
+
+    units = {uid: unit(uid, False) for uid in d_ids}
+    if csv:
+        d_lines.extend(line.content for rows in units.values() for line in rows)
+    background: list[Any] = []
+    # Rows without a unit in D too (no NULL id for string ids from Parquet: the NULL flip
+    # feature adds them in the neighbour only, the `str` feature never has any).
+    if draw(st.booleans()):
+        rec, reason = draw(junk_records(ctx, d_ids, nulls=not (flip or no_nulls)))
+        if reason == "malformed":
+            background.append(draw(malformed_lines(ctx, rec)))
+        else:
+            background.append(render(rec, False))
+
+    kind = draw(st.sampled_from(["add", "change"] if flip else ["add", "remove", "change"]))
+    if kind == "add":
+        uid = draw(u_id.filter(lambda i: i not in units))
+        old, new = [], unit(uid, True)
+    else:
+        uid = draw(st.sampled_from(d_ids))
+        old = units.pop(uid)
+        new = unit(uid, True) if kind == "change" else []
+    base = [row for rows in units.values() for row in rows] + background
+    base = [base[i] for i in draw(st.permutations(range(len(base))))]
+
+    def positions(rows: list[Any]) -> list[int]:
+        return [draw(st.integers(0, len(base) + i)) for i in range(len(rows))]
+
+    old_at, new_at = positions(old), positions(new)
+    junk, junk_reasons = [], []
+    for _ in range(draw(st.integers(1, 2))):
+        rec, reason = draw(junk_records(ctx, [*d_ids, uid], nulls=not no_nulls))
+        if reason == "malformed":
+            junk.append(draw(malformed_lines(ctx, rec)))
+        else:
+            keep = _REASON_COLUMNS[reason]
+            junk.append(
+                draw(lines(ctx, rec, hazards=True, keep=keep, inject=tuple(d_lines)))
+                if csv
+                else rec
+            )
+        junk_reasons.append(reason)
+    shown = len(base) + (len(new) if new else len(old))
+    junk_at = [draw(st.integers(0, shown + i)) for i in range(len(junk))]
+    perm = draw(st.permutations(range(shown)))
+    salts = draw(st.lists(st.integers(0, 2**64 - 1), min_size=n_salts, max_size=n_salts))
+    case = Case(
+        ctx,
+        kind,
+        uid,
+        base,
+        old,
+        new,
+        old_at,
+        new_at,
+        junk,
+        junk_at,
+        junk_reasons,
+        list(perm),
+        salts,
+    )
+    if csv:
+        case.final_lf = draw(st.lists(st.booleans(), min_size=8, max_size=8))
+        if "crlf" in ctx.hazards:
+            case.header_term = draw(st.sampled_from([b"\n", b"\r\n"]))
+    else:
+        case.row_group = draw(st.sampled_from([1, 2, 3, 64]))
+    return case
+
+
+def _insert(base: list[Any], rows: list[Any], at: list[int]) -> list[Any]:
+    out = list(base)
+    for row, i in zip(rows, at, strict=True):
+        out.insert(i, row)
+    return out
+
+
+# ------------------------------------------------------------------------------ files
+
+_SCHEMA_TYPES = {"int64": pa.int64(), "float64": pa.float64(), "string": pa.string()}
+
+
+class Files:
+    """Writes a case's sources: CSV as raw bytes, Parquet with an explicit schema."""
+
+    def __init__(self, root: Path, case: Case) -> None:
+        self.root = root
+        self.case = case
+        self.n = 0
+
+    def write(self, rows: list[Any]) -> str:
+        c, ctx = self.case, self.case.ctx
+        i, self.n = self.n, self.n + 1
+        if ctx.source == "csv":
+            path = self.root / f"s{i}.csv"
+            data = b",".join(_enc(col) for col in ctx.order) + c.header_term
+            final = c.final_lf[i % len(c.final_lf)]
+            for j, line in enumerate(rows):
+                last = j == len(rows) - 1
+                data += line.content + (line.term if (final or not last) else b"")
+            path.write_bytes(data)
+            return str(path)
+        path = self.root / f"s{i}.parquet"
+        f_type = pa.timestamp("us") if ctx.filter_kind == "timestamp" else pa.float64()
+        schema = pa.schema(
+            [
+                ("uid", pa.int64() if ctx.ids == "int" else pa.string()),
+                ("x", _SCHEMA_TYPES[ctx.x_type]),
+                ("lat", pa.float64()),
+                ("lon", pa.float64()),
+                ("v", pa.float64()),
+                ("f", f_type),
+                ("t", pa.int64()),
+                ("n", pa.string()),
+            ]
+        )
+        fixed = []
+        for r in rows:
+            r = dict(r)
+            if ctx.filter_kind != "timestamp" and isinstance(r["f"], datetime):
+                r["f"] = None
+            if ctx.filter_kind == "timestamp" and isinstance(r["f"], float):
+                r["f"] = None
+            fixed.append(r)
+        table = pa.Table.from_pylist(fixed, schema=schema)
+        pq.write_table(table, path, row_group_size=c.row_group)
+        return str(path)
+
+
+# ------------------------------------------------------------------------------ checks
+
+
+@dataclass(frozen=True)
+class Vec:
+    counts: np.ndarray
+    sums: np.ndarray | None
+    units: int
+
+    @staticmethod
+    def zero(d: int, has_sums: bool) -> Vec:
+        return Vec(np.zeros(d), np.zeros(d) if has_sums else None, 0)
+
+
+class Checker:
+    """Runs one engine on a case's files and checks the properties of the module docstring."""
+
+    def __init__(self, case: Case, engine: Any, root: Path, fold: bool = False) -> None:
+        self.fold = fold  # one aggregation for the order and junk checks (Spark: slow)
+        self.case = case
+        self.engine = engine
+        self.files = Files(root, case)
+        self.paths: dict[int, str] = {}  # id(rows) → the file written for them
+        self.stats = [0, 0, 0, 0]  # rows read, rows in the domain, aggregations, bounds bit
+        spec = dict(case.ctx.spec)
+        self.spec_dict = spec
+        probe = self._spec("probe.parquet" if case.ctx.source == "parquet" else "probe.csv")
+        self.sens = sensitivity_of(probe)
+        self.domain = pipeline.resolve_domain(probe)
+        self.spread = self.domain.spread
+        st_ = spec["statistic"]
+        self.stat = st_["kind"]
+        lo, hi = st_.get("lower", 0.0), st_.get("upper", 0.0)
+        off = (lo + hi) / 2 if self.stat == "mean" else 0.0
+        self.scale = max(abs(lo - off), abs(hi - off)) if self.stat != "count" else 0.0
+
+    def _spec(self, path: str) -> ReleaseSpec:
+        return ReleaseSpec.from_dict({**self.spec_dict, "source": {"path": path}})
+
+    def agg(self, rows: list[Any], salt: int) -> Vec:
+        path = self.paths.get(id(rows))
+        if path is None:
+            path = self.paths[id(rows)] = self.files.write(rows)
+        try:
+            a = bounded_aggregate(self._spec(path), salt=salt, engine=self.engine)
+        except Exception as exc:
+            data = Path(path).read_bytes() if path.endswith(".csv") else pq.read_table(path)
+            exc.add_note(f"the source that failed ({path}, salt {salt}):\n{data!r}")
+            raise
+        r = self.stats
+        r[0], r[1], r[2] = r[0] + a.rows.read, r[1] + a.rows.in_domain, r[2] + 1
+        r[3] += any(a.rows.dropped_by_bounds.values())
+        return Vec(a.counts, a.sums, a.rows.units)
+
+    def _tol(self, *vs: Vec) -> np.ndarray:
+        mass = sum(np.abs(v.counts) for v in vs)
+        return 1e-9 * mass
+
+    def close(self, got: np.ndarray, want: np.ndarray, tol: np.ndarray, what: str) -> None:
+        bad = np.flatnonzero(np.abs(got - want) > tol)
+        assert bad.size == 0, (
+            f"{what}: keys {bad[:8].tolist()} got {got[bad[:8]].tolist()} "
+            f"want {want[bad[:8]].tolist()}"
+        )
+
+    def same(self, a: Vec, b: Vec, what: str) -> None:
+        tol = self._tol(a, b)
+        if self.spread:
+            self.close(a.counts, b.counts, tol, f"{what} (kde masses)")
+        else:
+            self.close(a.counts, b.counts, np.zeros_like(tol), f"{what} (counts)")
+        if a.sums is not None:
+            self.close(a.sums, b.sums, self.scale * tol, f"{what} (sums)")
+
+    def additive(self, new: Vec, old: Vec, u_new: Vec, u_old: Vec) -> None:
+        tol = self._tol(new, old, u_new, u_old)
+        d, u = new.counts - old.counts, u_new.counts - u_old.counts
+        if self.spread:
+            self.close(d, u, tol, "additivity (kde masses)")
+        else:
+            self.close(d, u, np.zeros_like(tol), "additivity (counts)")
+        if new.sums is not None:
+            self.close(
+                new.sums - old.sums, u_new.sums - u_old.sums, self.scale * tol, "additivity (sums)"
+            )
+
+    def bounded(self, u: Vec, what: str) -> None:
+        s = self.sens
+        if self.stat == "mean":
+            norm = math.hypot(
+                float(np.linalg.norm(u.sums / s.parts["sum"])),
+                float(np.linalg.norm(u.counts / s.parts["count"])),
+            )
+        elif self.stat == "sum":
+            norm = float(np.linalg.norm(u.sums))
+        else:
+            norm = float(np.linalg.norm(u.counts))
+        assert norm <= s.l2 * (1 + 1e-12), f"{what}: ‖agg(U)‖₂ = {norm!r} > Δ = {s.l2!r}"
+        assert u.units <= 1, f"{what}: the unit's rows make {u.units} units"
+        b = self.spec_dict["bounds"]
+        nb, nk, nc = (b.get(BOUND_NAMES[x]) for x in "bkc")
+        c = u.counts
+        assert np.all(c >= 0), f"{what}: negative counts"
+        if self.spread:
+            cap = min(
+                x
+                for x in (nb, None if nc is None else nc * (nk or self.domain.size))
+                if x is not None
+            )
+            assert c.sum() <= cap * (1 + 1e-9), f"{what}: kde mass {c.sum()} > {cap}"
+            return
+        assert np.all(c == np.round(c)), f"{what}: fractional counts"
+        assert nb is None or c.sum() <= nb, f"{what}: {c.sum()} records > b = {nb}"
+        assert nc is None or c.max(initial=0) <= nc, f"{what}: {c.max()} per key > c = {nc}"
+        assert nk is None or np.count_nonzero(c) <= nk, f"{what}: {np.count_nonzero(c)} keys > k"
+
+    def run(self) -> int:
+        """Every check of the case; returns the number of (pair, salt) checked."""
+        c = self.case
+        full_old = _insert(c.base, c.old, c.old_at)
+        full_new = _insert(c.base, c.new, c.new_at)
+        zero = Vec.zero(self.domain.size, self.stat != "count")
+        first = None
+        for salt in c.salts:
+            old = self.agg(full_old, salt)
+            new = self.agg(full_new, salt)
+            u_old = self.agg(c.old, salt) if c.old else zero
+            u_new = self.agg(c.new, salt) if c.new else zero
+            for name, u in (("agg(U_old)", u_old), ("agg(U_new)", u_new)):
+                self.bounded(u, f"salt {salt}: {name}")
+            self.additive(new, old, u_new, u_old)
+            if first is None:
+                first = (salt, new if c.new else old)
+        assert first is not None
+        salt, ref = first
+        rows = full_new if c.new else full_old
+        shuffled = [rows[i] for i in c.order]
+        with_junk = _insert(shuffled if self.fold else rows, c.junk, c.junk_at)
+        if not self.fold:
+            self.same(self.agg(shuffled, salt), ref, f"salt {salt}: shuffled rows")
+        what = "shuffled rows with junk rows" if self.fold else "junk rows"
+        self.same(self.agg(with_junk, salt), ref, f"salt {salt}: {what} {c.junk_reasons}")
+        return len(c.salts)
+
+
+# ------------------------------------------------------------------------------ tests
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _cached_graph():
+    """The public graph is read once, not per aggregation (it is a constant)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(pipeline, "load_graph", functools.cache(load_graph))
+        yield
+
+
+@pytest.fixture(scope="module")
+def duck_connection():
+    con = duckdb.connect()
+    con.execute("SET threads = 2")
+    yield con
+    con.close()
+
+
+_COUNTER = itertools.count()
+
+
+@pytest.mark.parametrize("combo", _combos())
+def test_neighbouring_datasets(combo, request, tmp_path_factory, duck_connection, fuzz_pairs):
+    engine_name, source, _feature = combo
+    family = "spark" if engine_name == "spark" else "duckdb"
+    long = request.config.getoption("--fuzz-long")
+    examples = request.config.getoption("--fuzz-examples") or EXAMPLES[family][long]
+    n_salts = SALTS[family][long]
+    if family == "spark":
+        from dpgauss.release.engine_spark import SparkEngine
+
+        engine = SparkEngine(request.getfixturevalue("spark"))
+    else:
+        engine = DuckDBEngine(duck_connection, fast_path=engine_name == "duckdb-fast")
+    root = tmp_path_factory.mktemp("neighbours")
+    counter = fuzz_pairs.setdefault(f"{engine_name}/{source}", [0, 0.0, 0, 0, 0, 0])
+    phases = [Phase.explicit, Phase.reuse, Phase.generate] + ([Phase.shrink] if long else [])
+
+    @settings(
+        max_examples=examples,
+        derandomize=not long,
+        database=None,
+        deadline=None,
+        phases=phases,
+        print_blob=long,
+        report_multiple_bugs=False,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(case=cases(combo, n_salts))
+    def check(case: Case) -> None:
+        where = root / f"c{next(_COUNTER)}"
+        where.mkdir()
+        start = time.perf_counter()
+        checker = Checker(case, engine, where, fold=family == "spark")
+        try:
+            counter[0] += checker.run()
+        finally:
+            for i, n in enumerate(checker.stats):
+                counter[2 + i] += n
+            counter[1] += time.perf_counter() - start
+            shutil.rmtree(where, ignore_errors=True)
+
+    check()
+
+
+def test_a_nan_in_the_filter_column_is_classified_by_its_own_row(tmp_path: Path) -> None:
+    """Unit A's one record has ``f = NaN``, outside the window ``[0, 10)``; unit B's ``f = 0``
+    is inside.  Written to one Parquet row group, DuckDB folds ``f < 10`` to true from the
+    row group's statistics (which leave NaN out), and A's record is counted only when B's is
+    there: ``agg(D ∪ U) − agg(D) ≠ agg(U)``."""
+
+    def agg(name: str, uid: list[int], f: list[float]) -> np.ndarray:
+        path = tmp_path / f"{name}.parquet"
+        table = {"uid": uid, "x": [0] * len(uid), "f": pa.array(f, pa.float64())}
+        pq.write_table(pa.table(table), path)
+        spec = ReleaseSpec.from_dict(
+            {
+                "source": {"path": str(path)},
+                "unit": {"column": "uid"},
+                "domain": {"kind": "values", "column": "x", "values": [0]},
+                "filter": {"column": "f", "start": 0.0, "stop": 10.0},
+                "bounds": {"max_records_per_unit": 1},
+                "privacy": {"epsilon": 1.0, "delta": 1e-6, "dataset": "d"},
+                "denoise": {"method": "none"},
+            }
+        )
+        return bounded_aggregate(spec, salt=0, engine=DuckDBEngine()).counts
+
+    d = agg("d", [2], [0.0])
+    d_u = agg("d_u", [2, 1], [0.0, math.nan])
+    u = agg("u", [1], [math.nan])
+    assert (d_u - d).tolist() == u.tolist(), f"D: {d}, D ∪ U: {d_u}, U: {u}"
+
+
+# A check of the one-key sort's truncated priority (DuckDB fast path), which random data
+# cannot find (it needs two records of one unit whose priorities agree in their top bits).
+
+
+@pytest.mark.parametrize("fast_path", [True, False], ids=["fast", "general"])
+def test_a_units_sample_does_not_depend_on_the_id_span(tmp_path: Path, fast_path: bool) -> None:
+    """The fast path sorts ``(unit − min) << pb | (p >> (ub + kb)) << kb | key`` with ``ub``
+    the bit length of the *source's* id span: the priority bits a unit's records are ordered
+    by depend on the other units' ids.  Two records of unit 0 whose priorities agree in their
+    top 24 bits but not in their top 27 are ordered by priority when the span is small and by
+    key when a far unit (id 2**36) widens it; with b = 1 the kept record flips.  (The general
+    query truncates priorities by the number of key bits only, a public quantity.)"""
+    salt = 12345
+    con = duckdb.connect()
+    # The engine's priority of a record (uid, x, t) with record_columns = ["t"]: the hash of
+    # (t, uid, x) in that order, as DuckDB computes it for Parquet BIGINT columns.
+    n = 100_000
+    rows = con.execute(
+        "SELECT t, hash(hash($s::UBIGINT, t, 0::BIGINT, (t % 2)::BIGINT)) AS p FROM range($n) r(t)",
+        {"s": salt, "n": n},
+    ).fetchall()
+    by_top: dict[int, list[tuple[int, int]]] = {}
+    pair = None
+    for t, p in rows:
+        top = p >> 40  # the top 24 bits
+        for t2, p2 in by_top.get(top, []):
+            lo, hi = sorted([(p, t), (p2, t2)])
+            # kept with few bits: the smaller priority; with 24 bits: the smaller key
+            if lo[1] % 2 == 1 and hi[1] % 2 == 0 and (lo[0] >> 6) != (hi[0] >> 6):
+                pair = (lo[1], hi[1])
+                break
+        if pair:
+            break
+        by_top.setdefault(top, []).append((t, p))
+    assert pair is not None, "no pair of priorities agreeing in their top 24 bits"
+    con.close()
+    a, b = pair
+    unit0 = {"uid": [0, 0], "x": [a % 2, b % 2], "t": [a, b]}
+    other = {"uid": [5], "x": [0], "t": [7]}
+    far = {"uid": [2**36], "x": [1], "t": [9]}
+
+    def agg(name: str, *parts: dict) -> np.ndarray:
+        cols = {k: [v for p in parts for v in p[k]] for k in ("uid", "x", "t")}
+        path = tmp_path / f"{name}.parquet"
+        pq.write_table(pa.table({k: pa.array(v, pa.int64()) for k, v in cols.items()}), path)
+        spec = ReleaseSpec.from_dict(
+            {
+                "source": {"path": str(path)},
+                "unit": {"column": "uid"},
+                "domain": {"kind": "range", "column": "x", "start": 0, "stop": 2},
+                "bounds": {"max_records_per_unit": 1, "record_columns": ["t"]},
+                "privacy": {"epsilon": 1.0, "delta": 1e-6, "dataset": "d"},
+                "denoise": {"method": "none"},
+            }
+        )
+        return bounded_aggregate(spec, salt=salt, engine=DuckDBEngine(fast_path=fast_path)).counts
+
+    d = agg("d", unit0, other)
+    d_far = agg("d_far", unit0, other, far)
+    u = agg("u", far)
+    assert np.array_equal(d_far - d, u), (
+        f"records t={a}, t={b} of unit 0: with the far unit {d_far.tolist()}, without "
+        f"{d.tolist()}, the far unit alone {u.tolist()}"
+    )
+
+
+# The Spark reader's line hazards, as the smallest neighbours the fuzzer's features find
+# (`spark-csv-cr`, `spark-csv-bytes`): D is unit "a" with one record on key 1, U one line.
+SPARK_LINE_HAZARDS = {
+    # A bare CR splits U's line: "b,2" and "a,3", a record of D's unit a.
+    "bare-cr": (b"a,1\n", b"b,2\ra,3\n"),
+    # U's id "a\xff" (invalid UTF-8) is decoded to "a\ufffd", D's unit.
+    "invalid-utf8-id": (b"a\xef\xbf\xbd,1\n", b"a\xff,2\n"),
+}
+
+
+@pytest.mark.skipif(not HAVE_SPARK, reason="the Spark engine needs pyspark and Java")
+@pytest.mark.parametrize("hazard", list(SPARK_LINE_HAZARDS))
+def test_spark_a_csv_line_is_one_record_of_its_own_unit(tmp_path: Path, request, hazard) -> None:
+    from dpgauss.release.engine_spark import SparkEngine
+
+    engine = SparkEngine(request.getfixturevalue("spark"))
+    d, u = SPARK_LINE_HAZARDS[hazard]
+
+    def agg(name: str, data: bytes, salt: int) -> tuple[list[float], int]:
+        path = tmp_path / f"{name}.csv"
+        path.write_bytes(b"uid,x\n" + data)
+        spec = ReleaseSpec.from_dict(
+            {
+                "source": {"path": str(path)},
+                "unit": {"column": "uid"},
+                "domain": {"kind": "range", "column": "x", "start": 0, "stop": 4},
+                "bounds": {"max_records_per_unit": 1},
+                "privacy": {"epsilon": 1.0, "delta": 1e-6, "dataset": "d"},
+                "denoise": {"method": "none"},
+            }
+        )
+        a = bounded_aggregate(spec, salt=salt, engine=engine)
+        return a.counts.tolist(), a.rows.units
+
+    for salt in (1, 2, 3):
+        (c_d, _), (c_du, _), (c_u, units_u) = (
+            agg("d", d, salt),
+            agg("du", d + u, salt),
+            agg("u", u, salt),
+        )
+        assert units_u <= 1, f"U's one line makes {units_u} units: {c_u}"
+        diff = [x - y for x, y in zip(c_du, c_d, strict=True)]
+        assert diff == c_u, f"salt {salt}: D {c_d}, D ∪ U {c_du}, U {c_u}"

@@ -41,8 +41,8 @@ but never NULL: DuckDB sorts them by a hash in every file of the case) and ``str
 (string ids, ``D`` without NULL ids and a neighbour that brings some).
 
 Each engine/source/feature combination is its own test id; the ones that fail on main's code
-for a known reason are marked ``xfail(strict=False)`` in :data:`KNOWN_ON_MAIN` (remove an
-entry when its fix is merged).  By default a fixed, derandomized slice runs (CI); ``pytest
+for a known reason would be marked ``xfail(strict=False)`` in :data:`KNOWN_ON_MAIN` (empty
+now: every id passes).  By default a fixed, derandomized slice runs (CI); ``pytest
 --fuzz-long`` runs thousands of pairs with random seeds, and the terminal summary says how
 many pairs were checked per engine and source (``tests/conftest.py``).
 
@@ -110,25 +110,10 @@ HAZARDS = {
 PARQUET_FEATURES = ("int", "int-fast", "str", "str-nullflip")
 DUCKDB_ENGINES = ("duckdb-fast", "duckdb-general")
 
-_CSV_LINES = (
-    "known issue 1: DuckDB's CSV reader is not line-local (an unterminated quote swallows the "
-    "following lines; a bare CR splits a line; a bare CR, a CRLF line or an unterminated "
-    "quote in the sniffed lines makes the read fail)"
-)
-_HASH_FLIP = (
-    "known issue 3: DuckDB hashes string unit ids from Parquet only if the hash is injective "
-    "on the whole source (_hash_units): a NULL-id row flips the choice and redraws every "
-    "unit's max_keys_per_unit sample"
-)
-#: (engine, source, feature) → why it fails on main.  Remove an entry when its fix lands.
-KNOWN_ON_MAIN: dict[tuple[str, str, str], str] = {
-    **{
-        (e, "csv", f): _CSV_LINES
-        for e in DUCKDB_ENGINES
-        for f in ("unterminated", "cr", "crlf", "all")
-    },
-    **{(e, "parquet", "str-nullflip"): _HASH_FLIP for e in DUCKDB_ENGINES},
-}
+#: (engine, source, feature) → why it fails.  Empty: the violations the fuzzer found on the
+#: code before the hardening (DuckDB's CSV reader was not line-local; string ids were hashed
+#: only when the hash was injective on the whole source) are fixed, and these ids pass.
+KNOWN_ON_MAIN: dict[tuple[str, str, str], str] = {}
 
 
 def _combos() -> list[Any]:

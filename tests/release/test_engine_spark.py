@@ -15,12 +15,15 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import os
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("pyspark")
 pytest.importorskip("duckdb")
@@ -39,7 +42,7 @@ from dpgauss.release import (  # noqa: E402
     pipeline,
 )
 from dpgauss.release.engine import get_engine  # noqa: E402
-from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
+from dpgauss.release.engine_duckdb import DuckDBEngine, EngineError  # noqa: E402
 from dpgauss.release.engine_spark import SparkEngine, priority_column  # noqa: E402
 from dpgauss.release.pipeline import run_release  # noqa: E402
 
@@ -682,3 +685,72 @@ def test_csv_on_a_hadoop_file_system(tmp_path: Path, engine, monkeypatch) -> Non
     remote = bounded_aggregate(spec, salt=3, engine=engine)
     assert_same(local, remote)
     assert remote.counts[:4].tolist() == [0.0, 1.0, 1.0, 1.0] and remote.rows.read == 3
+
+
+# ------------------------------------------------------------- exact key mapping
+
+
+def test_spark_numeric_keys_match_exactly_by_type(tmp_path: Path, engine) -> None:
+    """The DuckDB engine's per-type checks (``test_keymap``), on Spark: every Parquet type
+    (Spark reads ``uint64`` as ``DECIMAL(20, 0)``) against exact matching."""
+    from .test_keymap import NUMERIC_KEY_CASES, check
+
+    for kind, values, keys in NUMERIC_KEY_CASES:
+        if kind in ("uint64", "float32", "decimal(20,2)", "string"):
+            check(engine, kind, values, {"kind": "values", "values": keys}, tmp_path)
+
+
+def test_spark_the_findings_are_fixed(tmp_path: Path, engine) -> None:
+    """The regressions of ``test_keymap`` on Spark: keys equal as doubles, an integer range
+    beyond 2**53 (key 4 of a 4-key domain: an IndexError), float edges and exact bins."""
+    from .test_keymap import mapped_keys
+
+    domain = {"kind": "values", "values": [2**60, 2**60 + 1, 0.5]}
+    assert mapped_keys(engine, "int64", [2**60, 2**60 + 1], domain, tmp_path) == [0, 1]
+    domain = {"kind": "values", "values": [2**53 + 1, 2.0**53]}
+    got = mapped_keys(engine, "string", ["9007199254740992", "9007199254740993"], domain, tmp_path)
+    assert got == [1, 0]
+    domain = {"kind": "range", "start": 2**53 + 3, "stop": 2**53 + 7, "step": 1}
+    values = [2**53 + 2, 2**53 + 3, 2**53 + 6, 2**53 + 7]
+    assert mapped_keys(engine, "int64", values, domain, tmp_path) == [None, 0, 3, None]
+    shift = {"kind": "range", "start": 0.3, "stop": 6.2, "step": 0.1}
+    values = [4.3, 0.3, 6.1, math.nextafter(6.2, 0.0), 6.2]
+    assert mapped_keys(engine, "float64", values, shift, tmp_path) == [39, 0, 57, 58, None]
+
+
+_SPARK_SETTINGS = settings(
+    max_examples=3,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+
+@_SPARK_SETTINGS
+@given(data=st.data())
+def test_spark_range_keys_are_exact(tmp_path: Path, engine, data) -> None:
+    from dpgauss.release.keymap import RangeBins
+
+    from .test_keymap import KINDS, check, range_domains, records
+
+    domain = data.draw(range_domains())
+    bins = RangeBins.of(domain["start"], domain["stop"], domain["step"])
+    kind = data.draw(st.sampled_from(KINDS))
+    edges = [bins.edge(i) for i in (0, 1, bins.size // 2, bins.size - 1, bins.size)]
+    values = data.draw(records([*edges, bins.stop], kind))
+    try:
+        check(engine, kind, values, domain, tmp_path)
+    except EngineError as exc:
+        assert "cannot bin a DECIMAL column" in str(exc)
+
+
+@_SPARK_SETTINGS
+@given(data=st.data())
+def test_spark_value_keys_are_exact(tmp_path: Path, engine, data) -> None:
+    from fractions import Fraction
+
+    from .test_keymap import KINDS, check, records, value_domains
+
+    domain = data.draw(value_domains())
+    kind = data.draw(st.sampled_from(KINDS))
+    values = data.draw(records([Fraction(v) for v in domain["values"]], kind))
+    check(engine, kind, values, domain, tmp_path)

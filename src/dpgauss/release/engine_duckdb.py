@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import re
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -64,6 +65,7 @@ import numpy as np
 
 from . import csv_format
 from .engine import Aggregate, AggregationPlan, RowCounts, source_columns
+from .keymap import DUCKDB, INT_LITERAL, Column, range_key_sql, value_tables
 from .spec import ReleaseSpec
 
 __all__ = ["DuckDBEngine", "EngineError", "quote_ident"]
@@ -73,6 +75,16 @@ IN_DOMAIN, NULL_UNIT, INVALID_DOMAIN, INVALID_VALUE, OUTSIDE, OUTSIDE_FILTER, MA
 _CLASS_BITS = 3  # the fast path keeps a row's class in the low bits of its sort key
 DROPPED = -100  # the group of in-domain rows removed by the bounds
 _GROUPS = 4  # CSV fields extracted per regexp_extract (RE2 one-pass up to 4 groups)
+_INT_BOUNDS = {
+    "TINYINT": (-(2**7), 2**7 - 1),
+    "SMALLINT": (-(2**15), 2**15 - 1),
+    "INTEGER": (-(2**31), 2**31 - 1),
+    "BIGINT": (-(2**63), 2**63 - 1),
+    "UTINYINT": (0, 2**8 - 1),
+    "USMALLINT": (0, 2**16 - 1),
+    "UINTEGER": (0, 2**32 - 1),
+    "UBIGINT": (0, 2**64 - 1),
+}
 _INTEGER_TYPES = (
     "TINYINT",
     "SMALLINT",
@@ -92,6 +104,13 @@ class EngineError(ValueError):
 def quote_ident(name: str) -> str:
     """``name`` as a DuckDB identifier (double quotes, embedded quotes doubled)."""
     return '"' + str(name).replace('"', '""') + '"'
+
+
+def _pack(channels: dict[str, str]) -> dict[str, str]:
+    """How the key expression refers to each channel of ``dx`` (a struct if several)."""
+    if len(channels) == 1:
+        return {ch: "dx" for ch in channels}
+    return {ch: f"dx.k_{ch}" for ch in channels}
 
 
 def _duckdb() -> Any:
@@ -723,25 +742,87 @@ FROM ({rows_sql}) GROUP BY g"""
                 )
                 bad += " OR NOT (la BETWEEN $dp_la0 AND $dp_la1 AND lo BETWEEN $dp_lo0 AND $dp_lo1)"
             return parsed, bad + ")"
-        col = quote_ident(d.column)
-        if d.kind == "range":
-            if self._integer_range():
-                return [f"TRY_CAST({col} AS BIGINT) AS dx"], "dx IS NULL"
-            return [f"TRY_CAST({col} AS DOUBLE) AS dx"], "(dx IS NULL OR NOT isfinite(dx))"
-        t = self._values_type()
-        bad = "(dx IS NULL OR NOT isfinite(dx))" if t == "DOUBLE" else "dx IS NULL"
-        return [f"TRY_CAST({col} AS {t}) AS dx"], bad
+        # values and range: the column read by the rules of dpgauss.release.keymap.
+        channels = self._channels()
+        self._dx = _pack(channels)
+        if not channels:
+            return ["NULL::INTEGER AS dx"], "true"
+        fields = [
+            f"{sql} AS dx" if len(channels) == 1 else f"k_{ch} := {sql}"
+            for ch, sql in channels.items()
+        ]
+        packed = fields if len(channels) == 1 else [f"struct_pack({', '.join(fields)}) AS dx"]
+        bad = " AND ".join(f"{ref} IS NULL" for ref in self._dx.values())
+        return packed, f"({bad})"
 
-    def _integer_range(self) -> bool:
-        """A range over an integer-typed column with integer start and step."""
-        d = self.spec.domain
-        t = self.types.get(str(d.column), "").upper()
-        ints = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER")
-        return t in ints and d.integral_bins
+    def _column(self) -> Column:
+        """How the domain column's DuckDB type is read (:class:`keymap.Column`)."""
+        t = self.types.get(str(self.spec.domain.column), "").upper()
+        if t in _INT_BOUNDS:
+            return Column("int", *_INT_BOUNDS[t], text="cast")
+        if t == "BOOLEAN":
+            return Column("int", 0, 1, text="cast")
+        if t in ("HUGEINT", "UHUGEINT"):
+            return Column("wide", text="cast")
+        m = re.fullmatch(r"DECIMAL\((\d+),\s*(\d+)\)", t)
+        if m:
+            p, sc = int(m.group(1)), int(m.group(2))
+            if sc == 0:
+                return Column("int", -(10**p - 1), 10**p - 1, text="cast")
+            return Column("decimal", scale=sc, precision=p, text="cast")
+        if t in ("FLOAT", "DOUBLE", "REAL"):
+            return Column("float")
+        if t == "VARCHAR":
+            return Column("string", text="raw")
+        if t in ("DATE", "TIMESTAMP"):
+            return Column("other", text="cast")
+        return Column("other")
 
     def _values_type(self) -> str:
-        kind = self.spec.domain.values_kind
-        return {"string": "VARCHAR", "bigint": "HUGEINT", "double": "DOUBLE"}[kind]
+        """``"string"`` for string keys, else ``"number"``."""
+        vals = self.spec.domain.values or ()
+        return "string" if any(isinstance(v, str) for v in vals) else "number"
+
+    def _channels(self) -> dict[str, str]:
+        """SQL of each way the record's value is read: ``int`` (an exact integer, HUGEINT),
+        ``dbl`` (a double), ``dec`` (a decimal's unscaled integer) or ``str`` (text, for
+        string keys); a record has a value in at most one channel (NULL elsewhere)."""
+        d, col = self.spec.domain, self._column()
+        c = quote_ident(str(d.column))
+        big = 10**38
+        if d.kind == "values" and self._values_type() == "string":
+            if col.text == "raw":
+                return {"str": c}
+            return {"str": f"CAST({c} AS VARCHAR)"} if col.text == "cast" else {}
+        if col.kind == "int":
+            t = self.types.get(str(d.column), "").upper()
+            x = f"CAST({c} AS INTEGER)" if t == "BOOLEAN" else c
+            return {"int": f"CAST({x} AS HUGEINT)"}
+        if col.kind == "wide":
+            t = self.types[str(d.column)].upper()
+            small = f"{c} < CAST('{big}' AS {t})" + (
+                f" AND {c} > CAST('-{big}' AS {t})" if t == "HUGEINT" else ""
+            )
+            exact = f"TRY_CAST(TRY_CAST({c} AS DOUBLE) AS {t}) = {c}"
+            return {
+                "int": f"CASE WHEN {small} THEN CAST({c} AS HUGEINT) END",
+                "dbl": f"CASE WHEN NOT ({small}) AND {exact} THEN CAST({c} AS DOUBLE) END",
+            }
+        if col.kind == "float":
+            return {"dbl": f"CASE WHEN isfinite({c}) THEN CAST({c} AS DOUBLE) END"}
+        if col.kind == "decimal":
+            return {"dec": f"CAST(replace(CAST({c} AS VARCHAR), '.', '') AS HUGEINT)"}
+        if col.kind == "string":
+            self.params["dp_int_re"] = INT_LITERAL
+            is_int = f"regexp_full_match({c}, $dp_int_re)"
+            as_int = f"TRY_CAST({c} AS DECIMAL(38, 0))"
+            as_dbl = f"TRY_CAST({c} AS DOUBLE)"
+            return {
+                "int": f"CASE WHEN {is_int} THEN CAST({as_int} AS HUGEINT) END",
+                "dbl": f"CASE WHEN NOT coalesce({is_int} AND {as_int} IS NOT NULL, false) "
+                f"AND isfinite({as_dbl}) THEN {as_dbl} END",
+            }
+        return {}
 
     def _value_parse(self) -> tuple[list[str], str, str]:
         """(parsed columns, the invalid-value condition, the clamped value expression)."""
@@ -762,50 +843,58 @@ FROM ({rows_sql}) GROUP BY g"""
         )
 
     def _domain_key(self) -> tuple[str, str]:
-        """(joins, key expression) for the keyed CTE; a NULL key is outside the domain."""
-        d, dom = self.spec.domain, self.plan.domain
-        if d.kind == "range":
-            n = dom.size
-            if self._integer_range():
-                # Integer column, integer start and step: exact integer arithmetic.  For an
-                # integer x, x < stop iff x < ceil(stop); then (x - start) // step < n.
-                start, step = int(d.start), int(d.step)  # type: ignore[arg-type]
-                top = math.ceil(float(d.stop))  # type: ignore[arg-type]
-                div = "" if step == 1 else f" // {step}"
-                shifted = "dx" if start == 0 else f"(dx - {start})"
-                return "", f"CASE WHEN dx >= {start} AND dx < {top} THEN {shifted}{div} END"
-            self.params.update(
-                {"dp_start": float(d.start), "dp_stop": float(d.stop), "dp_step": float(d.step)}
-            )
-            key = (
-                f"CASE WHEN dx >= $dp_start AND dx < $dp_stop THEN "
-                f"least(floor((dx - $dp_start) / $dp_step), {n - 1})::BIGINT END"
-            )
-            return "", key
-        if d.kind == "values":
-            duck = _duckdb()
-            import pyarrow as pa
+        """(joins, key expression) for the keyed CTE; a NULL key is outside the domain.
 
-            t = self._values_type()
-            vals = list(d.values or ())
-            if t == "VARCHAR":
-                arr = pa.array([str(v) for v in vals], type=pa.string())
-            elif t == "HUGEINT":
-                arr = pa.array([str(v) for v in vals], type=pa.string())
-            else:
-                arr = pa.array([float(v) for v in vals], type=pa.float64())
-            table = pa.table({"val": arr, "idx": pa.array(np.arange(len(vals)), pa.int64())})
-            name = f"dp_domain_{self.tag}"
+        Exact (:mod:`dpgauss.release.keymap`): a range's key is computed in integer or
+        error-free double arithmetic, never outside ``0 … n − 1``; a values domain joins each
+        channel of the record with the keys of that kind (each at most once).
+        """
+        d = self.spec.domain
+        if d.kind == "graph":
+            self._register_udfs()
+            return "", f"nullif(dp_nearest_{self.tag}(la, lo), -1)"
+        refs = self._dx
+        if d.kind == "range":
             try:
-                self.con.register(name, table)
-            except duck.Error as exc:  # pragma: no cover - defensive
-                raise EngineError(f"duckdb: {_one_line(exc)}") from None
-            val = "val::HUGEINT" if t == "HUGEINT" else "val"
-            joins = f"LEFT JOIN (SELECT {val} AS val, idx FROM {name}) dom ON dom.val = dx"
-            return joins, "idx"
-        # graph
-        self._register_udfs()
-        return "", f"nullif(dp_nearest_{self.tag}(la, lo), -1)"
+                return "", range_key_sql(DUCKDB, d.bins, refs, self._column())
+            except ValueError as exc:
+                raise EngineError(f"[domain] column {d.column!r}: {exc}") from None
+        duck = _duckdb()
+        import pyarrow as pa
+
+        col = self._column()
+        tables = value_tables(tuple(d.values or ()), col.scale if "dec" in refs else None)
+        rows: dict[str, list[Any]] = {"ch": [], "v": [], "f": [], "idx": []}
+        for ch in refs:
+            for v, i in tables.get(ch, []):
+                rows["ch"].append(ch)
+                rows["v"].append(None if ch == "dbl" else str(v))
+                rows["f"].append(float(v) if ch == "dbl" else None)
+                rows["idx"].append(i)
+        table = pa.table(
+            {
+                "ch": pa.array(rows["ch"], pa.string()),
+                "v": pa.array(rows["v"], pa.string()),
+                "f": pa.array(rows["f"], pa.float64()),
+                "idx": pa.array(rows["idx"], pa.int64()),
+            }
+        )
+        name = f"dp_domain_{self.tag}"
+        try:
+            self.con.register(name, table)
+        except duck.Error as exc:  # pragma: no cover - defensive
+            raise EngineError(f"duckdb: {_one_line(exc)}") from None
+        joins, keys = [], []
+        for ch, ref in refs.items():
+            val = {"str": "v", "dbl": "f"}.get(ch, "CAST(v AS HUGEINT)")
+            alias = f"dom_{ch}"
+            joins.append(
+                f"LEFT JOIN (SELECT {val} AS val, idx FROM {name} WHERE ch = '{ch}') {alias} "
+                f"ON {alias}.val = {ref}"
+            )
+            keys.append(f"{alias}.idx")
+        key = keys[0] if len(keys) == 1 else f"coalesce({', '.join(keys)})"
+        return " ".join(joins), key if keys else "NULL::BIGINT"
 
     def _register_udfs(self) -> None:
         duck = _duckdb()
@@ -883,6 +972,8 @@ def _collect(
             per_class[-g] += n
         if g < 0:
             continue
+        if g >= d:  # unreachable: keys are computed exactly in 0 … d − 1 (keymap)
+            raise EngineError(f"internal error: key index {g} outside the domain of {d} keys")
         rows.kept += n
         if spread is None:
             counts[g] = float(n)
@@ -890,6 +981,8 @@ def _collect(
                 sums[g] = float(s)
     if spread is not None:
         for key, mass, s in spread:
+            if not 0 <= int(key) < d:  # unreachable: the mapper returns node indices
+                raise EngineError(f"internal error: node {key} outside the graph of {d} nodes")
             counts[int(key)] = float(mass)
             if sums is not None and s is not None:
                 sums[int(key)] = float(s)

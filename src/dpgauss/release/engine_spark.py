@@ -68,6 +68,7 @@ import numpy as np
 from . import csv_format
 from .engine import Aggregate, AggregationPlan, RowCounts, source_columns
 from .engine_duckdb import EngineError
+from .keymap import INT_LITERAL, SPARK, Column, range_key_sql, value_tables
 from .spec import ReleaseSpec
 
 __all__ = ["SparkEngine", "priority_column"]
@@ -507,13 +508,73 @@ class _Job:
             conds.append(f"({x}) < {lit.format(text['stop'])}")
         return f"NOT coalesce({' AND '.join(conds)}, false)"
 
-    def _integer_range(self) -> bool:
-        d = self.spec.domain
-        return self._is(str(d.column), "integral") and d.integral_bins
+    def _column(self) -> Column:
+        """How the domain column's Spark type is read (:class:`keymap.Column`)."""
+        spt = self.spt
+        t = self.types.get(str(self.spec.domain.column))
+        bounds = {
+            spt.ByteType: (-(2**7), 2**7 - 1),
+            spt.ShortType: (-(2**15), 2**15 - 1),
+            spt.IntegerType: (-(2**31), 2**31 - 1),
+            spt.LongType: (-(2**63), 2**63 - 1),
+        }
+        for cls, (lo, hi) in bounds.items():
+            if isinstance(t, cls):
+                return Column("int", lo, hi, text="cast")
+        if isinstance(t, spt.BooleanType):
+            return Column("int", 0, 1, text="cast")
+        if isinstance(t, spt.DecimalType):
+            p, sc = int(t.precision), int(t.scale)
+            if sc == 0:
+                return Column("int", -(10**p - 1), 10**p - 1, text="cast")
+            return Column("decimal", scale=sc, precision=p, text="cast")
+        if isinstance(t, spt.FloatType | spt.DoubleType):
+            return Column("float")
+        if self._is(str(self.spec.domain.column), "string"):
+            return Column("string", text="raw")
+        if isinstance(t, spt.DateType | spt.TimestampNTZType):
+            return Column("other", text="cast")
+        return Column("other")
 
     def _values_type(self) -> str:
-        kind = self.spec.domain.values_kind
-        return {"string": "string", "bigint": "decimal", "double": "double"}[kind]
+        """``"string"`` for string keys, else ``"number"``."""
+        vals = self.spec.domain.values or ()
+        return "string" if any(isinstance(v, str) for v in vals) else "number"
+
+    def _channels(self) -> dict[str, str]:
+        """SQL of each way the record's value is read (as the DuckDB engine's ``_channels``):
+        ``int`` (an exact integer, DECIMAL(38, 0)), ``dbl``, ``dec`` (a decimal's unscaled
+        integer) or ``str``; a record has a value in at most one channel."""
+        d, col = self.spec.domain, self._column()
+        c = _ident(str(d.column))
+        if d.kind == "values" and self._values_type() == "string":
+            if col.text == "raw":
+                return {"str": c}
+            return {"str": f"CAST({c} AS STRING)"} if col.text == "cast" else {}
+        if col.kind == "int":
+            x = (
+                f"CAST({c} AS INT)"
+                if isinstance(self.types.get(str(d.column)), self.spt.BooleanType)
+                else c
+            )
+            return {"int": f"CAST({x} AS DECIMAL(38, 0))"}
+        if col.kind == "float":
+            return {
+                "dbl": f"CASE WHEN NOT (isnan({c}) OR abs({c}) = double('inf')) "
+                f"THEN CAST({c} AS DOUBLE) END"
+            }
+        if col.kind == "decimal":
+            return {"dec": f"try_cast(replace(CAST({c} AS STRING), '.', '') AS DECIMAL(38, 0))"}
+        if col.kind == "string":
+            is_int = f"({c} RLIKE {_text(INT_LITERAL)})"
+            as_int = f"try_cast(replace({c}, '_', '') AS DECIMAL(38, 0))"
+            as_dbl = f"({self._double(str(d.column))})"
+            return {
+                "int": f"CASE WHEN {is_int} THEN {as_int} END",
+                "dbl": f"CASE WHEN NOT coalesce({is_int} AND {as_int} IS NOT NULL, false) "
+                f"AND NOT (isnan({as_dbl}) OR abs({as_dbl}) = double('inf')) THEN {as_dbl} END",
+            }
+        return {}
 
     def _domain_parse(self) -> tuple[dict[str, str], str]:
         """({name: SQL} of the parsed domain columns, the invalid-domain condition)."""
@@ -532,30 +593,13 @@ class _Job:
                     f"AND lo BETWEEN CAST({c} AS DOUBLE) AND CAST({e} AS DOUBLE))"
                 )
             return parsed, f"coalesce({bad}), true)"
-        col = str(d.column)
-        c = _ident(col)
-        finite = "(dx IS NULL OR isnan(dx) OR abs(dx) = double('inf'))"
-        if d.kind == "range":
-            if self._integer_range():
-                return {"dx": f"CAST({c} AS BIGINT)"}, "dx IS NULL"
-            return {"dx": self._double(col)}, finite
-        t = self._values_type()
-        if t == "double":
-            return {"dx": self._double(col)}, finite
-        if t == "string":
-            if self._is(col, "string"):
-                return {"dx": c}, "dx IS NULL"
-            return {"dx": f"try_cast({c} AS STRING)"}, "dx IS NULL"
-        if self._is(col, "string"):
-            expr = (
-                f"CASE WHEN {c} RLIKE {_text(_INTEGER)} "
-                f"THEN try_cast(replace(trim({c}), '_', '') AS DECIMAL(38, 0)) END"
-            )
-        elif self._is(col, "number"):
-            expr = f"try_cast({c} AS DECIMAL(38, 0))"
-        else:
-            expr = "CAST(NULL AS DECIMAL(38, 0))"
-        return {"dx": expr}, "dx IS NULL"
+        # values and range: the column read by the rules of dpgauss.release.keymap.
+        channels = self._channels()
+        self._dx = {ch: f"dx_{ch}" for ch in channels}
+        if not channels:
+            return {}, "true"
+        bad = " AND ".join(f"{ref} IS NULL" for ref in self._dx.values())
+        return {f"dx_{ch}": sql for ch, sql in channels.items()}, f"({bad})"
 
     def _value_parse(self) -> tuple[dict[str, str], str, str | None]:
         st = self.spec.statistic
@@ -571,23 +615,12 @@ class _Job:
         )
 
     def _range_key(self) -> str:
-        d, n = self.spec.domain, self.plan.domain.size
-        if self._integer_range():
-            start, step = int(d.start), int(d.step)  # type: ignore[arg-type]
-            top = math.ceil(float(d.stop))  # type: ignore[arg-type]
-            shifted = "dx" if start == 0 else f"(dx - CAST({start} AS BIGINT))"
-            div = "" if step == 1 else f" div CAST({step} AS BIGINT)"
-            upper = f" AND dx < CAST({top} AS BIGINT)" if top < 2**63 else ""
-            return f"CASE WHEN dx >= CAST({start} AS BIGINT){upper} THEN {shifted}{div} END"
-        start, stop, step = (
-            _text(repr(float(x)))
-            for x in (d.start, d.stop, d.step)  # type: ignore[arg-type]
-        )
-        s0, s1, st = (f"CAST({x} AS DOUBLE)" for x in (start, stop, step))
-        return (
-            f"CASE WHEN dx >= {s0} AND dx < {s1} THEN "
-            f"least(floor((dx - {s0}) / {st}), CAST({n - 1} AS BIGINT)) END"
-        )
+        """The exact key of a range domain (:mod:`dpgauss.release.keymap`), BIGINT or NULL."""
+        d = self.spec.domain
+        try:
+            return range_key_sql(SPARK, d.bins, self._dx, self._column())
+        except ValueError as exc:
+            raise EngineError(f"[domain] column {d.column!r}: {exc}") from None
 
     # -------------------------------------------------------------------- the plan
 
@@ -724,32 +757,44 @@ class _Job:
     # ------------------------------------------------------------------ domains
 
     def _join_values(self, checked: Any) -> Any:
+        """Each channel of the record joined with the keys of that kind (at most one
+        matches: keys are distinct numbers or strings); ``key`` the index, NULL if none."""
+        from decimal import Decimal
+
         from pyspark.sql import functions as sf
         from pyspark.sql import types as spt
 
-        t = self._values_type()
-        vals = list(self.spec.domain.values or ())
-        if t == "string":
-            val_type: Any = spt.StringType()
-            data = [(str(v), i) for i, v in enumerate(vals)]
-        elif t == "decimal":
-            from decimal import Decimal
-
-            val_type = spt.DecimalType(38, 0)
-            data = [(Decimal(int(v)), i) for i, v in enumerate(vals)]
-        else:
-            val_type = spt.DoubleType()
-            data = [(float(v), i) for i, v in enumerate(vals)]
-        schema = spt.StructType(
-            [
-                spt.StructField("__dp_val", val_type, False),
-                spt.StructField("key", spt.LongType(), False),
-            ]
-        )
-        dom = checked.sparkSession.createDataFrame(data, schema)
-        if len(vals) <= 1_000_000:
-            dom = sf.broadcast(dom)
-        return checked.join(dom, checked["dx"] == dom["__dp_val"], "left").drop("__dp_val")
+        d = self.spec.domain
+        col = self._column()
+        tables = value_tables(tuple(d.values or ()), col.scale if "dec" in self._dx else None)
+        session = checked.sparkSession
+        keys = []
+        for ch, ref in self._dx.items():
+            if ch == "str":
+                val_type: Any = spt.StringType()
+                data = [(str(v), i) for v, i in tables["str"]]
+            elif ch == "dbl":
+                val_type = spt.DoubleType()
+                data = [(float(v), i) for v, i in tables["dbl"]]
+            else:
+                val_type = spt.DecimalType(38, 0)
+                data = [(Decimal(int(v)), i) for v, i in tables[ch]]
+            schema = spt.StructType(
+                [
+                    spt.StructField(f"__dp_val_{ch}", val_type, False),
+                    spt.StructField(f"__dp_key_{ch}", spt.LongType(), False),
+                ]
+            )
+            dom = session.createDataFrame(data, schema)
+            if len(data) <= 1_000_000:
+                dom = sf.broadcast(dom)
+            checked = checked.join(dom, checked[ref] == dom[f"__dp_val_{ch}"], "left").drop(
+                f"__dp_val_{ch}"
+            )
+            keys.append(sf.col(f"__dp_key_{ch}"))
+        key = sf.coalesce(*keys) if len(keys) > 1 else (keys[0] if keys else sf.lit(None))
+        out = checked.withColumn("key", key.cast("long"))
+        return out.drop(*[f"__dp_key_{ch}" for ch in self._dx])
 
     def _nearest(self, checked: Any) -> Any:
         """The nearest node of each candidate row (vectorised pandas UDF), NULL if none."""
@@ -850,6 +895,8 @@ def _collect(plan: AggregationPlan, rows: list[tuple[Any, ...]]) -> Aggregate:
         per_class[IN_DOMAIN if g >= 0 or g == DROPPED else -g] += n
         if g < 0:
             continue
+        if g >= d:  # unreachable: keys are computed exactly in 0 … d − 1 (keymap)
+            raise EngineError(f"internal error: key index {g} outside the domain of {d} keys")
         r.kept += n  # kde: the records whose nearest node is g
         counts[g] = float(mass) if spread else float(n)
         if sums is not None and s is not None:

@@ -67,7 +67,12 @@ from .. import __version__ as dpgauss_version
 from ..denoise import Denoised
 from ..noise.mechanisms import GaussianMechanism
 from ..noise.release import NoisePlan, Release
-from ..privacy import classical_gaussian_sigma, gaussian_epsilon
+from ..privacy import (
+    analytic_gaussian_sigma,
+    classical_gaussian_sigma,
+    gaussian_delta,
+    gaussian_epsilon,
+)
 from ..privacy.accounting import GaussianAccountant
 from .engine import Aggregate, AggregationPlan, Engine, KeyDomain
 from .mapping import GraphMapper, load_graph
@@ -75,7 +80,7 @@ from .outputs import OutputGroup
 from .plan import LEDGER_ENV, ReleasePlan, make_engine, plan_release
 from .report import NOT_PRIVATE_WARNING, Diagnostics, PublicReport, json_ready, public_spec
 from .sensitivity import Sensitivity, derive_sensitivity
-from .spec import ReleaseSpec
+from .spec import MAX_EPSILON, ReleaseSpec
 
 __all__ = [
     "LEDGER_ENV",
@@ -86,6 +91,13 @@ __all__ = [
     "run_release",
     "sensitivity_of",
 ]
+
+#: A release's sensitivities and noise standard deviations (each in the units of its values)
+#: lie in these ranges: there the secure sampler's grid (about Δ/100), the released values and
+#: the denoisers' sums of squares over up to 5e7 keys are finite and non-zero.  Outside, the
+#: release is refused with a one-line error before anything is charged.
+SENSITIVITY_RANGE = (1e-100, 1e100)
+SIGMA_RANGE = (1e-100, 1e100)
 
 # Test hook (private, never a user option): with it set, "released" is the exact bounded
 # aggregate, so tests can compare the whole pipeline's output with a reference exactly.
@@ -124,16 +136,11 @@ def resolve_domain(spec: ReleaseSpec) -> KeyDomain:
         labels = np.asarray(d.values, dtype=object)
         return KeyDomain("values", len(labels), labels)
     if d.kind == "range":
-        start, stop, step = float(d.start), float(d.stop), float(d.step)  # type: ignore[arg-type]
-        n = math.ceil((stop - start) / step)
-        integral = all(float(x).is_integer() for x in (d.start, d.step)) and all(
-            isinstance(x, int) for x in (d.start, d.step)
-        )
-        labels = (
-            int(d.start) + int(d.step) * np.arange(n, dtype=np.int64)  # type: ignore[arg-type]
-            if integral
-            else start + step * np.arange(n, dtype=np.float64)
-        )
+        # Exact: n = ⌈(stop − start)/step⌉ in rationals, labels the exact lower edges (integers,
+        # or each edge rounded once to the nearest double); see dpgauss.release.keymap.
+        bins = d.bins
+        n = bins.size
+        labels = bins.labels()
         grid = (n,) if n >= 2 else None
         edges = np.stack([np.arange(n - 1), np.arange(1, n)], axis=1) if n >= 2 else None
         return KeyDomain("range", n, labels, edges=edges, grid=grid)
@@ -158,10 +165,14 @@ def resolve_domain(spec: ReleaseSpec) -> KeyDomain:
 
 
 def sensitivity_of(spec: ReleaseSpec, domain: KeyDomain | None = None) -> Sensitivity:
-    """The L2 sensitivity of ``spec``'s release, derived from its bounds."""
+    """The L2 sensitivity of ``spec``'s release, derived from its bounds.
+
+    Raises ``ValueError`` naming ``[statistic] lower/upper`` when a part's sensitivity is not
+    a finite double or lies outside ``[1e-100, 1e100]`` (see :data:`SENSITIVITY_RANGE`).
+    """
     domain = resolve_domain(spec) if domain is None else domain
     b, st = spec.bounds, spec.statistic
-    return derive_sensitivity(
+    sens = derive_sensitivity(
         st.kind,
         max_records_per_unit=b.max_records_per_unit,
         max_keys_per_unit=b.max_keys_per_unit,
@@ -171,6 +182,18 @@ def sensitivity_of(spec: ReleaseSpec, domain: KeyDomain | None = None) -> Sensit
         lower=st.lower,
         upper=st.upper,
     )
+    lo, hi = SENSITIVITY_RANGE
+    for part, value in sens.parts.items():
+        if not lo <= value <= hi:  # inf (overflow) and 0 (underflow) included
+            what = (
+                "max(|lower|, |upper|)" if st.kind == "sum" else "(upper - lower)/2"
+            ) + f" = {sens.scale:.6g} times the records bound {sens.records_l2:.6g}"
+            raise ValueError(
+                f"[statistic] lower/upper: the {part}'s sensitivity ({what}) is "
+                f"{value:.6g}, outside the supported [{lo:g}, {hi:g}]; choose clamping bounds "
+                f"of a moderate scale (lower={st.lower!r}, upper={st.upper!r})"
+            )
+    return sens
 
 
 # ------------------------------------------------------------------------ calibration
@@ -184,10 +207,27 @@ class _Calibration:
     probe: NoisePlan
 
 
+def _noise_scales(sens: Sensitivity, sigma: float) -> dict[str, float]:
+    """The noise standard deviation on each released part, in that part's units."""
+    if sens.statistic != "mean":
+        return {sens.statistic: sigma}
+    # A mean's mechanism is on the normalised pair (S'/Δ_S, C/Δ_C): σ·Δ on each part.
+    return {part: sigma * value for part, value in sens.parts.items()}
+
+
 def _calibrate(spec: ReleaseSpec, sens: Sensitivity, d: int) -> _Calibration:
+    """The mechanism, its noise law and μ-GDP charge (public quantities only).
+
+    Every noise standard deviation, in the units of the values it is added to, must lie in
+    :data:`SIGMA_RANGE` — where the secure sampler's grid, the released values and the
+    denoisers' sums of squares are finite and non-zero; else ``ValueError`` naming the keys.
+    ``sigma`` given: the release uses exactly that noise (rounded up), with the guarantee
+    (ε, δ) it has — ε = 0 and a smaller δ when σ is above the (0, δ) noise.
+    """
     p = spec.privacy
     dim = 2 * d if sens.statistic == "mean" else d
     delta = float(p.delta)  # type: ignore[arg-type]
+    lo, hi = SIGMA_RANGE
     if p.epsilon is not None:
         eps = float(p.epsilon)
     else:
@@ -195,12 +235,46 @@ def _calibrate(spec: ReleaseSpec, sens: Sensitivity, d: int) -> _Calibration:
         sigma = float(p.sigma)  # type: ignore[arg-type]
         if sens.statistic == "mean":
             sigma /= sens.parts["count"]
+        for part, s in _noise_scales(sens, sigma).items():
+            if not lo <= s <= hi:
+                raise ValueError(
+                    f"[privacy] sigma = {p.sigma!r} puts noise {s:.6g} on the {part}, outside "
+                    f"the supported [{lo:g}, {hi:g}]"
+                )
+        least = float(analytic_gaussian_sigma(MAX_EPSILON, delta, sens.l2))
+        if sigma < least:
+            raise ValueError(
+                f"[privacy] sigma = {p.sigma!r} is below the least noise a release supports "
+                f"here ({least * (sens.parts['count'] if sens.statistic == 'mean' else 1.0):.6g}"
+                f", the noise for epsilon = {MAX_EPSILON:g} at delta = {delta:g}); use a larger "
+                "sigma"
+            )
         eps = float(gaussian_epsilon(sigma, delta, sens.l2))
+        if eps == 0.0 and sigma > float(analytic_gaussian_sigma(0.0, delta, sens.l2)):
+            # More noise than (0, δ) needs: keep sigma, state the (0, δ') it gives.
+            delta = min(delta, float(gaussian_delta(sigma, 0.0, sens.l2)))
     mech = GaussianMechanism(eps, delta, sens.l2)
+    for part, s in _noise_scales(sens, mech.sigma).items():
+        if not lo <= s <= hi:
+            raise ValueError(
+                f"[privacy] epsilon = {eps:g}, delta = {delta:g} put noise {s:.6g} on the "
+                f"{part} (sensitivity {sens.parts[part]:.6g}), outside the supported "
+                f"[{lo:g}, {hi:g}]: use clamping bounds ([statistic] lower/upper) of a moderate "
+                "scale, tighter [bounds], or another epsilon"
+            )
     # The law and label of the release, without drawing noise; a secure law's charge is
     # at most gdp_mu(eps, delta), so a budget of the spec's own (eps, delta) takes it.
-    probe = mech.noise_plan(dim, secure=bool(p.secure))
-    mu = float(GaussianAccountant().add_release(probe))
+    try:
+        probe = mech.noise_plan(dim, secure=bool(p.secure))
+        mu = float(GaussianAccountant().add_release(probe))
+    except (ValueError, FloatingPointError) as exc:
+        # The secure lattice sampler's limits: noise far above the grid (tiny epsilon and
+        # delta), or a noise law whose mu-GDP charge cannot be certified (huge epsilon).
+        raise ValueError(
+            f"[privacy] the secure sampler cannot serve epsilon = {eps:g}, delta = {delta:g} "
+            f"(noise sigma = {mech.sigma:.6g} at sensitivity {sens.l2:.6g}): "
+            f"{' '.join(str(exc).split())}; use a moderate epsilon and delta"
+        ) from None
     return _Calibration(mech, dim, mu, probe)
 
 
@@ -625,7 +699,11 @@ def _noise_and_denoise(
     d = domain.size
     stat = sens.statistic
     eps, delta = cal.mechanism.epsilon, cal.mechanism.delta
-    classical = classical_gaussian_sigma(eps, delta, sens.l2) if 0.0 < eps < 1.0 else None
+    classical = None
+    if 0.0 < eps < 1.0:
+        with np.errstate(over="ignore", divide="ignore"):  # a subnormal epsilon: no finite σ
+            classical = classical_gaussian_sigma(eps, delta, sens.l2)
+        classical = classical if math.isfinite(classical) else None
     noise_info: dict[str, Any] = {
         "epsilon": eps,
         "delta": delta,

@@ -75,8 +75,10 @@ def _sqrt_up(n: int | Fraction) -> float:
 
 
 def _mul_up(a: float, b: float) -> float:
-    """The smallest double ≥ a·b for non-negative doubles."""
+    """The smallest double ≥ a·b for non-negative doubles (inf if a·b overflows)."""
     p = a * b
+    if math.isinf(p):
+        return p
     while Fraction(p) < Fraction(a) * Fraction(b):
         p = math.nextafter(p, _INF)
     return p
@@ -232,7 +234,7 @@ def derive_sensitivity(
         l2 = _mul_up(scale, records)
         return Sensitivity("sum", l2, records, scale, {"sum": l2}, candidates)
     half = (Fraction(hi) - Fraction(lo)) / 2
-    scale = float(half)
+    scale = float(half)  # finite: |hi − lo|/2 is at most the largest double
     if Fraction(scale) < half:
         scale = math.nextafter(scale, _INF)
     sum_l2 = _mul_up(scale, records)

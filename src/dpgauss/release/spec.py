@@ -130,6 +130,7 @@ from pathlib import Path
 from typing import Any
 
 from .csv_format import delimiter_problem
+from .keymap import MAX_KEYS, RangeBins, brief
 
 __all__ = [
     "BoundsSpec",
@@ -158,18 +159,27 @@ DENOISERS = (
     "trend_filter",
 )
 BUNDLED = ("trips",)
-_MAX_KEYS = 50_000_000
+_MAX_KEYS = MAX_KEYS
+#: The bounds b, k, c (and kde neighbors) are integers in [1, _MAX_COUNT]: the engines' window
+#: offsets and the sensitivity arithmetic stay exact (2**53 keeps every bound exactly a double).
+_MAX_COUNT = 2**53
+#: [privacy] epsilon is at most this: beyond it the calibration and the secure sampler have no
+#: finite answer (sigma/sensitivity < 1e-10 already; a larger epsilon protects nothing).
+MAX_EPSILON = 1e20
+#: kde bandwidth (metres) in [_MIN_BANDWIDTH, _MAX_BANDWIDTH]: 2·bandwidth² stays a positive
+#: finite double, so the kernel weights are well defined.
+_MIN_BANDWIDTH, _MAX_BANDWIDTH = 1e-150, 1e150
 
 
 # ------------------------------------------------------------------------------ checks
 
 
 def _fail(where: str, key: str, rule: str, value: object) -> ValueError:
-    return ValueError(f"[{where}] {key} must be {rule}; got {value!r}")
+    return ValueError(f"[{where}] {key} must be {rule}; got {brief(value)}")
 
 
 def _type_fail(where: str, key: str, rule: str, value: object) -> TypeError:
-    return TypeError(f"[{where}] {key} must be {rule}; got {type(value).__name__} {value!r}")
+    return TypeError(f"[{where}] {key} must be {rule}; got {type(value).__name__} {brief(value)}")
 
 
 def _text(where: str, key: str, value: object, *, optional: bool = False) -> str | None:
@@ -200,7 +210,10 @@ def _real(where: str, key: str, value: object, *, optional: bool = False) -> flo
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise _type_fail(where, key, "a number", value)
-    x = float(value)
+    try:
+        x = float(value)
+    except OverflowError:  # an integer beyond the largest double
+        raise _fail(where, key, "a finite number (at most 1.8e308 in magnitude)", value) from None
     if not math.isfinite(x):
         raise _fail(where, key, "a finite number", value)
     return x
@@ -223,6 +236,8 @@ def _count(where: str, key: str, value: object, *, optional: bool = False) -> in
             raise _type_fail(where, key, "an integer >= 1", value)
     if value < 1:
         raise _fail(where, key, "an integer >= 1", value)
+    if value > _MAX_COUNT:
+        raise _fail(where, key, "an integer in [1, 2**53]", value)
     return int(value)
 
 
@@ -407,17 +422,9 @@ class DomainSpec:
             self._check_values()
         elif self.kind == "range":
             _text(w, "column", self.column)
-            start = _real(w, "start", self.start)
-            stop = _real(w, "stop", self.stop)
-            step = _positive(w, "step", self.step)
-            assert start is not None and stop is not None and step is not None
-            if not stop > start:
-                raise ValueError(
-                    f"[domain] stop must be greater than start; got start={start!r}, stop={stop!r}"
-                )
-            n = math.ceil((stop - start) / step)
-            if n > _MAX_KEYS:
-                raise ValueError(f"[domain] the range has {n} bins; at most {_MAX_KEYS} allowed")
+            if self.start is None or self.stop is None:
+                raise ValueError("[domain] kind = 'range' needs start and stop (and step)")
+            RangeBins.of(self.start, self.stop, self.step)
         else:
             _choice(w, "graph", self.graph, GRAPHS)
             _text(w, "lat", self.lat)
@@ -427,7 +434,9 @@ class DomainSpec:
             if self.mapping == "kde":
                 if self.bandwidth is None:
                     raise ValueError("[domain] bandwidth (metres) is required with mapping = 'kde'")
-                _positive(w, "bandwidth", self.bandwidth)
+                bw = _positive(w, "bandwidth", self.bandwidth)
+                if not _MIN_BANDWIDTH <= bw <= _MAX_BANDWIDTH:  # type: ignore[operator]
+                    raise _fail(w, "bandwidth", "a number of metres in [1e-150, 1e150]", bw)
                 _count(w, "neighbors", self.neighbors)
             else:
                 if self.bandwidth is not None:
@@ -453,9 +462,22 @@ class DomainSpec:
         if len(kinds) > 1:
             raise ValueError("[domain] values must be all numbers or all strings, not a mix")
         if len(set(vals)) != len(vals):
-            seen: set[Any] = set()
-            dup = next(v for v in vals if v in seen or seen.add(v))  # type: ignore[func-returns-value]
-            raise ValueError(f"[domain] values must be distinct; {dup!r} appears twice")
+            # Numbers are compared exactly (1 == 1.0, 0 == -0.0, 2**53 + 1 != 2.0**53), as the
+            # engines match records to keys: two keys equal as numbers would both match.
+            first: dict[Any, Any] = {}
+            for v in vals:
+                if v in first:
+                    a, b = first[v], v
+                    if repr(a) == repr(b):
+                        raise ValueError(
+                            f"[domain] values must be distinct; {brief(b)} appears twice"
+                        )
+                    raise ValueError(
+                        f"[domain] values must be distinct numbers; {brief(a)} and {brief(b)} are "
+                        "the same number (a record matches the key equal to its value in exact "
+                        "arithmetic)"
+                    )
+                first[v] = v
         if len(vals) > _MAX_KEYS:
             raise ValueError(f"[domain] values has {len(vals)} keys; at most {_MAX_KEYS} allowed")
         object.__setattr__(self, "values", tuple(vals))
@@ -484,26 +506,11 @@ class DomainSpec:
         return (self.column,)  # type: ignore[return-value]
 
     @property
-    def values_kind(self) -> str:
-        """How engines compare a ``values`` domain's keys: ``"string"``, ``"bigint"`` (some
-        integer beyond 2**53, which a double would not hold exactly) or ``"double"``."""
-        vals = self.values or ()
-        if any(isinstance(v, str) for v in vals):
-            return "string"
-        if all(isinstance(v, int) for v in vals) and any(abs(v) >= 2**53 for v in vals):
-            return "bigint"
-        return "double"
-
-    @property
-    def integral_bins(self) -> bool:
-        """A ``range`` with integer ``start`` and ``step`` small enough for exact 64-bit
-        integer binning (engines use it when the column is an integer type too)."""
-        return (
-            self.kind == "range"
-            and all(isinstance(x, int) and not isinstance(x, bool) for x in (self.start, self.step))
-            and abs(int(self.start)) < 2**62  # type: ignore[arg-type]
-            and int(self.step) < 2**31  # type: ignore[arg-type]
-        )
+    def bins(self) -> RangeBins:
+        """The exact bins of a ``range`` domain (:class:`~dpgauss.release.keymap.RangeBins`)."""
+        if self.kind != "range":
+            raise ValueError(f"[domain] kind = {self.kind!r} has no bins")
+        return RangeBins.of(self.start, self.stop, self.step)
 
     @property
     def effective_cutoff(self) -> float:
@@ -668,7 +675,10 @@ class PrivacySpec:
             eps = _real(w, "epsilon", self.epsilon)
             if eps < 0:  # type: ignore[operator]
                 raise _fail(w, "epsilon", "a number >= 0", self.epsilon)
+            if eps > MAX_EPSILON:  # type: ignore[operator]
+                raise _fail(w, "epsilon", "a number in [0, 1e20]", self.epsilon)
         else:
+            # The smallest usable sigma depends on the sensitivity: checked by the pipeline.
             _positive(w, "sigma", self.sigma)
         _flag(w, "secure", self.secure)
         _text(w, "ledger", self.ledger, optional=True)

@@ -28,7 +28,12 @@ from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
 from dpgauss.release.ledger import Ledger  # noqa: E402
 from dpgauss.release.pipeline import ReleaseDeliveryError, run_release  # noqa: E402
 
-from .test_pipeline import make_ledger, make_spec, small_release_data  # noqa: E402
+from .test_pipeline import (  # noqa: E402
+    make_ledger,
+    make_spec,
+    small_release_data,
+    small_spec_toml,
+)
 
 ENGINE = DuckDBEngine(threads=1)
 
@@ -65,28 +70,8 @@ def test_an_insecure_release_says_so_everywhere_and_hides_its_seed(
     src, _ = small_release_data(tmp_path)
     monkeypatch.setenv("DPGAUSS_LEDGER", str(make_ledger(tmp_path)))  # not consulted
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    spec = tmp_path / "s.toml"
-    spec.write_text(
-        f"""[source]
-path = {json.dumps(str(src))}
-[unit]
-column = "uid"
-[domain]
-kind = "range"
-column = "key"
-start = 0
-stop = 10
-[bounds]
-max_records_per_unit = 5
-[privacy]
-epsilon = 1.0
-delta = 1e-6
-dataset = "d"
-secure = false
-seed = 987654321
-[denoise]
-method = "none"
-"""
+    spec = small_spec_toml(
+        tmp_path / "s.toml", src, "none", privacy="secure = false\nseed = 987654321"
     )
     out = tmp_path / "r.csv"
     assert main(["release", str(spec), "--out", str(out), "--json"]) == 0
@@ -341,8 +326,6 @@ def test_an_interrupt_after_the_charge_is_one_line_and_recorded(
     src, _ = small_release_data(tmp_path)
     ledger = make_ledger(tmp_path)
     spec = tmp_path / "s.toml"
-    from .test_pipeline import small_spec_toml
-
     small_spec_toml(spec, src, "none")
 
     def interrupt(step: str) -> None:
@@ -392,8 +375,6 @@ _KILLER = textwrap.dedent(
 def test_sigkill_at_each_step_leaves_nothing_or_everything(
     tmp_path: Path, step: str, state: str | None
 ) -> None:
-    from .test_pipeline import small_spec_toml
-
     src, _ = small_release_data(tmp_path)
     ledger = make_ledger(tmp_path)
     spec = small_spec_toml(tmp_path / "s.toml", src, "james_stein")
@@ -474,26 +455,7 @@ def test_the_check_command_is_confidential_and_exits_1_on_a_violation(
 ) -> None:
     path = tmp_path / "data.csv"
     path.write_text("uid,key\n1,2\n,3\n2,4\n")
-    spec = tmp_path / "s.toml"
-    spec.write_text(
-        f"""[source]
-path = {json.dumps(str(path))}
-[unit]
-column = "uid"
-on_null = "fail"
-[domain]
-kind = "range"
-column = "key"
-start = 0
-stop = 10
-[bounds]
-max_records_per_unit = 5
-[privacy]
-epsilon = 1.0
-delta = 1e-6
-dataset = "d"
-"""
-    )
+    spec = small_spec_toml(tmp_path / "s.toml", path, "none", unit='on_null = "fail"')
     assert main(["check", str(spec)]) == 1
     out = capsys.readouterr().out
     assert out.startswith("== CONFIDENTIAL") and "FAIL: 1 rows without a unit id" in out
@@ -502,3 +464,25 @@ dataset = "d"
     assert obj["ok"] is False and obj["rows"]["null_unit"] == 1
     assert files(tmp_path) == ["data.csv", "s.toml"]  # nothing written
     np.testing.assert_equal(obj["rows"]["kept"], 2)
+
+
+def test_a_value_the_reader_rejects_is_never_quoted_by_a_release(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Parquet string that is not UTF-8 stops DuckDB's reader.  The release is refused
+    before the charge with one fixed message (the value stays out of it); `dpgauss check`
+    gives the data owner the detail, marked confidential."""
+    from dpgauss.release.check import check_source
+    from dpgauss.release.engine_duckdb import AGGREGATION_FAILED
+
+    bad = pa.array([b"ok", b"\xff\xfe secret"], pa.binary()).view(pa.string())
+    src = tmp_path / "s.parquet"
+    pq.write_table(pa.table({"uid": [1, 2], "key": [0, 1], "note": bad}), src)
+    ledger = make_ledger(tmp_path)
+    with pytest.raises(ValueError) as info:
+        run_release(make_spec(src), out=tmp_path / "r.csv", ledger=ledger, engine=ENGINE)
+    assert str(info.value) == AGGREGATION_FAILED and "secret" not in str(info.value)
+    assert entries(ledger) == []
+    with pytest.raises(ValueError, match="CONFIDENTIAL") as info:
+        check_source(make_spec(src), engine=ENGINE)
+    assert "UTF" in str(info.value)

@@ -666,8 +666,17 @@ def cli(argv: list[str]) -> tuple[int, str]:
         return 2, f"dpgauss: error: {exc}"
 
 
-def small_spec_toml(path: Path, src: Path, method: str, output: str | None = None) -> Path:
-    """A TOML spec over ``small_release_data`` (range domain 0-9, 5 records per unit)."""
+def small_spec_toml(
+    path: Path,
+    src: Path,
+    method: str,
+    output: str | None = None,
+    *,
+    unit: str = "",
+    privacy: str = "",
+) -> Path:
+    """A TOML spec over ``small_release_data`` (range domain 0-9, 5 records per unit);
+    ``unit`` and ``privacy`` are extra TOML lines for those tables."""
     out = f'[output]\npath = "{output}"\n' if output else ""
     path.write_text(
         f"""
@@ -675,6 +684,7 @@ def small_spec_toml(path: Path, src: Path, method: str, output: str | None = Non
 path = {json.dumps(str(src))}
 [unit]
 column = "uid"
+{unit}
 [domain]
 kind = "range"
 column = "key"
@@ -686,6 +696,7 @@ max_records_per_unit = 5
 epsilon = 1.0
 delta = 1e-6
 dataset = "d"
+{privacy}
 [denoise]
 method = "{method}"
 """

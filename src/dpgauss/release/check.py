@@ -121,7 +121,14 @@ def check_source(
     offset = 0.0
     if spec.statistic.kind == "mean":
         offset = (float(spec.statistic.lower) + float(spec.statistic.upper)) / 2.0  # type: ignore[arg-type]
-    agg = eng.aggregate(AggregationPlan(spec, domain, secrets.randbits(64), offset))
+    from .engine_duckdb import EngineError
+
+    try:
+        agg = eng.aggregate(AggregationPlan(spec, domain, secrets.randbits(64), offset))
+    except EngineError as exc:
+        if exc.detail is None:
+            raise
+        raise ValueError(f"CONFIDENTIAL (may quote the data): {exc.detail}") from None
     return CheckResult(
         agg.rows, _violations(spec, agg.rows), getattr(eng, "name", type(eng).__name__)
     )

@@ -68,7 +68,7 @@ from .engine import Aggregate, AggregationPlan, RowCounts, source_columns
 from .keymap import DUCKDB, INT_LITERAL, Column, range_key_sql, value_tables
 from .spec import ReleaseSpec
 
-__all__ = ["DuckDBEngine", "EngineError", "quote_ident"]
+__all__ = ["AGGREGATION_FAILED", "DuckDBEngine", "EngineError", "quote_ident"]
 
 # Row classes (engine.py, "Classification"); MALFORMED (CSV) lines are tested first.
 IN_DOMAIN, NULL_UNIT, INVALID_DOMAIN, INVALID_VALUE, OUTSIDE, OUTSIDE_FILTER, MALFORMED = range(7)
@@ -98,7 +98,24 @@ _INTEGER_TYPES = (
 
 
 class EngineError(ValueError):
-    """A data source or query problem, reported in one line (a ``ValueError``)."""
+    """A data source or query problem, reported in one line (a ``ValueError``).
+
+    ``detail`` is the engine's own message when it may quote the data (a value the reader
+    rejected): it is confidential, so the message of an aggregation error never carries it;
+    ``dpgauss check`` shows it to the data owner.
+    """
+
+    def __init__(self, message: str, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.detail = detail
+
+
+#: The one message of a failed aggregation: fixed, so that it says nothing about the data.
+AGGREGATION_FAILED = (
+    "the engine could not read or aggregate the source (an unreadable file, or a value its "
+    "reader rejects); nothing was charged; `dpgauss check SPEC` shows the detail, which is "
+    "confidential"
+)
 
 
 def quote_ident(name: str) -> str:
@@ -451,9 +468,11 @@ class DuckDBEngine:
                 unit_range = self._unit_range(con, plan, source, params, types)
             groups, spread = self._run(plan, con, source, params, types, tag, unit_range, csv)
         except duckdb.Error as exc:
-            raise EngineError(f"duckdb: {_one_line(exc)}") from None
+            raise EngineError(AGGREGATION_FAILED, f"duckdb: {_one_line(exc)}") from None
         except csv_format.CsvError as exc:  # a file failed while it was streamed
-            raise EngineError(f"cannot read the source: {_one_line(exc)}") from None
+            raise EngineError(
+                AGGREGATION_FAILED, f"cannot read the source: {_one_line(exc)}"
+            ) from None
         finally:
             self._cleanup(con, owned, tag)
         return _collect(plan, groups, spread)

@@ -67,7 +67,7 @@ import numpy as np
 
 from . import csv_format
 from .engine import Aggregate, AggregationPlan, RowCounts, source_columns
-from .engine_duckdb import EngineError
+from .engine_duckdb import AGGREGATION_FAILED, EngineError
 from .keymap import INT_LITERAL, SPARK, Column, range_key_sql, value_tables
 from .spec import ReleaseSpec
 
@@ -425,7 +425,7 @@ class SparkEngine:
             job = _Job(plan, df, names, csv).build()
             rows = [tuple(r) for r in job.collect()]
         except _spark_errors() as exc:
-            raise EngineError(f"spark: {_one_line(exc)}") from None
+            raise EngineError(AGGREGATION_FAILED, f"spark: {_one_line(exc)}") from None
         return _collect(plan, rows)
 
 

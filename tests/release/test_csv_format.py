@@ -421,28 +421,50 @@ def _text(line: bytes) -> str | None:
         return None
 
 
-def test_the_reader_reads_lines_as_the_reference(tmp_path: Path) -> None:
+def _segments(line: bytes, delimiter: bytes) -> list[str | None]:
+    """csv_format.segment_value_sql, in Python: the values of a line the reader decided."""
+    parts = [x.decode() for x in line.split(delimiter)]
+    return [None if x == "" else x[1:-1] if x.startswith('"') else x for x in parts]
+
+
+@pytest.mark.parametrize("delimiter", [",", ";", "é"])
+def test_the_reader_reads_lines_as_the_reference(tmp_path: Path, delimiter: str) -> None:
     rng = random.Random(0)
-    atoms = [b"a", b",", b'"', b"\r", b"\n", b"\n", csv_format.BOM, b"\xff", b"\x00"]
+    d = delimiter.encode()
+    atoms = [b"a", d, d, b'"', b'"', b"\r", b"\n", b"\n", csv_format.BOM, b"\xff", b"\x00"]
     atoms += [b"\xc3\xa9", b"\xc3", b"\xed\xa0\x80", b"\xf0\x9f\x98\x80", b"\xef\xbf\xbd"]
+    atoms += [b'"x"' + d, d + b'"y"', b'""']
     path = tmp_path / "r.bin"
+    decided = 0
     for _ in range(800):
         data = b"".join(rng.choice(atoms) for _ in range(rng.randint(0, 40)))
         path.write_bytes(data)
-        chunk = rng.choice([1, 2, 3, 7, 64])
-        batches = list(csv_format.line_batches([str(path)], ",", 2, chunk))
+        chunk = rng.choice([1, 2, 3, 7, 64, 1 << 16])
+        n = rng.choice([1, 2, 3])
+        batches = list(csv_format.line_batches([str(path)], delimiter, n, chunk))
         got = [v.as_py() for b in batches for v in b.column(0)]
         want = csv_format.split_lines(data)
         assert got == [_text(x) for x in want], data  # invalid UTF-8 (a surrogate too): NULL
         kinds = [k.as_py() for b in batches for k in b.column(1)]
         for line, kind in zip(want, kinds, strict=True):
-            record = csv_format.parse_record(line, ",", 2)
+            record = csv_format.parse_record(line, delimiter, n)
             if kind == csv_format.RECORD:
-                assert record is not None and line.isascii() and b'"' not in line
+                assert record is not None and _segments(line, d) == record, line
+                decided += 1
             elif kind == csv_format.MALFORMED:
-                assert record is None
+                assert record is None, line
             else:
-                assert _text(line) is not None and (not line.isascii() or b'"' in line)
+                assert _text(line) is not None and "\ufffd" not in _text(line), line
+                assert len(d) > 1 or not _segments_shaped(line, d), line
+    assert decided > 100 or len(d) > 1  # a non-ASCII delimiter: every line to the regex
+
+
+def _segments_shaped(line: bytes, d: bytes) -> bool:
+    """Whether every segment of the line is quote-free or ``"X"`` with X quote-free."""
+    return all(
+        x.count(b'"') == 0 or (x.count(b'"') == 2 and len(x) >= 2 and x[0] == x[-1] == 34)
+        for x in line.split(d)
+    )
 
 
 def _python(pattern: str) -> re.Pattern[str]:

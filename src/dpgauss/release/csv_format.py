@@ -85,15 +85,17 @@ only constructs with the same meaning in RE2 (DuckDB) and java.util.regex (Spark
 classes, alternation, non-capturing and capturing groups, ``*``, ``+``, ``?``, and characters
 written as ``\x{HEX}`` (the delimiter too, so that no delimiter is special).  A field's value
 is :func:`unquote_sql` of its folded text (the same SQL text in DuckDB and Spark).  A record
-without any ``"`` is just its fields between delimiters: the DuckDB engine then takes them
-with ``string_split`` instead of a regex (the same values, much faster).
+whose delimiters all separate fields is just its segments between delimiters: for the lines
+the reader decided, the DuckDB engine takes them with ``string_split`` instead of a regex
+(:func:`segment_value_sql`; the same values, much faster).
 
 The DuckDB engine does not use DuckDB's CSV reader (its sniffer, its quoted line breaks and
 its treatment of a bare CR as a line break all break rule 1): :func:`line_reader` streams the
 lines of the files as Arrow record batches, chunk by chunk (never a whole file in memory):
-the line as text (NULL when it is not valid UTF-8) and its kind — numpy decides the plain
-ASCII lines without quotes, which are most lines of most files — and DuckDB tests the other
-lines against the regex and extracts the fields in SQL.  It reads local files (``.gz`` and
+the line as text (NULL when it is not valid UTF-8) and its kind — numpy decides the lines
+whose fields are unquoted or quoted without inner quotes or delimiters, which are most
+lines of most files — and DuckDB tests the other lines against the regex and extracts the
+fields in SQL.  It reads local files (``.gz`` and
 ``.bz2`` decompressed).  The Spark engine reads the lines with
 ``spark.read.option("lineSep", "\n").text(files)``, which splits at LF only, keeps CR and
 invalid bytes as they are, removes the byte order mark at the start of a file and
@@ -136,6 +138,7 @@ __all__ = [
     "read_header",
     "record_regex",
     "resolve_columns",
+    "segment_value_sql",
     "split_lines",
     "unquote_sql",
 ]
@@ -287,6 +290,16 @@ def folded_record_regex(delimiter: str, n: int, capture: Iterable[int] = ()) -> 
     body = f'{p}*(?:"[^"]*")?|[^{d}{p}"]+'
     fields = [f"({body})" if i in wanted else f"(?:{body})" for i in range(n)]
     return r"\A" + d.join(fields) + r"\z"
+
+
+def segment_value_sql(expr: str) -> str:
+    """SQL (DuckDB and Spark alike) for the value of a field ``expr`` that is a whole segment
+    of a line the line reader found to be a RECORD: unquoted text, or ``"X"`` with ``X``
+    free of quotes (an empty one is NULL, ``""`` the empty string)."""
+    return (
+        f"CASE WHEN {expr} = '' THEN NULL WHEN left({expr}, 1) = '\"' THEN "
+        f"substr({expr}, 2, length({expr}) - 2) ELSE {expr} END"
+    )
 
 
 def unquote_sql(expr: str) -> str:
@@ -520,24 +533,62 @@ def _kinds(
 ) -> tuple[np.ndarray, np.ndarray]:
     """(kind, valid UTF-8) of each line ``arr[starts[i]:ends[i]]``.
 
-    A line that is not valid UTF-8 is MALFORMED (rule 2).  An ASCII line without ``"`` is a
-    RECORD iff it has exactly ``n − 1`` delimiters (rules 2-3: ASCII holds no U+FFFD, and
-    without quotes every field is unquoted), else MALFORMED.  Any other line (non-ASCII, or
-    holding a quote) is GENERAL, for the regex; so is every valid line when the delimiter is
-    not ASCII (or not given)."""
+    A line that is not valid UTF-8, or holds U+FFFD, is MALFORMED (rule 2).  For an ASCII
+    delimiter (whose byte cannot occur inside a multi-byte character) the other lines are cut
+    into *segments* at every delimiter byte.  If every segment is either free of quotes or
+    exactly ``"X"`` with ``X`` free of quotes, the segments are the line's fields (rule 3: a
+    delimiter inside quotes, or a doubled quote, would leave a segment of another shape), so
+    the line is a RECORD iff it has ``n`` of them, else MALFORMED; its values are the
+    segments, quotes stripped (:func:`segment_value_sql`).  Any other line is GENERAL, for the
+    regex; so is every valid line when the delimiter is not ASCII (or not given)."""
 
     def per_line(positions: np.ndarray) -> np.ndarray:
         return np.searchsorted(positions, ends) - np.searchsorted(positions, starts)
 
-    high = per_line(np.flatnonzero(arr >= 128)) > 0
+    k, size = starts.size, arr.size
+    high_bytes = np.flatnonzero(arr >= 128)
+    high = per_line(high_bytes) > 0
     valid = _valid_utf8(arr, starts, ends, high)
-    kinds = np.full(starts.size, GENERAL, dtype=np.uint8)
-    kinds[~valid] = MALFORMED
+    lead = high_bytes[(arr[high_bytes] == 0xEF) & (high_bytes + 2 < size)]
+    fffd = lead[(arr[lead + 1] == 0xBF) & (arr[lead + 2] == 0xBD)]
+    ok = valid & (per_line(fffd) == 0)
+    kinds = np.full(k, MALFORMED, dtype=np.uint8)
+    kinds[ok] = GENERAL
     if delimiter is None or ord(delimiter) >= 128:
         return kinds, valid
-    simple = ~high & (per_line(np.flatnonzero(arr == 34)) == 0)
-    fields = per_line(np.flatnonzero(arr == ord(delimiter))) + 1
-    kinds[simple] = np.where(fields[simple] == n, RECORD, MALFORMED)
+    byte = ord(delimiter)
+    events = np.flatnonzero((arr == 34) | (arr == byte))  # quotes and delimiters, in order
+    is_quote = arr[events] == 34
+    quotes_upto = np.zeros(events.size + 1, dtype=np.int32)  # quotes among events[:j]
+    np.cumsum(is_quote, dtype=np.int32, out=quotes_upto[1:])
+    first = np.searchsorted(events, starts)
+    count = np.searchsorted(events, ends) - first  # the events of line i: first[i] + range
+    nq = quotes_upto[first + count] - quotes_upto[first]
+    fields = count - nq + 1
+    plain = ok & (nq == 0)
+    kinds[plain] = np.where(fields[plain] == n, RECORD, MALFORMED)
+    quoted = ok & (nq > 0) & (nq % 2 == 0)
+    if not quoted.any():
+        return kinds, valid
+    # Every segment is quote-free or "X" (X quote-free) iff, counting the quotes of a line
+    # from its start, each even-numbered quote opens a segment (at the line's start or after a
+    # delimiter), each odd-numbered one closes it (before a delimiter or at the line's end), and
+    # every delimiter is outside quotes (an even number of quotes before it in its line).
+    odd = ((quotes_upto[:-1] - np.repeat(quotes_upto[first], count)) & 1).astype(bool)
+    quotes = events[is_quote]
+    at_start = np.zeros(size + 1, dtype=bool)
+    at_start[starts] = True
+    at_last = np.zeros(size + 1, dtype=bool)
+    at_last[ends[ends > starts] - 1] = True
+    opens = ~odd[is_quote]
+    after_cut = (quotes > 0) & (arr[np.maximum(quotes - 1, 0)] == byte)
+    before_cut = (quotes + 1 < size) & (arr[np.minimum(quotes + 1, size - 1)] == byte)
+    bad_quote = np.where(opens, ~(at_start[quotes] | after_cut), ~(at_last[quotes] | before_cut))
+    bad = np.concatenate([quotes[bad_quote], events[odd & ~is_quote]])
+    misshaped = np.zeros(k, dtype=bool)
+    misshaped[np.searchsorted(starts, bad, side="right") - 1] = True
+    decided = quoted & ~misshaped
+    kinds[decided] = np.where(fields[decided] == n, RECORD, MALFORMED)
     return kinds, valid
 
 

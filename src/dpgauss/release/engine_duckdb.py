@@ -40,16 +40,18 @@ CSV follows :mod:`dpgauss.release.csv_format` (line-local; DuckDB's own CSV read
 sniffer and its quoted line breaks, is not used).  The files' lines are streamed as Arrow
 batches by :func:`~dpgauss.release.csv_format.line_reader` (numpy, chunk by chunk),
 registered on the connection and scanned once, by the same query as everything else.  The
-reader checks UTF-8 (an invalid line arrives as NULL) and decides the plain lines — ASCII
-without a quote: a record iff it has ``n − 1`` delimiters; in SQL the other lines are tested
-for U+FFFD, folded and matched against the record regex, and a record's needed
-fields come from ``string_split`` (no quote in the line) or from ``regexp_extract`` of the
-folded line (at most four groups per regex, so that RE2 uses its one-pass matcher), then
-unquoted.  On the trips repeated to 2M rows this costs about 1.3-1.5× the CPU time of
-DuckDB's ``read_csv`` in the same query.  Every column is text (an unparseable number is an
-invalid value, not a failed read); a malformed line is a row of its own class, tested first
-and counted by the same final ``GROUP BY``; lines equal to the header line are dropped.  A
-record's priority hashes its line, unless ``record_columns`` is set.
+reader checks UTF-8 (an invalid line arrives as NULL) and decides most lines: those whose
+delimiters all separate fields (unquoted fields, or quoted ones without inner quotes or
+delimiters) are records iff they have ``n`` fields, and their values come from
+``string_split``.  Only the other lines are tested in SQL (U+FFFD, the folded line against
+the record regex), their fields extracted by ``regexp_extract`` (at most four groups per
+regex, so that RE2 uses its one-pass matcher) and unquoted.  On the bundled trips repeated
+to 2M rows this costs about 1.3-1.5× the CPU time of DuckDB's ``read_csv`` in the same
+query, about 1.5× with a non-ASCII field, and 2.1-2.6× with every field quoted.  Every column
+is text (an unparseable number is an invalid value, not a failed read); a malformed line is
+a row of its own class, tested first and counted by the same final ``GROUP BY``; lines equal
+to the header line are dropped.  A record's priority hashes its line, unless
+``record_columns`` is set.
 """
 
 from __future__ import annotations
@@ -200,9 +202,10 @@ def _csv_source(con: Any, spec: ReleaseSpec, tag: str) -> tuple[str, dict[str, A
     while bad in names:
         bad += "_"
     con.register(f"dp_lines_{tag}", csv_format.line_reader(files, d, n))
-    # The reader's kind `k` decides plain ASCII lines (csv_format.line_batches); the others are
-    # decoded and matched.  A record without quotes: its fields by string_split.  With quotes:
-    # regexp_extract of the folded line, at most 4 groups per regex (RE2's one-pass matcher).
+    # The reader's kind `k` decides most lines (csv_format._kinds): a RECORD's fields are its
+    # segments, by string_split (so are a GENERAL record's without quotes).  Other GENERAL
+    # lines are matched: regexp_extract of the folded line, at most 4 groups per regex (RE2's
+    # one-pass matcher).
     extracts, cols = [], []
     for c0 in range(0, len(wanted), _GROUPS):
         part = wanted[c0 : c0 + _GROUPS]
@@ -214,10 +217,8 @@ def _csv_source(con: Any, spec: ReleaseSpec, tag: str) -> tuple[str, dict[str, A
         )
         for j, c in enumerate(part):
             quoted = csv_format.unquote_sql(f"dp_x{c0}.g{j}")
-            cols.append(
-                f"CASE WHEN dp_q THEN {quoted} ELSE nullif(dp_s[{names.index(c) + 1}], '') END "
-                f"AS {quote_ident(c)}"
-            )
+            plain = csv_format.segment_value_sql(f"dp_s[{names.index(c) + 1}]")
+            cols.append(f"CASE WHEN dp_q THEN {quoted} ELSE {plain} END AS {quote_ident(c)}")
     params: dict[str, Any] = {"dp_delim": d}
     where = ""
     if header is not None:

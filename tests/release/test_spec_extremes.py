@@ -443,3 +443,40 @@ def test_sigma_above_the_zero_epsilon_noise_is_kept(workdir: Path, capsys) -> No
     cal = pipeline._calibrate(spec, sens, 10)
     assert cal.mechanism.sigma == pytest.approx(1e7, rel=1e-9) and cal.mechanism.sigma >= 1e7
     assert cal.mechanism.epsilon == 0.0 and cal.mechanism.delta < 1e-6
+
+
+@pytest.mark.parametrize(
+    "domain",
+    [
+        {"kind": "values", "column": "key", "values": [2**63, 2**64 - 1, 3]},  # uint64 keys
+        {"kind": "values", "column": "key", "values": [-1, 2**63, 10**30]},
+        {"kind": "values", "column": "key", "values": [2**60 + 1, 0.5, 3]},  # not doubles
+        {"kind": "range", "column": "key", "start": 2**63 - 2, "stop": 2**63 + 2},
+    ],
+    ids=["uint64", "decimal", "mixed", "range-beyond-int64"],
+)
+def test_parquet_output_holds_every_key_exactly(workdir: Path, capsys, domain: dict) -> None:
+    """Keys beyond int64, or integers no double holds beside float keys, are written exactly
+    (uint64, decimal128 or their text); pyarrow alone raised there, after the charge."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    data = copy.deepcopy(BASE)
+    data["source"] = {"path": str(workdir / "d.csv")}
+    data["domain"] = domain
+    (workdir / "spec.toml").write_text(toml(data))
+    out = workdir / "out.parquet"
+    argv = ["release", str(workdir / "spec.toml"), "--out", str(out)]
+    code = main([*argv, "--ledger", str(workdir / "b.sqlite")])
+    _, err = capsys.readouterr()
+    assert code == 0, err
+    keys = pq.read_table(out).column("key").to_pylist()
+    want = domain.get("values") or [2**63 - 2 + i for i in range(4)]
+    assert [str(k) if isinstance(k, str) else k for k in keys] == [
+        str(v) if isinstance(keys[0], str) else v for v in want
+    ]
+
+
+def test_integral_floats_are_stored_as_integers() -> None:
+    """``neighbors = 3.0`` is the integer 3 (the mapper refused the float, unnamed)."""
+    spec = spec_with(domain_={**KDE, "bandwidth": 50.0, "neighbors": 3.0})
+    assert spec.domain.neighbors == 3 and isinstance(spec.domain.neighbors, int)
+    assert pipeline.resolve_domain(spec).mapper.neighbors == 3  # type: ignore[union-attr]

@@ -817,7 +817,7 @@ FROM ({rows_sql}) GROUP BY g"""
         if col.kind == "int":
             t = self.types.get(str(d.column), "").upper()
             x = f"CAST({c} AS INTEGER)" if t == "BOOLEAN" else c
-            return {"int": f"CAST({x} AS HUGEINT)"}
+            return {"int": f"CAST({x} AS {'BIGINT' if col.fits64 else 'HUGEINT'})"}
         if col.kind == "wide":
             t = self.types[str(d.column)].upper()
             small = f"{c} < CAST('{big}' AS {t})" + (
@@ -887,6 +887,8 @@ FROM ({rows_sql}) GROUP BY g"""
         rows: dict[str, list[Any]] = {"ch": [], "v": [], "f": [], "idx": []}
         for ch in refs:
             for v, i in tables.get(ch, []):
+                if ch == "int" and not col.lo <= v <= col.hi:
+                    continue  # beyond the column's type: no record can equal it
                 rows["ch"].append(ch)
                 rows["v"].append(None if ch == "dbl" else str(v))
                 rows["f"].append(float(v) if ch == "dbl" else None)
@@ -906,7 +908,8 @@ FROM ({rows_sql}) GROUP BY g"""
             raise EngineError(f"duckdb: {_one_line(exc)}") from None
         joins, keys = [], []
         for ch, ref in refs.items():
-            val = {"str": "v", "dbl": "f"}.get(ch, "CAST(v AS HUGEINT)")
+            big = "BIGINT" if ch == "int" and col.fits64 else "HUGEINT"
+            val = {"str": "v", "dbl": "f"}.get(ch, f"CAST(v AS {big})")
             alias = f"dom_{ch}"
             joins.append(
                 f"LEFT JOIN (SELECT {val} AS val, idx FROM {name} WHERE ch = '{ch}') {alias} "

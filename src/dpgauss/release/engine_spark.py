@@ -557,7 +557,7 @@ class _Job:
                 if isinstance(self.types.get(str(d.column)), self.spt.BooleanType)
                 else c
             )
-            return {"int": f"CAST({x} AS DECIMAL(38, 0))"}
+            return {"int": f"CAST({x} AS {'BIGINT' if col.fits64 else 'DECIMAL(38, 0)'})"}
         if col.kind == "float":
             return {
                 "dbl": f"CASE WHEN NOT (isnan({c}) OR abs({c}) = double('inf')) "
@@ -776,6 +776,9 @@ class _Job:
             elif ch == "dbl":
                 val_type = spt.DoubleType()
                 data = [(float(v), i) for v, i in tables["dbl"]]
+            elif ch == "int" and col.fits64:
+                val_type = spt.LongType()
+                data = [(int(v), i) for v, i in tables[ch] if col.lo <= v <= col.hi]
             else:
                 val_type = spt.DecimalType(38, 0)
                 data = [(Decimal(int(v)), i) for v, i in tables[ch]]

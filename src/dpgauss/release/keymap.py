@@ -71,6 +71,7 @@ __all__ = [
     "RANGE_LIMIT",
     "Column",
     "RangeBins",
+    "key_array",
     "range_key_sql",
     "value_tables",
 ]
@@ -330,6 +331,11 @@ class Column:
     precision: int = 38
     text: str | None = None
 
+    @property
+    def fits64(self) -> bool:
+        """Integers that a signed 64-bit BIGINT holds (the engines read them as BIGINT)."""
+        return self.kind == "int" and -(2**63) <= self.lo and self.hi < 2**63
+
 
 # ------------------------------------------------------------------------- range keys
 
@@ -366,7 +372,8 @@ def _int_key(sql: Dialect, x: str, bins: RangeBins, lo_t: int, hi_t: int) -> str
         return "CAST(NULL AS BIGINT)"
     if hi - lo == 1:
         k = bins.key(Fraction(lo))
-        return f"CASE WHEN {x} = {sql.big_lit(lo)} THEN {sql.int_lit(k)} END"  # type: ignore[arg-type]
+        same = sql.int_lit(lo) if -(2**63) <= lo_t and hi_t < 2**63 else sql.big_lit(lo)
+        return f"CASE WHEN {x} = {same} THEN {sql.int_lit(k)} END"  # type: ignore[arg-type]
     r = lo - bins.start
     kappa = _floor(r / bins.step)
     rho = r - kappa * bins.step
@@ -376,7 +383,9 @@ def _int_key(sql: Dialect, x: str, bins: RangeBins, lo_t: int, hi_t: int) -> str
     else:
         mult, add, div = 1 << -q, _floor(rho * (1 << -q)), b
     top = (hi - 1 - lo) * mult + add
-    inside = f"{x} >= {sql.big_lit(lo)} AND {x} <= {sql.big_lit(hi - 1)}"
+    # BIGINT literals for a BIGINT column (lo … hi − 1 lie within its bounds), else big ones.
+    bound = sql.int_lit if -(2**63) <= lo_t and hi_t < 2**63 else sql.big_lit
+    inside = f"{x} >= {bound(lo)} AND {x} <= {bound(hi - 1)}"
     if top < div:  # every integer in range is in the same bin (a step wider than the range)
         return f"CASE WHEN {inside} THEN {sql.int_lit(kappa)} END"
     if max(top, div) >= INT_LIMIT - 1:
@@ -386,7 +395,7 @@ def _int_key(sql: Dialect, x: str, bins: RangeBins, lo_t: int, hi_t: int) -> str
         u = f"(CAST({x} AS BIGINT) - {sql.int_lit(lo)})"
         lit = sql.int_lit
     else:
-        u = f"({x} - {sql.big_lit(lo)})"
+        u = f"({sql.to_big(x)} - {sql.big_lit(lo)})"
         lit = sql.big_lit
     num = u if mult == 1 else f"{u} * {lit(mult)}"
     if add:
@@ -519,3 +528,36 @@ def value_tables(values: tuple[Any, ...], scale: int | None = None) -> dict[str,
     if scale is not None:
         out["dec"] = decs
     return out
+
+
+def key_array(keys: list[Any]) -> Any:
+    """The keys (labels) as one Arrow column that holds each exactly.
+
+    Strings → ``string``; integers → ``int64``, else ``uint64``, else ``decimal128(38, 0)``,
+    else their decimal text; numbers mixing integers and floats → ``float64`` when every
+    integer is exactly a double, else the text of each (``repr`` of a float, the digits of an
+    integer).  (``pyarrow.array`` alone raises for integers beyond int64 and for integers a
+    double cannot hold next to floats.)
+    """
+    import pyarrow as pa
+
+    if all(isinstance(k, str) for k in keys):
+        return pa.array(keys, pa.string())
+    ints = [int(k) for k in keys if isinstance(k, numbers.Integral)]
+    if len(ints) == len(keys):
+        lo, hi = min(ints, default=0), max(ints, default=0)
+        if -(2**63) <= lo and hi < 2**63:
+            return pa.array(ints, pa.int64())
+        if lo >= 0 and hi < 2**64:
+            return pa.array(ints, pa.uint64())
+        if max(-lo, hi) < INT_LIMIT:
+            from decimal import Decimal
+
+            return pa.array([Decimal(k) for k in ints], pa.decimal128(38, 0))
+        return pa.array([str(k) for k in ints], pa.string())
+    if all(abs(k) <= _DBL_MAX and Fraction(float(k)) == Fraction(k) for k in ints):
+        return pa.array([float(k) for k in keys], pa.float64())
+    return pa.array(
+        [str(int(k)) if isinstance(k, numbers.Integral) else repr(float(k)) for k in keys],
+        pa.string(),
+    )

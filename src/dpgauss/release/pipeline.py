@@ -75,6 +75,7 @@ from ..privacy import (
 )
 from ..privacy.accounting import GaussianAccountant
 from .engine import Aggregate, AggregationPlan, Engine, KeyDomain
+from .keymap import key_array
 from .mapping import GraphMapper, load_graph
 from .outputs import OutputGroup
 from .plan import LEDGER_ENV, ReleasePlan, make_engine, plan_release
@@ -354,8 +355,8 @@ def _write_table(path: str, fmt: str, columns: dict[str, np.ndarray]) -> None:
         import pyarrow.parquet as pq
 
         def arrow(v: np.ndarray) -> Any:
-            if v.dtype == object:
-                return pa.array(v.tolist())
+            if v.dtype == object:  # the keys of a values domain, or integers beyond int64
+                return key_array(v.tolist())
             return pa.array(v)
 
         pq.write_table(pa.table({k: arrow(v) for k, v in columns.items()}), path)

@@ -64,19 +64,26 @@ Every table and key
     The public set of output keys; every key is released, zeros included, and records that map
     to no key are dropped and counted.  ``kind``:
 
-    * ``"values"``: ``column`` and ``values`` (a non-empty list of distinct integers, numbers or
-      strings).  A record's key is its value of ``column``.
-    * ``"range"``: ``column``, ``start``, ``stop``, ``step`` (default 1): the bins
-      ``[start + i·step, start + (i+1)·step)`` for ``i = 0 … ⌈(stop − start)/step⌉ − 1``; the key
-      of a bin is its lower edge.  Values outside ``[start, stop)`` are outside the domain.
+    * ``"values"``: ``column`` and ``values`` (a non-empty list of integers, numbers or
+      strings, distinct as numbers: ``1`` and ``1.0`` are the same key).  A record's key is the
+      one equal to its value of ``column`` in exact arithmetic (string keys: its text); the
+      rules for every column type are in :mod:`dpgauss.release.keymap`.
+    * ``"range"``: ``column``, ``start``, ``stop``, ``step`` (default 1), ``|start|`` and
+      ``|stop|`` at most 1e36: the bins ``[start + i·step, start + (i+1)·step)`` for
+      ``i = 0 … ⌈(stop − start)/step⌉ − 1`` (at most 50,000,000), in exact rational arithmetic on
+      the values as written; the key of a bin is its lower edge (an integer when ``start`` and
+      ``step`` are integers, else the edge rounded once to the nearest double — a step too
+      fine for those doubles to be distinct is refused).  Values outside ``[start, stop)`` are
+      outside the domain.
     * ``"graph"``: the nodes of a public road graph, ``graph = "manhattan"`` (the 4,091
       junctions of :func:`dpgauss.datasets.load_manhattan_graph`) or ``"manhattan-pruned"``
       (3,907, dead ends pruned); ``lat``, ``lon`` (columns, degrees); ``mapping`` =
       ``"nearest"`` (the nearest junction within ``cutoff`` metres, default 150) or ``"kde"``
       (the record's unit mass spread over its ``neighbors`` nearest junctions within
       ``cutoff`` — default 3 × ``bandwidth`` — with Gaussian kernel weights of ``bandwidth``
-      metres, summing to 1); ``bbox = [lat_min, lat_max, lon_min, lon_max]``: coordinates
-      outside it are malformed (always: outside [−90, 90] × [−180, 180]).
+      metres, in [1e-150, 1e150], summing to 1); ``bbox = [lat_min, lat_max, lon_min,
+      lon_max]``: coordinates outside it are malformed (always: outside [−90, 90] × [−180,
+      180]).
 
     ``on_invalid`` = ``"drop"`` (default) or ``"fail"``: rows whose domain column (or
     coordinates) is missing, unparseable or out of range.
@@ -93,17 +100,19 @@ Every table and key
     ``"drop"`` (default) or ``"fail"`` for missing, unparseable or non-finite values.
 ``[bounds]``
     ``max_records_per_unit`` (b), ``max_keys_per_unit`` (k, L0), ``max_records_per_key``
-    (c, L∞): integers ≥ 1; b, or c, must be given (k alone bounds nothing).  The L2
+    (c, L∞): integers in [1, 2**53]; b, or c, must be given (k alone bounds nothing).  The L2
     sensitivity derived from them is in :mod:`dpgauss.release.sensitivity`.
     ``record_columns``: the columns that tell a unit's records apart, hashed into each record's
     sampling priority (default: every column of the source).
 ``[privacy]``
-    ``epsilon`` and ``delta``, or ``sigma`` (the noise standard deviation; ``delta`` is then
-    still needed to state the guarantee); ``secure`` (default true: the secure lattice
-    sampler fed by the OS CSPRNG; false = floating-point noise from a seeded generator, for
-    experiments only, with optional ``seed``); ``ledger`` (the budget ledger file; or the
-    ``DPGAUSS_LEDGER`` environment variable or ``--ledger``); ``dataset`` (its dataset id);
-    ``label`` (optional text recorded with the charge).
+    ``epsilon`` (in [0, 1e20]) and ``delta`` (in (0, 1)), or ``sigma`` (the noise standard
+    deviation; ``delta`` is then still needed to state the guarantee; more noise than (0,
+    ``delta``) needs is kept, with the smaller delta it gives); the release's sensitivities
+    and noise (in the released values' units) must lie in [1e-100, 1e100]; ``secure``
+    (default true: the secure lattice sampler fed by the OS CSPRNG; false = floating-point
+    noise from a seeded generator, for experiments only, with optional ``seed``); ``ledger``
+    (the budget ledger file; or the ``DPGAUSS_LEDGER`` environment variable or ``--ledger``);
+    ``dataset`` (its dataset id); ``label`` (optional text recorded with the charge).
 ``[denoise]``
     ``method`` = ``"none"``, ``"auto"`` (default; SURE selection, with the graph or the 1-D
     grid of the domain), or one of ``"james_stein"``, ``"soft_threshold"``,
@@ -437,7 +446,7 @@ class DomainSpec:
                 bw = _positive(w, "bandwidth", self.bandwidth)
                 if not _MIN_BANDWIDTH <= bw <= _MAX_BANDWIDTH:  # type: ignore[operator]
                     raise _fail(w, "bandwidth", "a number of metres in [1e-150, 1e150]", bw)
-                _count(w, "neighbors", self.neighbors)
+                object.__setattr__(self, "neighbors", _count(w, "neighbors", self.neighbors))
             else:
                 if self.bandwidth is not None:
                     raise ValueError("[domain] bandwidth applies to mapping = 'kde' only")

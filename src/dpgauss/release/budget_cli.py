@@ -21,11 +21,9 @@ from ..privacy import gaussian_epsilon
 from ..privacy.accounting import GaussianAccountant, QueryPlan, plan_queries
 from ..privacy.composition import composed_sigma
 from .ledger import BudgetStatus, Ledger, charge_mu
+from .plan import LEDGER_ENV
 
 __all__ = ["LEDGER_ENV", "add_budget_parser"]
-
-#: Environment variable naming the ledger file when ``--ledger`` is not given.
-LEDGER_ENV = "DPGAUSS_LEDGER"
 
 
 def _number(text: str) -> float:

@@ -60,7 +60,7 @@ class CheckResult:
     def text(self) -> str:
         """What ``dpgauss check`` prints."""
         diag = Diagnostics(rows=self.rows.as_dict(), engine=self.engine)
-        lines = diag.text().splitlines()[:-1]  # no delivery line: nothing is released
+        lines = diag.text().splitlines()  # no delivery: nothing is released
         if self.violations:
             lines += [f"FAIL: {v}" for v in self.violations]
         else:
@@ -110,7 +110,7 @@ def check_source(
     be read at all (as planning a release would).
     """
     from .pipeline import resolve_domain, sensitivity_of
-    from .plan import _check_columns, make_engine
+    from .plan import _check_columns, make_engine, value_offset
 
     if not isinstance(spec, ReleaseSpec):
         raise TypeError(f"spec must be a ReleaseSpec; got {type(spec).__name__}")
@@ -118,13 +118,10 @@ def check_source(
     sensitivity_of(spec, domain)  # the bounds must give a sensitivity, as for a release
     eng = make_engine(engine, engine_options)
     _check_columns(spec, eng.describe(spec))
-    offset = 0.0
-    if spec.statistic.kind == "mean":
-        offset = (float(spec.statistic.lower) + float(spec.statistic.upper)) / 2.0  # type: ignore[arg-type]
     from .engine_duckdb import EngineError
 
     try:
-        agg = eng.aggregate(AggregationPlan(spec, domain, secrets.randbits(64), offset))
+        agg = eng.aggregate(AggregationPlan(spec, domain, secrets.randbits(64), value_offset(spec)))
     except EngineError as exc:
         if exc.detail is None:
             raise

@@ -28,7 +28,7 @@ domains, a plot.  :class:`OutputGroup` owns them:
 Where ``O_TMPFILE`` is not available (another OS, a filesystem without it), staged files are
 hidden named files (``.<name>.<random>.tmp``) beside their destination, removed on every
 error and on :meth:`discard`; only a SIGKILL between staging and commit can leave one
-behind there.  :attr:`OutputGroup.unnamed` says which kind is in use.
+behind there.
 
 What is *not* atomic: the names of one group are given a few system calls apart, so a SIGKILL
 (or a power cut) in the microseconds between two of them can leave part of the group (and,
@@ -48,7 +48,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["OutputError", "OutputGroup"]
+__all__ = ["OutputError", "OutputGroup", "probe_directory"]
 
 
 class OutputError(ValueError):
@@ -83,6 +83,22 @@ def _link_unnamed(fd: int, path: Path) -> None:
         os.link(_proc_fd(fd), path.name, dst_dir_fd=dfd, follow_symlinks=True)
     finally:
         os.close(dfd)
+
+
+def probe_directory(directory: Path) -> None:
+    """Create (and throw away) a file in ``directory``: the proof it can be written; raises
+    :class:`OutputError` naming the directory otherwise."""
+    if _unnamed_supported(directory):
+        return
+    probe = directory / f".dpgauss-probe.{secrets.token_hex(6)}.tmp"
+    try:
+        os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+    except OSError as exc:
+        raise OutputError(
+            f"cannot write in the output directory {str(directory)!r}: {exc.strerror or exc}"
+        ) from None
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -120,12 +136,6 @@ class OutputGroup:
 
     def __post_init__(self) -> None:
         self.paths = [Path(os.path.abspath(os.fspath(p))) for p in self.paths]
-
-    @property
-    def unnamed(self) -> bool:
-        """Whether staged files are unnamed (``O_TMPFILE``) in every destination directory."""
-        dirs = {p.parent for p in self.paths}
-        return all(self._unnamed.setdefault(d, _unnamed_supported(d)) for d in dirs)
 
     # ------------------------------------------------------------------------ check
 
@@ -185,7 +195,7 @@ class OutputGroup:
                     raise OutputError(f"the output {p} exists and is not a regular file")
                 if not self.overwrite:
                     raise OutputError(f"{p} already exists (set [output] overwrite = true)")
-            self._probe(directory)
+            probe_directory(directory)
             self._lock(directory)
 
     def _lock(self, directory: Path) -> None:
@@ -208,20 +218,6 @@ class OutputGroup:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self._locks.clear()
-
-    def _probe(self, directory: Path) -> None:
-        """Create (and throw away) a file in ``directory``: the proof it can be written."""
-        if self._unnamed.setdefault(directory, _unnamed_supported(directory)):
-            return
-        probe = directory / f".dpgauss-probe.{secrets.token_hex(6)}.tmp"
-        try:
-            os.close(os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-        except OSError as exc:
-            raise OutputError(
-                f"cannot write in the output directory {str(directory)!r}: {exc.strerror or exc}"
-            ) from None
-        with contextlib.suppress(OSError):
-            os.unlink(probe)
 
     # ------------------------------------------------------------------------ stage
 

@@ -78,7 +78,7 @@ from .engine import Aggregate, AggregationPlan, Engine, KeyDomain
 from .keymap import key_array
 from .mapping import GraphMapper, load_graph
 from .outputs import OutputGroup
-from .plan import LEDGER_ENV, ReleasePlan, make_engine, plan_release
+from .plan import LEDGER_ENV, ReleasePlan, make_engine, plan_release, value_offset
 from .report import NOT_PRIVATE_WARNING, Diagnostics, PublicReport, json_ready, public_spec
 from .sensitivity import Sensitivity, derive_sensitivity
 from .spec import MAX_EPSILON, ReleaseSpec
@@ -862,8 +862,6 @@ def bounded_aggregate(
     """
     domain = resolve_domain(spec)
     eng = make_engine(engine, engine_options)
-    offset = 0.0
-    if spec.statistic.kind == "mean":
-        offset = (float(spec.statistic.lower) + float(spec.statistic.upper)) / 2.0  # type: ignore[arg-type]
-    plan = AggregationPlan(spec, domain, secrets.randbits(64) if salt is None else salt, offset)
+    salt = secrets.randbits(64) if salt is None else salt
+    plan = AggregationPlan(spec, domain, salt, value_offset(spec))
     return eng.aggregate(plan)

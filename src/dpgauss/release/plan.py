@@ -37,7 +37,7 @@ import numpy as np
 
 from ..denoise import Denoised
 from .engine import Engine, KeyDomain, get_engine
-from .outputs import OutputError, OutputGroup
+from .outputs import OutputError, OutputGroup, probe_directory
 from .sensitivity import Sensitivity
 from .spec import ReleaseSpec
 
@@ -48,6 +48,7 @@ __all__ = [
     "diagnostics_dir",
     "plan_release",
     "source_files",
+    "value_offset",
 ]
 
 #: Environment variable naming the ledger file when neither ``--ledger`` nor the spec does.
@@ -241,6 +242,14 @@ def _plot_decision(spec: ReleaseSpec, domain: KeyDomain) -> str | None:
     return None
 
 
+def value_offset(spec: ReleaseSpec) -> float:
+    """What the engine subtracts from every clamped value: the centre of ``[lower, upper]``
+    for a mean (the sum is released centred), 0 otherwise."""
+    if spec.statistic.kind != "mean":
+        return 0.0
+    return (float(spec.statistic.lower) + float(spec.statistic.upper)) / 2.0  # type: ignore[arg-type]
+
+
 def make_engine(engine: str | Engine, options: dict[str, Any] | None) -> Engine:
     """The engine object for ``engine`` (a name or an engine already built)."""
     if isinstance(engine, str):
@@ -315,11 +324,8 @@ def plan_release(
     group = OutputGroup(
         paths, overwrite=spec.output.overwrite, protected=protected, forbidden_dirs=[diag_dir]
     )
-    _check_diagnostics_dir(diag_dir, protected)
+    _check_diagnostics_dir(diag_dir)
     group.check()
-    offset = 0.0
-    if spec.statistic.kind == "mean":
-        offset = (float(spec.statistic.lower) + float(spec.statistic.upper)) / 2.0  # type: ignore[arg-type]
     return ReleasePlan(
         spec=spec,
         domain=domain,
@@ -335,7 +341,7 @@ def plan_release(
         file_format=fmt,
         diagnostics_dir=diag_dir,
         denoiser=denoiser,
-        value_offset=offset,
+        value_offset=value_offset(spec),
     )
 
 
@@ -352,7 +358,7 @@ def diagnostics_dir(ledger: Path | None) -> Path:
     return Path(state).absolute() / "dpgauss" / "diagnostics"
 
 
-def _check_diagnostics_dir(directory: Path, protected: list[Path]) -> None:
+def _check_diagnostics_dir(directory: Path) -> None:
     if os.path.islink(directory):
         raise OutputError(f"the diagnostics directory {directory} is a symbolic link; refusing")
     if os.path.lexists(directory) and not directory.is_dir():
@@ -363,5 +369,4 @@ def _check_diagnostics_dir(directory: Path, protected: list[Path]) -> None:
         raise OutputError(
             f"cannot create the diagnostics directory {directory}: {exc.strerror or exc}"
         ) from None
-    probe = OutputGroup([directory / "probe"], protected=protected)
-    probe._probe(directory)
+    probe_directory(directory)

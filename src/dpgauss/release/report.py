@@ -232,5 +232,6 @@ class Diagnostics:
             )
         if self.seed is not None:
             lines.append(f"seed       : {self.seed}")
-        lines.append(f"delivery   : {self.delivery}")
+        if self.delivery:
+            lines.append(f"delivery   : {self.delivery}")
         return "\n".join(lines)

@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from dpgauss.cli import main
 from dpgauss.privacy import gdp_mu
 from dpgauss.release import pipeline
+from dpgauss.release.domain import resolve_domain
 from dpgauss.release.ledger import BudgetExceeded, Ledger, _mu_up
 from dpgauss.release.pipeline import run_release
 from dpgauss.release.spec import ReleaseSpec, load_spec
@@ -57,7 +58,7 @@ def spec(
 
 
 def calibrate(s: ReleaseSpec) -> pipeline._Calibration:
-    domain = pipeline.resolve_domain(s)
+    domain = resolve_domain(s)
     return pipeline._calibrate(s, pipeline.sensitivity_of(s, domain), domain.size)
 
 

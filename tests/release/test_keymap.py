@@ -29,7 +29,8 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 pytest.importorskip("duckdb")
 
-from dpgauss.release import ReleaseSpec, bounded_aggregate, pipeline  # noqa: E402
+from dpgauss.release import ReleaseSpec, bounded_aggregate  # noqa: E402
+from dpgauss.release.domain import resolve_domain  # noqa: E402
 from dpgauss.release.engine_duckdb import DuckDBEngine, EngineError  # noqa: E402
 
 DUCK = DuckDBEngine(threads=1)
@@ -387,7 +388,7 @@ def test_an_integer_range_beyond_2_53_is_exact(tmp_path: Path) -> None:
             "privacy": {"epsilon": 1.0, "delta": 1e-6, "dataset": "d"},
         }
     )
-    labels = pipeline.resolve_domain(spec).labels.tolist()
+    labels = resolve_domain(spec).labels.tolist()
     assert labels == [2**53 + 3, 2**53 + 4, 2**53 + 5, 2**53 + 6]
 
 

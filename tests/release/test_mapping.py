@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dpgauss.datasets import load_manhattan_graph, snap_to_nodes
-from dpgauss.release.mapping import EARTH_RADIUS_M, GraphMapper, load_graph
+from dpgauss.release.mapping import EARTH_RADIUS_M, GraphMapper
 
 
 @pytest.fixture(scope="module")
@@ -25,14 +25,76 @@ def points(graph):
     return lat, lon
 
 
-def test_nearest_matches_snap_to_nodes(graph, points) -> None:
+def haversine(lat1, lon1, lat2, lon2):
+    """Great-circle distance (m) on the sphere of radius EARTH_RADIUS_M (the reference)."""
+    p1, p2 = np.radians(lat1), np.radians(lat2)
+    dp, dl = p2 - p1, np.radians(np.asarray(lon2) - np.asarray(lon1))
+    a = np.sin(dp / 2) ** 2 + np.cos(p1) * np.cos(p2) * np.sin(dl / 2) ** 2
+    return 2 * EARTH_RADIUS_M * np.arcsin(np.sqrt(np.minimum(a, 1.0)))
+
+
+def brute_nearest(node_lat, node_lon, lat, lon, cutoff):
+    d = haversine(lat[:, None], lon[:, None], node_lat[None, :], node_lon[None, :])
+    i = np.argmin(d, axis=1)
+    best = d[np.arange(lat.size), i]
+    second = np.partition(d, 1, axis=1)[:, 1] if d.shape[1] > 1 else np.full(lat.size, np.inf)
+    return np.where(best < cutoff, i, -1), best, second
+
+
+def test_nearest_matches_the_great_circle_nearest(graph, points) -> None:
     lat, lon = points
     m = GraphMapper.from_graph(graph, cutoff=150.0)
     got = m.nearest(lat, lon)
-    want, dist = snap_to_nodes(graph, lat, lon, max_distance_m=150.0)
-    near_tie = np.abs(dist - 150.0) < 1e-6
-    assert np.array_equal(got[~near_tie], want[~near_tie])
+    want, best, second = brute_nearest(graph.lat, graph.lon, lat, lon, 150.0)
+    tie = (np.abs(best - 150.0) < 1e-6) | (second - best < 1e-6)
+    assert np.array_equal(got[~tie], want[~tie])
     assert (got == -1).any() and (got >= 0).mean() > 0.5
+    # within 0.1 % of the projection snap_to_nodes uses over a city: the same nodes but for
+    # near ties and points near the cutoff
+    snap, _ = snap_to_nodes(graph, lat, lon, max_distance_m=150.0)
+    differ = got != snap
+    assert differ.mean() < 0.01
+
+
+# Cities far from New York's latitude, a graph across the antimeridian, and one at a pole.
+PLACES = {
+    "helsinki": (60.17, 24.94),
+    "santiago": (-33.45, -70.67),
+    "antimeridian": (-16.5, 179.999),
+    "tromso-north": (89.9, 0.0),
+}
+
+
+@pytest.mark.parametrize("place", sorted(PLACES))
+def test_nearest_is_right_at_any_latitude(place) -> None:
+    lat0, lon0 = PLACES[place]
+    rng = np.random.default_rng(1)
+    n = 400
+    nlat = np.clip(lat0 + rng.uniform(-0.02, 0.02, n), -90, 90)
+    nlon = (lon0 + rng.uniform(-0.04, 0.04, n) + 180.0) % 360.0 - 180.0
+    m = GraphMapper(nlat, nlon, cutoff=300.0)
+    plat = np.clip(lat0 + rng.uniform(-0.025, 0.025, 3000), -90, 90)
+    plon = (lon0 + rng.uniform(-0.05, 0.05, 3000) + 180.0) % 360.0 - 180.0
+    got = m.nearest(plat, plon)
+    want, best, second = brute_nearest(nlat, nlon, plat, plon, 300.0)
+    tie = (np.abs(best - 300.0) < 1e-6) | (second - best < 1e-6)
+    assert np.array_equal(got[~tie], want[~tie])
+    assert (got >= 0).mean() > 0.3
+
+
+def test_arc_against_mpmath() -> None:
+    mpmath = pytest.importorskip("mpmath")
+    mpmath.mp.dps = 40
+    R = mpmath.mpf(EARTH_RADIUS_M)
+    for s in (1e-3, 1.0, 150.0, 1e4, 1e6, 1.9e7, float(mpmath.pi * R) - 1.0):
+        chord = 2 * R * mpmath.sin(mpmath.mpf(s) / (2 * R))
+        got = GraphMapper.arc(np.array([float(chord)]))[0]
+        assert abs(got - s) <= 1e-9 * max(1.0, s)
+
+
+def test_a_cutoff_beyond_half_the_circumference_admits_every_node() -> None:
+    m = GraphMapper(np.array([0.0]), np.array([0.0]), cutoff=1e300)
+    assert m.nearest(np.array([0.0, -10.0]), np.array([180.0, 170.0])).tolist() == [0, 0]
 
 
 def test_kde_weights(graph, points) -> None:
@@ -50,12 +112,9 @@ def test_kde_weights(graph, points) -> None:
     assert np.array_equal(has, nearest >= 0)  # outside the cutoff: no node at all
     assert np.array_equal(nodes[offsets[:-1][has]], nearest[has])  # the nearest comes first
     # every node used lies within the cutoff, and nearer nodes get larger weights
-    lat0 = math.radians(float(np.mean(graph.lat)))
     for i in np.flatnonzero(has)[:200]:
         sl = slice(offsets[i], offsets[i + 1])
-        dx = EARTH_RADIUS_M * math.cos(lat0) * np.radians(graph.lon[nodes[sl]] - lon[i])
-        dy = EARTH_RADIUS_M * np.radians(graph.lat[nodes[sl]] - lat[i])
-        d = np.hypot(dx, dy)
+        d = haversine(lat[i], lon[i], graph.lat[nodes[sl]], graph.lon[nodes[sl]])
         assert np.all(d <= 150.0 + 1e-6)
         assert np.all(np.diff(weights[sl]) <= 1e-15)
         w = np.exp(-(d**2) / (2 * 50.0**2))
@@ -111,6 +170,3 @@ def test_validation(graph) -> None:
         GraphMapper.from_graph(graph, mapping="kde", bandwidth=1.0, neighbors=0)
     with pytest.raises(ValueError, match="non-empty"):
         GraphMapper(np.array([]), np.array([]))
-    with pytest.raises(ValueError, match="unknown graph"):
-        load_graph("paris")
-    assert load_graph("manhattan-pruned").n == 3907

@@ -77,9 +77,9 @@ import duckdb  # noqa: E402
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from dpgauss.release import pipeline  # noqa: E402
+from dpgauss.datasets import load_manhattan_graph  # noqa: E402
+from dpgauss.release.domain import resolve_domain  # noqa: E402
 from dpgauss.release.engine_duckdb import DuckDBEngine, EngineError  # noqa: E402
-from dpgauss.release.mapping import load_graph  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate, sensitivity_of  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 
@@ -411,7 +411,7 @@ def _typed_x(ctx: Ctx) -> tuple[st.SearchStrategy, st.SearchStrategy]:
 @functools.cache
 def _nodes() -> tuple[tuple[float, float], ...]:
     """A dozen junctions of the Manhattan graph inside BBOX (records near them map to them)."""
-    g = load_graph("manhattan")
+    g = load_manhattan_graph()
     lat, lon = np.asarray(g.lat), np.asarray(g.lon)
     inside = np.flatnonzero(
         (lat > BBOX[0] + 0.002)
@@ -1070,7 +1070,7 @@ class Checker:
         self.spec_dict = spec
         probe = self._spec("probe.parquet" if case.ctx.source == "parquet" else "probe.csv")
         self.sens = sensitivity_of(probe)
-        self.domain = pipeline.resolve_domain(probe)
+        self.domain = resolve_domain(probe)
         self.spread = self.domain.spread
         st_ = spec["statistic"]
         self.stat = st_["kind"]
@@ -1188,14 +1188,6 @@ class Checker:
 
 
 # ------------------------------------------------------------------------------ tests
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _cached_graph():
-    """The public graph is read once, not per aggregation (it is a constant)."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(pipeline, "load_graph", functools.cache(load_graph))
-        yield
 
 
 @pytest.fixture(scope="module")

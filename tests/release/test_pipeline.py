@@ -24,6 +24,7 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
 from dpgauss.release import pipeline  # noqa: E402
+from dpgauss.release.domain import resolve_domain  # noqa: E402
 from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
 from dpgauss.release.ledger import BudgetExceeded, Ledger  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate, run_release  # noqa: E402
@@ -575,7 +576,7 @@ def test_value_and_range_domains(tmp_path: Path) -> None:
     spec = make_spec(path, domain={"column": "x", "start": 0, "stop": 1.5, "step": 0.5})
     agg = bounded_aggregate(spec, engine=ENGINE)
     assert agg.counts.tolist() == [1.0, 1.0, 1.0]  # 1.5 and -0.1 are outside [0, 1.5)
-    assert pipeline.resolve_domain(spec).labels.tolist() == [0.0, 0.5, 1.0]
+    assert resolve_domain(spec).labels.tolist() == [0.0, 0.5, 1.0]
 
 
 def test_table_source_in_a_duckdb_file(tmp_path: Path) -> None:

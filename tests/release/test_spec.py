@@ -176,8 +176,8 @@ def test_defaults() -> None:
             "[domain] bandwidth (metres) is required",
         ),
         (
-            {"domain": {"kind": "graph", "graph": "paris", "lat": "a", "lon": "b"}},
-            "[domain] graph must be one of 'manhattan', 'manhattan-pruned'",
+            {"domain": {"kind": "graph", "lat": "a", "lon": "b"}},
+            "[domain] kind = 'graph' needs exactly one of graph",
         ),
         (
             {

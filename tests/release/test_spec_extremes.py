@@ -19,6 +19,7 @@ import pytest
 
 from dpgauss.cli import main
 from dpgauss.release import pipeline
+from dpgauss.release.domain import resolve_domain
 from dpgauss.release.ledger import Ledger
 from dpgauss.release.spec import ReleaseSpec
 
@@ -243,7 +244,7 @@ def test_bin_count_is_exact_everywhere(start, stop, step, size, tmp_path: Path) 
     exact = math.ceil((Fraction(stop) - Fraction(start)) / Fraction(step))
     assert exact == size
     spec = spec_with(domain={"start": start, "stop": stop, "step": step})
-    dom = pipeline.resolve_domain(spec)
+    dom = resolve_domain(spec)
     assert dom.size == size == len(dom.labels)
 
 
@@ -479,4 +480,4 @@ def test_integral_floats_are_stored_as_integers() -> None:
     """``neighbors = 3.0`` is the integer 3 (the mapper refused the float, unnamed)."""
     spec = spec_with(domain_={**KDE, "bandwidth": 50.0, "neighbors": 3.0})
     assert spec.domain.neighbors == 3 and isinstance(spec.domain.neighbors, int)
-    assert pipeline.resolve_domain(spec).mapper.neighbors == 3  # type: ignore[union-attr]
+    assert resolve_domain(spec).mapper.neighbors == 3  # type: ignore[union-attr]

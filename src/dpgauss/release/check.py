@@ -109,7 +109,8 @@ def check_source(
     Never charges, never writes.  Raises ``ValueError`` for a spec or a source that cannot
     be read at all (as planning a release would).
     """
-    from .pipeline import resolve_domain, sensitivity_of
+    from .domain import resolve_domain
+    from .pipeline import sensitivity_of
     from .plan import _check_columns, make_engine, value_offset
 
     if not isinstance(spec, ReleaseSpec):

@@ -47,7 +47,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .mapping import GraphMapper
+from .domain import KeyDomain
 from .spec import ReleaseSpec
 
 __all__ = [
@@ -59,31 +59,6 @@ __all__ = [
     "get_engine",
     "source_columns",
 ]
-
-
-@dataclass(frozen=True, eq=False)
-class KeyDomain:
-    """The resolved public domain: ``size`` keys, their labels, and how records map to them.
-
-    ``labels[i]`` is key ``i`` as written to the output (a value, a bin's lower edge, or a
-    node index).  ``mapper`` is set for graph domains; ``edges`` (graph) or ``grid`` (range)
-    is the public structure the denoisers may use.  ``node_lat``/``node_lon`` are the graph
-    nodes' coordinates (written to the output beside the keys).
-    """
-
-    kind: str
-    size: int
-    labels: np.ndarray
-    mapper: GraphMapper | None = None
-    edges: np.ndarray | None = None
-    grid: tuple[int, ...] | None = None
-    node_lat: np.ndarray | None = None
-    node_lon: np.ndarray | None = None
-
-    @property
-    def spread(self) -> bool:
-        """Whether a record's mass is spread over several keys (kde)."""
-        return self.mapper is not None and self.mapper.mapping == "kde"
 
 
 @dataclass(frozen=True, eq=False)

@@ -4,12 +4,18 @@ Both mappings are pure functions of one record's coordinates and public data (th
 the bandwidth, the cutoff), so they can run anywhere — inside DuckDB as a vectorised UDF,
 inside Spark as a pandas UDF — and never mix records of different units.
 
-Geometry.  Coordinates (degrees, WGS84) are projected equirectangularly about the graph's mean
-latitude, ``x = R·cos(φ₀)·λ``, ``y = R·φ`` (R = 6,371,008.8 m), exactly as
-:func:`dpgauss.datasets.snap_to_nodes` does; over a city the distance error is below 0.1 %.
-A k-d tree (``scipy.spatial.cKDTree``) on the projected nodes answers the queries.
+Geometry.  Coordinates (degrees, WGS84) are placed on the sphere of radius R = 6,371,008.8 m
+(the mean Earth radius) as 3-D points ``R·(cos φ cos λ, cos φ sin λ, sin φ)``, and a k-d tree
+(``scipy.spatial.cKDTree``) on the nodes answers the queries by chord length.  The chord
+``c`` and the great-circle distance ``s`` are each other's monotone functions,
+``c = 2R·sin(s/(2R))``, so the nearest node by chord *is* the nearest node on the sphere, at
+any latitude (Helsinki, Santiago, a graph across the antimeridian) and at any extent; the
+cutoff is converted to a chord exactly, and the kde kernel uses ``s = 2R·asin(c/(2R))``.
+(The sphere differs from the WGS84 ellipsoid by at most 0.5 % in distance; the choice of
+nearest node between two nodes at nearly the same distance may differ from an ellipsoidal
+answer, never the rule that a record maps to exactly one node.)
 
-* ``nearest``: the nearest node within ``cutoff`` metres, else "outside the domain" (−1).
+* ``nearest``: the nearest node closer than ``cutoff`` metres, else "outside the domain" (−1).
 * ``kde``: the record's unit mass is spread over its ``neighbors`` nearest nodes within
   ``cutoff`` metres with Gaussian kernel weights ``exp(−dⱼ²/(2h²))`` (``h`` the bandwidth),
   normalised to sum to 1 (computed relative to the nearest node, so no weight underflows to a
@@ -28,20 +34,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["EARTH_RADIUS_M", "GraphMapper", "load_graph"]
+__all__ = ["EARTH_RADIUS_M", "GraphMapper"]
 
 EARTH_RADIUS_M = 6_371_008.8
-
-
-def load_graph(name: str) -> Any:
-    """The public graph called ``name``: ``"manhattan"`` or ``"manhattan-pruned"``."""
-    from ..datasets import load_manhattan_graph
-
-    if name == "manhattan":
-        return load_manhattan_graph()
-    if name == "manhattan-pruned":
-        return load_manhattan_graph(prune_dead_ends=True)
-    raise ValueError(f"unknown graph {name!r}: 'manhattan' or 'manhattan-pruned'")
 
 
 def _coords(value: object, name: str) -> np.ndarray:
@@ -77,7 +72,7 @@ class GraphMapper:
     neighbors: int = 8
     bbox: tuple[float, float, float, float] | None = None
     _tree: Any = field(init=False, repr=False)
-    _scale: float = field(init=False, repr=False)
+    _chord: float = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.node_lat = _coords(self.node_lat, "node_lat")
@@ -101,8 +96,11 @@ class GraphMapper:
                 raise ValueError(f"neighbors must be >= 1; got {self.neighbors!r}")
         from scipy.spatial import cKDTree
 
-        lat0 = math.radians(float(np.mean(self.node_lat)))
-        self._scale = EARTH_RADIUS_M * math.cos(lat0)
+        # The cutoff as a chord (a cutoff of half the circumference or more admits every node).
+        half = min(float(self.cutoff) / (2.0 * EARTH_RADIUS_M), math.pi / 2)
+        self._chord = 2.0 * EARTH_RADIUS_M * math.sin(half)
+        if half >= math.pi / 2:
+            self._chord = math.inf
         self._tree = cKDTree(self._project(self.node_lat, self.node_lon))
 
     @classmethod
@@ -115,8 +113,19 @@ class GraphMapper:
         """Number of nodes."""
         return int(self.node_lat.size)
 
-    def _project(self, lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
-        return np.stack([self._scale * np.radians(lon), EARTH_RADIUS_M * np.radians(lat)], axis=-1)
+    @staticmethod
+    def _project(lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
+        """Points on the sphere of radius R (metres), one row per point."""
+        phi, lam = np.radians(lat), np.radians(lon)
+        c = np.cos(phi)
+        return EARTH_RADIUS_M * np.stack([c * np.cos(lam), c * np.sin(lam), np.sin(phi)], axis=-1)
+
+    @staticmethod
+    def arc(chord: np.ndarray) -> np.ndarray:
+        """The great-circle distance (metres) of a chord (metres): ``2R·asin(c/(2R))``."""
+        x = np.minimum(np.asarray(chord, dtype=np.float64) / (2.0 * EARTH_RADIUS_M), 1.0)
+        with np.errstate(invalid="ignore"):
+            return 2.0 * EARTH_RADIUS_M * np.arcsin(x)
 
     def valid(self, lat: object, lon: object) -> np.ndarray:
         """Which points have valid coordinates (module docstring)."""
@@ -136,7 +145,7 @@ class GraphMapper:
         ok = self.valid(la, lo)
         if ok.any():
             dist, idx = self._tree.query(
-                self._project(la[ok], lo[ok]), k=1, distance_upper_bound=self.cutoff
+                self._project(la[ok], lo[ok]), k=1, distance_upper_bound=self._chord
             )
             out[ok] = np.where(np.isfinite(dist), idx, -1)
         return out
@@ -163,11 +172,12 @@ class GraphMapper:
         ok = self.valid(la, lo)
         if ok.any():
             d, i = self._tree.query(
-                self._project(la[ok], lo[ok]), k=k, distance_upper_bound=self.cutoff
+                self._project(la[ok], lo[ok]), k=k, distance_upper_bound=self._chord
             )
             dist[ok] = np.reshape(d, (-1, k))
             idx[ok] = np.reshape(i, (-1, k))
         has = np.isfinite(dist)
+        dist = np.where(has, self.arc(np.where(has, dist, 0.0)), np.inf)
         h2 = 2.0 * float(self.bandwidth) ** 2  # type: ignore[arg-type]
         d0 = np.where(has[:, :1], dist[:, :1], 0.0)  # the nearest node's distance
         with np.errstate(invalid="ignore"):

@@ -74,9 +74,9 @@ from ..privacy import (
     gaussian_epsilon,
 )
 from ..privacy.accounting import GaussianAccountant
-from .engine import Aggregate, AggregationPlan, Engine, KeyDomain
+from .domain import KeyDomain, resolve_domain
+from .engine import Aggregate, AggregationPlan, Engine
 from .keymap import key_array
-from .mapping import GraphMapper, load_graph
 from .outputs import OutputGroup
 from .plan import LEDGER_ENV, ReleasePlan, make_engine, plan_release, value_offset
 from .report import NOT_PRIVATE_WARNING, Diagnostics, PublicReport, json_ready, public_spec
@@ -88,7 +88,6 @@ __all__ = [
     "ReleaseDeliveryError",
     "ReleaseResult",
     "bounded_aggregate",
-    "resolve_domain",
     "run_release",
     "sensitivity_of",
 ]
@@ -128,41 +127,6 @@ def _noise_off() -> Iterator[None]:
 
 
 # ----------------------------------------------------------------------------- domain
-
-
-def resolve_domain(spec: ReleaseSpec) -> KeyDomain:
-    """The public domain of ``spec``: its keys, their labels and its public structure."""
-    d = spec.domain
-    if d.kind == "values":
-        labels = np.asarray(d.values, dtype=object)
-        return KeyDomain("values", len(labels), labels)
-    if d.kind == "range":
-        # Exact: n = ⌈(stop − start)/step⌉ in rationals, labels the exact lower edges (integers,
-        # or each edge rounded once to the nearest double); see dpgauss.release.keymap.
-        bins = d.bins
-        n = bins.size
-        labels = bins.labels()
-        grid = (n,) if n >= 2 else None
-        edges = np.stack([np.arange(n - 1), np.arange(1, n)], axis=1) if n >= 2 else None
-        return KeyDomain("range", n, labels, edges=edges, grid=grid)
-    graph = load_graph(str(d.graph))
-    mapper = GraphMapper.from_graph(
-        graph,
-        mapping=d.mapping,
-        cutoff=d.effective_cutoff,
-        bandwidth=d.bandwidth,
-        neighbors=d.neighbors,
-        bbox=d.bbox,
-    )
-    return KeyDomain(
-        "graph",
-        graph.n,
-        np.arange(graph.n, dtype=np.int64),
-        mapper=mapper,
-        edges=np.asarray(graph.edges),
-        node_lat=np.asarray(graph.lat),
-        node_lon=np.asarray(graph.lon),
-    )
 
 
 def sensitivity_of(spec: ReleaseSpec, domain: KeyDomain | None = None) -> Sensitivity:
@@ -658,7 +622,11 @@ def _public_report(
     return PublicReport(
         version=dpgauss_version,
         spec=public_spec(spec.to_dict()),
-        domain={"kind": plan.domain.kind, "size": plan.domain.size},
+        domain={
+            "kind": plan.domain.kind,
+            "size": plan.domain.size,
+            "structure": plan.domain.structure,
+        },
         sensitivity={**sens.as_dict(), "summary": sens.summary()},
         privacy=noise_info,
         denoise=den_info,

@@ -36,7 +36,8 @@ from typing import Any
 import numpy as np
 
 from ..denoise import Denoised
-from .engine import Engine, KeyDomain, get_engine
+from .domain import KeyDomain
+from .engine import Engine, get_engine
 from .outputs import OutputError, OutputGroup, probe_directory
 from .sensitivity import Sensitivity
 from .spec import ReleaseSpec
@@ -271,7 +272,8 @@ def plan_release(
     Raises ``ValueError``/``TypeError`` with a one-line message naming what is wrong;
     :class:`~dpgauss.release.ledger.BudgetExceeded` if the release does not fit.
     """
-    from .pipeline import _calibrate, resolve_domain, sensitivity_of
+    from .domain import resolve_domain
+    from .pipeline import _calibrate, sensitivity_of
 
     if not isinstance(spec, ReleaseSpec):
         raise TypeError(f"spec must be a ReleaseSpec; got {type(spec).__name__}")

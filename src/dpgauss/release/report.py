@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from .graph_files import BUNDLED_GRAPHS
+
 __all__ = [
     "CONFIDENTIAL_NOTE",
     "NOT_PRIVATE_WARNING",
@@ -63,17 +65,25 @@ def json_ready(value: Any) -> Any:
 
 def public_spec(spec_dict: dict[str, Any]) -> dict[str, Any]:
     """The spec without what is local or secret: source paths, database, ledger, output path,
-    seed (each replaced by a note that it was removed)."""
+    the paths of a user's graph files, seed (each replaced by a note that it was removed)."""
     out = json.loads(json.dumps(spec_dict))
     removed = "(local path: not published)"
     src = out.get("source", {})
     for key in ("path", "database"):
         if src.get(key) is not None:
             src[key] = removed
-    for section, key in (("privacy", "ledger"), ("output", "path")):
+    for section, key in (
+        ("privacy", "ledger"),
+        ("output", "path"),
+        ("domain", "nodes"),
+        ("domain", "edges"),
+    ):
         part = out.get(section, {})
         if part.get(key) is not None:
             part[key] = removed
+    dom = out.get("domain", {})
+    if dom.get("graph") is not None and dom["graph"] not in BUNDLED_GRAPHS:
+        dom["graph"] = removed  # a GraphML file (the report names it by its digest)
     priv = out.get("privacy", {})
     if priv.get("seed") is not None:
         priv["seed"] = "(secret: not published)"

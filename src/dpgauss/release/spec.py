@@ -75,9 +75,15 @@ Every table and key
       ``step`` are integers, else the edge rounded once to the nearest double — a step too
       fine for those doubles to be distinct is refused).  Values outside ``[start, stop)`` are
       outside the domain.
-    * ``"graph"``: the nodes of a public road graph, ``graph = "manhattan"`` (the 4,091
-      junctions of :func:`dpgauss.datasets.load_manhattan_graph`) or ``"manhattan-pruned"``
-      (3,907, dead ends pruned); ``lat``, ``lon`` (columns, degrees); ``mapping`` =
+    * ``"graph"``: the nodes of a public graph, ``graph = "manhattan"`` (the 4,091
+      junctions of :func:`dpgauss.datasets.load_manhattan_graph`), ``"manhattan-pruned"``
+      (3,907, dead ends pruned), ``graph = "city.graphml"`` (a GraphML file as OSMnx writes
+      it; node attributes ``y``/``x``, or ``node_columns = { lat = "…", lon = "…" }``), or
+      ``nodes = "nodes.csv"`` (columns ``id``, ``lat``, ``lon``; CSV or Parquet) with
+      ``edges = "edges.csv"`` (columns ``u``, ``v``), other names with ``node_columns = { id
+      = "…", lat = "…", lon = "…" }`` and ``edge_columns = { u = "…", v = "…" }`` — the keys are
+      then the file's node ids (:mod:`dpgauss.release.graph_files`); ``lat``, ``lon``
+      (the records' columns, degrees); ``mapping`` =
       ``"nearest"`` (the nearest junction within ``cutoff`` metres, default 150) or ``"kde"``
       (the record's unit mass spread over its ``neighbors`` nearest junctions within
       ``cutoff`` — default 3 × ``bandwidth`` — with Gaussian kernel weights of ``bandwidth``
@@ -139,6 +145,7 @@ from pathlib import Path
 from typing import Any
 
 from .csv_format import delimiter_problem
+from .graph_files import BUNDLED_GRAPHS
 from .keymap import MAX_KEYS, RangeBins, brief
 
 __all__ = [
@@ -156,7 +163,7 @@ __all__ = [
 ]
 
 POLICIES = ("drop", "fail")
-GRAPHS = ("manhattan", "manhattan-pruned")
+GRAPHS = BUNDLED_GRAPHS
 DENOISERS = (
     "none",
     "auto",
@@ -400,6 +407,10 @@ class DomainSpec:
     stop: float | None = None
     step: float = 1
     graph: str | None = None
+    nodes: str | None = None
+    edges: str | None = None
+    node_columns: dict[str, str] | None = None
+    edge_columns: dict[str, str] | None = None
     lat: str | None = None
     lon: str | None = None
     mapping: str = "nearest"
@@ -417,7 +428,20 @@ class DomainSpec:
         own = {
             "values": {"column", "values"},
             "range": {"column", "start", "stop", "step"},
-            "graph": {"graph", "lat", "lon", "mapping", "bandwidth", "cutoff", "neighbors", "bbox"},
+            "graph": {
+                "graph",
+                "nodes",
+                "edges",
+                "node_columns",
+                "edge_columns",
+                "lat",
+                "lon",
+                "mapping",
+                "bandwidth",
+                "cutoff",
+                "neighbors",
+                "bbox",
+            },
         }
         defaults = {f.name: f.default for f in fields(self)}
         for other, keys in own.items():
@@ -435,7 +459,7 @@ class DomainSpec:
                 raise ValueError("[domain] kind = 'range' needs start and stop (and step)")
             RangeBins.of(self.start, self.stop, self.step)
         else:
-            _choice(w, "graph", self.graph, GRAPHS)
+            self._check_graph_source()
             _text(w, "lat", self.lat)
             _text(w, "lon", self.lon)
             _choice(w, "mapping", self.mapping, ("nearest", "kde"))
@@ -454,6 +478,41 @@ class DomainSpec:
                     raise ValueError("[domain] neighbors applies to mapping = 'kde' only")
             if self.bbox is not None:
                 self._check_bbox()
+
+    def _check_graph_source(self) -> None:
+        """``graph`` (a bundled name or a GraphML path) or ``nodes`` (+ ``edges``)."""
+        w = "domain"
+        if (self.graph is None) == (self.nodes is None):
+            raise ValueError(
+                "[domain] kind = 'graph' needs exactly one of graph (a bundled name: "
+                f"{', '.join(map(repr, GRAPHS))}, or a GraphML file) and nodes (a node table, "
+                "with edges)"
+            )
+        _text(w, "graph", self.graph, optional=True)
+        _text(w, "nodes", self.nodes, optional=True)
+        _text(w, "edges", self.edges, optional=True)
+        if self.edges is not None and self.nodes is None:
+            raise ValueError("[domain] edges goes with nodes (a node table), not with graph")
+        if self.graph in GRAPHS and self.node_columns is not None:
+            raise ValueError(f"[domain] node_columns does not apply to graph = {self.graph!r}")
+        if self.edge_columns is not None and self.edges is None:
+            raise ValueError("[domain] edge_columns goes with edges (an edge table)")
+        allowed = {"node_columns": ("lat", "lon"), "edge_columns": ("u", "v")}
+        if self.nodes is not None:
+            allowed["node_columns"] = ("id", "lat", "lon")
+        for key, names in allowed.items():
+            value = getattr(self, key)
+            if value is None:
+                continue
+            if not isinstance(value, Mapping):
+                raise _type_fail(w, key, f"a table of column names ({', '.join(names)})", value)
+            for name, col in value.items():
+                if name not in names:
+                    raise ValueError(
+                        f"[domain] {key} has the unknown key {name!r} (allowed: {', '.join(names)})"
+                    )
+                _text(w, f"{key}.{name}", col)
+            object.__setattr__(self, key, dict(value))
 
     def _check_values(self) -> None:
         vals = self.values

@@ -1,4 +1,5 @@
-"""Heat maps of released values: node values on a road graph, or a series over a 1-D grid.
+"""Heat maps of released values: node values on a road graph, an image of a 2-D grid, or a
+series over a 1-D grid.
 
 Used by the release pipeline (the plot beside a graph or range release), ``dpgauss demo`` and
 the taxi experiment.  Each graph panel colours every street segment by the mean of its two
@@ -17,7 +18,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["PlotUnavailableError", "draw_graph_panels", "draw_series", "shared_scale"]
+__all__ = [
+    "PlotUnavailableError",
+    "draw_graph_panels",
+    "draw_grid_panels",
+    "draw_series",
+    "shared_scale",
+]
 
 
 class PlotUnavailableError(ImportError):
@@ -133,7 +140,9 @@ def draw_series(
 ) -> Path:
     """Plot each ``(name, values)`` series against ``keys`` (a 1-D grid), with the band
     ``[lower, upper]`` (e.g. the released values' intervals) shaded if given; a PNG."""
-    x = np.asarray(keys, dtype=np.float64)
+    x = np.asarray(keys)
+    if x.dtype.kind != "M":  # timestamps stay dates on the axis
+        x = x.astype(np.float64)
     if x.ndim != 1 or not series:
         raise ValueError("keys must be 1-D and series must contain at least one series")
     fig = _figure(8.0, 3.8)
@@ -162,6 +171,78 @@ def draw_series(
     ax.legend(fontsize=8)
     if title:
         ax.set_title(title, fontsize=10)
+    out = Path(path)
+    fig.savefig(out, dpi=130, format="png")
+    return out
+
+
+def draw_grid_panels(
+    path: str | Path,
+    panels: Sequence[tuple[str, np.ndarray]],
+    *,
+    x_edges: np.ndarray,
+    y_edges: np.ndarray,
+    x_label: str = "x",
+    y_label: str = "y",
+    vmax: float | None = None,
+    label: str = "value",
+    title: str | None = None,
+) -> Path:
+    """One image per ``(name, values)`` panel of a ``(ny, nx)`` grid (row ``i`` = the ``i``-th
+    y bin, drawn bottom to top), on one colour scale; ``x_edges``/``y_edges`` are the bins'
+    lower edges (the last bin as wide as the one before).  A PNG."""
+    if not panels:
+        raise ValueError("panels must contain at least one grid")
+    dates = {}
+
+    def numbers(e: Any, axis: str) -> np.ndarray:
+        e = np.asarray(e)
+        if e.dtype.kind == "M":  # timestamps: matplotlib's date numbers, date ticks
+            from matplotlib.dates import date2num
+
+            dates[axis] = True
+            return np.asarray(date2num(e.astype("datetime64[us]")), np.float64)
+        return e.astype(np.float64)
+
+    xe, ye = numbers(x_edges, "x"), numbers(y_edges, "y")
+    shape = (ye.size, xe.size)
+    for name, v in panels:
+        if np.shape(v) != shape:
+            raise ValueError(f"panel {name!r} has shape {np.shape(v)}; the grid is {shape}")
+
+    def ends(e: np.ndarray) -> tuple[float, float]:
+        w = e[-1] - e[-2] if e.size >= 2 else 1.0
+        return float(e[0]), float(e[-1] + w)
+
+    x0, x1 = ends(xe)
+    y0, y1 = ends(ye)
+    if vmax is None:
+        vmax = shared_scale(panels)
+    fig = _figure(4.2 * len(panels) + 0.8, 4.2)
+    axes = np.atleast_1d(fig.subplots(1, len(panels)))
+    image = None
+    for ax, (name, v) in zip(axes, panels, strict=True):
+        image = ax.imshow(
+            np.asarray(v, np.float64),
+            origin="lower",
+            extent=(x0, x1, y0, y1),
+            aspect="auto",
+            cmap="magma",
+            vmin=0.0,
+            vmax=vmax,
+            interpolation="nearest",
+        )
+        if "x" in dates:
+            ax.xaxis_date()
+        if "y" in dates:
+            ax.yaxis_date()
+        ax.set_title(name, fontsize=9)
+        ax.set_xlabel(x_label, fontsize=8)
+        ax.set_ylabel(y_label, fontsize=8)
+        ax.tick_params(labelsize=7)
+    fig.colorbar(image, ax=list(axes), shrink=0.85, label=label)
+    if title:
+        fig.suptitle(title, fontsize=10)
     out = Path(path)
     fig.savefig(out, dpi=130, format="png")
     return out

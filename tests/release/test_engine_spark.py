@@ -774,3 +774,24 @@ def test_a_user_graph_gives_the_same_aggregate_on_both_engines(
     if mapping == "nearest":
         assert np.array_equal(duck.counts, truth)
     assert sp.rows.as_dict() == duck.rows.as_dict()
+
+
+@pytest.mark.parametrize("kind", ["grid", "hours text", "hours timestamp", "hours x junctions"])
+def test_grids_products_and_time_ranges_agree_with_duckdb(spark, tmp_path: Path, kind: str) -> None:
+    """The composite keys (test_domains) are the same on both engines, bit for bit, and so
+    are the row counters (no bound bites: units of at most 3 records, b = 4)."""
+    from .test_domains import GRID, HOURS, base, records
+
+    r = records(tmp_path)
+    graph = {"kind": "graph", "graph": "manhattan", "lat": "lat", "lon": "lon"}
+    domain = {
+        "grid": GRID,
+        "hours text": {**HOURS, "column": "ts"},
+        "hours timestamp": HOURS,
+        "hours x junctions": {"kind": "product", "parts": [HOURS, graph]},
+    }[kind]
+    spec = base(r["src"], domain)
+    duck = bounded_aggregate(spec, salt=5, engine=DUCK)
+    sp = bounded_aggregate(spec, salt=5, engine=SparkEngine(spark))
+    assert np.array_equal(sp.counts, duck.counts)
+    assert sp.rows.as_dict() == duck.rows.as_dict()

@@ -162,7 +162,7 @@ def test_defaults() -> None:
             {"domain": {"kind": "range", "column": "z", "start": 0, "stop": 5, "values": [1]}},
             "[domain] values does not apply to kind = 'range'",
         ),
-        ({"domain": {"kind": "grid", "column": "z"}}, "[domain] kind must be one of"),
+        ({"domain": {"kind": "hexagons", "column": "z"}}, "[domain] kind must be one of"),
         (
             {
                 "domain": {

@@ -55,6 +55,13 @@ def _grid(grid_shape: object, d: int) -> tuple[int, ...]:
     return shape
 
 
+#: Order-1 graph trend filtering is a candidate up to this many keys: its SURE path is
+#: superlinear (measured on this project's 2-core machines: 5 s at 4,091 keys, 33 s at 16,364,
+#: about 10 minutes at 98,184 — `python benchmarks/bench_auto_sizes.py`); beyond, ``auto``
+#: records it in ``skipped`` (order 0 and the graph wavelets stay).
+TF1_MAX_SIZE = 20_000
+
+
 def auto(
     y: object,
     sigma: object,
@@ -75,9 +82,9 @@ def auto(
       series) also order-0 trend filtering on the chain of its cells, tuned by SURE
       (exact, by the direct 1-D algorithm);
     * with ``graph``: the graph Haar wavelets of a spanning tree and graph trend filtering
-      of orders 0 and 1, both tuned by SURE (``dpgauss.denoise.tree_wavelets`` and
-      ``dpgauss.denoise.trend_filter``); coordinate ``i`` of ``y`` (flattened in C order)
-      is node ``i``.
+      of orders 0 and 1 (order 1 up to :data:`TF1_MAX_SIZE` keys), both tuned by SURE
+      (``dpgauss.denoise.tree_wavelets`` and ``dpgauss.denoise.trend_filter``); coordinate
+      ``i`` of ``y`` (flattened in C order) is node ``i``.
 
     Selection.  Minimising SURE over candidates is nearly unbiased but not exactly: a
     candidate whose SURE happens to fall low is favoured.  SURE's standard deviation is
@@ -116,9 +123,10 @@ def auto(
         chosen candidate, slightly optimistic because it was chosen for being small) with
         its own params plus ``candidates`` (a list of dicts ``method``, ``risk``,
         ``params`` for every candidate, in the order computed), ``selected`` (the index of
-        the chosen one in that list) and ``margin``; and ``skipped`` (with a
-        :class:`UserWarning`) when a candidate's optional dependency is missing (the
-        grid wavelets need PyWavelets: ``pip install 'dpgauss[wavelets]'``).
+        the chosen one in that list) and ``margin``; and ``skipped``, the candidates not
+        computed and why: a missing optional dependency (with a :class:`UserWarning`; the
+        grid wavelets need PyWavelets: ``pip install 'dpgauss[wavelets]'``) or a size beyond
+        :data:`TF1_MAX_SIZE`.
     """
     arr, s = check_observation(y, sigma)
     if isinstance(margin, bool) or not isinstance(margin, numbers.Real):
@@ -163,6 +171,13 @@ def auto(
             _reshaped(graph_wavelet_denoise(flat, s, g, threshold="sure"), arr.shape)
         )
         for order in (0, 1):
+            if order == 1 and d > TF1_MAX_SIZE:
+                skipped.append(
+                    f"trend_filter order 1 (d = {d:,} > {TF1_MAX_SIZE:,}: its SURE path takes "
+                    "minutes there; ask for it with method = 'trend_filter', "
+                    "params = { order = 1 })"
+                )
+                continue
             res = trend_filter(flat, g, order=order, lam="sure", sigma=s)
             challengers.append(_reshaped(res, arr.shape))
 

@@ -3,44 +3,85 @@
 A domain is what a ``[domain]`` table of the spec resolves to (:func:`resolve_domain`), before
 any record is read.  It knows
 
-* its **keys**, in a fixed order: key ``i`` is written as ``labels[i]`` (a value, a bin's
-  lower edge, a node id); every key is released, zeros included;
+* its **keys**, in a fixed order: every key is released, zeros included;
 * how a record **maps** to a key — the engines' part (:mod:`dpgauss.release.engine`): exact
   SQL for values and ranges (:mod:`dpgauss.release.keymap`), a vectorised nearest-node or kde
   UDF for graphs (:mod:`dpgauss.release.mapping`);
 * its **public structure**, the only structure a denoiser may use: ``edges`` over the keys
-  (a graph's edges, a range's chain of neighbouring bins) and ``grid`` (the lattice shape of
-  a range).  A domain declares what it has and nothing more: a ``values`` domain has no
-  structure, so ``auto`` compares structure-free estimators only; :attr:`KeyDomain.structure`
-  names it in the report.
+  and ``grid`` (a lattice shape).  A domain declares what it has and nothing more: a
+  ``values`` domain has none, so ``auto`` compares structure-free estimators only;
+  :attr:`KeyDomain.structure` names it in the report.
 
-Kinds: ``values`` (a list of public keys), ``range`` (public bins of a numeric column) and
-``graph`` (the nodes of a public graph: bundled, GraphML, or node and edge tables —
-:mod:`dpgauss.release.graph_files`).
+Every domain is a product of one or more **axes** (:class:`Axis`): ``values`` (a list of
+public keys; no structure), ``range`` (public bins of a numeric or timestamp column; the
+chain of neighbouring bins) and ``graph`` (the nodes of a public graph — bundled, GraphML, or
+node and edge tables, :mod:`dpgauss.release.graph_files`; its edges).  ``grid`` is the product
+of two ranges ``(y, x)``, ``product`` the product of its parts in order.
+
+**Composite keys.**  With axis sizes ``n₀ … n_{a−1}``, the key of a record whose axis keys are
+``k₀ … k_{a−1}`` is ``Σ kᵢ·sᵢ`` with ``sᵢ = n_{i+1}···n_{a−1}`` (row-major: the first axis
+outermost, a grid's ``y`` before its ``x``).  A record maps to a key only when *every* axis
+maps it; if any axis finds its column invalid the record is ``invalid_domain``, else if any
+axis maps it to nothing it is ``outside_domain``.  The bounds (records per unit, keys per
+unit, records per key) apply to the composite keys, so the sensitivity derivation of
+:mod:`dpgauss.release.sensitivity` is unchanged.
+
+**Structure of a product**: the Cartesian product graph — an edge between two keys that differ
+on one axis only, by an edge of that axis — so a day of hourly maps is smoothed in space and
+in time.  A product of ranges (a grid) also has the lattice shape, for 2-D wavelets.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
+from datetime import timedelta
 
 import numpy as np
 
 from .graph_files import load_public_graph
 from .mapping import GraphMapper
-from .spec import ReleaseSpec
+from .spec import DomainSpec, ReleaseSpec
 
-__all__ = ["KeyDomain", "resolve_domain"]
+__all__ = ["Axis", "KeyDomain", "product_edges", "resolve_domain"]
+
+
+@dataclass(frozen=True, eq=False)
+class Axis:
+    """One factor of a domain: ``size`` keys, written as ``labels`` in the output column
+    ``name``; ``edges`` its structure (None: none); ``mapper`` for a graph, whose nodes are
+    at ``node_lat``, ``node_lon``."""
+
+    spec: DomainSpec
+    name: str
+    size: int
+    labels: np.ndarray
+    edges: np.ndarray | None = None
+    mapper: GraphMapper | None = None
+    node_lat: np.ndarray | None = None
+    node_lon: np.ndarray | None = None
+    source: str | None = None
+
+    @property
+    def words(self) -> str:
+        if self.spec.kind == "graph":
+            m = 0 if self.edges is None else len(self.edges)
+            return f"graph of {self.size} nodes and {m} edges ({self.source})"
+        if self.spec.kind == "range":
+            return f"chain of {self.size} ordered bins" if self.edges is not None else "1 bin"
+        return f"{self.size} values without order"
 
 
 @dataclass(frozen=True, eq=False)
 class KeyDomain:
-    """The resolved public domain: ``size`` keys, their labels, and how records map to them.
+    """The resolved public domain: ``size`` keys and how records map to them.
 
-    ``labels[i]`` is key ``i`` as written to the output (a value, a bin's lower edge, or a
-    node id).  ``mapper`` is set for graph domains; ``edges`` (graph, or a range's chain) and
-    ``grid`` (range) are the public structure the denoisers may use.  ``node_lat``/``node_lon``
-    are the graph nodes' coordinates (written to the output beside the keys); ``source`` names
-    where a graph came from (a bundled name or a file name).
+    ``labels[i]`` is key ``i`` as written to a one-axis domain's ``key`` column (a value, a
+    bin's lower edge, a node id); :meth:`key_columns` gives the output's key columns for
+    every kind.  ``mapper`` is set for a one-axis graph domain; ``edges`` and ``grid`` are the
+    public structure the denoisers may use.  ``node_lat``/``node_lon`` are the graph nodes'
+    coordinates (written beside the keys); ``source`` names where a graph came from.
+    ``axes`` are the factors of the key (module docstring).
     """
 
     kind: str
@@ -52,6 +93,7 @@ class KeyDomain:
     node_lat: np.ndarray | None = None
     node_lon: np.ndarray | None = None
     source: str | None = None
+    axes: tuple[Axis, ...] = field(default=())
 
     @property
     def spread(self) -> bool:
@@ -61,12 +103,107 @@ class KeyDomain:
     @property
     def structure(self) -> str:
         """The public structure the denoisers may use, in words (for the report)."""
+        if len(self.axes) > 1:
+            inner = " × ".join(a.words for a in self.axes)
+            m = 0 if self.edges is None else len(self.edges)
+            shape = " × ".join(str(a.size) for a in self.axes)
+            what = "lattice (y × x)" if self.kind == "grid" else "product"
+            return f"{what} of {shape} keys: {inner}; {m} edges in all"
         if self.kind == "graph":
             m = 0 if self.edges is None else len(self.edges)
             return f"graph of {self.size} nodes and {m} edges ({self.source})"
         if self.grid is not None:
             return f"chain of {self.size} ordered bins"
         return "none"
+
+    def _indices(self) -> np.ndarray:
+        sizes = [a.size for a in self.axes]
+        return np.indices(sizes).reshape(len(sizes), -1)
+
+    def key_columns(self) -> dict[str, np.ndarray]:
+        """The output's key columns, first in the table: ``key`` for a one-axis domain, else
+        one column per axis, named after it (a grid: ``y``'s column, then ``x``'s)."""
+        if len(self.axes) <= 1:
+            return {"key": self.labels}
+        return {a.name: a.labels[i] for a, i in zip(self.axes, self._indices(), strict=True)}
+
+    def place_columns(self) -> dict[str, np.ndarray]:
+        """``lat``, ``lon`` of each key's graph node (the last columns), if the domain has a
+        graph axis (the first one of a product)."""
+        if len(self.axes) <= 1:
+            if self.node_lat is None:
+                return {}
+            return {"lat": self.node_lat, "lon": self.node_lon}  # type: ignore[dict-item]
+        for a, i in zip(self.axes, self._indices(), strict=True):
+            if a.node_lat is not None:
+                return {"lat": a.node_lat[i], "lon": a.node_lon[i]}  # type: ignore[index]
+        return {}
+
+
+def product_edges(sizes: list[int], edges: list[np.ndarray | None]) -> np.ndarray | None:
+    """The Cartesian product graph's edges ``(u, v)``, ``u < v``, sorted (module docstring)."""
+    if not any(e is not None and len(e) for e in edges):
+        return None
+    n = math.prod(sizes)
+    keys = np.arange(n, dtype=np.int64).reshape(sizes)
+    out = []
+    for axis, e in enumerate(edges):
+        if e is None or not len(e):
+            continue
+        a = np.take(keys, e[:, 0], axis=axis).ravel()
+        b = np.take(keys, e[:, 1], axis=axis).ravel()
+        out.append(np.stack([np.minimum(a, b), np.maximum(a, b)], axis=1))
+    pairs = np.concatenate(out)
+    order = np.lexsort((pairs[:, 1], pairs[:, 0]))
+    return pairs[order]
+
+
+def _time_labels(part: DomainSpec, n: int) -> np.ndarray:
+    """A timestamp range's bins as text: ``"2013-01-13 00:00:00"`` (microseconds if any)."""
+    bins = part.bins
+    start, step = int(bins.start), int(bins.step)
+    from datetime import datetime
+
+    epoch = datetime(1970, 1, 1)
+    return np.array(
+        [(epoch + timedelta(microseconds=start + i * step)).isoformat(sep=" ") for i in range(n)],
+        dtype=object,
+    )
+
+
+def _axis(part: DomainSpec, name: str) -> Axis:
+    if part.kind == "values":
+        labels = np.asarray(part.values, dtype=object)
+        return Axis(part, name, len(labels), labels)
+    if part.kind == "range":
+        # Exact: n = ⌈(stop − start)/step⌉ in rationals, labels the exact lower edges
+        # (integers, or each edge rounded once to the nearest double; timestamps as text).
+        bins = part.bins
+        n = bins.size
+        labels = _time_labels(part, n) if part.is_time else bins.labels()
+        edges = np.stack([np.arange(n - 1), np.arange(1, n)], axis=1) if n >= 2 else None
+        return Axis(part, name, n, labels, edges=edges)
+    graph = load_public_graph(part)
+    mapper = GraphMapper(
+        graph.lat,
+        graph.lon,
+        mapping=part.mapping,
+        cutoff=part.effective_cutoff,
+        bandwidth=part.bandwidth,
+        neighbors=part.neighbors,
+        bbox=part.bbox,
+    )
+    return Axis(
+        part,
+        name,
+        graph.n,
+        graph.ids,
+        edges=graph.edges,
+        mapper=mapper,
+        node_lat=graph.lat,
+        node_lon=graph.lon,
+        source=graph.name,
+    )
 
 
 def resolve_domain(spec: ReleaseSpec) -> KeyDomain:
@@ -75,35 +212,35 @@ def resolve_domain(spec: ReleaseSpec) -> KeyDomain:
     Reads public files only (a user graph); raises ``ValueError`` naming the file for a bad one.
     """
     d = spec.domain
-    if d.kind == "values":
-        labels = np.asarray(d.values, dtype=object)
-        return KeyDomain("values", len(labels), labels)
-    if d.kind == "range":
-        # Exact: n = ⌈(stop − start)/step⌉ in rationals, labels the exact lower edges (integers,
-        # or each edge rounded once to the nearest double); see dpgauss.release.keymap.
-        bins = d.bins
-        n = bins.size
-        labels = bins.labels()
-        grid = (n,) if n >= 2 else None
-        edges = np.stack([np.arange(n - 1), np.arange(1, n)], axis=1) if n >= 2 else None
-        return KeyDomain("range", n, labels, edges=edges, grid=grid)
-    graph = load_public_graph(d)
-    mapper = GraphMapper(
-        graph.lat,
-        graph.lon,
-        mapping=d.mapping,
-        cutoff=d.effective_cutoff,
-        bandwidth=d.bandwidth,
-        neighbors=d.neighbors,
-        bbox=d.bbox,
-    )
+    axes = tuple(_axis(part, part.output_name if len(d.axes) > 1 else "key") for part in d.axes)
+    if len(axes) == 1:
+        a = axes[0]
+        grid = (a.size,) if a.spec.kind == "range" and a.size >= 2 else None
+        return KeyDomain(
+            d.kind,
+            a.size,
+            a.labels,
+            mapper=a.mapper,
+            edges=a.edges,
+            grid=grid,
+            node_lat=a.node_lat,
+            node_lon=a.node_lon,
+            source=a.source,
+            axes=axes,
+        )
+    sizes = [a.size for a in axes]
+    n = math.prod(sizes)
+    from .keymap import MAX_KEYS
+
+    if n > MAX_KEYS:
+        raise ValueError(f"[domain] the {d.kind} has {n:,} keys; at most {MAX_KEYS:,} allowed")
+    edges = product_edges(sizes, [a.edges for a in axes])
+    lattice = all(a.spec.kind == "range" for a in axes) and len(axes) == 2 and min(sizes) >= 2
     return KeyDomain(
-        "graph",
-        graph.n,
-        graph.ids,
-        mapper=mapper,
-        edges=graph.edges,
-        node_lat=graph.lat,
-        node_lon=graph.lon,
-        source=graph.name,
+        d.kind,
+        n,
+        np.arange(n, dtype=np.int64),
+        edges=edges,
+        grid=tuple(sizes) if lattice else None,
+        axes=axes,
     )

@@ -68,7 +68,7 @@ import numpy as np
 from . import csv_format
 from .engine import Aggregate, AggregationPlan, RowCounts, source_columns
 from .keymap import DUCKDB, INT_LITERAL, Column, range_key_sql, value_tables
-from .spec import ReleaseSpec
+from .spec import DomainSpec, ReleaseSpec
 
 __all__ = ["AGGREGATION_FAILED", "DuckDBEngine", "EngineError", "quote_ident"]
 
@@ -125,11 +125,16 @@ def quote_ident(name: str) -> str:
     return '"' + str(name).replace('"', '""') + '"'
 
 
-def _pack(channels: dict[str, str]) -> dict[str, str]:
-    """How the key expression refers to each channel of ``dx`` (a struct if several)."""
+def _pack(channels: dict[str, str], name: str = "dx") -> dict[str, str]:
+    """How the key expression refers to each channel of ``name`` (a struct if several)."""
     if len(channels) == 1:
-        return {ch: "dx" for ch in channels}
-    return {ch: f"dx.k_{ch}" for ch in channels}
+        return {ch: name for ch in channels}
+    return {ch: f"{name}.k_{ch}" for ch in channels}
+
+
+def _suffix(i: int) -> str:
+    """The column suffix of axis ``i`` of a domain (none for the first: ``dx``, ``la``, ``lo``)."""
+    return "" if i == 0 else str(i)
 
 
 def _duckdb() -> Any:
@@ -367,7 +372,7 @@ class DuckDBEngine:
             self._cleanup(con, owned, tag)
         return {str(r[0]): str(r[1]) for r in rows}
 
-    def _cleanup(self, con: Any, owned: bool, tag: str) -> None:
+    def _cleanup(self, con: Any, owned: bool, tag: str, axes: int = 1) -> None:
         if owned:
             con.close()
             return
@@ -384,12 +389,13 @@ class DuckDBEngine:
                 con.execute(stmt)
             except duckdb.Error:
                 pass
-        for view in (f"dp_domain_{tag}", f"dp_lines_{tag}"):
+        sfx = [_suffix(i) for i in range(axes)]
+        for view in [*(f"dp_domain_{tag}{x}" for x in sfx), f"dp_lines_{tag}"]:
             try:
                 con.unregister(view)
             except Exception:  # not registered on this path
                 pass
-        for fn in (f"dp_nearest_{tag}", f"dp_spread_{tag}"):
+        for fn in [*(f"dp_nearest_{tag}{x}" for x in sfx), f"dp_spread_{tag}"]:
             try:
                 con.remove_function(fn)
             except Exception:  # not registered on this path
@@ -475,7 +481,7 @@ class DuckDBEngine:
                 AGGREGATION_FAILED, f"cannot read the source: {_one_line(exc)}"
             ) from None
         finally:
-            self._cleanup(con, owned, tag)
+            self._cleanup(con, owned, tag, len(plan.domain.axes))
         return _collect(plan, groups, spread)
 
 
@@ -543,9 +549,12 @@ class _Query:
         joins, key_expr = self._domain_key()
         has_v = spec.statistic.kind != "count"
         vcol = ", v" if has_v else ""
-        geo = ", la, lo" if dom.kind == "graph" else ""
+        axes = self.spec.domain.axes
+        graphs = [i for i, a in enumerate(axes) if a.kind == "graph"]
+        geo = "".join(f", la{_suffix(i)}, lo{_suffix(i)}" for i in graphs)
+        dxs = "".join(f", dx{_suffix(i)}" for i, a in enumerate(axes) if a.kind != "graph")
         extra = vcol + (", la, lo" if dom.spread else "")
-        if dom.kind == "graph":  # the mapping UDF runs on valid rows only
+        if graphs:  # the mapping UDFs run on valid rows only
             key_expr = (
                 f"CASE WHEN NOT (out_f OR bad_u OR bad_d OR bad_v{' OR bad_l' if bl else ''}) "
                 f"THEN {key_expr} END"
@@ -567,7 +576,7 @@ WITH parsed AS (
   SELECT {", ".join(parsed)} FROM {self.source}
 ), checked AS (
   SELECT u, p, out_f, bad_u, {bad_d} AS bad_d, {bad_v} AS bad_v{vcol and f", {value} AS v"}{geo}
-         {", dx" if dom.kind != "graph" else ""}{bl}
+         {dxs}{bl}
   FROM parsed
 ), keyed AS (
   SELECT u, p, out_f, bad_u, bad_d, bad_v{vcol}{geo}{bl}, {key_expr} AS key
@@ -745,39 +754,58 @@ FROM ({rows_sql}) GROUP BY g"""
         return f"NOT coalesce({' AND '.join(conds)}, false)"
 
     def _domain_parse(self) -> tuple[list[str], str]:
-        """(parsed columns, the invalid-domain condition over them)."""
-        d = self.spec.domain
+        """(parsed columns, the invalid-domain condition over them): every axis's, the record
+        invalid when any axis is (:mod:`dpgauss.release.domain`)."""
+        self._dx: list[dict[str, str]] = []
+        parsed: list[str] = []
+        bads: list[str] = []
+        for i, part in enumerate(self.spec.domain.axes):
+            cols, bad = self._axis_parse(i, part)
+            parsed += cols
+            bads.append(bad)
+        return parsed, bads[0] if len(bads) == 1 else "(" + " OR ".join(bads) + ")"
+
+    def _axis_parse(self, i: int, d: DomainSpec) -> tuple[list[str], str]:
+        x = _suffix(i)
         if d.kind == "graph":
+            la, lo = f"la{x}", f"lo{x}"
             parsed = [
-                f"TRY_CAST({quote_ident(d.lat)} AS DOUBLE) AS la",
-                f"TRY_CAST({quote_ident(d.lon)} AS DOUBLE) AS lo",
+                f"TRY_CAST({quote_ident(d.lat)} AS DOUBLE) AS {la}",
+                f"TRY_CAST({quote_ident(d.lon)} AS DOUBLE) AS {lo}",
             ]
             bad = (
-                "(la IS NULL OR lo IS NULL OR NOT isfinite(la) OR NOT isfinite(lo) "
-                "OR NOT (la BETWEEN -90 AND 90 AND lo BETWEEN -180 AND 180)"
+                f"({la} IS NULL OR {lo} IS NULL OR NOT isfinite({la}) OR NOT isfinite({lo}) "
+                f"OR NOT ({la} BETWEEN -90 AND 90 AND {lo} BETWEEN -180 AND 180)"
             )
             if d.bbox is not None:
-                self.params.update(
-                    dict(zip(("dp_la0", "dp_la1", "dp_lo0", "dp_lo1"), d.bbox, strict=True))
+                names = tuple(f"dp_{n}{x}" for n in ("la0", "la1", "lo0", "lo1"))
+                self.params.update(dict(zip(names, d.bbox, strict=True)))
+                bad += (
+                    f" OR NOT ({la} BETWEEN ${names[0]} AND ${names[1]} "
+                    f"AND {lo} BETWEEN ${names[2]} AND ${names[3]})"
                 )
-                bad += " OR NOT (la BETWEEN $dp_la0 AND $dp_la1 AND lo BETWEEN $dp_lo0 AND $dp_lo1)"
+            self._dx.append({})
             return parsed, bad + ")"
         # values and range: the column read by the rules of dpgauss.release.keymap.
-        channels = self._channels()
-        self._dx = _pack(channels)
+        channels = self._channels(d)
+        name = f"dx{x}"
+        self._dx.append(_pack(channels, name))
         if not channels:
-            return ["NULL::INTEGER AS dx"], "true"
+            return [f"NULL::INTEGER AS {name}"], "true"
         fields = [
-            f"{sql} AS dx" if len(channels) == 1 else f"k_{ch} := {sql}"
+            f"{sql} AS {name}" if len(channels) == 1 else f"k_{ch} := {sql}"
             for ch, sql in channels.items()
         ]
-        packed = fields if len(channels) == 1 else [f"struct_pack({', '.join(fields)}) AS dx"]
-        bad = " AND ".join(f"{ref} IS NULL" for ref in self._dx.values())
+        packed = fields if len(channels) == 1 else [f"struct_pack({', '.join(fields)}) AS {name}"]
+        bad = " AND ".join(f"{ref} IS NULL" for ref in self._dx[-1].values())
         return packed, f"({bad})"
 
-    def _column(self) -> Column:
-        """How the domain column's DuckDB type is read (:class:`keymap.Column`)."""
-        t = self.types.get(str(self.spec.domain.column), "").upper()
+    def _column(self, d: DomainSpec) -> Column:
+        """How a domain column's DuckDB type is read (:class:`keymap.Column`); a timestamp
+        range reads its column as microseconds since 1970 (an exact integer)."""
+        if d.is_time:
+            return Column("int", -(2**63), 2**63 - 1)
+        t = self.types.get(str(d.column), "").upper()
         if t in _INT_BOUNDS:
             return Column("int", *_INT_BOUNDS[t], text="cast")
         if t == "BOOLEAN":
@@ -798,19 +826,24 @@ FROM ({rows_sql}) GROUP BY g"""
             return Column("other", text="cast")
         return Column("other")
 
-    def _values_type(self) -> str:
+    @staticmethod
+    def _values_type(d: DomainSpec) -> str:
         """``"string"`` for string keys, else ``"number"``."""
-        vals = self.spec.domain.values or ()
+        vals = d.values or ()
         return "string" if any(isinstance(v, str) for v in vals) else "number"
 
-    def _channels(self) -> dict[str, str]:
+    def _channels(self, d: DomainSpec) -> dict[str, str]:
         """SQL of each way the record's value is read: ``int`` (an exact integer, HUGEINT),
         ``dbl`` (a double), ``dec`` (a decimal's unscaled integer) or ``str`` (text, for
-        string keys); a record has a value in at most one channel (NULL elsewhere)."""
-        d, col = self.spec.domain, self._column()
+        string keys); a record has a value in at most one channel (NULL elsewhere).  A
+        timestamp range: ``int``, the microseconds since 1970 of ``TRY_CAST(… AS TIMESTAMP)``
+        (as the ``[filter]`` reads timestamps)."""
+        col = self._column(d)
         c = quote_ident(str(d.column))
         big = 10**38
-        if d.kind == "values" and self._values_type() == "string":
+        if d.is_time:
+            return {"int": f"epoch_us(TRY_CAST({c} AS TIMESTAMP))"}
+        if d.kind == "values" and self._values_type(d) == "string":
             if col.text == "raw":
                 return {"str": c}
             return {"str": f"CAST({c} AS VARCHAR)"} if col.text == "cast" else {}
@@ -867,32 +900,49 @@ FROM ({rows_sql}) GROUP BY g"""
 
         Exact (:mod:`dpgauss.release.keymap`): a range's key is computed in integer or
         error-free double arithmetic, never outside ``0 … n − 1``; a values domain joins each
-        channel of the record with the keys of that kind (each at most once).
+        channel of the record with the keys of that kind (each at most once).  Several axes:
+        ``Σ kᵢ·sᵢ`` (:mod:`dpgauss.release.domain`), NULL when any axis key is.
         """
-        d = self.spec.domain
+        joins, keys = [], []
+        axes = self.plan.domain.axes
+        for i, part in enumerate(self.spec.domain.axes):
+            j, k = self._axis_key(i, part)
+            joins += j
+            keys.append(k)
+        if len(keys) == 1:
+            return " ".join(joins), keys[0]
+        sizes = [a.size for a in axes]
+        terms = []
+        for i, k in enumerate(keys):
+            stride = math.prod(sizes[i + 1 :])
+            terms.append(f"({k})::BIGINT" + (f" * {stride}" if stride != 1 else ""))
+        return " ".join(joins), " + ".join(terms)
+
+    def _axis_key(self, i: int, d: DomainSpec) -> tuple[list[str], str]:
+        x = _suffix(i)
         if d.kind == "graph":
-            self._register_udfs()
-            return "", f"nullif(dp_nearest_{self.tag}(la, lo), -1)"
-        refs = self._dx
+            self._register_udfs(i)
+            return [], f"nullif(dp_nearest_{self.tag}{x}(la{x}, lo{x}), -1)"
+        refs = self._dx[i]
         if d.kind == "range":
             try:
-                return "", range_key_sql(DUCKDB, d.bins, refs, self._column())
+                return [], range_key_sql(DUCKDB, d.bins, refs, self._column(d))
             except ValueError as exc:
-                raise EngineError(f"[domain] column {d.column!r}: {exc}") from None
+                raise EngineError(f"[{d.where}] column {d.column!r}: {exc}") from None
         duck = _duckdb()
         import pyarrow as pa
 
-        col = self._column()
+        col = self._column(d)
         tables = value_tables(tuple(d.values or ()), col.scale if "dec" in refs else None)
         rows: dict[str, list[Any]] = {"ch": [], "v": [], "f": [], "idx": []}
         for ch in refs:
-            for v, i in tables.get(ch, []):
+            for v, k in tables.get(ch, []):
                 if ch == "int" and not col.lo <= v <= col.hi:
                     continue  # beyond the column's type: no record can equal it
                 rows["ch"].append(ch)
                 rows["v"].append(None if ch == "dbl" else str(v))
                 rows["f"].append(float(v) if ch == "dbl" else None)
-                rows["idx"].append(i)
+                rows["idx"].append(k)
         table = pa.table(
             {
                 "ch": pa.array(rows["ch"], pa.string()),
@@ -901,7 +951,7 @@ FROM ({rows_sql}) GROUP BY g"""
                 "idx": pa.array(rows["idx"], pa.int64()),
             }
         )
-        name = f"dp_domain_{self.tag}"
+        name = f"dp_domain_{self.tag}{x}"
         try:
             self.con.register(name, table)
         except duck.Error as exc:  # pragma: no cover - defensive
@@ -910,21 +960,22 @@ FROM ({rows_sql}) GROUP BY g"""
         for ch, ref in refs.items():
             big = "BIGINT" if ch == "int" and col.fits64 else "HUGEINT"
             val = {"str": "v", "dbl": "f"}.get(ch, f"CAST(v AS {big})")
-            alias = f"dom_{ch}"
+            alias = f"dom{x}_{ch}"
             joins.append(
                 f"LEFT JOIN (SELECT {val} AS val, idx FROM {name} WHERE ch = '{ch}') {alias} "
                 f"ON {alias}.val = {ref}"
             )
             keys.append(f"{alias}.idx")
         key = keys[0] if len(keys) == 1 else f"coalesce({', '.join(keys)})"
-        return " ".join(joins), key if keys else "NULL::BIGINT"
+        return joins, key if keys else "NULL::BIGINT"
 
-    def _register_udfs(self) -> None:
+    def _register_udfs(self, i: int = 0) -> None:
         duck = _duckdb()
         import pyarrow as pa
 
-        mapper = self.plan.domain.mapper
+        mapper = self.plan.domain.axes[i].mapper
         assert mapper is not None
+        x = _suffix(i)
 
         def as_numpy(a: Any) -> np.ndarray:
             arr = a.to_numpy(zero_copy_only=False) if hasattr(a, "to_numpy") else np.asarray(a)
@@ -943,13 +994,13 @@ FROM ({rows_sql}) GROUP BY g"""
         double = duck.sqltype("DOUBLE")
         known = self.con.execute(
             "SELECT count(*) FROM duckdb_functions() WHERE function_name = $f",
-            {"f": f"dp_nearest_{self.tag}"},
+            {"f": f"dp_nearest_{self.tag}{x}"},
         ).fetchall()[0][0]
         if known:  # registered by an earlier query of this aggregation
             return
         try:
             self.con.create_function(
-                f"dp_nearest_{self.tag}",
+                f"dp_nearest_{self.tag}{x}",
                 nearest,
                 [double, double],
                 duck.sqltype("BIGINT"),

@@ -69,7 +69,7 @@ from . import csv_format
 from .engine import Aggregate, AggregationPlan, RowCounts, source_columns
 from .engine_duckdb import AGGREGATION_FAILED, EngineError
 from .keymap import INT_LITERAL, SPARK, Column, range_key_sql, value_tables
-from .spec import ReleaseSpec
+from .spec import DomainSpec, ReleaseSpec
 
 __all__ = ["SparkEngine", "priority_column"]
 
@@ -132,6 +132,11 @@ def _one_line(exc: BaseException) -> str:
             break
     text = " ".join(" ".join(lines).split()) or type(exc).__name__
     return text if len(text) <= 400 else text[:397] + "..."
+
+
+def _suffix(i: int) -> str:
+    """The column suffix of axis ``i`` (none for the first: ``la``, ``lo``, ``dx_…``)."""
+    return "" if i == 0 else str(i)
 
 
 def _file_uri(path: str) -> str:
@@ -508,10 +513,13 @@ class _Job:
             conds.append(f"({x}) < {lit.format(text['stop'])}")
         return f"NOT coalesce({' AND '.join(conds)}, false)"
 
-    def _column(self) -> Column:
-        """How the domain column's Spark type is read (:class:`keymap.Column`)."""
+    def _column(self, d: DomainSpec) -> Column:
+        """How a domain column's Spark type is read (:class:`keymap.Column`); a timestamp
+        range reads its column as microseconds since 1970 (an exact integer)."""
         spt = self.spt
-        t = self.types.get(str(self.spec.domain.column))
+        if d.is_time:
+            return Column("int", -(2**63), 2**63 - 1)
+        t = self.types.get(str(d.column))
         bounds = {
             spt.ByteType: (-(2**7), 2**7 - 1),
             spt.ShortType: (-(2**15), 2**15 - 1),
@@ -530,24 +538,29 @@ class _Job:
             return Column("decimal", scale=sc, precision=p, text="cast")
         if isinstance(t, spt.FloatType | spt.DoubleType):
             return Column("float")
-        if self._is(str(self.spec.domain.column), "string"):
+        if self._is(str(d.column), "string"):
             return Column("string", text="raw")
         if isinstance(t, spt.DateType | spt.TimestampNTZType):
             return Column("other", text="cast")
         return Column("other")
 
-    def _values_type(self) -> str:
+    @staticmethod
+    def _values_type(d: DomainSpec) -> str:
         """``"string"`` for string keys, else ``"number"``."""
-        vals = self.spec.domain.values or ()
+        vals = d.values or ()
         return "string" if any(isinstance(v, str) for v in vals) else "number"
 
-    def _channels(self) -> dict[str, str]:
+    def _channels(self, d: DomainSpec) -> dict[str, str]:
         """SQL of each way the record's value is read (as the DuckDB engine's ``_channels``):
         ``int`` (an exact integer, DECIMAL(38, 0)), ``dbl``, ``dec`` (a decimal's unscaled
-        integer) or ``str``; a record has a value in at most one channel."""
-        d, col = self.spec.domain, self._column()
+        integer) or ``str``; a record has a value in at most one channel.  A timestamp range:
+        ``int``, the microseconds since 1970 of the timestamp as the ``[filter]`` reads it."""
+        col = self._column(d)
         c = _ident(str(d.column))
-        if d.kind == "values" and self._values_type() == "string":
+        if d.is_time:
+            ts = self._timestamp(str(d.column))
+            return {"int": f"timestampdiff(MICROSECOND, TIMESTAMP_NTZ'1970-01-01 00:00:00', {ts})"}
+        if d.kind == "values" and self._values_type(d) == "string":
             if col.text == "raw":
                 return {"str": c}
             return {"str": f"CAST({c} AS STRING)"} if col.text == "cast" else {}
@@ -577,29 +590,42 @@ class _Job:
         return {}
 
     def _domain_parse(self) -> tuple[dict[str, str], str]:
-        """({name: SQL} of the parsed domain columns, the invalid-domain condition)."""
-        d = self.spec.domain
+        """({name: SQL} of the parsed domain columns, the invalid-domain condition): every
+        axis's, the record invalid when any axis is (:mod:`dpgauss.release.domain`)."""
+        self._dx: list[dict[str, str]] = []
+        parsed: dict[str, str] = {}
+        bads = []
+        for i, part in enumerate(self.spec.domain.axes):
+            cols, bad = self._axis_parse(i, part)
+            parsed.update(cols)
+            bads.append(bad)
+        return parsed, bads[0] if len(bads) == 1 else "(" + " OR ".join(bads) + ")"
+
+    def _axis_parse(self, i: int, d: DomainSpec) -> tuple[dict[str, str], str]:
+        x = _suffix(i)
         if d.kind == "graph":
-            parsed = {"la": self._double(str(d.lat)), "lo": self._double(str(d.lon))}
+            la, lo = f"la{x}", f"lo{x}"
+            parsed = {la: self._double(str(d.lat)), lo: self._double(str(d.lon))}
             bad = (
-                "(la IS NULL OR lo IS NULL OR isnan(la) OR isnan(lo) "
-                "OR abs(la) = double('inf') OR abs(lo) = double('inf') "
-                "OR NOT (la BETWEEN -90 AND 90 AND lo BETWEEN -180 AND 180)"
+                f"({la} IS NULL OR {lo} IS NULL OR isnan({la}) OR isnan({lo}) "
+                f"OR abs({la}) = double('inf') OR abs({lo}) = double('inf') "
+                f"OR NOT ({la} BETWEEN -90 AND 90 AND {lo} BETWEEN -180 AND 180)"
             )
             if d.bbox is not None:
-                a, b, c, e = (_text(repr(float(x))) for x in d.bbox)
+                a, b, c, e = (_text(repr(float(v))) for v in d.bbox)
                 bad += (
-                    f" OR NOT (la BETWEEN CAST({a} AS DOUBLE) AND CAST({b} AS DOUBLE) "
-                    f"AND lo BETWEEN CAST({c} AS DOUBLE) AND CAST({e} AS DOUBLE))"
+                    f" OR NOT ({la} BETWEEN CAST({a} AS DOUBLE) AND CAST({b} AS DOUBLE) "
+                    f"AND {lo} BETWEEN CAST({c} AS DOUBLE) AND CAST({e} AS DOUBLE))"
                 )
+            self._dx.append({})
             return parsed, f"coalesce({bad}), true)"
         # values and range: the column read by the rules of dpgauss.release.keymap.
-        channels = self._channels()
-        self._dx = {ch: f"dx_{ch}" for ch in channels}
+        channels = self._channels(d)
+        self._dx.append({ch: f"dx{x}_{ch}" for ch in channels})
         if not channels:
             return {}, "true"
-        bad = " AND ".join(f"{ref} IS NULL" for ref in self._dx.values())
-        return {f"dx_{ch}": sql for ch, sql in channels.items()}, f"({bad})"
+        bad = " AND ".join(f"{ref} IS NULL" for ref in self._dx[-1].values())
+        return {f"dx{x}_{ch}": sql for ch, sql in channels.items()}, f"({bad})"
 
     def _value_parse(self) -> tuple[dict[str, str], str, str | None]:
         st = self.spec.statistic
@@ -614,13 +640,34 @@ class _Job:
             f"- CAST({off} AS DOUBLE)",
         )
 
-    def _range_key(self) -> str:
-        """The exact key of a range domain (:mod:`dpgauss.release.keymap`), BIGINT or NULL."""
-        d = self.spec.domain
+    def _range_key(self, i: int, d: DomainSpec) -> str:
+        """The exact key of a range axis (:mod:`dpgauss.release.keymap`), BIGINT or NULL."""
         try:
-            return range_key_sql(SPARK, d.bins, self._dx, self._column())
+            return range_key_sql(SPARK, d.bins, self._dx[i], self._column(d))
         except ValueError as exc:
-            raise EngineError(f"[domain] column {d.column!r}: {exc}") from None
+            raise EngineError(f"[{d.where}] column {d.column!r}: {exc}") from None
+
+    def _key(self, checked: Any) -> Any:
+        """``checked`` with the column ``key``: the composite key ``Σ kᵢ·sᵢ`` of the axes
+        (:mod:`dpgauss.release.domain`), NULL when any axis maps the record to nothing."""
+        from pyspark.sql import functions as sf
+
+        axes = self.spec.domain.axes
+        sizes = [a.size for a in self.plan.domain.axes]
+        total = None
+        for i, part in enumerate(axes):
+            name = f"__dp_k{i}"
+            if part.kind == "range":
+                checked = checked.withColumn(name, sf.expr(self._range_key(i, part)))
+            elif part.kind == "values":
+                checked = self._join_values(checked, i, part, name)
+            else:
+                checked = self._nearest(checked, i, name)
+            stride = math.prod(sizes[i + 1 :])
+            term = sf.col(name).cast("long") * sf.lit(stride).cast("long")
+            total = term if total is None else total + term
+        names = [f"__dp_k{i}" for i in range(len(axes))]
+        return checked.withColumn("key", total).drop(*names)
 
     # -------------------------------------------------------------------- the plan
 
@@ -675,12 +722,7 @@ class _Job:
         if value is not None:
             checked = checked.withColumn("v", sf.expr(value))
         # 2. The key (NULL: outside the domain, or not a candidate).
-        if dom.kind == "range":
-            keyed = checked.withColumn("key", sf.expr(self._range_key()))
-        elif dom.kind == "values":
-            keyed = self._join_values(checked)
-        else:
-            keyed = self._nearest(checked)
+        keyed = self._key(checked)
         cls = (
             sf.when(sf.col("bad_line"), MALFORMED)
             .when(sf.col("out_f"), OUTSIDE_FILTER)
@@ -756,20 +798,20 @@ class _Job:
 
     # ------------------------------------------------------------------ domains
 
-    def _join_values(self, checked: Any) -> Any:
+    def _join_values(self, checked: Any, i: int, d: DomainSpec, out_name: str) -> Any:
         """Each channel of the record joined with the keys of that kind (at most one
-        matches: keys are distinct numbers or strings); ``key`` the index, NULL if none."""
+        matches: keys are distinct numbers or strings); ``out_name`` the index, NULL if none."""
         from decimal import Decimal
 
         from pyspark.sql import functions as sf
         from pyspark.sql import types as spt
 
-        d = self.spec.domain
-        col = self._column()
-        tables = value_tables(tuple(d.values or ()), col.scale if "dec" in self._dx else None)
+        col = self._column(d)
+        dx = self._dx[i]
+        tables = value_tables(tuple(d.values or ()), col.scale if "dec" in dx else None)
         session = checked.sparkSession
         keys = []
-        for ch, ref in self._dx.items():
+        for ch, ref in dx.items():
             if ch == "str":
                 val_type: Any = spt.StringType()
                 data = [(str(v), i) for v, i in tables["str"]]
@@ -784,27 +826,28 @@ class _Job:
                 data = [(Decimal(int(v)), i) for v, i in tables[ch]]
             schema = spt.StructType(
                 [
-                    spt.StructField(f"__dp_val_{ch}", val_type, False),
-                    spt.StructField(f"__dp_key_{ch}", spt.LongType(), False),
+                    spt.StructField(f"__dp_val{i}_{ch}", val_type, False),
+                    spt.StructField(f"__dp_key{i}_{ch}", spt.LongType(), False),
                 ]
             )
             dom = session.createDataFrame(data, schema)
             if len(data) <= 1_000_000:
                 dom = sf.broadcast(dom)
-            checked = checked.join(dom, checked[ref] == dom[f"__dp_val_{ch}"], "left").drop(
-                f"__dp_val_{ch}"
+            checked = checked.join(dom, checked[ref] == dom[f"__dp_val{i}_{ch}"], "left").drop(
+                f"__dp_val{i}_{ch}"
             )
-            keys.append(sf.col(f"__dp_key_{ch}"))
+            keys.append(sf.col(f"__dp_key{i}_{ch}"))
         key = sf.coalesce(*keys) if len(keys) > 1 else (keys[0] if keys else sf.lit(None))
-        out = checked.withColumn("key", key.cast("long"))
-        return out.drop(*[f"__dp_key_{ch}" for ch in self._dx])
+        out = checked.withColumn(out_name, key.cast("long"))
+        return out.drop(*[f"__dp_key{i}_{ch}" for ch in dx])
 
-    def _nearest(self, checked: Any) -> Any:
+    def _nearest(self, checked: Any, i: int = 0, out_name: str = "key") -> Any:
         """The nearest node of each candidate row (vectorised pandas UDF), NULL if none."""
         import pandas as pd
         from pyspark.sql import functions as sf
 
-        mapper = self.plan.domain.mapper
+        mapper = self.plan.domain.axes[i].mapper
+        x = _suffix(i)
         assert mapper is not None
 
         def nearest(la: pd.Series, lo: pd.Series) -> pd.Series:
@@ -819,9 +862,12 @@ class _Job:
         nearest.__annotations__ = {"la": pd.Series, "lo": pd.Series, "return": pd.Series}
         udf = sf.pandas_udf(nearest, "long")  # type: ignore[call-overload]
         pre = sf.col("pre")
-        node = udf(sf.when(pre, sf.col("la")), sf.when(pre, sf.col("lo")))
-        return checked.withColumn("node", node).withColumn(
-            "key", sf.when(pre & (sf.col("node") >= 0), sf.col("node"))
+        node = udf(sf.when(pre, sf.col(f"la{x}")), sf.when(pre, sf.col(f"lo{x}")))
+        node_col = f"__dp_node{i}"
+        return (
+            checked.withColumn(node_col, node)
+            .withColumn(out_name, sf.when(pre & (sf.col(node_col) >= 0), sf.col(node_col)))
+            .drop(node_col)
         )
 
     def _spread(self, rows: Any, has_value: bool) -> Any:

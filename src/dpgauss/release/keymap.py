@@ -169,28 +169,28 @@ class RangeBins:
     integer_labels: bool
 
     @classmethod
-    def of(cls, start: object, stop: object, step: object) -> RangeBins:
+    def of(cls, start: object, stop: object, step: object, where: str = "domain") -> RangeBins:
         """Validate a spec's ``start``, ``stop``, ``step``; ``ValueError``/``TypeError`` naming
-        the ``[domain]`` key and the allowed range."""
-        s = exact_number("domain", "start", start)
-        t = exact_number("domain", "stop", stop)
-        p = exact_number("domain", "step", step)
+        the ``[domain]`` key (or the table ``where``) and the allowed range."""
+        s = exact_number(where, "start", start)
+        t = exact_number(where, "stop", stop)
+        p = exact_number(where, "step", step)
         for k, v, q in (("start", start, s), ("stop", stop, t)):
             if abs(q) > RANGE_LIMIT:
                 raise ValueError(
-                    f"[domain] {k} must be a number with |{k}| <= 1e36; got {brief(v)}"
+                    f"[{where}] {k} must be a number with |{k}| <= 1e36; got {brief(v)}"
                 )
         if not p > 0:
-            raise ValueError(f"[domain] step must be a number > 0; got {brief(step)}")
+            raise ValueError(f"[{where}] step must be a number > 0; got {brief(step)}")
         if not t > s:
             raise ValueError(
-                f"[domain] stop must be greater than start; got start={brief(start)}, "
+                f"[{where}] stop must be greater than start; got start={brief(start)}, "
                 f"stop={brief(stop)}"
             )
         n = _ceil((t - s) / p)
         if n > MAX_KEYS:
             raise ValueError(
-                f"[domain] the range has {_count(n)} bins (ceil((stop - start) / step)); at "
+                f"[{where}] the range has {_count(n)} bins (ceil((stop - start) / step)); at "
                 f"most {MAX_KEYS:,} allowed"
             )
         ints = all(
@@ -202,7 +202,7 @@ class RangeBins:
             spacing = math.ulp(up_double(top))
             if not p > Fraction(spacing):
                 raise ValueError(
-                    f"[domain] step = {step!r} is too fine for bins near {float(top):.17g}: "
+                    f"[{where}] step = {step!r} is too fine for bins near {float(top):.17g}: "
                     f"their lower edges would not be distinct doubles (the spacing of doubles "
                     f"there is {spacing:.3g}); use a larger step, or integer start and step"
                 )

@@ -145,7 +145,7 @@ class GraphMapper:
         ok = self.valid(la, lo)
         if ok.any():
             dist, idx = self._tree.query(
-                self._project(la[ok], lo[ok]), k=1, distance_upper_bound=self._chord
+                self._project(la[ok], lo[ok]), k=1, distance_upper_bound=self._chord, workers=-1
             )
             out[ok] = np.where(np.isfinite(dist), idx, -1)
         return out
@@ -172,7 +172,7 @@ class GraphMapper:
         ok = self.valid(la, lo)
         if ok.any():
             d, i = self._tree.query(
-                self._project(la[ok], lo[ok]), k=k, distance_upper_bound=self._chord
+                self._project(la[ok], lo[ok]), k=k, distance_upper_bound=self._chord, workers=-1
             )
             dist[ok] = np.reshape(d, (-1, k))
             idx[ok] = np.reshape(i, (-1, k))

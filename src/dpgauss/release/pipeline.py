@@ -343,9 +343,17 @@ def _write_table(path: str, fmt: str, columns: dict[str, np.ndarray]) -> None:
             w.writerow([text(v) for v in row])
 
 
+def _plot_keys(labels: np.ndarray) -> np.ndarray:
+    """A range's keys for an axis: numbers, or timestamps (datetime64) for a time range."""
+    if labels.dtype == object and labels.size and isinstance(labels[0], str):
+        return np.array(labels.tolist(), dtype="datetime64[us]")
+    return np.asarray(labels, dtype=np.float64)
+
+
 def _draw(path: str, plan: ReleasePlan, columns: dict[str, np.ndarray], chosen: str) -> None:
-    """Draw the release (graph: maps; range: a series) into ``path`` (a staged file)."""
-    from ..heatmap import draw_graph_panels, draw_series, shared_scale
+    """Draw the release (graph: maps; a lattice: images; range: a series) into ``path`` (a
+    staged file)."""
+    from ..heatmap import draw_graph_panels, draw_grid_panels, draw_series, shared_scale
 
     spec, domain = plan.spec, plan.domain
     what = spec.statistic.kind
@@ -367,10 +375,26 @@ def _draw(path: str, plan: ReleasePlan, columns: dict[str, np.ndarray], chosen: 
             label=f"{what} per node",
             title=spec.name,
         )
+    elif domain.grid is not None and len(domain.grid) == 2:
+        ya, xa = domain.axes
+        draw_grid_panels(
+            path,
+            [
+                ("released", released.reshape(domain.grid)),
+                (f"denoised ({method})", denoised.reshape(domain.grid)),
+            ],
+            x_edges=_plot_keys(xa.labels),
+            y_edges=_plot_keys(ya.labels),
+            x_label=xa.name,
+            y_label=ya.name,
+            vmax=shared_scale([("denoised", denoised)]),
+            label=what,
+            title=spec.name,
+        )
     else:
         draw_series(
             path,
-            np.asarray(columns["key"], dtype=np.float64),
+            _plot_keys(columns["key"]),
             [("released", released), (f"denoised ({method})", denoised)],
             lower=columns["lower"],
             upper=columns["upper"],
@@ -696,7 +720,7 @@ def _noise_and_denoise(
         noise_info["sigma"] = rel.sigma
         noise_info["interval_half_width"] = rel.noise.half_width(level)
         columns = {
-            "key": domain.labels,
+            **domain.key_columns(),
             "released": values,
             "denoised": np.asarray(den.estimate, dtype=np.float64),
             "sigma": np.full(d, rel.sigma),
@@ -706,9 +730,7 @@ def _noise_and_denoise(
         den_info = _den_info(den, rel.sigma, d)
     else:
         columns, den_info = _mean_columns(plan, agg, noise_info, seed)
-    if domain.node_lat is not None:
-        columns["lat"] = domain.node_lat
-        columns["lon"] = domain.node_lon  # type: ignore[assignment]
+    columns.update(domain.place_columns())
     return columns, noise_info, den_info
 
 
@@ -790,7 +812,7 @@ def _mean_columns(
         }
     )
     columns = {
-        "key": domain.labels,
+        **domain.key_columns(),
         "released": released,
         "denoised": denoised,
         "sigma": sigma,

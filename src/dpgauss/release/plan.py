@@ -213,11 +213,11 @@ def plan_denoiser(spec: ReleaseSpec, domain: KeyDomain) -> Denoiser:
 def _check_columns(spec: ReleaseSpec, columns: dict[str, str]) -> None:
     names = list(columns)
     wanted = [("[unit] column", spec.unit.column)]
-    d = spec.domain
-    if d.kind == "graph":
-        wanted += [("[domain] lat", d.lat), ("[domain] lon", d.lon)]
-    else:
-        wanted.append(("[domain] column", d.column))
+    for d in spec.domain.axes:
+        if d.kind == "graph":
+            wanted += [(f"[{d.where}] lat", d.lat), (f"[{d.where}] lon", d.lon)]
+        else:
+            wanted.append((f"[{d.where}] column", d.column))
     if spec.statistic.column is not None:
         wanted.append(("[statistic] column", spec.statistic.column))
     if spec.filter is not None:
@@ -236,6 +236,8 @@ def _plot_decision(spec: ReleaseSpec, domain: KeyDomain) -> str | None:
         return "not drawn ([output] plot = false)"
     if domain.kind == "values":
         return "not drawn (values domain)"
+    if len(domain.axes) > 1 and not (domain.grid is not None and len(domain.grid) == 2):
+        return "not drawn (a product of several axes: no one picture of it is built yet)"
     try:
         import matplotlib  # noqa: F401
     except ImportError:

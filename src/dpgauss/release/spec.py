@@ -137,9 +137,10 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import date, datetime, time
 from pathlib import Path
 from typing import Any
@@ -277,7 +278,7 @@ def _columns(where: str, key: str, value: object) -> tuple[str, ...] | None:
 
 
 def _check_keys(where: str, data: Mapping[str, Any], cls: type) -> None:
-    allowed = [f.name for f in fields(cls)]
+    allowed = [f.name for f in fields(cls) if f.name != "where"]
     for key in data:
         if key not in allowed:
             raise ValueError(f"[{where}] unknown key {key!r} (allowed: {', '.join(allowed)})")
@@ -403,9 +404,9 @@ class DomainSpec:
     kind: str = ""
     column: str | None = None
     values: tuple[Any, ...] | None = None
-    start: float | None = None
-    stop: float | None = None
-    step: float = 1
+    start: Any = None
+    stop: Any = None
+    step: Any = 1
     graph: str | None = None
     nodes: str | None = None
     edges: str | None = None
@@ -418,16 +419,22 @@ class DomainSpec:
     cutoff: float | None = None
     neighbors: int = 8
     bbox: tuple[float, float, float, float] | None = None
+    x: Any = None
+    y: Any = None
+    parts: tuple[Any, ...] | None = None
+    name: str | None = None
     on_invalid: str = "drop"
+    where: str = field(default="domain", repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        w = "domain"
-        _required(w, "kind", self.kind, "'values', 'range' or 'graph'")
-        _choice(w, "kind", self.kind, ("values", "range", "graph"))
+        w = self.where
+        kinds = ("values", "range", "graph", "grid", "product")
+        _required(w, "kind", self.kind, ", ".join(map(repr, kinds)))
+        _choice(w, "kind", self.kind, kinds)
         _choice(w, "on_invalid", self.on_invalid, POLICIES)
         own = {
-            "values": {"column", "values"},
-            "range": {"column", "start", "stop", "step"},
+            "values": {"column", "values", "name"},
+            "range": {"column", "start", "stop", "step", "name"},
             "graph": {
                 "graph",
                 "nodes",
@@ -441,7 +448,10 @@ class DomainSpec:
                 "cutoff",
                 "neighbors",
                 "bbox",
+                "name",
             },
+            "grid": {"x", "y"},
+            "product": {"parts"},
         }
         defaults = {f.name: f.default for f in fields(self)}
         for other, keys in own.items():
@@ -449,15 +459,28 @@ class DomainSpec:
                 continue
             for key in sorted(keys - own[self.kind]):
                 if getattr(self, key) != defaults[key]:
-                    raise ValueError(f"[domain] {key} does not apply to kind = {self.kind!r}")
-        if self.kind == "values":
+                    raise ValueError(f"[{self.where}] {key} does not apply to kind = {self.kind!r}")
+        if self.name is not None:
+            _text(w, "name", self.name)
+            if w == "domain":
+                raise ValueError(
+                    "[domain] name applies to the parts of a product (the output's column)"
+                )
+        if self.kind == "grid":
+            self._check_grid()
+        elif self.kind == "product":
+            self._check_product()
+        elif self.kind == "values":
             _text(w, "column", self.column)
             self._check_values()
         elif self.kind == "range":
             _text(w, "column", self.column)
             if self.start is None or self.stop is None:
-                raise ValueError("[domain] kind = 'range' needs start and stop (and step)")
-            RangeBins.of(self.start, self.stop, self.step)
+                raise ValueError(f"[{self.where}] kind = 'range' needs start and stop (and step)")
+            if self._time_ends():
+                self._check_time_range()
+            else:
+                RangeBins.of(self.start, self.stop, self.step, where=w)
         else:
             self._check_graph_source()
             _text(w, "lat", self.lat)
@@ -466,25 +489,173 @@ class DomainSpec:
             _positive(w, "cutoff", self.cutoff, optional=True)
             if self.mapping == "kde":
                 if self.bandwidth is None:
-                    raise ValueError("[domain] bandwidth (metres) is required with mapping = 'kde'")
+                    raise ValueError(
+                        f"[{self.where}] bandwidth (metres) is required with mapping = 'kde'"
+                    )
                 bw = _positive(w, "bandwidth", self.bandwidth)
                 if not _MIN_BANDWIDTH <= bw <= _MAX_BANDWIDTH:  # type: ignore[operator]
                     raise _fail(w, "bandwidth", "a number of metres in [1e-150, 1e150]", bw)
                 object.__setattr__(self, "neighbors", _count(w, "neighbors", self.neighbors))
             else:
                 if self.bandwidth is not None:
-                    raise ValueError("[domain] bandwidth applies to mapping = 'kde' only")
+                    raise ValueError(f"[{self.where}] bandwidth applies to mapping = 'kde' only")
                 if self.neighbors != 8:
-                    raise ValueError("[domain] neighbors applies to mapping = 'kde' only")
+                    raise ValueError(f"[{self.where}] neighbors applies to mapping = 'kde' only")
             if self.bbox is not None:
                 self._check_bbox()
 
+    def _part(self, value: object, where: str) -> DomainSpec:
+        if isinstance(value, DomainSpec):
+            return replace(value, where=where)
+        if not isinstance(value, Mapping):
+            raise TypeError(f"[{where}] must be a table; got {type(value).__name__}")
+        _check_keys(where, value, DomainSpec)
+        part = DomainSpec(**dict(value), where=where)
+        if part.on_invalid != "drop":
+            raise ValueError(f"[{where}] on_invalid is set on [domain], for every part at once")
+        return part
+
+    def _check_grid(self) -> None:
+        """``x`` and ``y``: two ranges (``column``, ``start``, ``stop``, ``step``)."""
+        for axis in ("x", "y"):
+            value = getattr(self, axis)
+            if value is None:
+                raise ValueError(
+                    "[domain] kind = 'grid' needs x and y, each a table of column, start, stop "
+                    "and step"
+                )
+            where = f"domain.{axis}"
+            if isinstance(value, Mapping) and "kind" not in value:
+                value = {"kind": "range", **value}
+            part = self._part(value, where)
+            if part.kind != "range":
+                raise ValueError(f"[{where}] a grid's axis is a range; got kind = {part.kind!r}")
+            object.__setattr__(self, axis, part)
+        size = self.x.bins.size * self.y.bins.size
+        if size > _MAX_KEYS:
+            raise ValueError(f"[domain] the grid has {size:,} cells; at most {_MAX_KEYS:,} allowed")
+
+    def _check_product(self) -> None:
+        """``parts``: two or more values, range or graph domains; keys are all combinations."""
+        parts = self.parts
+        if isinstance(parts, str | Mapping) or not isinstance(parts, list | tuple):
+            raise _type_fail("domain", "parts", "a list of domain tables ([[domain.parts]])", parts)
+        if len(parts) < 2:
+            raise ValueError("[domain] kind = 'product' needs at least two [[domain.parts]]")
+        out, size, names = [], 1, []
+        for i, value in enumerate(parts, start=1):
+            part = self._part(value, f"domain.parts #{i}")
+            if part.kind not in ("values", "range", "graph"):
+                raise ValueError(
+                    f"[domain.parts #{i}] a product's part is a values, range or graph domain; got "
+                    f"kind = {part.kind!r}"
+                    + (" (use two range parts)" if part.kind == "grid" else "")
+                )
+            if part.kind == "graph" and part.mapping == "kde":
+                raise ValueError(
+                    f"[domain.parts #{i}] mapping = 'kde' is not supported inside a product (a "
+                    "record spread over several nodes would be spread over composite keys); use "
+                    "mapping = 'nearest'"
+                )
+            out.append(part)
+            names.append(part.output_name)
+            size *= part.size
+        if size > _MAX_KEYS:
+            raise ValueError(
+                f"[domain] the product has {size:,} keys; at most {_MAX_KEYS:,} allowed"
+            )
+        reserved = ("released", "denoised", "sigma", "lower", "upper", "lat", "lon", "key")
+        for i, name in enumerate(names, start=1):
+            if name in reserved:
+                raise ValueError(
+                    f"[domain.parts #{i}] its output column would be {name!r}, a column the "
+                    "release writes itself: give the part a name"
+                )
+            if names.count(name) > 1:
+                raise ValueError(
+                    f"[domain] two parts would both be written as the column {name!r}: give "
+                    "them distinct names"
+                )
+        object.__setattr__(self, "parts", tuple(out))
+
+    def _time_ends(self) -> bool:
+        return any(isinstance(v, str | date | datetime) for v in (self.start, self.stop))
+
+    def _check_time_range(self) -> None:
+        """A range over a timestamp column: ISO or TOML datetimes, a duration step."""
+        w = self.where
+        ends = {}
+        for key in ("start", "stop"):
+            value = getattr(self, key)
+            try:
+                ends[key] = _timestamp(value)
+            except (TypeError, ValueError):
+                raise _type_fail(
+                    w,
+                    key,
+                    "a number, or for a timestamp range a timestamp (a TOML datetime or an ISO "
+                    "string such as '2013-01-13 00:00')",
+                    value,
+                ) from None
+            object.__setattr__(self, key, ends[key].isoformat(sep=" "))
+        if isinstance(self.step, bool) or not isinstance(self.step, str):
+            raise _type_fail(
+                w,
+                "step",
+                "a duration such as '15min', '1h' or '1d' for a timestamp range",
+                self.step,
+            )
+        us = duration_us(self.step)
+        if us is None:
+            raise _fail(
+                w,
+                "step",
+                "a duration: a positive integer and a unit (us, ms, s, min, h, d, w)",
+                self.step,
+            )
+        RangeBins.of(_epoch_us(ends["start"]), _epoch_us(ends["stop"]), us, where=w)
+
+    @property
+    def is_time(self) -> bool:
+        """Whether this is a range over a timestamp column (keys: timestamps)."""
+        return self.kind == "range" and isinstance(self.start, str)
+
+    @property
+    def axes(self) -> tuple[DomainSpec, ...]:
+        """The factors of the key: ``(y, x)`` for a grid (row-major: y outer), the parts of a
+        product in order (the first outermost), else ``(self,)``."""
+        if self.kind == "grid":
+            return (self.y, self.x)
+        if self.kind == "product":
+            return tuple(self.parts or ())
+        return (self,)
+
+    @property
+    def output_name(self) -> str:
+        """The output column of a part of a product or grid: ``name``, else its column, else
+        ``"node"`` for a graph."""
+        if self.name is not None:
+            return self.name
+        return "node" if self.kind == "graph" else str(self.column)
+
+    @property
+    def size(self) -> int:
+        """The number of keys, where it is known from the spec alone (values, ranges, grids);
+        a graph's comes from its file (:func:`~dpgauss.release.domain.resolve_domain`)."""
+        if self.kind == "values":
+            return len(self.values or ())
+        if self.kind == "range":
+            return self.bins.size
+        if self.kind == "grid":
+            return self.x.size * self.y.size
+        return 1  # a graph part: known once its file is read
+
     def _check_graph_source(self) -> None:
         """``graph`` (a bundled name or a GraphML path) or ``nodes`` (+ ``edges``)."""
-        w = "domain"
+        w = self.where
         if (self.graph is None) == (self.nodes is None):
             raise ValueError(
-                "[domain] kind = 'graph' needs exactly one of graph (a bundled name: "
+                f"[{self.where}] kind = 'graph' needs exactly one of graph (a bundled name: "
                 f"{', '.join(map(repr, GRAPHS))}, or a GraphML file) and nodes (a node table, "
                 "with edges)"
             )
@@ -492,11 +663,13 @@ class DomainSpec:
         _text(w, "nodes", self.nodes, optional=True)
         _text(w, "edges", self.edges, optional=True)
         if self.edges is not None and self.nodes is None:
-            raise ValueError("[domain] edges goes with nodes (a node table), not with graph")
+            raise ValueError(f"[{self.where}] edges goes with nodes (a node table), not with graph")
         if self.graph in GRAPHS and self.node_columns is not None:
-            raise ValueError(f"[domain] node_columns does not apply to graph = {self.graph!r}")
+            raise ValueError(
+                f"[{self.where}] node_columns does not apply to graph = {self.graph!r}"
+            )
         if self.edge_columns is not None and self.edges is None:
-            raise ValueError("[domain] edge_columns goes with edges (an edge table)")
+            raise ValueError(f"[{self.where}] edge_columns goes with edges (an edge table)")
         allowed = {"node_columns": ("lat", "lon"), "edge_columns": ("u", "v")}
         if self.nodes is not None:
             allowed["node_columns"] = ("id", "lat", "lon")
@@ -509,7 +682,8 @@ class DomainSpec:
             for name, col in value.items():
                 if name not in names:
                     raise ValueError(
-                        f"[domain] {key} has the unknown key {name!r} (allowed: {', '.join(names)})"
+                        f"[{self.where}] {key} has the unknown key {name!r} "
+                        f"(allowed: {', '.join(names)})"
                     )
                 _text(w, f"{key}.{name}", col)
             object.__setattr__(self, key, dict(value))
@@ -517,18 +691,18 @@ class DomainSpec:
     def _check_values(self) -> None:
         vals = self.values
         if isinstance(vals, str) or not isinstance(vals, list | tuple):
-            raise _type_fail("domain", "values", "a list of integers, numbers or strings", vals)
+            raise _type_fail(self.where, "values", "a list of integers, numbers or strings", vals)
         if not vals:
-            raise _fail("domain", "values", "a non-empty list", vals)
+            raise _fail(self.where, "values", "a non-empty list", vals)
         kinds = set()
         for v in vals:
             if isinstance(v, bool) or not isinstance(v, numbers.Real | str):
-                raise _type_fail("domain", "values", "a list of integers, numbers or strings", v)
+                raise _type_fail(self.where, "values", "a list of integers, numbers or strings", v)
             if isinstance(v, float) and not math.isfinite(v):
-                raise _fail("domain", "values", "a list of finite numbers", v)
+                raise _fail(self.where, "values", "a list of finite numbers", v)
             kinds.add("str" if isinstance(v, str) else "num")
         if len(kinds) > 1:
-            raise ValueError("[domain] values must be all numbers or all strings, not a mix")
+            raise ValueError(f"[{self.where}] values must be all numbers or all strings, not a mix")
         if len(set(vals)) != len(vals):
             # Numbers are compared exactly (1 == 1.0, 0 == -0.0, 2**53 + 1 != 2.0**53), as the
             # engines match records to keys: two keys equal as numbers would both match.
@@ -538,27 +712,29 @@ class DomainSpec:
                     a, b = first[v], v
                     if repr(a) == repr(b):
                         raise ValueError(
-                            f"[domain] values must be distinct; {brief(b)} appears twice"
+                            f"[{self.where}] values must be distinct; {brief(b)} appears twice"
                         )
                     raise ValueError(
-                        f"[domain] values must be distinct numbers; {brief(a)} and {brief(b)} are "
-                        "the same number (a record matches the key equal to its value in exact "
-                        "arithmetic)"
+                        f"[{self.where}] values must be distinct numbers; {brief(a)} and "
+                        f"{brief(b)} are the same number (a record matches the key equal to its "
+                        "value in exact arithmetic)"
                     )
                 first[v] = v
         if len(vals) > _MAX_KEYS:
-            raise ValueError(f"[domain] values has {len(vals)} keys; at most {_MAX_KEYS} allowed")
+            raise ValueError(
+                f"[{self.where}] values has {len(vals)} keys; at most {_MAX_KEYS} allowed"
+            )
         object.__setattr__(self, "values", tuple(vals))
 
     def _check_bbox(self) -> None:
         box = self.bbox
         if not isinstance(box, list | tuple) or len(box) != 4:
-            raise _type_fail("domain", "bbox", "[lat_min, lat_max, lon_min, lon_max]", box)
-        vals = tuple(_real("domain", "bbox", v) for v in box)
+            raise _type_fail(self.where, "bbox", "[lat_min, lat_max, lon_min, lon_max]", box)
+        vals = tuple(_real(self.where, "bbox", v) for v in box)
         lat0, lat1, lon0, lon1 = vals  # type: ignore[misc]
         if not (-90 <= lat0 < lat1 <= 90 and -180 <= lon0 < lon1 <= 180):
             raise _fail(
-                "domain",
+                self.where,
                 "bbox",
                 "[lat_min, lat_max, lon_min, lon_max] with -90 <= lat_min < lat_max <= 90 and "
                 "-180 <= lon_min < lon_max <= 180",
@@ -568,17 +744,28 @@ class DomainSpec:
 
     @property
     def columns(self) -> tuple[str, ...]:
-        """The source columns the mapping reads."""
+        """The source columns the mapping reads (every axis's, without repeats)."""
+        if self.kind in ("grid", "product"):
+            cols = [c for part in self.axes for c in part.columns]
+            return tuple(dict.fromkeys(cols))
         if self.kind == "graph":
             return (self.lat, self.lon)  # type: ignore[return-value]
         return (self.column,)  # type: ignore[return-value]
 
     @property
     def bins(self) -> RangeBins:
-        """The exact bins of a ``range`` domain (:class:`~dpgauss.release.keymap.RangeBins`)."""
+        """The exact bins of a ``range`` domain (:class:`~dpgauss.release.keymap.RangeBins`);
+        for a timestamp range, over microseconds since 1970-01-01 00:00 (no time zone)."""
         if self.kind != "range":
-            raise ValueError(f"[domain] kind = {self.kind!r} has no bins")
-        return RangeBins.of(self.start, self.stop, self.step)
+            raise ValueError(f"[{self.where}] kind = {self.kind!r} has no bins")
+        if self.is_time:
+            return RangeBins.of(
+                _epoch_us(_timestamp(self.start)),
+                _epoch_us(_timestamp(self.stop)),
+                duration_us(self.step),
+                where=self.where,
+            )
+        return RangeBins.of(self.start, self.stop, self.step, where=self.where)
 
     @property
     def effective_cutoff(self) -> float:
@@ -588,6 +775,44 @@ class DomainSpec:
         if self.mapping == "kde":
             return 3.0 * float(self.bandwidth)  # type: ignore[arg-type]
         return 150.0
+
+
+_DURATION = re.compile(r"\s*([1-9][0-9]*)\s*(us|ms|s|min|h|d|w)\s*")
+_UNIT_US = {"us": 1, "ms": 1_000, "s": 10**6, "min": 60 * 10**6, "h": 3_600 * 10**6}
+_UNIT_US.update({"d": 86_400 * 10**6, "w": 7 * 86_400 * 10**6})
+_EPOCH = datetime(1970, 1, 1)
+
+
+def duration_us(text: object) -> int | None:
+    """``"15min"`` → 900,000,000: a duration in whole microseconds, or None if not one."""
+    if not isinstance(text, str):
+        return None
+    m = _DURATION.fullmatch(text)
+    if m is None:
+        return None
+    return int(m.group(1)) * _UNIT_US[m.group(2)]
+
+
+def _timestamp(value: object) -> datetime:
+    """A naive timestamp from a TOML datetime or date, or an ISO string."""
+    if isinstance(value, datetime):
+        if value.tzinfo is not None:
+            raise ValueError("a timestamp with a time zone")
+        return value
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day)
+    if isinstance(value, str):
+        t = datetime.fromisoformat(value.strip())
+        if t.tzinfo is not None:
+            raise ValueError("a timestamp with a time zone")
+        return t
+    raise TypeError(type(value).__name__)
+
+
+def _epoch_us(t: datetime) -> int:
+    """Microseconds since 1970-01-01 00:00, exactly."""
+    d = t - _EPOCH
+    return (d.days * 86_400 + d.seconds) * 10**6 + d.microseconds
 
 
 def _window_end(key: str, value: object) -> tuple[str, float | str] | None:
@@ -882,9 +1107,17 @@ class ReleaseSpec:
         for key in _SECTIONS:
             if getattr(self, key) is None:
                 continue
-            part = asdict(getattr(self, key))
-            out[key] = {k: (list(v) if isinstance(v, tuple) else v) for k, v in part.items()}
+            out[key] = _plain(asdict(getattr(self, key)))
         return out
+
+
+def _plain(value: Any) -> Any:
+    """A spec table as TOML-shaped data: tuples as lists, without the hidden ``where``."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items() if k != "where"}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
 
 
 def load_spec(path: str | Path) -> ReleaseSpec:

@@ -22,6 +22,7 @@ __all__ = [
     "PlotUnavailableError",
     "draw_graph_panels",
     "draw_grid_panels",
+    "draw_region_panels",
     "draw_series",
     "shared_scale",
 ]
@@ -241,6 +242,60 @@ def draw_grid_panels(
         ax.set_ylabel(y_label, fontsize=8)
         ax.tick_params(labelsize=7)
     fig.colorbar(image, ax=list(axes), shrink=0.85, label=label)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    out = Path(path)
+    fig.savefig(out, dpi=130, format="png")
+    return out
+
+
+def draw_region_panels(
+    path: str | Path,
+    geoms: Sequence[Any],
+    panels: Sequence[tuple[str, np.ndarray]],
+    *,
+    vmax: float | None = None,
+    label: str = "value",
+    title: str | None = None,
+) -> Path:
+    """A choropleth per ``(name, values)`` panel: region ``i`` (a Shapely polygon or
+    multipolygon, lon/lat degrees, holes drawn as holes) filled by ``values[i]``, all panels
+    on one colour scale; longitude stretched by ``1/cos(mean latitude)``.  A PNG."""
+    from matplotlib.collections import PathCollection
+    from matplotlib.path import Path as MPath
+
+    def path_of(g: Any) -> Any:
+        verts, codes = [], []
+        for poly in getattr(g, "geoms", [g]):
+            for ring in [poly.exterior, *poly.interiors]:
+                xy = np.asarray(ring.coords, dtype=np.float64)
+                verts.append(xy)
+                codes.append([MPath.MOVETO] + [MPath.LINETO] * (len(xy) - 2) + [MPath.CLOSEPOLY])
+        return MPath(np.concatenate(verts), np.concatenate(codes))
+
+    paths = [path_of(g) for g in geoms]
+    for name, v in panels:
+        if np.size(v) != len(paths):
+            raise ValueError(f"panel {name!r} has {np.size(v)} values; there are {len(paths)}")
+    if vmax is None:
+        vmax = shared_scale(panels)
+    allxy = np.concatenate([p.vertices for p in paths])
+    lat0 = float(np.mean(allxy[:, 1]))
+    fig = _figure(4.6 * len(panels) + 0.8, 5.0)
+    axes = np.atleast_1d(fig.subplots(1, len(panels)))
+    coll = None
+    for ax, (name, v) in zip(axes, panels, strict=True):
+        coll = PathCollection(paths, cmap="magma", edgecolor="0.6", linewidth=0.2)
+        coll.set_array(np.asarray(v, dtype=np.float64))
+        coll.set_clim(0.0, vmax)
+        ax.add_collection(coll)
+        ax.set_xlim(allxy[:, 0].min(), allxy[:, 0].max())
+        ax.set_ylim(allxy[:, 1].min(), allxy[:, 1].max())
+        ax.set_aspect(1.0 / max(math.cos(math.radians(lat0)), 1e-6))
+        ax.set_title(name, fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    fig.colorbar(coll, ax=list(axes), shrink=0.8, label=label)
     if title:
         fig.suptitle(title, fontsize=10)
     out = Path(path)

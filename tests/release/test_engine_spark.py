@@ -795,3 +795,19 @@ def test_grids_products_and_time_ranges_agree_with_duckdb(spark, tmp_path: Path,
     sp = bounded_aggregate(spec, salt=5, engine=SparkEngine(spark))
     assert np.array_equal(sp.counts, duck.counts)
     assert sp.rows.as_dict() == duck.rows.as_dict()
+
+
+@pytest.mark.parametrize("by", ["point", "column"])
+def test_regions_agree_with_duckdb(spark, tmp_path: Path, by: str) -> None:
+    """Point in polygon (borders to the first region) and region-id columns: the same
+    aggregate and counters on both engines (test_regions' 3 × 3 squares, one with a hole)."""
+    pytest.importorskip("shapely")
+    from .test_regions import grid_regions, records, spec_for
+
+    regions = grid_regions(tmp_path / "g.geojson")
+    src, _, _ = records(tmp_path)
+    spec = spec_for(src, regions, **({"column": "region_id"} if by == "column" else {}))
+    duck = bounded_aggregate(spec, salt=7, engine=DUCK)
+    sp = bounded_aggregate(spec, salt=7, engine=SparkEngine(spark))
+    assert np.array_equal(sp.counts, duck.counts)
+    assert sp.rows.as_dict() == duck.rows.as_dict()

@@ -15,7 +15,9 @@ any record is read.  It knows
 Every domain is a product of one or more **axes** (:class:`Axis`): ``values`` (a list of
 public keys; no structure), ``range`` (public bins of a numeric or timestamp column; the
 chain of neighbouring bins) and ``graph`` (the nodes of a public graph — bundled, GraphML, or
-node and edge tables, :mod:`dpgauss.release.graph_files`; its edges).  ``grid`` is the product
+node and edge tables, :mod:`dpgauss.release.graph_files`; its edges) and ``regions``
+(the features of a GeoJSON file, :mod:`dpgauss.release.regions`; their adjacency).  ``grid``
+is the product
 of two ranges ``(y, x)``, ``product`` the product of its parts in order.
 
 **Composite keys.**  With axis sizes ``n₀ … n_{a−1}``, the key of a record whose axis keys are
@@ -36,6 +38,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
 import numpy as np
 
@@ -61,12 +64,16 @@ class Axis:
     node_lat: np.ndarray | None = None
     node_lon: np.ndarray | None = None
     source: str | None = None
+    regions: Any = None
 
     @property
     def words(self) -> str:
         if self.spec.kind == "graph":
             m = 0 if self.edges is None else len(self.edges)
             return f"graph of {self.size} nodes and {m} edges ({self.source})"
+        if self.spec.kind == "regions":
+            m = 0 if self.edges is None else len(self.edges)
+            return f"{self.size} regions with {m} edges ({self.source})"
         if self.spec.kind == "range":
             return f"chain of {self.size} ordered bins" if self.edges is not None else "1 bin"
         return f"{self.size} values without order"
@@ -109,9 +116,8 @@ class KeyDomain:
             shape = " × ".join(str(a.size) for a in self.axes)
             what = "lattice (y × x)" if self.kind == "grid" else "product"
             return f"{what} of {shape} keys: {inner}; {m} edges in all"
-        if self.kind == "graph":
-            m = 0 if self.edges is None else len(self.edges)
-            return f"graph of {self.size} nodes and {m} edges ({self.source})"
+        if self.kind in ("graph", "regions"):
+            return self.axes[0].words
         if self.grid is not None:
             return f"chain of {self.size} ordered bins"
         return "none"
@@ -183,6 +189,8 @@ def _axis(part: DomainSpec, name: str) -> Axis:
         labels = _time_labels(part, n) if part.is_time else bins.labels()
         edges = np.stack([np.arange(n - 1), np.arange(1, n)], axis=1) if n >= 2 else None
         return Axis(part, name, n, labels, edges=edges)
+    if part.kind == "regions":
+        return _regions_axis(part, name)
     graph = load_public_graph(part)
     mapper = GraphMapper(
         graph.lat,
@@ -203,6 +211,33 @@ def _axis(part: DomainSpec, name: str) -> Axis:
         node_lat=graph.lat,
         node_lon=graph.lon,
         source=graph.name,
+    )
+
+
+def _regions_axis(part: DomainSpec, name: str) -> Axis:
+    """Regions: keys the features' ids, structure their adjacency (or an edge table)."""
+    from .graph_files import edge_index, read_edge_pairs
+    from .regions import RegionMapper, adjacency, load_public_regions
+
+    regions = load_public_regions(part)
+    if part.edges is not None:
+        texts = [str(v) for v in regions.ids.tolist()]
+        pairs = read_edge_pairs(part.edges, set(texts), part.edge_columns)
+        edges: np.ndarray | None = edge_index(pairs, texts)
+        how = "edges from a table"
+    else:
+        rule = part.adjacency or "queen"
+        edges = adjacency(regions, rule)
+        how = f"{rule} adjacency"
+    return Axis(
+        part,
+        name,
+        regions.n,
+        regions.ids,
+        edges=edges,
+        mapper=RegionMapper(regions) if part.locates else None,
+        source=f"{regions.name}; {how}",
+        regions=regions,
     )
 
 

@@ -550,9 +550,9 @@ class _Query:
         has_v = spec.statistic.kind != "count"
         vcol = ", v" if has_v else ""
         axes = self.spec.domain.axes
-        graphs = [i for i, a in enumerate(axes) if a.kind == "graph"]
+        graphs = [i for i, a in enumerate(axes) if a.locates]
         geo = "".join(f", la{_suffix(i)}, lo{_suffix(i)}" for i in graphs)
-        dxs = "".join(f", dx{_suffix(i)}" for i, a in enumerate(axes) if a.kind != "graph")
+        dxs = "".join(f", dx{_suffix(i)}" for i, a in enumerate(axes) if not a.locates)
         extra = vcol + (", la, lo" if dom.spread else "")
         if graphs:  # the mapping UDFs run on valid rows only
             key_expr = (
@@ -767,7 +767,7 @@ FROM ({rows_sql}) GROUP BY g"""
 
     def _axis_parse(self, i: int, d: DomainSpec) -> tuple[list[str], str]:
         x = _suffix(i)
-        if d.kind == "graph":
+        if d.locates:
             la, lo = f"la{x}", f"lo{x}"
             parsed = [
                 f"TRY_CAST({quote_ident(d.lat)} AS DOUBLE) AS {la}",
@@ -826,10 +826,15 @@ FROM ({rows_sql}) GROUP BY g"""
             return Column("other", text="cast")
         return Column("other")
 
-    @staticmethod
-    def _values_type(d: DomainSpec) -> str:
+    def _keys(self, d: DomainSpec) -> tuple[Any, ...]:
+        """The keys a matching axis compares a record's value with (a values domain's
+        values, a regions domain's ids), from the resolved domain."""
+        i = next(k for k, a in enumerate(self.spec.domain.axes) if a is d)
+        return tuple(self.plan.domain.axes[i].labels.tolist())
+
+    def _values_type(self, d: DomainSpec) -> str:
         """``"string"`` for string keys, else ``"number"``."""
-        vals = d.values or ()
+        vals = self._keys(d)
         return "string" if any(isinstance(v, str) for v in vals) else "number"
 
     def _channels(self, d: DomainSpec) -> dict[str, str]:
@@ -843,7 +848,7 @@ FROM ({rows_sql}) GROUP BY g"""
         big = 10**38
         if d.is_time:
             return {"int": f"epoch_us(TRY_CAST({c} AS TIMESTAMP))"}
-        if d.kind == "values" and self._values_type(d) == "string":
+        if d.matches and self._values_type(d) == "string":
             if col.text == "raw":
                 return {"str": c}
             return {"str": f"CAST({c} AS VARCHAR)"} if col.text == "cast" else {}
@@ -920,7 +925,7 @@ FROM ({rows_sql}) GROUP BY g"""
 
     def _axis_key(self, i: int, d: DomainSpec) -> tuple[list[str], str]:
         x = _suffix(i)
-        if d.kind == "graph":
+        if d.locates:
             self._register_udfs(i)
             return [], f"nullif(dp_nearest_{self.tag}{x}(la{x}, lo{x}), -1)"
         refs = self._dx[i]
@@ -933,7 +938,7 @@ FROM ({rows_sql}) GROUP BY g"""
         import pyarrow as pa
 
         col = self._column(d)
-        tables = value_tables(tuple(d.values or ()), col.scale if "dec" in refs else None)
+        tables = value_tables(self._keys(d), col.scale if "dec" in refs else None)
         rows: dict[str, list[Any]] = {"ch": [], "v": [], "f": [], "idx": []}
         for ch in refs:
             for v, k in tables.get(ch, []):

@@ -544,10 +544,15 @@ class _Job:
             return Column("other", text="cast")
         return Column("other")
 
-    @staticmethod
-    def _values_type(d: DomainSpec) -> str:
+    def _keys(self, d: DomainSpec) -> tuple[Any, ...]:
+        """The keys a matching axis compares a record's value with (a values domain's
+        values, a regions domain's ids), from the resolved domain."""
+        i = next(k for k, a in enumerate(self.spec.domain.axes) if a is d)
+        return tuple(self.plan.domain.axes[i].labels.tolist())
+
+    def _values_type(self, d: DomainSpec) -> str:
         """``"string"`` for string keys, else ``"number"``."""
-        vals = d.values or ()
+        vals = self._keys(d)
         return "string" if any(isinstance(v, str) for v in vals) else "number"
 
     def _channels(self, d: DomainSpec) -> dict[str, str]:
@@ -560,7 +565,7 @@ class _Job:
         if d.is_time:
             ts = self._timestamp(str(d.column))
             return {"int": f"timestampdiff(MICROSECOND, TIMESTAMP_NTZ'1970-01-01 00:00:00', {ts})"}
-        if d.kind == "values" and self._values_type(d) == "string":
+        if d.matches and self._values_type(d) == "string":
             if col.text == "raw":
                 return {"str": c}
             return {"str": f"CAST({c} AS STRING)"} if col.text == "cast" else {}
@@ -603,7 +608,7 @@ class _Job:
 
     def _axis_parse(self, i: int, d: DomainSpec) -> tuple[dict[str, str], str]:
         x = _suffix(i)
-        if d.kind == "graph":
+        if d.locates:
             la, lo = f"la{x}", f"lo{x}"
             parsed = {la: self._double(str(d.lat)), lo: self._double(str(d.lon))}
             bad = (
@@ -659,7 +664,7 @@ class _Job:
             name = f"__dp_k{i}"
             if part.kind == "range":
                 checked = checked.withColumn(name, sf.expr(self._range_key(i, part)))
-            elif part.kind == "values":
+            elif part.matches:
                 checked = self._join_values(checked, i, part, name)
             else:
                 checked = self._nearest(checked, i, name)
@@ -808,7 +813,7 @@ class _Job:
 
         col = self._column(d)
         dx = self._dx[i]
-        tables = value_tables(tuple(d.values or ()), col.scale if "dec" in dx else None)
+        tables = value_tables(self._keys(d), col.scale if "dec" in dx else None)
         session = checked.sparkSession
         keys = []
         for ch, ref in dx.items():

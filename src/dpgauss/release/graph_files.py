@@ -48,7 +48,9 @@ from .._optional import require
 __all__ = [
     "BUNDLED_GRAPHS",
     "PublicGraph",
+    "edge_index",
     "load_public_graph",
+    "read_edge_pairs",
     "read_graph_tables",
     "read_graphml",
 ]
@@ -273,6 +275,33 @@ def _column(path: str, table: Any, name: str, key: str) -> list[Any]:
     return col.to_pylist()  # type: ignore[no-any-return]
 
 
+def read_edge_pairs(
+    path: str | Path, known: set[str], edge_columns: Mapping[str, str] | None = None
+) -> list[tuple[str, str]]:
+    """The ``(u, v)`` id texts of an edge table (CSV or Parquet), each a ``known`` id."""
+    ec = {"u": "u", "v": "v", **(edge_columns or {})}
+    ep = str(path)
+    et = _table(ep, (ec["u"], ec["v"]), "edges")
+    us = _id_texts(ep, _column(ep, et, ec["u"], "edge_columns u"), "edge")
+    vs = _id_texts(ep, _column(ep, et, ec["v"], "edge_columns v"), "edge")
+    pairs = list(zip(us, vs, strict=True))
+    for e, (a, b) in enumerate(pairs):
+        for t in (a, b):
+            if t not in known:
+                raise _fail(
+                    ep, f"edge {e + 1} ({_show(a)}, {_show(b)}) names the unknown node {_show(t)}"
+                )
+    return pairs
+
+
+def edge_index(pairs: list[tuple[str, str]], texts: list[str]) -> np.ndarray:
+    """``(m, 2)`` int64 edges ``i < j`` of id pairs, self-loops and repeats dropped, sorted."""
+    index = {t: i for i, t in enumerate(texts)}
+    ends = np.array([[index[a], index[b]] for a, b in pairs], dtype=np.int64).reshape(-1, 2)
+    ends = ends[ends[:, 0] != ends[:, 1]]
+    return np.unique(np.sort(ends, axis=1), axis=0).reshape(-1, 2)
+
+
 def read_graph_tables(
     nodes: str | Path,
     edges: str | Path | None = None,
@@ -290,19 +319,7 @@ def read_graph_tables(
     lon = _column(np_, nt, nc["lon"], "node_columns lon")
     pairs: list[tuple[str, str]] = []
     if edges is not None:
-        ep = str(edges)
-        et = _table(ep, (ec["u"], ec["v"]), "edges")
-        us = _id_texts(ep, _column(ep, et, ec["u"], "edge_columns u"), "edge")
-        vs = _id_texts(ep, _column(ep, et, ec["v"], "edge_columns v"), "edge")
-        pairs = list(zip(us, vs, strict=True))
-        known = set(texts)
-        for e, (a, b) in enumerate(pairs):
-            for t in (a, b):
-                if t not in known:  # named by the edge file, not the node file
-                    raise _fail(
-                        ep,
-                        f"edge {e + 1} ({_show(a)}, {_show(b)}) names the unknown node {_show(t)}",
-                    )
+        pairs = read_edge_pairs(edges, set(texts), ec)
     files = [np_] + ([str(edges)] if edges is not None else [])
     what = "node and edge tables" if edges is not None else "node table"
     digests = ", ".join(_digest(f) for f in files)

@@ -79,7 +79,7 @@ from .engine import Aggregate, AggregationPlan, Engine
 from .keymap import key_array
 from .outputs import OutputGroup
 from .plan import LEDGER_ENV, ReleasePlan, make_engine, plan_release, value_offset
-from .report import NOT_PRIVATE_WARNING, Diagnostics, PublicReport, json_ready, public_spec
+from .report import NOT_PRIVATE_WARNING, Diagnostics, PublicReport, json_ready
 from .sensitivity import Sensitivity, derive_sensitivity
 from .spec import MAX_EPSILON, ReleaseSpec
 
@@ -353,7 +353,13 @@ def _plot_keys(labels: np.ndarray) -> np.ndarray:
 def _draw(path: str, plan: ReleasePlan, columns: dict[str, np.ndarray], chosen: str) -> None:
     """Draw the release (graph: maps; a lattice: images; range: a series) into ``path`` (a
     staged file)."""
-    from ..heatmap import draw_graph_panels, draw_grid_panels, draw_series, shared_scale
+    from ..heatmap import (
+        draw_graph_panels,
+        draw_grid_panels,
+        draw_region_panels,
+        draw_series,
+        shared_scale,
+    )
 
     spec, domain = plan.spec, plan.domain
     what = spec.statistic.kind
@@ -373,6 +379,15 @@ def _draw(path: str, plan: ReleasePlan, columns: dict[str, np.ndarray], chosen: 
             [("released", released), (f"denoised ({method})", denoised)],
             vmax=shared_scale([("denoised", denoised)]),  # the noise would swamp it
             label=f"{what} per node",
+            title=spec.name,
+        )
+    elif domain.kind == "regions":
+        draw_region_panels(
+            path,
+            list(domain.axes[0].regions.geoms),
+            [("released", released), (f"denoised ({method})", denoised)],
+            vmax=shared_scale([("denoised", denoised)]),
+            label=f"{what} per region",
             title=spec.name,
         )
     elif domain.grid is not None and len(domain.grid) == 2:
@@ -645,7 +660,7 @@ def _public_report(
         charge.update({"dataset": spec.privacy.dataset, "charge_id": entry.id, "mu": entry.mu})
     return PublicReport(
         version=dpgauss_version,
-        spec=public_spec(spec.to_dict()),
+        spec=plan.public_spec,
         domain={
             "kind": plan.domain.kind,
             "size": plan.domain.size,

@@ -39,6 +39,7 @@ from ..denoise import Denoised
 from .domain import KeyDomain
 from .engine import Engine, get_engine
 from .outputs import OutputError, OutputGroup, probe_directory
+from .report import public_spec
 from .sensitivity import Sensitivity
 from .spec import ReleaseSpec
 
@@ -83,6 +84,7 @@ class ReleasePlan:
     diagnostics_dir: Path
     denoiser: Denoiser
     value_offset: float
+    public_spec: dict[str, Any]
 
     @property
     def charged(self) -> bool:
@@ -214,7 +216,7 @@ def _check_columns(spec: ReleaseSpec, columns: dict[str, str]) -> None:
     names = list(columns)
     wanted = [("[unit] column", spec.unit.column)]
     for d in spec.domain.axes:
-        if d.kind == "graph":
+        if d.locates:
             wanted += [(f"[{d.where}] lat", d.lat), (f"[{d.where}] lon", d.lon)]
         else:
             wanted.append((f"[{d.where}] column", d.column))
@@ -346,6 +348,7 @@ def plan_release(
         diagnostics_dir=diag_dir,
         denoiser=denoiser,
         value_offset=value_offset(spec),
+        public_spec=public_spec(spec.to_dict()),  # built here: nothing of it fails later
     )
 
 

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from .graph_files import BUNDLED_GRAPHS
+from .regions import BUNDLED_REGIONS
 
 __all__ = [
     "CONFIDENTIAL_NOTE",
@@ -72,22 +73,32 @@ def public_spec(spec_dict: dict[str, Any]) -> dict[str, Any]:
     for key in ("path", "database"):
         if src.get(key) is not None:
             src[key] = removed
-    for section, key in (
-        ("privacy", "ledger"),
-        ("output", "path"),
-        ("domain", "nodes"),
-        ("domain", "edges"),
-    ):
+    for section, key in (("privacy", "ledger"), ("output", "path")):
         part = out.get(section, {})
         if part.get(key) is not None:
             part[key] = removed
-    dom = out.get("domain", {})
-    if dom.get("graph") is not None and dom["graph"] not in BUNDLED_GRAPHS:
-        dom["graph"] = removed  # a GraphML file (the report names it by its digest)
+    _strip_domain(out.get("domain", {}), removed)
     priv = out.get("privacy", {})
     if priv.get("seed") is not None:
         priv["seed"] = "(secret: not published)"
     return out
+
+
+def _strip_domain(dom: dict[str, Any], removed: str) -> None:
+    """A domain table (and its parts) without the paths of the user's graph and region files
+    (the report names those files by their digest); bundled names stay."""
+    if not isinstance(dom, dict):
+        return
+    for key in ("nodes", "edges"):
+        if dom.get(key) is not None:
+            dom[key] = removed
+    if dom.get("graph") is not None and dom["graph"] not in BUNDLED_GRAPHS:
+        dom["graph"] = removed
+    if dom.get("regions") is not None and dom["regions"] not in BUNDLED_REGIONS:
+        dom["regions"] = removed
+    for part in [dom.get("x"), dom.get("y"), *(dom.get("parts") or ())]:
+        if isinstance(part, dict):
+            _strip_domain(part, removed)
 
 
 @dataclass

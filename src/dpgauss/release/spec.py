@@ -91,8 +91,26 @@ Every table and key
       lon_max]``: coordinates outside it are malformed (always: outside [−90, 90] × [−180,
       180]).
 
+    * ``"regions"``: the features of a GeoJSON FeatureCollection, ``regions = "file.geojson"``
+      (ids from ``id_property``, default ``"id"``) or ``"nyc-neighbourhoods"`` (bundled);
+      records placed by point in polygon on ``lat``, ``lon`` (a point on a shared border goes
+      to the first region of the file) or by a ``column`` holding the region id; structure
+      ``adjacency = "queen"`` (default), ``"rook"``, ``"none"``, or ``edges = "file.csv"``
+      (columns ``u``, ``v``; ``edge_columns`` to rename) (:mod:`dpgauss.release.regions`).
+    * ``"grid"``: ``x`` and ``y``, each a table ``{ column, start, stop, step }`` of a range;
+      the keys are the cells in row-major order (``y`` outer), the structure the lattice.
+    * ``"product"``: ``[[domain.parts]]``, two or more values, range, graph (``nearest``
+      mapping) or regions tables, each with an optional ``name`` (its output column); the
+      keys are every combination, the first part outermost; the structure the Cartesian
+      product graph (:mod:`dpgauss.release.domain`).
+
+    A ``range`` over a timestamp column: ``start``/``stop`` TOML datetimes or ISO strings
+    (no time zone), ``step`` a duration (``"15min"``, ``"1h"``, ``"1d"``; units ``us``,
+    ``ms``, ``s``, ``min``, ``h``, ``d``, ``w``); the keys are written as
+    ``"2013-01-13 00:00:00"``.
+
     ``on_invalid`` = ``"drop"`` (default) or ``"fail"``: rows whose domain column (or
-    coordinates) is missing, unparseable or out of range.
+    coordinates) is missing, unparseable or out of range (for every part at once).
 ``[filter]`` (optional)
     A public window on one column: ``column``, ``start`` and/or ``stop``; only records with
     ``start <= value < stop`` take part (e.g. one hour of pickups).  Timestamps are TOML
@@ -419,6 +437,9 @@ class DomainSpec:
     cutoff: float | None = None
     neighbors: int = 8
     bbox: tuple[float, float, float, float] | None = None
+    regions: str | None = None
+    id_property: str = "id"
+    adjacency: str | None = None
     x: Any = None
     y: Any = None
     parts: tuple[Any, ...] | None = None
@@ -428,7 +449,7 @@ class DomainSpec:
 
     def __post_init__(self) -> None:
         w = self.where
-        kinds = ("values", "range", "graph", "grid", "product")
+        kinds = ("values", "range", "graph", "regions", "grid", "product")
         _required(w, "kind", self.kind, ", ".join(map(repr, kinds)))
         _choice(w, "kind", self.kind, kinds)
         _choice(w, "on_invalid", self.on_invalid, POLICIES)
@@ -448,6 +469,17 @@ class DomainSpec:
                 "cutoff",
                 "neighbors",
                 "bbox",
+                "name",
+            },
+            "regions": {
+                "regions",
+                "id_property",
+                "adjacency",
+                "edges",
+                "edge_columns",
+                "lat",
+                "lon",
+                "column",
                 "name",
             },
             "grid": {"x", "y"},
@@ -470,6 +502,8 @@ class DomainSpec:
             self._check_grid()
         elif self.kind == "product":
             self._check_product()
+        elif self.kind == "regions":
+            self._check_regions()
         elif self.kind == "values":
             _text(w, "column", self.column)
             self._check_values()
@@ -545,9 +579,10 @@ class DomainSpec:
         out, size, names = [], 1, []
         for i, value in enumerate(parts, start=1):
             part = self._part(value, f"domain.parts #{i}")
-            if part.kind not in ("values", "range", "graph"):
+            if part.kind not in ("values", "range", "graph", "regions"):
                 raise ValueError(
-                    f"[domain.parts #{i}] a product's part is a values, range or graph domain; got "
+                    f"[domain.parts #{i}] a product's part is a values, range, graph or regions "
+                    "domain; got "
                     f"kind = {part.kind!r}"
                     + (" (use two range parts)" if part.kind == "grid" else "")
                 )
@@ -577,6 +612,47 @@ class DomainSpec:
                     "them distinct names"
                 )
         object.__setattr__(self, "parts", tuple(out))
+
+    def _check_regions(self) -> None:
+        """``regions`` (a GeoJSON file or a bundled name), ``id_property``, the records'
+        ``lat``/``lon`` or their region-id ``column``, and ``adjacency`` or ``edges``."""
+        w = self.where
+        _required(w, "regions", self.regions, "a GeoJSON file, or 'nyc-neighbourhoods'")
+        _text(w, "regions", self.regions)
+        _text(w, "id_property", self.id_property)
+        by_point = self.lat is not None or self.lon is not None
+        if by_point == (self.column is not None):
+            raise ValueError(
+                f"[{w}] kind = 'regions' needs either lat and lon (records placed by point in "
+                "polygon) or column (records that already hold the region id), not both"
+            )
+        if by_point:
+            _text(w, "lat", self.lat)
+            _text(w, "lon", self.lon)
+        else:
+            _text(w, "column", self.column)
+        _text(w, "edges", self.edges, optional=True)
+        if self.adjacency is not None:
+            _choice(w, "adjacency", self.adjacency, ("queen", "rook", "none"))
+            if self.edges is not None:
+                raise ValueError(f"[{w}] adjacency and edges are two ways to say one thing: one")
+        if self.edge_columns is not None and self.edges is None:
+            raise ValueError(f"[{w}] edge_columns goes with edges (an edge table)")
+        if self.edge_columns is not None:
+            if not isinstance(self.edge_columns, Mapping) or set(self.edge_columns) - {"u", "v"}:
+                raise _type_fail(w, "edge_columns", "a table with u and/or v", self.edge_columns)
+            object.__setattr__(self, "edge_columns", dict(self.edge_columns))
+
+    @property
+    def locates(self) -> bool:
+        """Whether records map by their coordinates (a graph, or regions by lat/lon)."""
+        return self.kind == "graph" or (self.kind == "regions" and self.column is None)
+
+    @property
+    def matches(self) -> bool:
+        """Whether records map by an exact match of a column with the keys (values, or
+        regions by their id column)."""
+        return self.kind == "values" or (self.kind == "regions" and self.column is not None)
 
     def _time_ends(self) -> bool:
         return any(isinstance(v, str | date | datetime) for v in (self.start, self.stop))
@@ -636,7 +712,11 @@ class DomainSpec:
         ``"node"`` for a graph."""
         if self.name is not None:
             return self.name
-        return "node" if self.kind == "graph" else str(self.column)
+        if self.kind == "graph":
+            return "node"
+        if self.kind == "regions":
+            return "region"
+        return str(self.column)
 
     @property
     def size(self) -> int:
@@ -748,7 +828,7 @@ class DomainSpec:
         if self.kind in ("grid", "product"):
             cols = [c for part in self.axes for c in part.columns]
             return tuple(dict.fromkeys(cols))
-        if self.kind == "graph":
+        if self.locates:
             return (self.lat, self.lon)  # type: ignore[return-value]
         return (self.column,)  # type: ignore[return-value]
 

@@ -179,7 +179,12 @@ def _time_labels(part: DomainSpec, n: int) -> np.ndarray:
 
 def _axis(part: DomainSpec, name: str) -> Axis:
     if part.kind == "values":
-        labels = np.asarray(part.values, dtype=object)
+        values = part.values
+        if part.values_from is not None:
+            from .key_files import read_values
+
+            values = read_values(part.values_from, part.where)
+        labels = np.asarray(values, dtype=object)
         return Axis(part, name, len(labels), labels)
     if part.kind == "range":
         # Exact: n = ⌈(stop − start)/step⌉ in rationals, labels the exact lower edges

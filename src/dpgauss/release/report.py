@@ -89,7 +89,7 @@ def _strip_domain(dom: dict[str, Any], removed: str) -> None:
     (the report names those files by their digest); bundled names stay."""
     if not isinstance(dom, dict):
         return
-    for key in ("nodes", "edges"):
+    for key in ("nodes", "edges", "values_from"):
         if dom.get(key) is not None:
             dom[key] = removed
     if dom.get("graph") is not None and dom["graph"] not in BUNDLED_GRAPHS:

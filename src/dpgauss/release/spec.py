@@ -67,7 +67,9 @@ Every table and key
     * ``"values"``: ``column`` and ``values`` (a non-empty list of integers, numbers or
       strings, distinct as numbers: ``1`` and ``1.0`` are the same key).  A record's key is the
       one equal to its value of ``column`` in exact arithmetic (string keys: its text); the
-      rules for every column type are in :mod:`dpgauss.release.keymap`.
+      rules for every column type are in :mod:`dpgauss.release.keymap`.  Or ``values_from =
+      "keys.csv"``: a CSV or Parquet file of one column of keys, for large domains
+      (:mod:`dpgauss.release.key_files`).
     * ``"range"``: ``column``, ``start``, ``stop``, ``step`` (default 1), ``|start|`` and
       ``|stop|`` at most 1e36: the bins ``[start + i·step, start + (i+1)·step)`` for
       ``i = 0 … ⌈(stop − start)/step⌉ − 1`` (at most 50,000,000), in exact rational arithmetic on
@@ -422,6 +424,7 @@ class DomainSpec:
     kind: str = ""
     column: str | None = None
     values: tuple[Any, ...] | None = None
+    values_from: str | None = None
     start: Any = None
     stop: Any = None
     step: Any = 1
@@ -454,7 +457,7 @@ class DomainSpec:
         _choice(w, "kind", self.kind, kinds)
         _choice(w, "on_invalid", self.on_invalid, POLICIES)
         own = {
-            "values": {"column", "values", "name"},
+            "values": {"column", "values", "values_from", "name"},
             "range": {"column", "start", "stop", "step", "name"},
             "graph": {
                 "graph",
@@ -506,7 +509,15 @@ class DomainSpec:
             self._check_regions()
         elif self.kind == "values":
             _text(w, "column", self.column)
-            self._check_values()
+            if (self.values is None) == (self.values_from is None):
+                raise ValueError(
+                    f"[{w}] kind = 'values' needs exactly one of values (a list) and "
+                    "values_from (a CSV or Parquet file of one column)"
+                )
+            if self.values_from is not None:
+                _text(w, "values_from", self.values_from)
+            else:
+                self._check_values()
         elif self.kind == "range":
             _text(w, "column", self.column)
             if self.start is None or self.stop is None:
@@ -723,7 +734,7 @@ class DomainSpec:
         """The number of keys, where it is known from the spec alone (values, ranges, grids);
         a graph's comes from its file (:func:`~dpgauss.release.domain.resolve_domain`)."""
         if self.kind == "values":
-            return len(self.values or ())
+            return len(self.values or ()) or 1  # values_from: known once its file is read
         if self.kind == "range":
             return self.bins.size
         if self.kind == "grid":

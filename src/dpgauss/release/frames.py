@@ -1,0 +1,144 @@
+"""Records from Python: release a pandas or Polars DataFrame or a pyarrow Table.
+
+:func:`release_frame` is the one call::
+
+    import pandas as pd
+    from dpgauss.release import release_frame
+
+    trips = pd.read_parquet("trips.parquet")
+    result = release_frame(trips, "spec.toml", out="pickups.csv", ledger="budget.sqlite")
+
+The spec is a TOML path, a dict shaped like the TOML file, or a
+:class:`~dpgauss.release.spec.ReleaseSpec`; its ``[source]`` may be left out (or be ``table =
+"<name>"``, the name the frame is scanned under).  The frame is registered in a private
+in-memory DuckDB connection and scanned in place, without a copy, by the DuckDB engine; the
+release is then exactly :func:`~dpgauss.release.pipeline.run_release` (plan, charge, write).
+
+**A column's type is the schema's, never the records'.**  DuckDB would type a pandas
+``object`` column from a sample of its rows, so one record's value could change how every
+other record of the column is read (or make the scan fail): a switch decided on the whole
+source, which the privacy invariant forbids (``docs/security.md``).  So every pandas
+``object`` column is first mapped, value by value, to its text (``str(v)``; missing values —
+``None``, ``NaN``, ``NaT``, ``pd.NA`` — to NULL), and read as text by the rules every CSV
+field follows.  Columns of every other dtype (numbers, booleans, timestamps, pandas strings,
+categoricals) are scanned as they are.  A Polars ``Object`` column is refused (before the
+budget is touched: it is the schema, not the data).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from .._optional import require
+from .spec import ReleaseSpec, load_spec
+
+__all__ = ["release_frame"]
+
+_NAME = "records"
+
+
+def _kind(data: object) -> str:
+    mod = type(data).__module__.split(".")[0]
+    name = type(data).__name__
+    if mod == "pandas" and name == "DataFrame":
+        return "pandas"
+    if mod == "polars" and name == "DataFrame":
+        return "polars"
+    if mod == "pyarrow" and name == "Table":
+        return "arrow"
+    raise TypeError(
+        "data must be a pandas DataFrame, a Polars DataFrame or a pyarrow Table; got "
+        f"{type(data).__module__}.{name}"
+    )
+
+
+def _scannable(data: Any, kind: str) -> Any:
+    """The object DuckDB scans: object columns as text (module docstring)."""
+    if kind == "pandas":
+        import pandas as pd
+
+        objects = [c for c in data.columns if data[c].dtype == object]
+        if not objects:
+            return data
+        out = data.copy(deep=False)
+        for c in objects:
+            out[c] = pd.array(
+                [None if _missing(v) else str(v) for v in data[c].tolist()], dtype="string"
+            )
+        return out
+    if kind == "polars":
+        import polars as pl
+
+        bad = [n for n, t in data.schema.items() if t == pl.Object]
+        if bad:
+            raise ValueError(
+                f"the DataFrame's columns {', '.join(map(repr, bad))} have the Polars Object "
+                "type, which has no defined reading: cast them to a typed column first"
+            )
+        return data.to_arrow()
+    return data
+
+
+def _missing(v: object) -> bool:
+    if v is None:
+        return True
+    try:
+        import pandas as pd
+
+        return bool(pd.isna(v)) if not isinstance(v, list | tuple | dict) else False
+    except (TypeError, ValueError):
+        return False
+
+
+def release_frame(
+    data: Any,
+    spec: ReleaseSpec | dict[str, Any] | str | os.PathLike[str],
+    *,
+    out: str | os.PathLike[str] | None = None,
+    ledger: str | os.PathLike[str] | None = None,
+    name: str = _NAME,
+    threads: int | None = None,
+    progress: Any = None,
+) -> Any:
+    """Release ``data`` (a pandas or Polars DataFrame, a pyarrow Table) as ``spec`` says.
+
+    Returns the :class:`~dpgauss.release.pipeline.ReleaseResult`; every argument but ``data``
+    and ``name`` (the table name the frame is scanned under, ``[source] table``) is that of
+    :func:`~dpgauss.release.pipeline.run_release`.
+    """
+    duckdb = require("duckdb", "data", "releasing a DataFrame")
+    from .engine_duckdb import DuckDBEngine
+    from .pipeline import run_release
+
+    kind = _kind(data)
+    spec_path = None
+    if isinstance(spec, str | os.PathLike):
+        spec_path = Path(spec)
+        spec = load_spec(spec_path)
+    if isinstance(spec, dict):
+        d = dict(spec)
+        d.setdefault("source", {"table": name})
+        spec = ReleaseSpec.from_dict(d)
+    if not isinstance(spec, ReleaseSpec):
+        raise TypeError(f"spec must be a ReleaseSpec, a dict or a TOML path; got {type(spec)}")
+    src = spec.source
+    if src.table != name or src.database is not None:
+        raise ValueError(
+            f"[source] of a DataFrame release is table = {name!r} (or left out of a dict spec); "
+            "got a spec that reads another source"
+        )
+    frame = _scannable(data, kind)
+    con = duckdb.connect()
+    try:
+        con.execute("SET preserve_insertion_order = false")
+        if threads is not None:
+            con.execute(f"SET threads = {int(threads)}")
+        con.register(name, frame)
+        engine = DuckDBEngine(con)
+        return run_release(
+            spec, engine=engine, out=out, ledger=ledger, progress=progress, spec_path=spec_path
+        )
+    finally:
+        con.close()

@@ -253,6 +253,17 @@ def resolve_domain(spec: ReleaseSpec) -> KeyDomain:
     """
     d = spec.domain
     axes = tuple(_axis(part, part.output_name if len(d.axes) > 1 else "key") for part in d.axes)
+    for a in axes:  # every key is written after the charge: it must be writable text
+        if a.labels.dtype == object:
+            for v in a.labels.tolist():
+                if isinstance(v, str):
+                    try:
+                        v.encode("utf-8")
+                    except UnicodeEncodeError:
+                        raise ValueError(
+                            f"[{a.spec.where}] the key {v.encode('utf-8', 'backslashreplace')!r} "
+                            "is not valid text (it cannot be written as UTF-8)"
+                        ) from None
     if len(axes) == 1:
         a = axes[0]
         grid = (a.size,) if a.spec.kind == "range" and a.size >= 2 else None

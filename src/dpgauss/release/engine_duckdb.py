@@ -67,7 +67,7 @@ import numpy as np
 
 from . import csv_format
 from .engine import Aggregate, AggregationPlan, RowCounts, source_columns
-from .keymap import DUCKDB, INT_LITERAL, Column, range_key_sql, value_tables
+from .keymap import DUCKDB, INT_LITERAL, TIMESTAMP_TEXT, Column, range_key_sql, value_tables
 from .spec import DomainSpec, ReleaseSpec
 
 __all__ = ["AGGREGATION_FAILED", "DuckDBEngine", "EngineError", "quote_ident"]
@@ -744,7 +744,11 @@ FROM ({rows_sql}) GROUP BY g"""
         if f is None:
             return "false"
         t = "TIMESTAMP" if f.kind == "timestamp" else "DOUBLE"
-        x = f"TRY_CAST({quote_ident(f.column)} AS {t})"
+        x = (
+            self._timestamp(f.column)
+            if f.kind == "timestamp"
+            else f"TRY_CAST({quote_ident(f.column)} AS {t})"
+        )
         conds = []
         for key, op, name in (("start", ">=", "dp_f0"), ("stop", "<", "dp_f1")):
             b = f.bound(key)
@@ -752,6 +756,17 @@ FROM ({rows_sql}) GROUP BY g"""
                 self.params[name] = b
                 conds.append(f"{x} {op} ${name}::{t}")
         return f"NOT coalesce({' AND '.join(conds)}, false)"
+
+    def _timestamp(self, column: str) -> str:
+        """The column as a TIMESTAMP, as both engines read it: text only when it has the
+        grammar of :data:`keymap.TIMESTAMP_TEXT` (then ``TRY_CAST``), other types cast."""
+        c = quote_ident(column)
+        if self.types.get(column, "").upper() == "VARCHAR":
+            self.params["dp_ts_re"] = TIMESTAMP_TEXT
+            return (
+                f"CASE WHEN regexp_full_match({c}, $dp_ts_re) THEN TRY_CAST({c} AS TIMESTAMP) END"
+            )
+        return f"TRY_CAST({c} AS TIMESTAMP)"
 
     def _domain_parse(self) -> tuple[list[str], str]:
         """(parsed columns, the invalid-domain condition over them): every axis's, the record
@@ -847,7 +862,11 @@ FROM ({rows_sql}) GROUP BY g"""
         c = quote_ident(str(d.column))
         big = 10**38
         if d.is_time:
-            return {"int": f"epoch_us(TRY_CAST({c} AS TIMESTAMP))"}
+            if self.types.get(str(d.column), "").upper() == "TIMESTAMP_NS":
+                # floor to the microsecond, exactly (a cast would round up into the next bin)
+                ns = f"epoch_ns({c})"
+                return {"int": f"({ns} - ((({ns}) % 1000) + 1000) % 1000) // 1000"}
+            return {"int": f"epoch_us({self._timestamp(str(d.column))})"}
         if d.matches and self._values_type(d) == "string":
             if col.text == "raw":
                 return {"str": c}

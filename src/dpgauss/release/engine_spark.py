@@ -68,7 +68,7 @@ import numpy as np
 from . import csv_format
 from .engine import Aggregate, AggregationPlan, RowCounts, source_columns
 from .engine_duckdb import AGGREGATION_FAILED, EngineError
-from .keymap import INT_LITERAL, SPARK, Column, range_key_sql, value_tables
+from .keymap import INT_LITERAL, SPARK, TIMESTAMP_TEXT, Column, range_key_sql, value_tables
 from .spec import DomainSpec, ReleaseSpec
 
 __all__ = ["SparkEngine", "priority_column"]
@@ -87,10 +87,6 @@ _NUMBER = (
 )
 _INTEGER = rf"^\s*[+-]?{_DIGITS}\s*$"
 # Timestamps as DuckDB reads them (date, optional time, optional UTC offset).
-_TIMESTAMP = (
-    r"^\s*[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}"
-    r"([ T][0-9]{1,2}:[0-9]{2}(:[0-9]{2}([.][0-9]*)?)?([+-][0-9]{2}(:?[0-9]{2})?)?)?\s*$"
-)
 
 
 def _pyspark() -> Any:
@@ -482,9 +478,8 @@ class _Job:
     def _timestamp(self, column: str) -> str:
         c = _ident(column)
         if self._is(column, "string"):
-            return (
-                f"CASE WHEN {c} RLIKE {_text(_TIMESTAMP)} THEN try_cast({c} AS TIMESTAMP_NTZ) END"
-            )
+            ok = f"{c} RLIKE {_text(TIMESTAMP_TEXT)}"
+            return f"CASE WHEN {ok} THEN try_cast({c} AS TIMESTAMP_NTZ) END"
         if self._is(column, "ts_ntz"):
             return c
         if self._is(column, "ts"):

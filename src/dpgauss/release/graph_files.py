@@ -56,7 +56,7 @@ __all__ = [
 ]
 
 BUNDLED_GRAPHS = ("manhattan", "manhattan-pruned")
-_INT = re.compile(r"-?(0|[1-9][0-9]*)")
+_INT = re.compile(r"0|-?[1-9][0-9]*")  # canonical: no "-0", no leading zeros
 _INT64 = (-(2**63), 2**63 - 1)
 
 
@@ -96,8 +96,27 @@ def _fail(path: str, what: str) -> ValueError:
 
 
 def _show(value: object) -> str:
-    text = repr(value)
+    if isinstance(value, int) and value.bit_length() > 200:
+        return "an integer of more than 60 digits"
+    try:
+        text = repr(value)
+    except ValueError:  # beyond Python's digit limit for int → str
+        return "a very long integer"
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def check_text(path: str, what: str, text: str) -> str:
+    """``text``, refused unless it can be written as UTF-8 (a lone surrogate cannot: the
+    table would fail to be written after the charge)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _fail(
+            path,
+            f"{what} {text.encode('utf-8', 'backslashreplace').decode()!r} is not "
+            "valid text (it cannot be written as UTF-8)",
+        ) from None
+    return text
 
 
 def _id_texts(path: str, raw: Sequence[Any], what: str) -> list[str]:
@@ -113,7 +132,7 @@ def _id_texts(path: str, raw: Sequence[Any], what: str) -> list[str]:
         elif isinstance(v, str):
             if v == "":
                 raise _fail(path, f"{what} {i + 1} has an empty id")
-            out.append(v)
+            out.append(check_text(path, f"{what} {i + 1} has the id", v))
         else:
             raise _fail(path, f"{what} {i + 1} has the id {_show(v)}; ids are integers or text")
     return out
@@ -133,7 +152,7 @@ def _coordinate(path: str, node: str, name: str, value: object, limit: float) ->
         raise _fail(path, f"node {_show(node)} has no {name}")
     try:
         x = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise _fail(
             path, f"node {_show(node)} has the {name} {_show(value)}, not a number"
         ) from None
@@ -262,6 +281,9 @@ def _table(path: str, id_columns: tuple[str, ...], role: str) -> Any:
 
 
 def _column(path: str, table: Any, name: str, key: str) -> list[Any]:
+    dup = sorted({c for c in table.column_names if table.column_names.count(c) > 1})
+    if dup:
+        raise _fail(path, f"has the column {dup[0]!r} twice: column names must be distinct")
     if name not in table.column_names:
         shown = ", ".join(table.column_names[:20])
         raise _fail(path, f"has no column {name!r} ({key}; columns: {shown})")
@@ -272,7 +294,10 @@ def _column(path: str, table: Any, name: str, key: str) -> list[Any]:
         raise _fail(
             path, f"column {name!r} holds numbers with a fraction; node ids are integers or text"
         )
-    return col.to_pylist()  # type: ignore[no-any-return]
+    try:
+        return col.to_pylist()  # type: ignore[no-any-return]
+    except (UnicodeDecodeError, pa.ArrowException) as exc:
+        raise _fail(path, f"column {name!r} cannot be read: {str(exc).splitlines()[0]}") from None
 
 
 def read_edge_pairs(

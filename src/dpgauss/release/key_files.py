@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from .._optional import require
+from .graph_files import check_text
 
 __all__ = ["read_values"]
 
-_INT = re.compile(r"-?(0|[1-9][0-9]*)")
+_INT = re.compile(r"0|-?[1-9][0-9]*")
 _NUMBER = re.compile(r"[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?")
 
 
@@ -84,6 +85,8 @@ def read_values(path: str | Path, where: str = "domain") -> tuple[Any, ...]:
     for i, v in enumerate(values, start=1):
         if v is None or v == "":
             raise ValueError(f"{p}: key {i} is empty")
+        if isinstance(v, str):
+            check_text(p, f"key {i}", v)
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         if Path(p).suffix.lower() not in (".parquet", ".pq"):
             values = _typed(values)

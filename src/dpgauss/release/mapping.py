@@ -37,6 +37,7 @@ import numpy as np
 __all__ = ["EARTH_RADIUS_M", "GraphMapper"]
 
 EARTH_RADIUS_M = 6_371_008.8
+_CHUNK = 1 << 18  # points per k-d tree query
 
 
 def _coords(value: object, name: str) -> np.ndarray:
@@ -142,12 +143,13 @@ class GraphMapper:
         """The nearest node within the cutoff of each point (int64), −1 if none or invalid."""
         la, lo = _coords(lat, "lat"), _coords(lon, "lon")
         out = np.full(la.shape, -1, dtype=np.int64)
-        ok = self.valid(la, lo)
-        if ok.any():
+        ok = np.flatnonzero(self.valid(la, lo))
+        for start in range(0, ok.size, _CHUNK):  # chunks: the 3-D points stay in cache
+            sel = ok[start : start + _CHUNK]
             dist, idx = self._tree.query(
-                self._project(la[ok], lo[ok]), k=1, distance_upper_bound=self._chord, workers=-1
+                self._project(la[sel], lo[sel]), k=1, distance_upper_bound=self._chord, workers=-1
             )
-            out[ok] = np.where(np.isfinite(dist), idx, -1)
+            out[sel] = np.where(np.isfinite(dist), idx, -1)
         return out
 
     def spread(self, lat: object, lon: object) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

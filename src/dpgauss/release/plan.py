@@ -240,6 +240,11 @@ def _plot_decision(spec: ReleaseSpec, domain: KeyDomain) -> str | None:
         return "not drawn (values domain)"
     if len(domain.axes) > 1 and not (domain.grid is not None and len(domain.grid) == 2):
         return "not drawn (a product of several axes: no one picture of it is built yet)"
+    for a in domain.axes:  # matplotlib's dates are years 1 … 9999, margins included
+        if a.spec.is_time and a.size:
+            first, last = str(a.labels[0])[:4], str(a.labels[-1])[:4]
+            if int(first) < 2 or int(last) > 9997:
+                return "not drawn (timestamps within a year of 0001 or 9999: matplotlib's dates)"
     try:
         import matplotlib  # noqa: F401
     except ImportError:

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from .._optional import require
-from .graph_files import _digest, _fail, _show
+from .graph_files import _digest, _fail, _show, check_text
 
 __all__ = [
     "ADJACENCY",
@@ -86,7 +86,10 @@ def _check_coords(path: str, rid: str, coords: Any, depth: int) -> None:
                 isinstance(v, int | float) and not isinstance(v, bool) for v in c[:2]
             ):
                 raise _fail(path, f"feature {rid}: a position is not [lon, lat]: {_show(c)}")
-            lon, lat = float(c[0]), float(c[1])
+            try:
+                lon, lat = float(c[0]), float(c[1])
+            except OverflowError:
+                lon = lat = math.inf
             if not (
                 math.isfinite(lon)
                 and math.isfinite(lat)
@@ -114,8 +117,10 @@ def read_geojson(path: str | Path, id_property: str = "id") -> PublicRegions:
         raise _fail(p, "no such file") from None
     except OSError as exc:
         raise _fail(p, f"cannot be read: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _fail(p, f"is not JSON: {exc}") from None
+    except (UnicodeDecodeError, ValueError) as exc:  # JSONDecodeError is a ValueError
+        raise _fail(p, f"is not JSON: {str(exc).splitlines()[0][:200]}") from None
+    except RecursionError:
+        raise _fail(p, "is not GeoJSON: its lists are nested too deeply") from None
     if not isinstance(data, dict) or data.get("type") != "FeatureCollection":
         got = data.get("type") if isinstance(data, dict) else type(data).__name__
         raise _fail(p, f"is not a GeoJSON FeatureCollection (its type is {_show(got)})")
@@ -136,9 +141,10 @@ def read_geojson(path: str | Path, id_property: str = "id") -> PublicRegions:
                 f"feature {k} has no id: its property {id_property!r} must be an integer or "
                 f"text (id_property names it); got {_show(rid)}",
             )
-        if rid in seen:
-            raise _fail(p, f"the region id {_show(rid)} appears twice")
-        seen.add(rid)
+        if isinstance(rid, int) and not -(2**63) <= rid < 2**63:
+            raise _fail(p, f"feature {k} has the id {_show(rid)}: integer ids are 64-bit")
+        if isinstance(rid, str):
+            check_text(p, f"feature {k} has the id", rid)
         geom = feat.get("geometry")
         kind = geom.get("type") if isinstance(geom, dict) else None
         if kind not in ("Polygon", "MultiPolygon"):
@@ -162,10 +168,17 @@ def read_geojson(path: str | Path, id_property: str = "id") -> PublicRegions:
             )
         ids.append(rid)
         geoms.append(g)
+    # The keys: integers when every id is one, else every id as text; distinct as keys
+    # (the ids 1 and "1" would both be the key "1": one record would count twice).
+    keys = ids if all(isinstance(v, int) for v in ids) else [str(v) for v in ids]
+    for key in keys:
+        if key in seen:
+            raise _fail(p, f"the region id {_show(key)} appears twice (ids are compared as keys)")
+        seen.add(key)
     id_arr = (
-        np.asarray(ids, dtype=np.int64)
-        if all(isinstance(v, int) for v in ids) and all(-(2**63) <= v < 2**63 for v in ids)
-        else np.asarray([str(v) for v in ids], dtype=object)
+        np.asarray(keys, dtype=np.int64)
+        if all(isinstance(v, int) for v in keys)
+        else np.asarray(keys, dtype=object)
     )
     return PublicRegions(
         id_arr, np.asarray(geoms, dtype=object), f"GeoJSON file, sha256 {_digest(p)}"

@@ -576,6 +576,7 @@ class DomainSpec:
             if part.kind != "range":
                 raise ValueError(f"[{where}] a grid's axis is a range; got kind = {part.kind!r}")
             object.__setattr__(self, axis, part)
+        _check_names([self.y, self.x], "domain.{}", ("y", "x"))
         size = self.x.bins.size * self.y.bins.size
         if size > _MAX_KEYS:
             raise ValueError(f"[domain] the grid has {size:,} cells; at most {_MAX_KEYS:,} allowed")
@@ -610,18 +611,7 @@ class DomainSpec:
             raise ValueError(
                 f"[domain] the product has {size:,} keys; at most {_MAX_KEYS:,} allowed"
             )
-        reserved = ("released", "denoised", "sigma", "lower", "upper", "lat", "lon", "key")
-        for i, name in enumerate(names, start=1):
-            if name in reserved:
-                raise ValueError(
-                    f"[domain.parts #{i}] its output column would be {name!r}, a column the "
-                    "release writes itself: give the part a name"
-                )
-            if names.count(name) > 1:
-                raise ValueError(
-                    f"[domain] two parts would both be written as the column {name!r}: give "
-                    "them distinct names"
-                )
+        _check_names(out, "domain.parts #{}")
         object.__setattr__(self, "parts", tuple(out))
 
     def _check_regions(self) -> None:
@@ -866,6 +856,39 @@ class DomainSpec:
         if self.mapping == "kde":
             return 3.0 * float(self.bandwidth)  # type: ignore[arg-type]
         return 150.0
+
+
+#: The columns a release writes itself: no part of a grid or product may be written as one.
+RESERVED_COLUMNS = (
+    "key",
+    "released",
+    "denoised",
+    "sigma",
+    "lower",
+    "upper",
+    "lat",
+    "lon",
+    "sum_released",
+    "count_released",
+)
+
+
+def _check_names(parts: list[Any], where: str, labels: tuple[str, ...] | None = None) -> None:
+    """Every part of a grid or product has its own output column, not one the release
+    writes itself (``where`` formats each part's table name from its label or number)."""
+    names = [p.output_name for p in parts]
+    for i, name in enumerate(names):
+        label = where.format(labels[i] if labels else i + 1)
+        if name in RESERVED_COLUMNS:
+            raise ValueError(
+                f"[{label}] its output column would be {name!r}, a column the release writes "
+                "itself: give the part a name"
+            )
+        if names.count(name) > 1:
+            raise ValueError(
+                f"[domain] two parts would both be written as the column {name!r}: give them "
+                "distinct names (name = …)"
+            )
 
 
 _DURATION = re.compile(r"\s*([1-9][0-9]*)\s*(us|ms|s|min|h|d|w)\s*")

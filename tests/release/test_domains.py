@@ -352,3 +352,130 @@ def test_the_spec_round_trips(tmp_path: Path) -> None:
         again = ReleaseSpec.from_dict(spec.to_dict())
         assert again.to_dict() == spec.to_dict()
         json.dumps(spec.to_dict())  # JSON-ready (timestamps as text)
+
+
+# ------------------------------------------------------------- neighbouring datasets, fuzzed
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_TIMES = [
+    "2013-01-13 00:00:00",
+    "2013-01-13 00:59:59.999999",
+    "2013-01-13 01:00",
+    "2013-01-13T02:30:00",
+    "2013-01-13 03:00:00+05:00",
+    "2013-01-12 23:59:59",
+    "2013-01-13 04:00:00",
+    "2013-01-13 24:00:00",
+    "2013-01-13Z",
+    "epoch",
+    "",
+    "not a time",
+]
+_COORDS = [0.0, 0.004999, 0.005, 0.01, 0.015, 0.0299, 0.03, -0.001, 1e308, float("nan"), 91.0]
+_KINDS = ["grid", "hours x c", "hours x regions", "regions by id"]
+
+
+def _row(draw: object, uid: object) -> dict:
+    d = draw  # hypothesis's draw
+    return {
+        "uid": uid,
+        "x": d(st.sampled_from(_COORDS)),
+        "y": d(st.sampled_from(_COORDS)),
+        "ts": d(st.sampled_from(_TIMES)),
+        "c": d(st.sampled_from(["0", "1", "2", "3", "1.0", "x", ""])),
+        "rid": d(st.sampled_from(["r00", "r11", "r22", "r3", "R00", ""])),
+    }
+
+
+@st.composite
+def _case(draw: object) -> tuple:
+    kind = draw(st.sampled_from(_KINDS))  # type: ignore[operator]
+    n = draw(st.integers(0, 12))  # type: ignore[operator]
+    ids = draw(st.lists(st.sampled_from([1, 2, 3, 4, 5, None]), min_size=n, max_size=n))  # type: ignore[operator]
+    base = [_row(draw, u) for u in ids]
+    eve_id = draw(st.sampled_from([9, 1, None]))  # type: ignore[operator]  # new, existing, NULL
+    eve = [_row(draw, eve_id) for _ in range(draw(st.integers(1, 8)))]  # type: ignore[operator]
+    at = draw(st.integers(0, len(base)))  # type: ignore[operator]
+    bounds = draw(  # type: ignore[operator]
+        st.sampled_from(
+            [
+                {"max_records_per_unit": 2},
+                {"max_records_per_key": 1, "max_keys_per_unit": 2},
+                {"max_records_per_unit": 3, "max_keys_per_unit": 2, "max_records_per_key": 2},
+            ]
+        )
+    )
+    return kind, base, eve, at, bounds
+
+
+def _table(rows: list[dict]) -> object:
+    cols = {k: [r[k] for r in rows] for k in ("uid", "x", "y", "ts", "c", "rid")}
+    return pa.table(
+        {
+            "uid": pa.array(cols["uid"], pa.int64()),
+            "x": pa.array(cols["x"], pa.float64()),
+            "y": pa.array(cols["y"], pa.float64()),
+            "ts": pa.array(cols["ts"], pa.string()),
+            "c": pa.array(cols["c"], pa.string()),
+            "rid": pa.array(cols["rid"], pa.string()),
+        }
+    )
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
+@given(case=_case())
+def test_neighbouring_datasets_for_every_new_kind(tmp_path_factory, case) -> None:
+    """One unit's records (NULL ids, junk coordinates and timestamps, borders, values that
+    map to no key) move each new kind's aggregate by exactly that unit's own kept part, by at
+    most Δ, whatever the other units hold (DuckDB; Spark agrees in test_engine_spark)."""
+    from .test_regions import grid_regions
+
+    kind, base, eve, at, bounds = case
+    tmp = tmp_path_factory.mktemp("nb")
+    regions = grid_regions(tmp / "g.geojson")
+    hours = {**HOURS, "column": "ts", "stop": "2013-01-13 04:00"}
+    grid = {
+        "kind": "grid",
+        "x": {"column": "x", "start": 0, "stop": 0.03, "step": 0.01},
+        "y": {"column": "y", "start": 0, "stop": 0.03, "step": 0.01},
+    }
+    by_point = {"kind": "regions", "regions": str(regions), "lat": "y", "lon": "x"}
+    domain = {
+        "grid": grid,
+        "hours x c": {
+            "kind": "product",
+            "parts": [hours, {"kind": "values", "column": "c", "values": [0, 1, 2]}],
+        },
+        "hours x regions": {"kind": "product", "parts": [hours, by_point]},
+        "regions by id": {"kind": "regions", "regions": str(regions), "column": "rid"},
+    }[kind]
+    files = {}
+    for name, rows in (("d", base), ("d_eve", base[:at] + eve + base[at:]), ("eve", eve)):
+        files[name] = tmp / f"{name}.parquet"
+        pq.write_table(_table(rows), files[name])
+    for salt in (5, 2**64 - 2):
+        agg = {
+            k: bounded_aggregate(base_spec := base_(f, domain, bounds), salt=salt, engine=ENGINE)
+            for k, f in files.items()
+        }
+        u = agg["eve"].counts
+        if eve[0]["uid"] is None:
+            assert not u.any() and np.array_equal(agg["d_eve"].counts, agg["d"].counts)
+            continue
+        if eve[0]["uid"] in {r["uid"] for r in base}:
+            continue  # eve's records join an existing unit: checked by the fuzzer proper
+        assert np.array_equal(agg["d_eve"].counts - agg["d"].counts, u)
+        assert np.linalg.norm(u) <= sensitivity_of(base_spec).l2 * (1 + 1e-12)
+        assert agg["d_eve"].rows.read == agg["d"].rows.read + len(eve)
+
+
+def base_(src: Path, domain: dict, bounds: dict) -> ReleaseSpec:
+    return base(src, domain, bounds=bounds)

@@ -28,7 +28,7 @@ from dpgauss.release.pipeline import bounded_aggregate, run_release, sensitivity
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 
 from .test_mapping import haversine  # noqa: E402
-from .test_pipeline import cli, make_ledger  # noqa: E402
+from .test_pipeline import assert_cli_refuses_uncharged, cli, make_ledger  # noqa: E402
 
 ENGINE = DuckDBEngine(threads=2)
 LAT0, LON0 = 60.17, 24.94
@@ -283,37 +283,9 @@ def test_the_cli_refuses_a_bad_graph_before_the_budget(tmp_path: Path) -> None:
     src, _ = records(tmp_path)
     bad = tmp_path / "bad.graphml"
     bad.write_text("<graphml><graph><node id='a'/></graph></graphml>")
-    ledger = make_ledger(tmp_path)
-    spec = tmp_path / "s.toml"
-    spec.write_text(
-        f"""
-[source]
-path = "{src}"
-[unit]
-column = "uid"
-[domain]
-kind = "graph"
-graph = "{bad}"
-lat = "lat"
-lon = "lon"
-[bounds]
-max_records_per_unit = 3
-[privacy]
-epsilon = 1.0
-delta = 1e-6
-dataset = "d"
-ledger = "{ledger}"
-[output]
-path = "{tmp_path / "out.csv"}"
-"""
-    )
-    code, text = cli(["release", str(spec)])
-    assert code == 2 and "bad.graphml: node 'a' has no attribute 'y'" in text
-    assert len(text.splitlines()) == 1
-    assert not (tmp_path / "out.csv").exists()
-    from .test_pipeline import charges
-
-    assert charges(ledger) == 0
+    domain = {"kind": "graph", "graph": str(bad), "lat": "lat", "lon": "lon"}
+    message = "bad.graphml: node 'a' has no attribute 'y'"
+    assert_cli_refuses_uncharged(tmp_path, src, domain, message, bound=3)
 
 
 @pytest.mark.parametrize("mapping", ["nearest", "kde"])

@@ -17,7 +17,7 @@ from dpgauss.release.key_files import read_values  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 
-from .test_pipeline import charges, cli, make_ledger  # noqa: E402
+from .test_pipeline import assert_cli_refuses_uncharged  # noqa: E402
 
 
 def keys(tmp_path: Path, text: str) -> tuple:
@@ -79,32 +79,9 @@ def test_a_release_with_a_key_file_refused_before_the_budget(tmp_path: Path) -> 
     agg = bounded_aggregate(spec, salt=1)
     assert agg.counts.tolist() == [float((z == k).sum()) for k in (0, 3, 5)]
     (tmp_path / "k.csv").write_text("zone\n0\n0\n")
-    ledger = make_ledger(tmp_path)
-    toml = tmp_path / "s.toml"
-    toml.write_text(
-        f"""
-[source]
-path = "{src}"
-[unit]
-column = "uid"
-[domain]
-kind = "values"
-column = "zone"
-values_from = "{tmp_path / "k.csv"}"
-[bounds]
-max_records_per_unit = 1
-[privacy]
-epsilon = 1.0
-delta = 1e-6
-dataset = "d"
-ledger = "{ledger}"
-[output]
-path = "{tmp_path / "o.csv"}"
-"""
-    )
-    code, text = cli(["release", str(toml)])
-    assert code == 2 and "k.csv: [domain] values must be distinct; 0 appears twice" in text
-    assert charges(ledger) == 0 and not (tmp_path / "o.csv").exists()
+    domain = {"kind": "values", "column": "zone", "values_from": str(tmp_path / "k.csv")}
+    message = "k.csv: [domain] values must be distinct; 0 appears twice"
+    assert_cli_refuses_uncharged(tmp_path, src, domain, message)
 
 
 def test_values_and_values_from_are_exclusive(tmp_path: Path) -> None:

@@ -809,3 +809,24 @@ def test_fast_path_keeps_exactly_the_general_paths_records(tmp_path: Path) -> No
         a = bounded_aggregate(spec, salt=salt, engine=fast)
         b = bounded_aggregate(spec, salt=salt, engine=general)
         np.testing.assert_array_equal(a.counts, b.counts)
+
+
+def assert_cli_refuses_uncharged(
+    tmp_path: Path, src: Path, domain: dict, message: str, bound: int = 1
+) -> None:
+    """`dpgauss release` of a spec with this ``[domain]`` exits 2 with one line holding
+    ``message``, before any charge and without writing anything."""
+    ledger = make_ledger(tmp_path)
+    out = tmp_path / "out.csv"
+    lines = "\n".join(f"{k} = {json.dumps(v)}" for k, v in domain.items())
+    spec = tmp_path / "refused.toml"
+    spec.write_text(
+        f'[source]\npath = "{src}"\n[unit]\ncolumn = "uid"\n[domain]\n{lines}\n'
+        f"[bounds]\nmax_records_per_unit = {bound}\n"
+        f'[privacy]\nepsilon = 1.0\ndelta = 1e-6\ndataset = "d"\nledger = "{ledger}"\n'
+        f'[output]\npath = "{out}"\n'
+    )
+    code, text = cli(["release", str(spec)])
+    assert code == 2 and message in text, text
+    assert len(text.splitlines()) == 1
+    assert not out.exists() and charges(ledger) == 0

@@ -25,7 +25,7 @@ from dpgauss.release.pipeline import bounded_aggregate, run_release, sensitivity
 from dpgauss.release.regions import RegionMapper, adjacency, read_geojson  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 
-from .test_pipeline import charges, cli, make_ledger  # noqa: E402
+from .test_pipeline import assert_cli_refuses_uncharged, make_ledger  # noqa: E402
 
 ENGINE = DuckDBEngine(threads=2)
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
@@ -207,9 +207,7 @@ def records(tmp_path: Path, n: int = 3000, seed: int = 0) -> tuple[Path, np.ndar
     lat = rng.uniform(-0.002, 0.032, n)
     lon = rng.uniform(-0.002, 0.032, n)
     lat[:3], lon[:3] = 0.01, 0.01  # on a corner shared by four regions
-    region = np.array(
-        [f"r{int(a // 0.01)}{int(b // 0.01)}" for a, b in zip(lat, lon, strict=True)]
-    )
+    region = np.array([f"r{int(a // 0.01)}{int(b // 0.01)}" for a, b in zip(lat, lon, strict=True)])
     src = tmp_path / "p.parquet"
     pq.write_table(pa.table({"uid": uid, "lat": lat, "lon": lon, "region_id": region}), src)
     return src, lat, lon
@@ -318,34 +316,9 @@ def test_the_cli_refuses_bad_regions_before_the_budget(tmp_path: Path) -> None:
     src, _, _ = records(tmp_path)
     bad = tmp_path / "bad.geojson"
     bad.write_text(json.dumps({"type": "Topology"}))
-    ledger = make_ledger(tmp_path)
-    spec = tmp_path / "s.toml"
-    spec.write_text(
-        f"""
-[source]
-path = "{src}"
-[unit]
-column = "uid"
-[domain]
-kind = "regions"
-regions = "{bad}"
-lat = "lat"
-lon = "lon"
-[bounds]
-max_records_per_unit = 2
-[privacy]
-epsilon = 1.0
-delta = 1e-6
-dataset = "d"
-ledger = "{ledger}"
-[output]
-path = "{tmp_path / "out.csv"}"
-"""
-    )
-    code, text = cli(["release", str(spec)])
-    assert code == 2 and "bad.geojson: is not a GeoJSON FeatureCollection" in text
-    assert len(text.splitlines()) == 1 and not (tmp_path / "out.csv").exists()
-    assert charges(ledger) == 0
+    domain = {"kind": "regions", "regions": str(bad), "lat": "lat", "lon": "lon"}
+    message = "bad.geojson: is not a GeoJSON FeatureCollection"
+    assert_cli_refuses_uncharged(tmp_path, src, domain, message, bound=2)
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,6 @@ The cross-engine tests need pyspark and Java (skipped otherwise); the rest run o
 from __future__ import annotations
 
 import json
-import os
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -79,28 +77,13 @@ def delivered_or_refused_uncharged(spec: ReleaseSpec, tmp_path: Path) -> None:
 # --------------------------------------------------------------------- 1. DuckDB vs Spark
 
 
-@pytest.fixture(scope="module")
-def spark():
-    pytest.importorskip("pyspark")
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        pytest.skip("the Spark engine needs Java")
-    from pyspark.sql import SparkSession
+try:  # the Spark engine's shared session fixture (module-level skip without pyspark/Java)
+    from .test_engine_spark import spark
+except pytest.skip.Exception:
 
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("dpgauss-review13")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
+    @pytest.fixture(scope="module")
+    def spark():
+        pytest.skip("the Spark engine needs pyspark and Java")
 
 
 @pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")

@@ -122,6 +122,14 @@ class KeyDomain:
             return f"chain of {self.size} ordered bins"
         return "none"
 
+    def keys_of(self, part: DomainSpec) -> tuple[Any, ...]:
+        """The keys an axis matches records against (a values domain's values, a regions
+        domain's ids, read from their files), for the axis whose spec is ``part``."""
+        for a in self.axes:
+            if a.spec is part:
+                return tuple(a.labels.tolist())
+        raise KeyError(f"no axis of this domain has the spec [{part.where}]")
+
     def _indices(self) -> np.ndarray:
         sizes = [a.size for a in self.axes]
         return np.indices(sizes).reshape(len(sizes), -1)

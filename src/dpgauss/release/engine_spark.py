@@ -540,15 +540,11 @@ class _Job:
         return Column("other")
 
     def _keys(self, d: DomainSpec) -> tuple[Any, ...]:
-        """The keys a matching axis compares a record's value with (a values domain's
-        values, a regions domain's ids), from the resolved domain."""
-        i = next(k for k, a in enumerate(self.spec.domain.axes) if a is d)
-        return tuple(self.plan.domain.axes[i].labels.tolist())
+        return self.plan.domain.keys_of(d)
 
     def _values_type(self, d: DomainSpec) -> str:
         """``"string"`` for string keys, else ``"number"``."""
-        vals = self._keys(d)
-        return "string" if any(isinstance(v, str) for v in vals) else "number"
+        return "string" if any(isinstance(v, str) for v in self._keys(d)) else "number"
 
     def _channels(self, d: DomainSpec) -> dict[str, str]:
         """SQL of each way the record's value is read (as the DuckDB engine's ``_channels``):

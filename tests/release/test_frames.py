@@ -105,3 +105,16 @@ def test_the_documented_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyP
     scope: dict = {}
     exec(compile(code, "docs/release.md", "exec"), scope)
     assert (tmp_path / "neighbourhoods.csv").read_text().count("\n") == 261
+
+
+def test_a_polars_frame(tmp_path: Path) -> None:
+    """Polars is a peer, not a dependency: checked when it is installed."""
+    pl = pytest.importorskip("polars")
+    df = frame()
+    ledger = make_ledger(tmp_path)
+    with pipeline._noise_off():
+        res = release_frame(pl.from_pandas(df), dict(SPEC), out=tmp_path / "o.csv", ledger=ledger)
+    assert np.array_equal(res.columns["released"], np.bincount(df.zone, minlength=6)[1:5])
+    bad = pl.DataFrame({"uid": [1], "zone": pl.Series([object()], dtype=pl.Object)})
+    with pytest.raises(ValueError, match="have the Polars Object type"):
+        release_frame(bad, dict(SPEC), out=tmp_path / "p.csv", ledger=ledger)

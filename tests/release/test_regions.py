@@ -342,3 +342,18 @@ def test_regions_spec_errors(tmp_path: Path, domain: dict, message: str) -> None
             }
         )
     assert message in str(info.value)
+
+
+def test_adjacency_from_an_edge_table(tmp_path: Path) -> None:
+    regions = grid_regions(tmp_path / "g.geojson")
+    (tmp_path / "adj.csv").write_text("from,to\nr00,r22\nr22,r00\nr11,r11\n")
+    src, _, _ = records(tmp_path)
+    spec = spec_for(
+        src, regions, edges=str(tmp_path / "adj.csv"), edge_columns={"u": "from", "v": "to"}
+    )
+    dom = resolve_domain(spec)
+    assert dom.edges.tolist() == [[0, 8]]  # one undirected edge; the self-loop dropped
+    assert "edges from a table" in dom.structure
+    (tmp_path / "adj.csv").write_text("from,to\nr00,r99\n")
+    with pytest.raises(ValueError, match=r"adj\.csv: edge 1 \('r00', 'r99'\) names the unknown"):
+        resolve_domain(spec)

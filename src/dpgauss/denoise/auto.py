@@ -56,9 +56,10 @@ def _grid(grid_shape: object, d: int) -> tuple[int, ...]:
 
 
 #: Order-1 graph trend filtering is a candidate up to this many keys: its SURE path is
-#: superlinear (measured on this project's 2-core machines: 5 s at 4,091 keys, 33 s at 16,364,
-#: about 10 minutes at 98,184 — `python benchmarks/bench_auto_sizes.py`); beyond, ``auto``
-#: records it in ``skipped`` (order 0 and the graph wavelets stay).
+#: superlinear (on this project's 2-core machines, hours × the Manhattan graph: 4.8 s at
+#: 4,091 keys, 25 s at 8,182, 37 s at 16,364 — `python benchmarks/bench_domains.py`; a
+#: whole ``auto`` over 24 × 4,091 keys took 12 minutes with it); beyond, ``auto`` records it
+#: in ``skipped`` (order 0 and the graph wavelets stay).
 TF1_MAX_SIZE = 20_000
 
 

@@ -265,3 +265,17 @@ def test_a_missing_optional_dependency_skips_its_candidate(monkeypatch):
     assert res.method == "trend_filter"
     assert "PyWavelets" in res.params["skipped"][0]
     assert all(c["method"] != "wavelet" for c in res.params["candidates"])
+
+
+def test_order_one_trend_filtering_is_skipped_beyond_its_size_limit(monkeypatch) -> None:
+    """Above TF1_MAX_SIZE keys the order-1 SURE path (minutes there) is not a candidate, and
+    ``skipped`` says so; order 0 and the graph wavelets stay."""
+    auto_module = importlib.import_module("dpgauss.denoise.auto")
+    monkeypatch.setattr(auto_module, "TF1_MAX_SIZE", 30)
+    rng = np.random.default_rng(0)
+    d = 40
+    chain = np.stack([np.arange(d - 1), np.arange(1, d)], axis=1)
+    res = auto_module.auto(rng.normal(0, 1, d), 1.0, graph=chain)
+    methods = [(c["method"], c["params"].get("order")) for c in res.params["candidates"]]
+    assert ("trend_filter", 1) not in methods and ("trend_filter", 0) in methods
+    assert any("trend_filter order 1 (d = 40 > 30" in s for s in res.params["skipped"])

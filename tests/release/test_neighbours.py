@@ -183,7 +183,14 @@ DOMAIN_KINDS = (
     "range-float",
     "graph-nearest",
     "graph-kde",
+    "regions",
+    "values-int×graph",
+    "range-int×graph",
+    "grid-int",
 )
+#: The composite kinds (issue 13): x's part is the first of the product, or the grid's x; the
+#: other part reads lat (grid) or lat and lon (a graph's nearest junction).
+GRID_Y = {"column": "lat", "start": 40.70, "stop": 40.80, "step": 0.02, "name": "y"}
 X_TYPES = {
     "values-int": ("int64", "float64", "string"),
     "values-float": ("float64", "string"),
@@ -192,6 +199,10 @@ X_TYPES = {
     "range-float": ("float64", "string", "int64"),
     "graph-nearest": ("int64",),
     "graph-kde": ("int64",),
+    "regions": ("int64",),
+    "values-int×graph": ("int64", "float64", "string"),
+    "range-int×graph": ("int64", "float64", "string"),
+    "grid-int": ("int64", "float64", "string"),
 }
 
 
@@ -227,9 +238,32 @@ def spec_dicts(draw: Any, source: str, feature: str) -> tuple[dict, str]:
     flip = feature == "str-nullflip"
     kinds = [k for k in DOMAIN_KINDS if not (fast and k == "graph-kde")]
     dkind = draw(st.sampled_from(kinds))
-    if dkind.startswith("values"):
-        pool = {"values-int": VALUES_INT, "values-float": VALUES_FLOAT, "values-str": VALUES_STR}
+    graph_part = {"kind": "graph", "graph": "manhattan", "lat": "lat", "lon": "lon"}
+    if dkind == "regions":
         domain: dict[str, Any] = {
+            "kind": "regions",
+            "regions": "nyc-neighbourhoods",
+            "lat": "lat",
+            "lon": "lon",
+        }
+    elif dkind == "values-int×graph":
+        values = {
+            "kind": "values",
+            "column": "x",
+            "values": list(draw(st.sampled_from(VALUES_INT))),
+        }
+        domain = {"kind": "product", "parts": [values, graph_part]}
+    elif dkind == "range-int×graph":
+        start, stop, step = draw(st.sampled_from(RANGES_INT))
+        part = {"kind": "range", "column": "x", "start": start, "stop": stop, "step": step}
+        domain = {"kind": "product", "parts": [part, graph_part]}
+    elif dkind == "grid-int":
+        start, stop, step = draw(st.sampled_from(RANGES_INT))
+        x = {"kind": "range", "column": "x", "start": start, "stop": stop, "step": step}
+        domain = {"kind": "grid", "x": x, "y": dict(GRID_Y)}
+    elif dkind.startswith("values"):
+        pool = {"values-int": VALUES_INT, "values-float": VALUES_FLOAT, "values-str": VALUES_STR}
+        domain = {
             "kind": "values",
             "column": "x",
             "values": list(draw(st.sampled_from(pool[dkind]))),
@@ -331,9 +365,19 @@ def _variants(x: float | int) -> list[str]:
     return out
 
 
+def _x_domain(spec: dict) -> dict:
+    """The domain table that reads x: the domain, a product's first part, or a grid's x."""
+    d = spec["domain"]
+    if d["kind"] == "product":
+        return d["parts"][0]
+    if d["kind"] == "grid":
+        return d["x"]
+    return d
+
+
 def _range(spec: dict) -> tuple[list[float | int], list[float | int]]:
     """(values inside the range: bin edges and midpoints, values around and outside it)."""
-    d = spec["domain"]
+    d = _x_domain(spec)
     start, stop, step = d["start"], d["stop"], d["step"]
     n = math.ceil((float(stop) - float(start)) / float(step))
     integral = all(isinstance(v, int) for v in (start, step))
@@ -351,8 +395,8 @@ def _range(spec: dict) -> tuple[list[float | int], list[float | int]]:
 
 def _x_numbers(ctx: Ctx) -> tuple[list[float | int], list[float | int]]:
     """(numbers that map to a key, numbers that may not) for x."""
-    d = ctx.spec["domain"]
-    if ctx.dkind.startswith("graph"):  # x is not read
+    d = _x_domain(ctx.spec)
+    if ctx.dkind.startswith(("graph", "regions")):  # x is not read
         return [0, 1, 2], [-1]
     if ctx.dkind.startswith("values"):
         vals = list(d["values"])
@@ -596,7 +640,7 @@ def junk_records(
     uid = draw(st.sampled_from(ids)) if ids else ("1" if ctx.ids == "str" else 1)
     rec = draw(records(ctx, uid))
     csv = ctx.source == "csv"
-    d = ctx.spec["domain"]
+    d = _x_domain(ctx.spec)  # a composite record is junk when its x part is
     if reason == "null_id":
         rec["uid"] = None
     elif reason == "empty_id":
@@ -632,7 +676,7 @@ def junk_records(
             )
         )
     elif reason == "invalid_domain":
-        if d["kind"] == "graph":
+        if d["kind"] in ("graph", "regions"):
             rec["lat"] = draw(
                 st.sampled_from(["nan", "91", "", None] if csv else [math.nan, 91.0, None])
             )
@@ -641,10 +685,10 @@ def junk_records(
         else:
             rec["x"] = draw(st.sampled_from(["zz", "nan", "inf", None]))
     elif reason == "outside_domain":
-        if d["kind"] == "graph":
-            rec["lat"], rec["lon"] = (40.60, -73.90)
+        if d["kind"] in ("graph", "regions"):  # far from every junction, in no neighbourhood
+            rec["lat"], rec["lon"] = (40.60, -73.90) if d["kind"] == "graph" else (41.5, -72.0)
             if csv:
-                rec["lat"], rec["lon"] = "40.6", "-73.9"
+                rec["lat"], rec["lon"] = str(rec["lat"]), str(rec["lon"])
         elif d["kind"] == "values":
             if ctx.dkind == "values-str":
                 rec["x"] = "∉ not a key"

@@ -132,3 +132,37 @@ def test_numeric_window_and_small_domains_on_the_fast_path(tmp_path: Path) -> No
     assert agg.rows.outside_filter == int((~inside).sum())
     assert agg.rows.outside_domain == 1
     np.testing.assert_array_equal(agg.counts, np.bincount(key[inside & (key < 2)], minlength=2))
+
+
+def test_a_nanosecond_window_edge_is_not_rounded(tmp_path: Path) -> None:
+    """A TIMESTAMP_NS column is compared in nanoseconds: 00:59:59.999999999 is outside a
+    window from 01:00 (a cast to microseconds would round it in), 01:59:59.999999999 inside."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dpgauss.release import ReleaseSpec, bounded_aggregate
+
+    t = np.array(
+        [
+            "2013-01-13T00:59:59.999999999",
+            "2013-01-13T01:00:00",
+            "2013-01-13T01:59:59.999999999",
+            "2013-01-13T02:00:00",
+        ],
+        dtype="datetime64[ns]",
+    )
+    src = tmp_path / "s.parquet"
+    pq.write_table(pa.table({"uid": np.arange(4), "k": np.zeros(4, int), "t": pa.array(t)}), src)
+    spec = ReleaseSpec.from_dict(
+        {
+            "source": {"path": str(src)},
+            "unit": {"column": "uid"},
+            "domain": {"kind": "values", "column": "k", "values": [0]},
+            "filter": {"column": "t", "start": "2013-01-13 01:00", "stop": "2013-01-13 02:00"},
+            "bounds": {"max_records_per_unit": 1},
+            "privacy": {"epsilon": 1.0, "delta": 1e-6, "dataset": "d"},
+        }
+    )
+    agg = bounded_aggregate(spec, salt=1)
+    assert agg.counts.tolist() == [2.0] and agg.rows.outside_filter == 2

@@ -749,6 +749,10 @@ FROM ({rows_sql}) GROUP BY g"""
             if f.kind == "timestamp"
             else f"TRY_CAST({quote_ident(f.column)} AS {t})"
         )
+        if f.kind == "timestamp" and self.types.get(f.column, "").upper() == "TIMESTAMP_NS":
+            # compared in nanoseconds: a cast to microseconds would round 00:59:59.9999999
+            # up into a window that starts at 01:00
+            t, x = "TIMESTAMP_NS", quote_ident(f.column)
         conds = []
         for key, op, name in (("start", ">=", "dp_f0"), ("stop", "<", "dp_f1")):
             b = f.bound(key)

@@ -811,3 +811,25 @@ def test_regions_agree_with_duckdb(spark, tmp_path: Path, by: str) -> None:
     sp = bounded_aggregate(spec, salt=7, engine=SparkEngine(spark))
     assert np.array_equal(sp.counts, duck.counts)
     assert sp.rows.as_dict() == duck.rows.as_dict()
+
+
+def test_a_key_file_agrees_with_duckdb(spark, tmp_path: Path) -> None:
+    """values_from: the keys read from a file match the same records on both engines."""
+    rng = np.random.default_rng(3)
+    z = rng.integers(0, 50, 500)
+    src = tmp_path / "s.parquet"
+    pq.write_table(pa.table({"uid": np.arange(500), "zone": z.astype(str)}), src)
+    (tmp_path / "k.csv").write_text("zone\n" + "".join(f"{i}\n" for i in range(0, 50, 3)))
+    spec = ReleaseSpec.from_dict(
+        {
+            "source": {"path": str(src)},
+            "unit": {"column": "uid"},
+            "domain": {"kind": "values", "column": "zone", "values_from": str(tmp_path / "k.csv")},
+            "bounds": {"max_records_per_unit": 1},
+            "privacy": {"epsilon": 1.0, "delta": 1e-6, "dataset": "d"},
+        }
+    )
+    duck = bounded_aggregate(spec, salt=2, engine=DUCK)
+    sp = bounded_aggregate(spec, salt=2, engine=SparkEngine(spark))
+    assert np.array_equal(duck.counts, sp.counts)
+    assert duck.counts.tolist() == [float((z == k).sum()) for k in range(0, 50, 3)]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -377,8 +378,7 @@ _COORDS = [0.0, 0.004999, 0.005, 0.01, 0.015, 0.0299, 0.03, -0.001, 1e308, float
 _KINDS = ["grid", "hours x c", "hours x regions", "regions by id"]
 
 
-def _row(draw: object, uid: object) -> dict:
-    d = draw  # hypothesis's draw
+def _row(d: Any, uid: object) -> dict:
     return {
         "uid": uid,
         "x": d(st.sampled_from(_COORDS)),
@@ -390,15 +390,15 @@ def _row(draw: object, uid: object) -> dict:
 
 
 @st.composite
-def _case(draw: object) -> tuple:
-    kind = draw(st.sampled_from(_KINDS))  # type: ignore[operator]
-    n = draw(st.integers(0, 12))  # type: ignore[operator]
-    ids = draw(st.lists(st.sampled_from([1, 2, 3, 4, 5, None]), min_size=n, max_size=n))  # type: ignore[operator]
+def _case(draw: Any) -> tuple:
+    kind = draw(st.sampled_from(_KINDS))
+    n = draw(st.integers(0, 12))
+    ids = draw(st.lists(st.sampled_from([1, 2, 3, 4, 5, None]), min_size=n, max_size=n))
     base = [_row(draw, u) for u in ids]
-    eve_id = draw(st.sampled_from([9, 1, None]))  # type: ignore[operator]  # new, existing, NULL
-    eve = [_row(draw, eve_id) for _ in range(draw(st.integers(1, 8)))]  # type: ignore[operator]
-    at = draw(st.integers(0, len(base)))  # type: ignore[operator]
-    bounds = draw(  # type: ignore[operator]
+    eve_id = draw(st.sampled_from([9, 1, None]))  # new, existing, NULL
+    eve = [_row(draw, eve_id) for _ in range(draw(st.integers(1, 8)))]
+    at = draw(st.integers(0, len(base)))
+    bounds = draw(
         st.sampled_from(
             [
                 {"max_records_per_unit": 2},

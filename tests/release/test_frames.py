@@ -118,3 +118,38 @@ def test_a_polars_frame(tmp_path: Path) -> None:
     bad = pl.DataFrame({"uid": [1], "zone": pl.Series([object()], dtype=pl.Object)})
     with pytest.raises(ValueError, match="have the Polars Object type"):
         release_frame(bad, dict(SPEC), out=tmp_path / "p.csv", ledger=ledger)
+
+
+def test_categorical_columns_are_read_as_their_text(tmp_path: Path) -> None:
+    """A pandas categorical (a DuckDB ENUM) is read as the text of each value, like a CSV
+    field: string keys, numeric keys and timestamps all match (it used to be invalid for every
+    row, a silently empty release)."""
+    df = pd.DataFrame(
+        {
+            "uid": np.arange(6),
+            "zone": pd.Categorical(["1", "2", "1", "x", "2", "1"]),
+            "t": pd.Categorical(["2013-01-13 00:10"] * 3 + ["x", "2013-01-13 01:30", "epoch"]),
+        }
+    )
+    ledger = make_ledger(tmp_path)
+    for i, (domain, want) in enumerate(
+        [
+            ({"kind": "values", "column": "zone", "values": [1, 2]}, [3.0, 2.0]),
+            ({"kind": "values", "column": "zone", "values": ["1", "x"]}, [3.0, 1.0]),
+            (
+                {
+                    "kind": "range",
+                    "column": "t",
+                    "start": "2013-01-13",
+                    "stop": "2013-01-13 02:00",
+                    "step": "1h",
+                },
+                [3.0, 1.0],
+            ),
+        ]
+    ):
+        with pipeline._noise_off():
+            res = release_frame(
+                df, {**SPEC, "domain": domain}, out=tmp_path / f"c{i}.csv", ledger=ledger
+            )
+        assert res.columns["released"].tolist() == want

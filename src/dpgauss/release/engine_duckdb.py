@@ -765,7 +765,10 @@ FROM ({rows_sql}) GROUP BY g"""
         """The column as a TIMESTAMP, as both engines read it: text only when it has the
         grammar of :data:`keymap.TIMESTAMP_TEXT` (then ``TRY_CAST``), other types cast."""
         c = quote_ident(column)
-        if self.types.get(column, "").upper() == "VARCHAR":
+        t = self.types.get(column, "").upper()
+        if t.startswith("ENUM("):
+            c, t = f"CAST({c} AS VARCHAR)", "VARCHAR"
+        if t == "VARCHAR":
             self.params["dp_ts_re"] = TIMESTAMP_TEXT
             return (
                 f"CASE WHEN regexp_full_match({c}, $dp_ts_re) THEN TRY_CAST({c} AS TIMESTAMP) END"
@@ -841,6 +844,8 @@ FROM ({rows_sql}) GROUP BY g"""
             return Column("float")
         if t == "VARCHAR":
             return Column("string", text="raw")
+        if t.startswith("ENUM("):  # a categorical (pandas, or a DuckDB ENUM): its text
+            return Column("string", text="cast")
         if t in ("DATE", "TIMESTAMP"):
             return Column("other", text="cast")
         return Column("other")
@@ -890,6 +895,8 @@ FROM ({rows_sql}) GROUP BY g"""
         if col.kind == "decimal":
             return {"dec": f"CAST(replace(CAST({c} AS VARCHAR), '.', '') AS HUGEINT)"}
         if col.kind == "string":
+            if col.text == "cast":  # an ENUM: read as the text of its value
+                c = f"CAST({c} AS VARCHAR)"
             self.params["dp_int_re"] = INT_LITERAL
             is_int = f"regexp_full_match({c}, $dp_int_re)"
             as_int = f"TRY_CAST({c} AS DECIMAL(38, 0))"

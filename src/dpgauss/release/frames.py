@@ -21,8 +21,9 @@ source, which the privacy invariant forbids (``docs/security.md``).  So every pa
 ``object`` column is first mapped, value by value, to its text (``str(v)``; missing values —
 ``None``, ``NaN``, ``NaT``, ``pd.NA`` — to NULL), and read as text by the rules every CSV
 field follows.  Columns of every other dtype (numbers, booleans, timestamps, pandas strings)
-are scanned as they are; a categorical is DuckDB's ENUM, whose values are read as their text.  A Polars ``Object`` column is refused (before the
-budget is touched: it is the schema, not the data).
+are scanned as they are; a categorical is DuckDB's ENUM, whose values are read as their
+text.  A Polars ``Object`` column is refused (before the budget is touched: it is the
+schema, not the data).
 """
 
 from __future__ import annotations

@@ -37,12 +37,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
 
 from .graph_files import load_public_graph
+from .keymap import RangeBins
 from .mapping import GraphMapper
 from .spec import DomainSpec, ReleaseSpec
 
@@ -172,15 +173,16 @@ def product_edges(sizes: list[int], edges: list[np.ndarray | None]) -> np.ndarra
     return pairs[order]
 
 
-def _time_labels(part: DomainSpec, n: int) -> np.ndarray:
-    """A timestamp range's bins as text: ``"2013-01-13 00:00:00"`` (microseconds if any)."""
-    bins = part.bins
+def _time_labels(bins: RangeBins) -> np.ndarray:
+    """A timestamp range's bins (microseconds since 1970) as text: ``"2013-01-13 00:00:00"``
+    (microseconds if any)."""
     start, step = int(bins.start), int(bins.step)
-    from datetime import datetime
-
     epoch = datetime(1970, 1, 1)
     return np.array(
-        [(epoch + timedelta(microseconds=start + i * step)).isoformat(sep=" ") for i in range(n)],
+        [
+            (epoch + timedelta(microseconds=start + i * step)).isoformat(sep=" ")
+            for i in range(bins.size)
+        ],
         dtype=object,
     )
 
@@ -199,7 +201,7 @@ def _axis(part: DomainSpec, name: str) -> Axis:
         # (integers, or each edge rounded once to the nearest double; timestamps as text).
         bins = part.bins
         n = bins.size
-        labels = _time_labels(part, n) if part.is_time else bins.labels()
+        labels = _time_labels(bins) if part.is_time else bins.labels()
         edges = np.stack([np.arange(n - 1), np.arange(1, n)], axis=1) if n >= 2 else None
         return Axis(part, name, n, labels, edges=edges)
     if part.kind == "regions":

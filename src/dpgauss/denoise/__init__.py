@@ -2,6 +2,7 @@
 
 from .auto import auto
 from .graph import Graph, as_graph
+from .intervals import ErrorBars, Interval, error_bars
 from .result import Denoised, check_observation
 from .shrinkage import james_stein, posterior_mean
 from .thresholding import hard_threshold, soft_threshold
@@ -11,10 +12,13 @@ from .wavelets import wavelet_denoise
 
 __all__ = [
     "Denoised",
+    "ErrorBars",
     "Graph",
+    "Interval",
     "as_graph",
     "auto",
     "check_observation",
+    "error_bars",
     "graph_wavelet_denoise",
     "hard_threshold",
     "james_stein",

@@ -9,9 +9,12 @@ SURE, and reports every candidate in ``params["candidates"]``.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import math
 import numbers
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -140,7 +143,7 @@ def auto(
 
     # Baselines that never lose to y: the identity and James–Stein (which dominates it).
     baselines = [
-        Denoised(arr.copy(), d * s * s, "identity", {}),
+        Denoised(arr.copy(), d * s * s, "identity", {}, sigma=s, scale=np.full(arr.shape, s)),
         james_stein(arr, s, target="zero"),
         james_stein(arr, s, target="mean"),
     ]
@@ -205,8 +208,22 @@ def auto(
     params.update({"candidates": table, "selected": chosen, "margin": margin})
     if skipped:
         params["skipped"] = skipped
-    return Denoised(winner.estimate, winner.risk, winner.method, params)
+    return dataclasses.replace(winner, params=params)
 
 
 def _reshaped(res: Denoised, shape: tuple[int, ...]) -> Denoised:
-    return Denoised(np.reshape(res.estimate, shape), res.risk, res.method, res.params)
+    """``res`` for ``y`` of ``shape``; its refit takes and returns that shape too."""
+    inner = np.shape(res.estimate)
+    refit = res.refit
+    if refit is not None:
+        refit = functools.partial(_refit_reshaped, refit, inner, shape)
+    return dataclasses.replace(res, estimate=np.reshape(res.estimate, shape), refit=refit)
+
+
+def _refit_reshaped(
+    refit: Callable[[np.ndarray], Denoised],
+    inner: tuple[int, ...],
+    shape: tuple[int, ...],
+    y: np.ndarray,
+) -> Denoised:
+    return _reshaped(refit(np.reshape(y, inner)), shape)

@@ -5,17 +5,25 @@ level ``σ`` and public structure (a graph, a grid), never the true data, so the
 privacy.  Because σ is public and exact, Stein's unbiased risk estimate (SURE) of the
 squared error ``‖ŷ − θ‖²`` is unbiased for the true risk; every estimator that has one
 reports it, and :func:`dpgauss.denoise.auto` uses it to choose.
+
+Every result can also say how wrong each of its values may be: :meth:`Denoised.interval`
+gives per-key intervals and :meth:`Denoised.error_bars` the per-key error scale and an
+upper confidence bound on the total error (:mod:`dpgauss.denoise.intervals`).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._validation import REAL, Interval, as_real_array, check_interval
+
+if TYPE_CHECKING:
+    from .intervals import ErrorBars, Interval
 
 __all__ = ["Denoised", "check_observation"]
 
@@ -35,12 +43,26 @@ class Denoised:
         The estimator's name, e.g. ``"james_stein"``.
     params
         The parameters chosen or used (threshold, λ, degrees of freedom, …).
+    sigma
+        The noise standard deviation the estimate was computed with (a number, or one per
+        key), or ``None`` where the denoiser was run without it.
+    refit
+        The same estimator with its tuning frozen (the λ, thresholds, order chosen here):
+        a function of a new vector ``y*`` returning its :class:`Denoised`.  The error bars
+        re-run it on simulated releases (:mod:`dpgauss.denoise.intervals`).
+    scale
+        For a linear estimator, the exact per-key standard deviation of its error (the
+        error bars then need no simulation); ``None`` otherwise.
     """
 
     estimate: np.ndarray
     risk: float | None
     method: str
     params: dict[str, Any] = field(default_factory=dict)
+    sigma: float | np.ndarray | None = field(default=None, repr=False, compare=False)
+    refit: Callable[[np.ndarray], Denoised] | None = field(default=None, repr=False, compare=False)
+    scale: np.ndarray | None = field(default=None, repr=False, compare=False)
+    _bars: dict[int, ErrorBars] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def mse(self) -> float | None:
@@ -48,6 +70,29 @@ class Denoised:
         if self.risk is None or self.estimate.size == 0:
             return None
         return self.risk / self.estimate.size
+
+    def error_bars(self, *, draws: int | None = None, rng: object = None) -> ErrorBars:
+        """Per-key error scale and a bound on the total error (:func:`~.intervals.error_bars`).
+
+        Without ``rng`` the result is computed once per ``draws`` and kept.
+        """
+        from .intervals import DRAWS, error_bars
+
+        n = DRAWS if draws is None else draws
+        if rng is not None:
+            return error_bars(self, draws=n, rng=rng)
+        if n not in self._bars:
+            self._bars[n] = error_bars(self, draws=n)
+        return self._bars[n]
+
+    def interval(
+        self, level: float = 0.95, *, draws: int | None = None, rng: object = None
+    ) -> Interval:
+        """Per-key ``(lower, upper)`` arrays at confidence ``level`` (a named tuple).
+
+        See :mod:`dpgauss.denoise.intervals` for the method and the coverage it targets.
+        """
+        return self.error_bars(draws=draws, rng=rng).interval(level)
 
 
 def check_observation(y: object, sigma: object) -> tuple[np.ndarray, float]:

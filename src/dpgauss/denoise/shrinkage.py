@@ -12,6 +12,7 @@ so ``‖ŷ − y‖² + 2σ² div ŷ − dσ²`` is unbiased; ``d`` is the numbe
 
 from __future__ import annotations
 
+import functools
 from typing import Literal
 
 import numpy as np
@@ -72,6 +73,8 @@ def posterior_mean(
         risk,
         "posterior_mean",
         {"shrinkage": shrink, "df": df, "prior_variance": _summary(w2), "prior_mean": _summary(m)},
+        sigma=s,
+        scale=np.sqrt(c) * s,  # the posterior standard deviation √(w²σ²/(w²+σ²))
     )
 
 
@@ -129,6 +132,7 @@ def james_stein(y: object, sigma: object, target: Literal["zero", "mean"] = "zer
     s2 = s * s
     k = d - 2 if target == "zero" else d - 3
     minimum = 3 if target == "zero" else 4
+    refit = functools.partial(james_stein, sigma=s, target=target)
     if k <= 0:
         return Denoised(
             arr.copy(),
@@ -144,6 +148,8 @@ def james_stein(y: object, sigma: object, target: Literal["zero", "mean"] = "zer
                     f"(got d = {d}); y is returned unchanged with risk dσ²"
                 ),
             },
+            sigma=s,
+            scale=np.full(arr.shape, s),
         )
     center = float(arr.mean()) if target == "mean" else 0.0
     r = arr - center
@@ -165,4 +171,6 @@ def james_stein(y: object, sigma: object, target: Literal["zero", "mean"] = "zer
         float(risk),
         "james_stein",
         {"target": target, "shrinkage": float(factor), "df": float(df), "center": center},
+        sigma=s,
+        refit=refit,
     )

@@ -18,6 +18,7 @@ candidate values come from cumulative sums, ``O(d log d)`` in total.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -125,6 +126,8 @@ def soft_threshold(y: object, sigma: object, threshold: object = "universal") ->
         risk,
         "soft_threshold",
         {"threshold": rule if isinstance(rule, str) else "fixed", "lambda": lam, "df": df},
+        sigma=s,
+        refit=functools.partial(soft_threshold, sigma=s, threshold=lam),
     )
 
 
@@ -146,7 +149,9 @@ def hard_threshold(y: object, sigma: object, threshold: object = "universal") ->
         ``‖ŷ − y‖² + 2σ²·#{|yᵢ| > λ} − dσ²`` misses the jump terms, whose size depends on
         the unknown θ through the density of ``yᵢ`` at ``±λ``; it is biased, so it is not
         reported (and there is no SURE to tune λ with).  ``params``: ``threshold``,
-        ``lambda``, ``kept`` (the number of coordinates kept).
+        ``lambda``, ``kept`` (the number of coordinates kept), ``risk_proxy`` (that naive
+        formula ``σ²·#kept + Σ_killed (yᵢ² − σ²)``, biased low; only the error bars use it,
+        for their level).
     """
     arr, s = check_observation(y, sigma)
     if isinstance(threshold, str) and threshold == "sure":
@@ -167,5 +172,11 @@ def hard_threshold(y: object, sigma: object, threshold: object = "universal") ->
             "threshold": rule if isinstance(rule, str) else "fixed",
             "lambda": lam,
             "kept": int(np.count_nonzero(keep)),
+            # the naive SURE (jump terms missing, so biased low): the level of its error bars
+            "risk_proxy": float(
+                s * s * np.count_nonzero(keep) + np.sum(np.where(keep, 0.0, arr * arr - s * s))
+            ),
         },
+        sigma=s,
+        refit=functools.partial(hard_threshold, sigma=s, threshold=lam),
     )

@@ -46,6 +46,7 @@ Columns of the returned matrix: first the ``c`` component indicators (in the ord
 
 from __future__ import annotations
 
+import functools
 import weakref
 
 import numpy as np
@@ -149,6 +150,10 @@ def graph_wavelet_denoise(
             "df": c + int(shrunk.params["df"]),
             "n_components": c,
         },
+        sigma=s,
+        refit=functools.partial(
+            graph_wavelet_denoise, sigma=s, graph=g, threshold=shrunk.params["lambda"]
+        ),
     )
 
 

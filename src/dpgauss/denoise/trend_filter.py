@@ -106,6 +106,7 @@ the null space) down and returns the λ with the smallest SURE.
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import time
@@ -1297,11 +1298,23 @@ def trend_filter(
             "iterations": np.array([f.iterations for f in fits]),
             "gap": np.array([f.gap for f in fits]),
         }
+    refit = functools.partial(
+        trend_filter,
+        graph=g,
+        order=k,
+        lam=fit.lam,
+        sigma=s,
+        tol=float(tol_arr),
+        max_iter=max_iter,
+        solver=solver,
+    )
     return Denoised(
         estimate=fit.beta.reshape(shape),
         risk=risks[best],
         method="trend_filter",
         params=params,
+        sigma=s,
+        refit=refit if s is not None else None,
     )
 
 

@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from .._validation import NONNEGATIVE, as_real_array, check_interval
 from .result import Denoised, check_observation
 from .thresholding import _threshold_arg, sure_threshold, universal_threshold
 
@@ -233,8 +234,9 @@ def wavelet_denoise(
     level : number of decomposition levels, ``1 ≤ level ≤ log2(shortest axis)``; default
         ``pywt.dwt_max_level`` of the shortest axis (at least 1)
     threshold : ``"sure"`` (default: one λ per level minimising SURE), ``"universal"``
-        (``σ√(2 ln N)``, ``N = y.size``, at every level) or a number ``λ ≥ 0`` (every
-        level)
+        (``σ√(2 ln N)``, ``N = y.size``, at every level), a number ``λ ≥ 0`` (every
+        level) or a sequence of ``level`` numbers, finest level first (what
+        ``params["thresholds"]`` reports, so a fit can be repeated exactly)
 
     Returns
     -------
@@ -255,8 +257,9 @@ def wavelet_denoise(
     if min(arr.shape) < 2:
         raise ValueError(f"y must have at least 2 entries along every axis; got shape {arr.shape}")
     wav = orthonormal_wavelet(wavelet)
-    rule = _threshold_arg(threshold, ("sure", "universal"))
     levels = _level(level, arr.shape, wav)
+    per_level = _per_level(threshold, levels)
+    rule = "fixed" if per_level is not None else _threshold_arg(threshold, ("sure", "universal"))
     pywt = _import_pywt()
     block = 2**levels
     padded_shape = tuple(-(-n // block) * block for n in arr.shape)
@@ -274,7 +277,9 @@ def wavelet_denoise(
     shrunk: list[Any] = [coeffs[0]]
     for i, bands in enumerate(coeffs[1:]):
         lev = levels - i  # coeffs[1] is the coarsest detail level
-        if rule == "sure":
+        if per_level is not None:
+            lam = per_level[lev - 1]
+        elif rule == "sure":
             z = np.concatenate([b.ravel() for b in bands.values()])
             lam = sure_threshold(np.abs(z), s)[0]
         elif rule == "universal":
@@ -307,4 +312,22 @@ def wavelet_denoise(
             "df": df,
             "padded_shape": padded_shape,
         },
+        sigma=s,
+        refit=functools.partial(
+            wavelet_denoise, sigma=s, wavelet=wav, level=levels, threshold=tuple(thresholds)
+        ),
     )
+
+
+def _per_level(threshold: object, levels: int) -> list[float] | None:
+    """A sequence of one λ ≥ 0 per level (finest first), or None for a rule or one λ."""
+    if isinstance(threshold, str) or np.ndim(threshold) == 0:  # type: ignore[arg-type]
+        return None
+    arr = as_real_array(threshold, "threshold")
+    if arr.shape != (levels,):
+        raise ValueError(
+            f"threshold as a sequence needs one λ per level, finest first ({levels} for "
+            f"level = {levels}); got shape {arr.shape}"
+        )
+    check_interval(arr, "threshold", NONNEGATIVE, "thresholds λ ≥ 0, finite")
+    return [float(v) for v in arr]

@@ -168,7 +168,9 @@ def plan_denoiser(spec: ReleaseSpec, domain: KeyDomain) -> Denoiser:
 
     method, params = spec.denoise.method, dict(spec.denoise.params)
     if method == "none":
-        return lambda y, sigma: Denoised(y.copy(), y.size * sigma * sigma, "none", {})
+        return lambda y, sigma: Denoised(
+            y.copy(), y.size * sigma * sigma, "none", {}, sigma=sigma, scale=np.full(y.shape, sigma)
+        )
     if method in _NEEDS:
         module, extra = _NEEDS[method]
         try:

@@ -1,0 +1,247 @@
+"""Coverage of the denoised intervals on known truths, per denoiser and signal.
+
+Run from the repository root::
+
+    python benchmarks/bench_coverage.py                    # every setting, 100 draws each
+    python benchmarks/bench_coverage.py --draws 20 --size 1000 --skip-taxi   # a quick look
+    python benchmarks/bench_coverage.py --size 10000 --only planar
+
+For every setting (a true vector θ, a structure and a σ) and every denoiser that applies,
+``--draws`` releases ``y = θ + N(0, σ²I)`` are denoised and given 95 % intervals
+(:meth:`dpgauss.denoise.Denoised.interval`, the calibrated parametric bootstrap of
+:mod:`dpgauss.denoise.intervals`), and the table reports
+
+* ``coverage``: the average over draws of the fraction of keys whose θ lies in its interval
+  (the target of the method: average coverage over keys), and the worst single draw;
+* ``worst class``: the lowest average coverage over a class of keys holding at least 1 % of
+  them — ``sharp`` (θ differs from some neighbour's by more than σ: jumps, spikes), ``calm``
+  (the rest), ``zero`` and ``nonzero`` (θ = 0 or not);
+* ``width``: the median interval width over the raw interval's ``2 · 1.96 σ``;
+* ``gain``: ``dσ²`` over the mean squared error of the denoised vector;
+* ``cost``: the time of the error bars over the denoiser's own time.
+
+Settings: piecewise-constant, smooth and sparse signals on a chain, a 2-D grid and a random
+planar graph (a Delaunay triangulation of uniform points) of ``--size`` keys, and the taxi
+heat map's true bounded vector on the Manhattan graph (``bounded_aggregate`` of the demo's
+spec) at ε ∈ {0.1, 0.5, 1, 2, 5, 10}, δ = 1e-6.  Results are printed as a Markdown table and
+written to ``docs/results/bench_coverage.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from dpgauss.denoise import (
+    Denoised,
+    as_graph,
+    auto,
+    graph_wavelet_denoise,
+    hard_threshold,
+    james_stein,
+    soft_threshold,
+    trend_filter,
+    wavelet_denoise,
+)
+
+Fn = Callable[[np.ndarray, float], Denoised]
+LEVEL = 0.95
+
+
+def chain_edges(d: int) -> np.ndarray:
+    return np.stack([np.arange(d - 1), np.arange(1, d)], axis=1)
+
+
+def grid_edges(rows: int, cols: int) -> np.ndarray:
+    idx = np.arange(rows * cols).reshape(rows, cols)
+    return np.concatenate(
+        [
+            np.stack([idx[:, :-1].ravel(), idx[:, 1:].ravel()], 1),
+            np.stack([idx[:-1, :].ravel(), idx[1:, :].ravel()], 1),
+        ]
+    )
+
+
+def planar(d: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    from scipy.spatial import Delaunay
+
+    pts = rng.random((d, 2))
+    tri = Delaunay(pts).simplices
+    e = np.concatenate([tri[:, [0, 1]], tri[:, [1, 2]], tri[:, [0, 2]]])
+    e = np.unique(np.sort(e, axis=1), axis=0)
+    return pts, e
+
+
+def signals(coords: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Piecewise constant (nearest of 12 centres), smooth and sparse, σ = 1 units."""
+    d = coords.shape[0]
+    centres = rng.random((12, coords.shape[1]))
+    label = np.argmin(((coords[:, None, :] - centres[None]) ** 2).sum(-1), axis=1)
+    levels = rng.normal(0.0, 3.0, 12)
+    smooth = 3.0 * np.sin(2 * math.pi * coords[:, 0]) * np.cos(3 * math.pi * coords[:, -1])
+    sparse = np.zeros(d)
+    hot = rng.choice(d, max(1, d // 20), replace=False)
+    sparse[hot] = rng.normal(0.0, 6.0, hot.size)
+    return {"piecewise": levels[label], "smooth": smooth, "sparse": sparse}
+
+
+def key_classes(theta: np.ndarray, edges: np.ndarray, sigma: float) -> dict[str, np.ndarray]:
+    diff = np.abs(theta[edges[:, 0]] - theta[edges[:, 1]])
+    jump = np.zeros(theta.size)
+    np.maximum.at(jump, edges[:, 0], diff)
+    np.maximum.at(jump, edges[:, 1], diff)
+    sharp = jump > sigma
+    zero = theta == 0.0
+    out = {"sharp": sharp, "calm": ~sharp, "zero": zero, "nonzero": ~zero}
+    return {k: v for k, v in out.items() if v.sum() >= max(1, theta.size // 100)}
+
+
+def denoisers(kind: str, edges: np.ndarray, d: int, shape: tuple[int, ...]) -> dict[str, Fn]:
+    g = as_graph(edges, d)
+    out: dict[str, Fn] = {
+        "james_stein": lambda y, s: james_stein(y, s, target="mean"),
+        "soft_threshold": lambda y, s: soft_threshold(y, s, threshold="sure"),
+        "hard_threshold": lambda y, s: hard_threshold(y, s),
+        "graph_wavelet": lambda y, s: graph_wavelet_denoise(y, s, g),
+        "trend_filter_0": lambda y, s: trend_filter(y, g, order=0, lam="sure", sigma=s),
+    }
+    if kind in ("chain", "grid"):
+        out["wavelet"] = lambda y, s: _flat(wavelet_denoise(y.reshape(shape), s))
+    if d <= 20_000 and kind != "grid":
+        out["trend_filter_1"] = lambda y, s: trend_filter(y, g, order=1, lam="sure", sigma=s)
+    grid = shape if kind in ("chain", "grid") else None
+    out["auto"] = lambda y, s: auto(y, s, g, grid)
+    return out
+
+
+def _flat(res: Denoised) -> Denoised:
+    import dataclasses
+
+    inner = res.estimate.shape
+    refit = res.refit
+    assert refit is not None
+    return dataclasses.replace(
+        res,
+        estimate=res.estimate.ravel(),
+        refit=lambda v: _flat(refit(np.reshape(v, inner))),
+    )
+
+
+def measure(
+    theta: np.ndarray, sigma: float, fn: Fn, classes: dict[str, np.ndarray], draws: int, seed: int
+) -> dict[str, float | str]:
+    rng = np.random.default_rng(seed)
+    cover, width, loss, t_fit, t_bars = [], [], [], 0.0, 0.0
+    per_class = {k: [] for k in classes}
+    for _ in range(draws):
+        y = theta + sigma * rng.standard_normal(theta.size)
+        t = time.perf_counter()
+        res = fn(y, sigma)
+        t_fit += time.perf_counter() - t
+        t = time.perf_counter()
+        lo, hi = res.interval(LEVEL, rng=rng)
+        t_bars += time.perf_counter() - t
+        inside = (lo <= theta) & (theta <= hi)
+        cover.append(inside.mean())
+        for k, mask in classes.items():
+            per_class[k].append(inside[mask].mean())
+        width.append(np.median(hi - lo) / (2 * 1.959964 * sigma))
+        loss.append(np.mean((res.estimate - theta) ** 2))
+    worst = min(per_class, key=lambda k: np.mean(per_class[k])) if per_class else "-"
+    return {
+        "coverage": float(np.mean(cover)),
+        "worst_draw": float(np.min(cover)),
+        "worst_class": worst,
+        "worst_class_coverage": float(np.mean(per_class[worst])) if per_class else math.nan,
+        "width": float(np.mean(width)),
+        "gain": float(sigma**2 / np.mean(loss)),
+        "cost": t_bars / max(t_fit, 1e-12),
+        "fit_s": t_fit / draws,
+    }
+
+
+def taxi_settings() -> list[tuple[str, np.ndarray, float]]:
+    from dpgauss.demo import demo_spec
+    from dpgauss.privacy import analytic_gaussian_sigma
+    from dpgauss.release.pipeline import bounded_aggregate, sensitivity_of
+
+    spec = demo_spec(Path("/tmp/bench-coverage"))
+    truth = np.asarray(bounded_aggregate(spec, salt=1).counts, dtype=np.float64)
+    l2 = sensitivity_of(spec).l2
+    out = []
+    for eps in (0.1, 0.5, 1.0, 2.0, 5.0, 10.0):
+        out.append((f"taxi ε={eps:g}", truth, float(analytic_gaussian_sigma(eps, 1e-6, l2))))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--draws", type=int, default=100, help="noise draws per setting")
+    ap.add_argument("--size", type=int, default=1000, help="keys of the synthetic settings")
+    ap.add_argument("--only", choices=("chain", "grid", "planar", "taxi"), default=None)
+    ap.add_argument("--skip-taxi", action="store_true")
+    ap.add_argument("--methods", default=None, help="comma-separated denoisers (default all)")
+    ap.add_argument("--out", default="docs/results/bench_coverage.json")
+    args = ap.parse_args()
+    rng = np.random.default_rng(7)
+    d = args.size
+    rows = []
+    structures = []
+    cols = round(math.sqrt(d))
+    while d % cols:
+        cols -= 1
+    for kind in ("chain", "grid", "planar"):
+        if args.only not in (None, kind):
+            continue
+        if kind == "chain":
+            coords = (np.arange(d) / d)[:, None]
+            edges, shape = chain_edges(d), (d,)
+        elif kind == "grid":
+            r, c = d // cols, cols
+            yy, xx = np.mgrid[0:r, 0:c]
+            coords = np.stack([yy.ravel() / r, xx.ravel() / c], 1)
+            edges, shape = grid_edges(r, c), (r, c)
+        else:
+            coords, edges = planar(d, rng)
+            shape = (d,)
+        for sname, theta in signals(coords, rng).items():
+            structures.append((f"{kind} {sname} d={d:,}", kind, theta, 1.0, edges, shape))
+    if not args.skip_taxi and args.only in (None, "taxi"):
+        from dpgauss.datasets import load_manhattan_graph
+
+        medges = np.asarray(load_manhattan_graph().edges)
+        for name, theta, sigma in taxi_settings():
+            structures.append((name, "taxi", theta, sigma, medges, (theta.size,)))
+    wanted = None if args.methods is None else set(args.methods.split(","))
+    print("| setting | denoiser | coverage | worst draw | worst class | width | gain | cost |")
+    print("|---|---|---|---|---|---|---|---|")
+    for i, (name, kind, theta, sigma, edges, shape) in enumerate(structures):
+        classes = key_classes(theta, edges, sigma)
+        for mname, fn in denoisers(kind, edges, theta.size, shape).items():
+            if wanted is not None and mname not in wanted:
+                continue
+            res = measure(theta, sigma, fn, classes, args.draws, seed=1000 + i)
+            res.update({"setting": name, "denoiser": mname, "draws": args.draws})
+            rows.append(res)
+            print(
+                f"| {name} | {mname} | {res['coverage']:.3f} | {res['worst_draw']:.3f} | "
+                f"{res['worst_class']} {res['worst_class_coverage']:.3f} | {res['width']:.2f} | "
+                f"{res['gain']:.1f} | {res['cost']:.1f}× |",
+                flush=True,
+            )
+    if rows:
+        worst = min(rows, key=lambda r: r["coverage"])
+        print(f"\nworst setting: {worst['setting']} / {worst['denoiser']}: {worst['coverage']:.3f}")
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()

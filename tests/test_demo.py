@@ -55,11 +55,20 @@ def test_the_release_is_noisy_around_the_truth_and_denoising_helps(demo) -> None
     assert err_den < 0.1 * err_raw
 
 
+def test_the_denoised_intervals_contain_the_estimate_and_are_narrower(demo) -> None:
+    cols = demo.release.columns
+    lo, hi, den = cols["denoised_lower"], cols["denoised_upper"], cols["denoised"]
+    assert np.all(lo <= den) and np.all(den <= hi)
+    assert np.median(hi - lo) < 0.5 * np.median(cols["upper"] - cols["lower"])
+    covered = np.mean((lo <= demo.truth) & (demo.truth <= hi))
+    assert covered > 0.85  # one draw; the coverage table is benchmarks/bench_coverage.py
+
+
 def test_summary_and_files(demo) -> None:
     lines = demo.summary.splitlines()
-    assert len(lines) == 5
+    assert len(lines) == 6
     assert f"epsilon = {EPSILON:g}" in lines[1] and "classical" in lines[2]
-    assert "RMSE" in lines[3]
+    assert "RMSE" in lines[3] and "intervals" in lines[4] and "cover" in lines[4]
     for name in ("release.csv", "release.csv.report.json", "budget.sqlite"):
         assert (demo.out_dir / name).is_file()
     if pytest.importorskip("matplotlib"):

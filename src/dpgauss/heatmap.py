@@ -136,11 +136,15 @@ def draw_series(
     *,
     lower: np.ndarray | None = None,
     upper: np.ndarray | None = None,
+    denoised_lower: np.ndarray | None = None,
+    denoised_upper: np.ndarray | None = None,
     label: str = "value",
     title: str | None = None,
 ) -> Path:
     """Plot each ``(name, values)`` series against ``keys`` (a 1-D grid), with the band
-    ``[lower, upper]`` (e.g. the released values' intervals) shaded if given; a PNG."""
+    ``[lower, upper]`` (e.g. the released values' intervals) and the band
+    ``[denoised_lower, denoised_upper]`` (the denoised values' intervals) shaded if given;
+    a PNG."""
     x = np.asarray(keys)
     if x.dtype.kind != "M":  # timestamps stay dates on the axis
         x = x.astype(np.float64)
@@ -157,6 +161,16 @@ def draw_series(
             alpha=0.15,
             linewidth=0,
             label="95 % interval of the release",
+        )
+    if denoised_lower is not None and denoised_upper is not None:
+        ax.fill_between(
+            x,
+            denoised_lower,
+            denoised_upper,
+            color="tab:red",
+            alpha=0.25,
+            linewidth=0,
+            label="95 % interval of the denoised values",
         )
     styles = (
         {"color": "tab:blue", "linewidth": 0.8, "alpha": 0.7},

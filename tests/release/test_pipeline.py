@@ -380,7 +380,16 @@ def test_release_writes_the_exact_aggregate_with_the_hook(tmp_path: Path) -> Non
     out = tmp_path / "release.csv"
     with pipeline._noise_off():
         res = run_release(spec, out=out, ledger=ledger, engine=ENGINE)
-    assert list(res.columns) == ["key", "released", "denoised", "sigma", "lower", "upper"]
+    assert list(res.columns) == [
+        "key",
+        "released",
+        "denoised",
+        "sigma",
+        "lower",
+        "upper",
+        "denoised_lower",
+        "denoised_upper",
+    ]
     assert np.array_equal(res.columns["released"], truth)
     assert np.array_equal(res.columns["key"], np.arange(10))
     sigma = res.columns["sigma"][0]
@@ -389,7 +398,8 @@ def test_release_writes_the_exact_aggregate_with_the_hook(tmp_path: Path) -> Non
     assert np.allclose(width, width[0]) and width[0] == pytest.approx(1.96 * sigma, rel=0.02)
     assert np.allclose(res.columns["released"] - res.columns["lower"], width[0])
     lines = out.read_text().splitlines()
-    assert lines[0] == "key,released,denoised,sigma,lower,upper" and len(lines) == 11
+    header = "key,released,denoised,sigma,lower,upper,denoised_lower,denoised_upper"
+    assert lines[0] == header and len(lines) == 11
     assert float(lines[1].split(",")[1]) == truth[0]
     report = json.loads(Path(res.report_path).read_text())
     assert res.report_path == str(out) + ".report.json"
@@ -504,7 +514,16 @@ def test_parquet_output_and_glob_source(tmp_path: Path) -> None:
             make_spec(tmp_path / "parts" / "*.parquet"), out=out, ledger=ledger, engine=ENGINE
         )
     back = pq.read_table(out)
-    assert back.column_names == ["key", "released", "denoised", "sigma", "lower", "upper"]
+    assert back.column_names == [
+        "key",
+        "released",
+        "denoised",
+        "sigma",
+        "lower",
+        "upper",
+        "denoised_lower",
+        "denoised_upper",
+    ]
     assert np.array_equal(back.column("released").to_numpy(), truth)
     assert res.report["output"]["format"] == "parquet"
 
@@ -830,3 +849,40 @@ def assert_cli_refuses_uncharged(
     assert code == 2 and message in text, text
     assert len(text.splitlines()) == 1
     assert not out.exists() and charges(ledger) == 0
+
+
+def test_the_denoised_values_come_with_intervals(tmp_path: Path) -> None:
+    """[denoised_lower, denoised_upper] holds the denoised value; a seeded experiment
+    reproduces them; the report and its text say how wide they are."""
+    src, _ = small_release_data(tmp_path)
+    privacy = {"epsilon": 1.0, "delta": 1e-6, "dataset": "d", "secure": False, "seed": 5}
+    runs = []
+    for i in range(2):
+        spec = make_spec(src, privacy=privacy, denoise={"method": "auto"})
+        runs.append(run_release(spec, out=tmp_path / f"r{i}.csv", engine=ENGINE))
+    c = runs[0].columns
+    assert np.all(c["denoised_lower"] <= c["denoised"]) and np.all(
+        c["denoised"] <= c["denoised_upper"]
+    )
+    np.testing.assert_array_equal(c["denoised_lower"], runs[1].columns["denoised_lower"])
+    iv = runs[0].report["denoise"]["intervals"]
+    assert iv["level"] == 0.95 and iv["median_width"] > 0
+    assert iv["raw_width"] == pytest.approx(2 * 1.959963984540054 * c["sigma"][0])
+    assert "intervals  : denoised 95% intervals" in runs[0].summary
+    den = runs[0].report["denoise"]
+    assert den["estimated_error_upper95"] > 0 and den["rmse_per_key_upper95"] > 0
+
+
+def test_a_mean_release_has_denoised_intervals_within_the_bounds(tmp_path: Path) -> None:
+    src, _ = small_release_data(tmp_path)
+    spec = make_spec(
+        src,
+        statistic={"kind": "mean", "column": "fare", "lower": 0, "upper": 50},
+        privacy={"epsilon": 1.0, "delta": 1e-6, "dataset": "d", "secure": False, "seed": 2},
+        denoise={"method": "james_stein"},
+    )
+    c = run_release(spec, out=tmp_path / "m.csv", engine=ENGINE).columns
+    ok = np.isfinite(c["denoised"])
+    assert np.all(c["denoised_lower"][ok] <= c["denoised"][ok])
+    assert np.all(c["denoised"][ok] <= c["denoised_upper"][ok])
+    assert np.all(c["denoised_lower"] >= 0) and np.all(c["denoised_upper"] <= 50)

@@ -31,9 +31,11 @@ synthetic data: it is refused when a ledger is given, is never charged, and says
 report, the summary and on stderr.
 
 The output table has one row per key of the domain: ``key, released, denoised, sigma,
-lower, upper`` (the interval covers the true bounded value with probability ≥ ``level``,
-95 % by default, exactly for the noise law); graph domains add ``lat, lon`` of each node, a
-``mean`` adds ``sum_released, count_released``.
+lower, upper, denoised_lower, denoised_upper`` (``[lower, upper]`` covers the true bounded
+value with probability ≥ ``level``, 95 % by default, exactly for the noise law;
+``[denoised_lower, denoised_upper]`` is the denoised value's interval at the same level,
+which targets average coverage over keys: :mod:`dpgauss.denoise.intervals`); graph domains
+add ``lat, lon`` of each node, a ``mean`` adds ``sum_released, count_released``.
 
 Means.  A mean is released as a noisy centred sum ``S'`` and a noisy count ``C`` of the same
 kept records (one Gaussian mechanism on the normalised pair; see
@@ -43,7 +45,9 @@ kept records (one Gaussian mechanism on the normalised pair; see
 is the range of ``m + S/C`` over the two level-``(1+level)/2`` intervals of ``S'`` and ``C``,
 clipped to the clamping bounds: it covers the true mean of the kept clamped values with
 probability ≥ ``level`` (union bound), or is the whole ``[lower, upper]`` when the count's
-interval reaches 0.  ``denoised`` is the same ratio of the denoised sum and count.
+interval reaches 0.  ``denoised`` is the same ratio of the denoised sum and count, and
+``[denoised_lower, denoised_upper]`` the same range over the denoised sum's and count's
+level-``(1+level)/2`` intervals.
 """
 
 from __future__ import annotations
@@ -62,9 +66,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
+from scipy import special
 
 from .. import __version__ as dpgauss_version
-from ..denoise import Denoised
+from ..denoise import Denoised, ErrorBars
 from ..noise.mechanisms import GaussianMechanism
 from ..noise.release import NoisePlan, Release
 from ..privacy import (
@@ -364,6 +369,8 @@ def _draw(path: str, plan: ReleasePlan, columns: dict[str, np.ndarray], chosen: 
     spec, domain = plan.spec, plan.domain
     what = spec.statistic.kind
     released, denoised = columns["released"], columns["denoised"]
+    pm = (columns["denoised_upper"] - columns["denoised_lower"]) / 2.0
+    pm_name = f"± of the denoised {spec.output.level:.0%} interval"
     method = (
         spec.denoise.method
         if spec.denoise.method == chosen
@@ -376,7 +383,7 @@ def _draw(path: str, plan: ReleasePlan, columns: dict[str, np.ndarray], chosen: 
             columns["lat"],
             columns["lon"],
             domain.edges,
-            [("released", released), (f"denoised ({method})", denoised)],
+            [("released", released), (f"denoised ({method})", denoised), (pm_name, pm)],
             vmax=shared_scale([("denoised", denoised)]),  # the noise would swamp it
             label=f"{what} per node",
             title=spec.name,
@@ -385,7 +392,7 @@ def _draw(path: str, plan: ReleasePlan, columns: dict[str, np.ndarray], chosen: 
         draw_region_panels(
             path,
             list(domain.axes[0].regions.geoms),
-            [("released", released), (f"denoised ({method})", denoised)],
+            [("released", released), (f"denoised ({method})", denoised), (pm_name, pm)],
             vmax=shared_scale([("denoised", denoised)]),
             label=f"{what} per region",
             title=spec.name,
@@ -397,6 +404,7 @@ def _draw(path: str, plan: ReleasePlan, columns: dict[str, np.ndarray], chosen: 
             [
                 ("released", released.reshape(domain.grid)),
                 (f"denoised ({method})", denoised.reshape(domain.grid)),
+                (pm_name, pm.reshape(domain.grid)),
             ],
             x_edges=_plot_keys(xa.labels),
             y_edges=_plot_keys(ya.labels),
@@ -413,6 +421,8 @@ def _draw(path: str, plan: ReleasePlan, columns: dict[str, np.ndarray], chosen: 
             [("released", released), (f"denoised ({method})", denoised)],
             lower=columns["lower"],
             upper=columns["upper"],
+            denoised_lower=columns["denoised_lower"],
+            denoised_upper=columns["denoised_upper"],
             label=what,
             title=spec.name,
         )
@@ -731,6 +741,8 @@ def _noise_and_denoise(
         rel = _release(cal, y, spec, seed)
         values = np.asarray(rel.values, dtype=np.float64)
         den = plan.denoiser(values, rel.sigma)
+        bars = den.error_bars(rng=_post_rng(seed))
+        den_lower, den_upper = bars.interval(level)
         lower, upper = rel.interval(level)
         noise_info["sigma"] = rel.sigma
         noise_info["interval_half_width"] = rel.noise.half_width(level)
@@ -741,31 +753,46 @@ def _noise_and_denoise(
             "sigma": np.full(d, rel.sigma),
             "lower": np.asarray(lower, dtype=np.float64),
             "upper": np.asarray(upper, dtype=np.float64),
+            "denoised_lower": np.asarray(den_lower, dtype=np.float64),
+            "denoised_upper": np.asarray(den_upper, dtype=np.float64),
         }
-        den_info = _den_info(den, rel.sigma, d)
+        den_info = _den_info(den, bars, rel.sigma, d, level)
     else:
         columns, den_info = _mean_columns(plan, agg, noise_info, seed)
     columns.update(domain.place_columns())
     return columns, noise_info, den_info
 
 
-def _den_info(den: Denoised, sigma: float, d: int) -> dict[str, Any]:
-    risk = den.risk if den.risk is not None else float("nan")
+def _post_rng(seed: int | None) -> np.random.Generator:
+    """The error bars' simulation stream: post-processing of public values, so not the
+    secure sampler; reproducible with an experiment's seed, fresh entropy otherwise."""
+    return np.random.default_rng(None if seed is None else [seed, 0xE77])
+
+
+def _den_info(den: Denoised, bars: ErrorBars, sigma: float, d: int, level: float) -> dict[str, Any]:
+    risk = bars.risk if bars.risk is not None else float("nan")
     params = {k: v for k, v in den.params.items() if k != "candidates"}
-    # SURE is unbiased but noisy: for an estimator far from the identity its standard
-    # deviation is about σ²√(2d) (that of ‖y − ŷ‖² with ŷ nearly fixed); the identity's SURE
-    # dσ² is exact.  The one-sided 95 % bound uses that approximation.
-    sd = 0.0 if den.method in ("identity", "none") else sigma * sigma * math.sqrt(2.0 * d)
+    # SURE is unbiased but noisy; its standard deviation is that of the bootstrap
+    # replicates' own SURE (dpgauss.denoise.intervals), 0 for an exact (linear) estimator.
+    upper = bars.risk_upper(0.95)
+    lo, hi = bars.interval(level)
     info: dict[str, Any] = {
         "method": den.method,
         "estimated_error": risk,
-        "estimated_error_sd": sd,
+        "estimated_error_sd": bars.risk_sd,
+        "estimated_error_upper95": upper,
         "rmse_per_key": math.sqrt(max(risk, 0.0) / d) if math.isfinite(risk) and d else None,
-        "rmse_per_key_upper95": math.sqrt(max(risk + 1.645 * sd, 0.0) / d)
-        if math.isfinite(risk) and d
-        else None,
+        "rmse_per_key_upper95": math.sqrt(upper / d) if d else None,
         "raw_error": d * sigma * sigma,
         "raw_rmse_per_key": sigma,
+        "intervals": {
+            "level": level,
+            "method": "exact" if bars.source == "exact" else "calibrated parametric bootstrap",
+            "draws": bars.draws,
+            "median_width": float(np.median(hi - lo)) if d else None,
+            "raw_width": 2.0 * float(-special.ndtri((1.0 - level) / 2.0)) * sigma,
+            "target": "average coverage over keys (docs/denoising.md)",
+        },
         "params": json_ready({k: v for k, v in params.items() if not isinstance(v, dict)}),
     }
     if "candidates" in den.params:
@@ -789,6 +816,9 @@ def _mean_columns(
     sig_s, sig_c = rel.sigma * ds, rel.sigma * dc
     den_s = plan.denoiser(s_rel, sig_s)
     den_c = plan.denoiser(c_rel, sig_c)
+    post = _post_rng(seed)
+    bars_s, bars_c = den_s.error_bars(rng=post), den_c.error_bars(rng=post)
+    joint = (1.0 + spec.output.level) / 2.0  # each part at (1+level)/2: a union bound
     lo_b, hi_b = float(spec.statistic.lower), float(spec.statistic.upper)  # type: ignore[arg-type]
     m = (lo_b + hi_b) / 2.0
     half = rel.noise.half_width((1.0 + spec.output.level) / 2.0)
@@ -805,18 +835,35 @@ def _mean_columns(
     ok = c_rel >= 1.0
     sigma = np.full(d, np.nan)
     sigma[ok] = np.sqrt(sig_s**2 + (s_rel[ok] / c_rel[ok]) ** 2 * sig_c**2) / c_rel[ok]
-    lower, upper = np.full(d, lo_b), np.full(d, hi_b)
-    pos = c_rel - wc > 0
-    if pos.any():
-        corners = np.stack(
-            [
-                m + (s_rel[pos] + a * ws) / (c_rel[pos] + b * wc)
-                for a in (-1.0, 1.0)
-                for b in (-1.0, 1.0)
-            ]
-        )
-        lower[pos] = np.clip(corners.min(axis=0), lo_b, hi_b)
-        upper[pos] = np.clip(corners.max(axis=0), lo_b, hi_b)
+
+    def ratio_range(
+        s: np.ndarray, c: np.ndarray, ws: np.ndarray | float, wc: np.ndarray | float
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The range of m + S/C over S ∈ s ± ws, C ∈ c ± wc (all of [lo, hi] if C may be
+        ≤ 0)."""
+        lower, upper = np.full(d, lo_b), np.full(d, hi_b)
+        ws_a, wc_a = np.broadcast_to(ws, (d,)), np.broadcast_to(wc, (d,))
+        pos = c - wc_a > 0
+        if pos.any():
+            corners = np.stack(
+                [
+                    m + (s[pos] + a * ws_a[pos]) / (c[pos] + b * wc_a[pos])
+                    for a in (-1.0, 1.0)
+                    for b in (-1.0, 1.0)
+                ]
+            )
+            lower[pos] = np.clip(corners.min(axis=0), lo_b, hi_b)
+            upper[pos] = np.clip(corners.max(axis=0), lo_b, hi_b)
+        return lower, upper
+
+    lower, upper = ratio_range(s_rel, c_rel, ws, wc)
+    est_s, est_c = np.asarray(den_s.estimate), np.asarray(den_c.estimate)
+    den_lower, den_upper = ratio_range(
+        est_s,
+        est_c,
+        bars_s.quantile(joint) * bars_s.scale,
+        bars_c.quantile(joint) * bars_c.scale,
+    )
     noise_info.update(
         {
             "sigma": rel.sigma,
@@ -833,15 +880,17 @@ def _mean_columns(
         "sigma": sigma,
         "lower": lower,
         "upper": upper,
+        "denoised_lower": den_lower,
+        "denoised_upper": den_upper,
         "sum_released": m * c_rel + s_rel,
         "count_released": c_rel,
     }
     info = {
         "method": f"sum: {den_s.method}, count: {den_c.method}",
-        "sum": _den_info(den_s, sig_s, d),
-        "count": _den_info(den_c, sig_c, d),
-        "rmse_per_key": _den_info(den_c, sig_c, d)["rmse_per_key"],
-        "rmse_per_key_upper95": _den_info(den_c, sig_c, d)["rmse_per_key_upper95"],
+        "sum": _den_info(den_s, bars_s, sig_s, d, joint),
+        "count": (count := _den_info(den_c, bars_c, sig_c, d, joint)),
+        "rmse_per_key": count["rmse_per_key"],
+        "rmse_per_key_upper95": count["rmse_per_key_upper95"],
         "raw_rmse_per_key": sig_c,
         "note": "estimated errors are those of the centred sum and of the count; the mean is "
         "their ratio",

@@ -305,13 +305,14 @@ def plan_release(
     if ledger_p is not None:
         _precheck(ledger_p, spec.privacy.dataset, cal.mu)
 
-    # 3. the denoiser, run once on zeros with the planned σ (public inputs only), so that a
-    #    parameter value it refuses is refused here, not after the charge.
+    # 3. the denoiser and its error bars, run once on zeros with the planned σ (public
+    #    inputs only), so that a parameter value it refuses is refused here, not after the
+    #    charge.
     denoiser = plan_denoiser(spec, domain)
     sigma = float(cal.probe.sigma) * (sens.parts["count"] if sens.statistic == "mean" else 1.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        denoiser(np.zeros(domain.size), sigma)
+        denoiser(np.zeros(domain.size), sigma).error_bars(draws=2, rng=0)
     if fmt == "parquet":
         try:
             import pyarrow.parquet  # noqa: F401

@@ -164,6 +164,13 @@ class PublicReport:
             f"{rmse_text(den.get('rmse_per_key'), den.get('rmse_per_key_upper95'))} vs "
             f"{den['raw_rmse_per_key']:.6g} without denoising",
         ]
+        iv = den.get("intervals") or den.get("count", {}).get("intervals")
+        if iv and iv.get("median_width") is not None:
+            lines.append(
+                f"intervals  : denoised {iv['level']:.0%} intervals ({iv['method']}) median "
+                f"width {iv['median_width']:.4g} vs {iv['raw_width']:.4g} for the released "
+                "values" + (" (of the count)" if "count" in den else "")
+            )
         if ch.get("charged"):
             lines.append(
                 f"charge     : dataset {ch['dataset']!r}, charge #{ch['charge_id']}, "

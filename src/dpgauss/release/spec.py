@@ -866,6 +866,8 @@ RESERVED_COLUMNS = (
     "sigma",
     "lower",
     "upper",
+    "denoised_lower",
+    "denoised_upper",
     "lat",
     "lon",
     "sum_released",

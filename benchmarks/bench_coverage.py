@@ -40,6 +40,7 @@ import numpy as np
 
 from dpgauss.denoise import (
     Denoised,
+    Structure,
     as_graph,
     auto,
     graph_wavelet_denoise,
@@ -109,14 +110,15 @@ def denoisers(kind: str, edges: np.ndarray, d: int, shape: tuple[int, ...]) -> d
         "soft_threshold": lambda y, s: soft_threshold(y, s, threshold="sure"),
         "hard_threshold": lambda y, s: hard_threshold(y, s),
         "graph_wavelet": lambda y, s: graph_wavelet_denoise(y, s, g),
-        "trend_filter_0": lambda y, s: trend_filter(y, g, order=0, lam="sure", sigma=s),
+        "trend_filter_0": lambda y, s: trend_filter(y, s, g, order=0, lam="sure"),
     }
     if kind in ("chain", "grid"):
-        out["wavelet"] = lambda y, s: _flat(wavelet_denoise(y.reshape(shape), s))
+        out["wavelet"] = lambda y, s: wavelet_denoise(y, s, shape)
     if d <= 20_000 and kind != "grid":
-        out["trend_filter_1"] = lambda y, s: trend_filter(y, g, order=1, lam="sure", sigma=s)
+        out["trend_filter_1"] = lambda y, s: trend_filter(y, s, g, order=1, lam="sure")
     grid = shape if kind in ("chain", "grid") else None
-    out["auto"] = lambda y, s: auto(y, s, g, grid)
+    known = Structure(graph=g, grid=grid)
+    out["auto"] = lambda y, s: auto(y, s, known)
     return out
 
 

@@ -169,7 +169,9 @@ def bench_manhattan(repeats: int) -> list[dict[str, Any]]:
     g = as_graph(edges, y.size)
     print(f"Manhattan junction graph: {g.n} nodes, {g.m} edges, order 0 and 1, sigma = {SIGMA}")
     if _graph_tv.available():  # compile (or load from numba's cache) before timing
-        trend_filter(y[:50], np.array([[i, i + 1] for i in range(49)]), lam=1.0, solver="exact")
+        trend_filter(
+            y[:50], None, np.array([[i, i + 1] for i in range(49)]), lam=1.0, solver="exact"
+        )
     rows = []
     for order in (0, 1):
         mat = _make_operator(g, order).matrix
@@ -186,7 +188,7 @@ def bench_manhattan(repeats: int) -> list[dict[str, Any]]:
         for solver in solvers_for(order):
 
             def ours_single(order: int = order, solver: str = solver) -> Any:
-                return trend_filter(y, g, order=order, lam=FIXED_LAM, solver=solver)
+                return trend_filter(y, None, g, order=order, lam=FIXED_LAM, solver=solver)
 
             t_ours, fit = timed(ours_single, repeats)
             p_ours = objective(y, fit.estimate, mat, FIXED_LAM)
@@ -202,9 +204,7 @@ def bench_manhattan(repeats: int) -> list[dict[str, Any]]:
             )
 
             def ours_path(order: int = order, solver: str = solver) -> Any:
-                return trend_filter(
-                    y, g, order=order, lam="sure", sigma=SIGMA, solver=solver, **PATH_KW
-                )
+                return trend_filter(y, SIGMA, g, order=order, lam="sure", solver=solver, **PATH_KW)
 
             t_path, res = timed(ours_path, repeats)
             path = res.params["path"]
@@ -260,13 +260,15 @@ def grid_child(side: int, generic: bool, solver: str) -> None:
         inv = np.argsort(perm)
         edges, y = inv[edges], y[perm]
     if solver != "admm" and _graph_tv.available():  # numba: compile or load before timing
-        trend_filter(y[:50], np.array([[i, i + 1] for i in range(49)]), lam=1.0, solver="exact")
+        trend_filter(
+            y[:50], None, np.array([[i, i + 1] for i in range(49)]), lam=1.0, solver="exact"
+        )
     t0 = time.perf_counter()
     g = as_graph(edges, y.size)  # edge-list normal form (np.unique), timed separately
     t_graph = time.perf_counter() - t0
     t0 = time.perf_counter()
     fit = trend_filter(
-        y, g, order=0, lam=FIXED_LAM, tol=GRID_TOL, max_iter=GRID_MAX_ITER, solver=solver
+        y, None, g, order=0, lam=FIXED_LAM, tol=GRID_TOL, max_iter=GRID_MAX_ITER, solver=solver
     )
     elapsed = time.perf_counter() - t0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux: KiB
@@ -280,7 +282,7 @@ def grid_child(side: int, generic: bool, solver: str) -> None:
                 "gap": fit.params["gap"],
                 "converged": fit.params["converged"],
                 "df": fit.params["df"],
-                "solver": fit.params["solver"],
+                "solver": fit.params["algorithm"],
             }
         )
     )

@@ -125,8 +125,8 @@ def auto_sizes() -> None:
         n = hours * g.n
         graph = as_graph(product_edges([hours, g.n], [chain, np.asarray(g.edges)]), n)
         y = np.random.default_rng(0).normal(0, 21.0, n)
-        t0 = best(lambda y=y, g=graph: trend_filter(y, g, order=0, lam="sure", sigma=21.0), 1)
-        t1 = best(lambda y=y, g=graph: trend_filter(y, g, order=1, lam="sure", sigma=21.0), 1)
+        t0 = best(lambda y=y, g=graph: trend_filter(y, 21.0, g, order=0, lam="sure"), 1)
+        t1 = best(lambda y=y, g=graph: trend_filter(y, 21.0, g, order=1, lam="sure"), 1)
         print(f"  d = {n:7,}: order 0 {t0:7.2f} s, order 1 {t1:7.2f} s ({t1 / t0:5.1f} x)")
 
 

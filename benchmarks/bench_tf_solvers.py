@@ -40,16 +40,14 @@ def run(y: np.ndarray, edges: np.ndarray, sigma: float, solver: str, n_lambdas: 
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        fit = trend_filter(
-            y, edges, order=0, lam="sure", sigma=sigma, solver=solver, n_lambdas=n_lambdas
-        )
+        fit = trend_filter(y, sigma, edges, order=0, lam="sure", solver=solver, n_lambdas=n_lambdas)
     return {
         "seconds": time.perf_counter() - t0,
         "gap": float(np.max(fit.params["path"]["gap"])),
         "df": int(fit.params["df"]),
         "stalled": sum("max_iter" in str(w.message) for w in caught),
-        "fallback": "ADMM" in fit.params["solver"] and solver == "exact",
-        "method": fit.params["solver"].split(" (")[0],
+        "fallback": "ADMM" in fit.params["algorithm"] and solver == "exact",
+        "method": fit.params["algorithm"].split(" (")[0],
     }
 
 
@@ -126,7 +124,7 @@ def main() -> None:
     args = parser.parse_args()
     print(f"# bench_tf_solvers  {platform.python_version()}  solvers: {', '.join(solvers())}")
     if _graph_tv.available():  # compile (or load from numba's cache) before timing
-        trend_filter(np.arange(5.0), np.array([[0, 1], [1, 2]]), lam=1.0, solver="exact")
+        trend_filter(np.arange(5.0), None, np.array([[0, 1], [1, 2]]), lam=1.0, solver="exact")
     taxi_paths(2 if args.quick else 10)
     families(args.quick)
 

@@ -81,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         release = mechanism.release(counts, rng=args.seed)
         released, sigma = release.values, release.sigma
         g = as_graph(graph.edges, graph.n)
-        result = graph_wavelet_denoise(released, sigma, g, threshold)
+        result = graph_wavelet_denoise(released, sigma, g, threshold=threshold)
     except (TypeError, ValueError) as exc:
         parser.error(str(exc))
 

@@ -22,6 +22,7 @@ from .privacy import (
 )
 from .release.budget_cli import add_budget_parser
 from .release.check import add_check_parser
+from .release.denoise_cli import add_denoise_parser
 from .release.release_cli import add_release_parser
 
 __all__ = ["main"]
@@ -136,6 +137,7 @@ def _build_parser() -> _Parser:
     add_budget_parser(sub)
     add_release_parser(sub)
     add_check_parser(sub)
+    add_denoise_parser(sub)
     add_reproduce_parser(sub)
     return parser
 

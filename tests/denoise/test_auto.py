@@ -35,7 +35,7 @@ def _fixed_candidates(y: np.ndarray, grid_shape: tuple[int, ...] | None) -> dict
         out["wavelet"] = wavelet_denoise(y.reshape(grid_shape), SIGMA).estimate.ravel()
     if grid_shape is not None and len(grid_shape) == 1:
         out["trend_filter"] = trend_filter(
-            y, nx.path_graph(y.size), order=0, lam="sure", sigma=SIGMA
+            y, SIGMA, nx.path_graph(y.size), order=0, lam="sure"
         ).estimate
     return out
 
@@ -49,7 +49,7 @@ def _monte_carlo(theta_fn, grid_shape, reps, seed):
         y = theta + SIGMA * rng.standard_normal(theta.size)
         for name, est in _fixed_candidates(y, grid_shape).items():
             losses.setdefault(name, []).append(float(np.sum((est - theta) ** 2)))
-        res = auto(y, SIGMA, grid_shape=grid_shape)
+        res = auto(y, SIGMA, grid_shape)
         losses.setdefault("auto", []).append(float(np.sum((res.estimate - theta) ** 2)))
     return {name: float(np.mean(v)) for name, v in losses.items()}
 
@@ -116,7 +116,7 @@ def test_candidate_table_and_selection():
     theta = np.zeros(400)
     theta[:20] = 6.0
     y = theta + rng.standard_normal(400)
-    res = auto(y, 1.0, grid_shape=(20, 20))
+    res = auto(y, 1.0, (20, 20))
     table = res.params["candidates"]
     assert [c["method"] for c in table] == [
         "identity",
@@ -146,11 +146,11 @@ def test_candidate_table_and_selection():
 def test_margin_zero_is_plain_minimum_sure_and_a_huge_margin_keeps_a_baseline():
     rng = np.random.default_rng(4)
     y = np.repeat(rng.normal(0, 3, 16), 16) + rng.standard_normal(256)
-    plain = auto(y, 1.0, grid_shape=(16, 16), margin=0.0)
+    plain = auto(y, 1.0, (16, 16), margin=0.0)
     risks = [c["risk"] for c in plain.params["candidates"]]
     assert plain.params["selected"] == int(np.argmin(risks))
     assert plain.risk == min(risks)
-    cautious = auto(y, 1.0, grid_shape=(16, 16), margin=1e6)
+    cautious = auto(y, 1.0, (16, 16), margin=1e6)
     assert cautious.method in ("identity", "james_stein")
     assert cautious.params["selected"] in (0, 1, 2)
 
@@ -164,11 +164,11 @@ def test_identity_is_never_preferred_to_james_stein():
 
 def test_shape_is_kept_and_grid_is_c_order():
     y = np.arange(24.0).reshape(4, 6) + np.random.default_rng(6).standard_normal((4, 6))
-    res = auto(y, 1.0, grid_shape=(4, 6), margin=0.0)
+    res = auto(y, 1.0, (4, 6), margin=0.0)
     assert res.estimate.shape == (4, 6)
     wav = next(c for c in res.params["candidates"] if c["method"] == "wavelet")
     assert wav["risk"] == pytest.approx(wavelet_denoise(y, 1.0).risk)
-    assert auto(y, 1.0, grid_shape=24).estimate.shape == (4, 6)
+    assert auto(y, 1.0, 24).estimate.shape == (4, 6)
 
 
 def test_small_and_empty_inputs():
@@ -182,7 +182,7 @@ def test_graph_candidates_when_available():
     n = 64
     edges = np.stack([np.arange(n - 1), np.arange(1, n)], axis=1)
     y = np.repeat([0.0, 4.0], n // 2) + np.random.default_rng(7).standard_normal(n)
-    res = auto(y, 1.0, graph=edges)
+    res = auto(y, 1.0, edges)
     methods = [c["method"] for c in res.params["candidates"]]
     assert methods == [
         "identity",
@@ -201,17 +201,17 @@ def test_graph_candidates_when_available():
 @pytest.mark.parametrize(
     ("kwargs", "exc", "match"),
     [
-        ({"grid_shape": (10, 10)}, ValueError, "grid_shape"),
-        ({"grid_shape": (2, 3, 10)}, ValueError, "grid_shape"),
-        ({"grid_shape": (1, 60)}, ValueError, "grid_shape"),
-        ({"grid_shape": (6.0, 10)}, TypeError, "grid_shape"),
-        ({"grid_shape": "6x10"}, TypeError, "grid_shape"),
-        ({"grid_shape": True}, TypeError, "grid_shape"),
+        ({"structure": (10, 10)}, ValueError, "grid"),
+        ({"structure": (2, 3, 10)}, TypeError, "structure"),
+        ({"structure": (1, 60)}, ValueError, "grid"),
+        ({"structure": (6.0, 10)}, TypeError, "structure"),
+        ({"structure": "6x10"}, TypeError, "structure"),
+        ({"structure": True}, TypeError, "structure"),
         ({"margin": -1.0}, ValueError, "margin"),
         ({"margin": math.nan}, ValueError, "margin"),
         ({"margin": "1"}, TypeError, "margin"),
-        ({"graph": np.array([[0, 60]])}, ValueError, "graph"),
-        ({"graph": "path"}, TypeError, "graph"),
+        ({"structure": np.array([[0, 60]])}, ValueError, "node|graph"),
+        ({"structure": "path"}, TypeError, "structure"),
     ],
 )
 def test_bad_arguments(kwargs, exc, match):
@@ -244,7 +244,7 @@ def test_a_weak_smooth_signal_on_a_graph_is_found():
     loss_auto, loss_js = [], []
     for _ in range(6):
         y = theta + rng.standard_normal(n)
-        loss_auto.append(np.sum((auto(y, 1.0, graph=edges).estimate - theta) ** 2))
+        loss_auto.append(np.sum((auto(y, 1.0, edges).estimate - theta) ** 2))
         loss_js.append(np.sum((james_stein(y, 1.0, target="mean").estimate - theta) ** 2))
     assert np.mean(loss_auto) < 0.6 * np.mean(loss_js)
 
@@ -261,7 +261,7 @@ def test_a_missing_optional_dependency_skips_its_candidate(monkeypatch):
     rng = np.random.default_rng(5)
     y = _steps_1d(rng) + SIGMA * rng.standard_normal(1000)
     with pytest.warns(UserWarning, match="wavelet candidate is skipped"):
-        res = auto(y, SIGMA, grid_shape=(1000,))
+        res = auto(y, SIGMA, (1000,))
     assert res.method == "trend_filter"
     assert "PyWavelets" in res.params["skipped"][0]
     assert all(c["method"] != "wavelet" for c in res.params["candidates"])
@@ -275,7 +275,7 @@ def test_order_one_trend_filtering_is_skipped_beyond_its_size_limit(monkeypatch)
     rng = np.random.default_rng(0)
     d = 40
     chain = np.stack([np.arange(d - 1), np.arange(1, d)], axis=1)
-    res = auto_module.auto(rng.normal(0, 1, d), 1.0, graph=chain)
+    res = auto_module.auto(rng.normal(0, 1, d), 1.0, chain)
     methods = [(c["method"], c["params"].get("order")) for c in res.params["candidates"]]
     assert ("trend_filter", 1) not in methods and ("trend_filter", 0) in methods
     assert any("trend_filter order 1 (d = 40 > 30" in s for s in res.params["skipped"])

@@ -46,10 +46,10 @@ DENOISERS = {
     "wavelet": lambda y, s: wavelet_denoise(y, s),
     "wavelet_grid": lambda y, s: wavelet_denoise(y.reshape(20, 30), s),
     "graph_wavelet": lambda y, s: graph_wavelet_denoise(y, s, GRAPH),
-    "trend_filter_0": lambda y, s: trend_filter(y, GRAPH, order=0, lam="sure", sigma=s),
-    "trend_filter_1": lambda y, s: trend_filter(y, GRAPH, order=1, lam="sure", sigma=s),
+    "trend_filter_0": lambda y, s: trend_filter(y, s, GRAPH, order=0, lam="sure"),
+    "trend_filter_1": lambda y, s: trend_filter(y, s, GRAPH, order=1, lam="sure"),
     "auto_graph": lambda y, s: auto(y, s, GRAPH),
-    "auto_grid": lambda y, s: auto(y.reshape(20, 30), s, grid_shape=(20, 30)),
+    "auto_grid": lambda y, s: auto(y.reshape(20, 30), s, (20, 30)),
 }
 
 
@@ -84,7 +84,7 @@ def test_intervals_have_the_shape_of_the_estimate_and_contain_it(name: str) -> N
 def test_the_bootstrap_is_reproducible_with_a_seed_and_cached_without() -> None:
     rng = np.random.default_rng(4)
     y = _steps() + rng.standard_normal(D)
-    res = trend_filter(y, GRAPH, order=0, lam="sure", sigma=1.0)
+    res = trend_filter(y, 1.0, GRAPH, order=0, lam="sure")
     a = res.interval(rng=11, draws=6)
     b = res.interval(rng=11, draws=6)
     np.testing.assert_array_equal(a.lower, b.lower)
@@ -109,7 +109,7 @@ def test_the_identity_and_the_posterior_mean_have_exact_intervals() -> None:
     for _ in range(trials):
         theta = rng.normal(0.0, math.sqrt(w2), d)
         y = theta + s * rng.standard_normal(d)
-        res = posterior_mean(y, s, w2)
+        res = posterior_mean(y, s, prior_variance=w2)
         bars = res.error_bars()
         assert bars.source == "exact" and math.isinf(bars.dof)
         np.testing.assert_allclose(bars.scale, math.sqrt(w2 * s * s / (w2 + s * s)))
@@ -175,7 +175,7 @@ def test_bad_arguments_are_refused_by_name() -> None:
         res.error_bars(draws=1)
     with pytest.raises(TypeError, match="draws"):
         res.error_bars(draws=2.5)  # type: ignore[arg-type]
-    bare = trend_filter(np.arange(10.0), CHAIN[:9], order=0, lam=1.0)  # no sigma
+    bare = trend_filter(np.arange(10.0), None, CHAIN[:9], order=0, lam=1.0)  # no sigma
     with pytest.raises(ValueError, match="no error bars"):
         error_bars(bare)
 

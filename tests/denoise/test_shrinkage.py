@@ -38,7 +38,7 @@ def _divergence_fd(estimator, y: np.ndarray, h: float = 1e-6) -> float:
 
 def test_posterior_mean_formula_and_shape():
     y = np.arange(6.0).reshape(2, 3) - 2.5
-    res = posterior_mean(y, 2.0, 4.0)
+    res = posterior_mean(y, 2.0, prior_variance=4.0)
     assert isinstance(res, Denoised)
     assert res.method == "posterior_mean"
     assert res.estimate.shape == (2, 3)
@@ -53,13 +53,13 @@ def test_posterior_mean_formula_and_shape():
 def test_posterior_mean_prior_mean_and_per_coordinate_variance():
     y = np.array([1.0, 2.0, 3.0])
     w2 = np.array([0.0, 1.0, np.float64(1e300)])
-    res = posterior_mean(y, 1.0, w2, prior_mean=[5.0, 0.0, 0.0])
+    res = posterior_mean(y, 1.0, prior_variance=w2, prior_mean=[5.0, 0.0, 0.0])
     np.testing.assert_allclose(res.estimate, [5.0, 1.0, 3.0])
     np.testing.assert_allclose(res.params["shrinkage"], [0.0, 0.5, 1.0])
 
 
 def test_posterior_mean_zero_prior_variance_gives_prior_mean():
-    res = posterior_mean([1.0, -2.0], 1.0, 0.0)
+    res = posterior_mean([1.0, -2.0], 1.0, prior_variance=0.0)
     np.testing.assert_array_equal(res.estimate, [0.0, 0.0])
     assert res.risk == pytest.approx(5.0 - 2.0)
 
@@ -69,7 +69,9 @@ def test_posterior_mean_sure_is_unbiased(w2):
     rng = np.random.default_rng(11)
     theta = rng.normal(0.0, 1.5, size=20)
     sigma = 1.3
-    mean, se, _ = _sure_minus_loss(lambda y: posterior_mean(y, sigma, w2), theta, sigma, 1)
+    mean, se, _ = _sure_minus_loss(
+        lambda y: posterior_mean(y, sigma, prior_variance=w2), theta, sigma, 1
+    )
     assert abs(mean) < 3 * se
 
 
@@ -79,7 +81,7 @@ def test_posterior_mean_attains_the_bayes_risk():
     d, sigma, w2, reps = 50, 1.0, 2.0, 2000
     theta = rng.normal(0.0, np.sqrt(w2), size=(reps, d))
     y = theta + sigma * rng.standard_normal((reps, d))
-    loss = np.sum((posterior_mean(y, sigma, w2).estimate - theta) ** 2, axis=1)
+    loss = np.sum((posterior_mean(y, sigma, prior_variance=w2).estimate - theta) ** 2, axis=1)
     bayes = d * sigma**2 * w2 / (sigma**2 + w2)
     assert abs(loss.mean() - bayes) < 3 * loss.std(ddof=1) / np.sqrt(reps)
 
@@ -187,16 +189,28 @@ def test_james_stein_keeps_shape_and_handles_zero_vector():
         (lambda: james_stein([1.0, np.nan, 2.0], 1.0), ValueError, "y must be finite"),
         (lambda: james_stein("abc", 1.0), TypeError, "y must be"),
         (lambda: james_stein([1.0, 2.0, 3.0], 0.0), ValueError, "sigma"),
-        (lambda: james_stein([1.0, 2.0, 3.0], [1.0, 2.0]), TypeError, "sigma"),
+        (lambda: james_stein([1.0, 2.0, 3.0], [1.0, 2.0]), ValueError, "one per key"),
         (lambda: james_stein([1.0, 2.0, 3.0], 1.0, target="median"), ValueError, "target"),
         (lambda: james_stein([1.0, 2.0, 3.0], 1.0, target=None), ValueError, "target"),
-        (lambda: posterior_mean([1.0], 1.0, -1.0), ValueError, "prior_variance"),
-        (lambda: posterior_mean([1.0], 1.0, np.inf), ValueError, "prior_variance"),
-        (lambda: posterior_mean([1.0], 1.0, "big"), TypeError, "prior_variance"),
-        (lambda: posterior_mean([1.0, 2.0], 1.0, [1.0, 2.0, 3.0]), ValueError, "broadcast"),
-        (lambda: posterior_mean([1.0, 2.0], 1.0, [[1.0], [2.0]]), ValueError, "shape of y"),
-        (lambda: posterior_mean([1.0], 1.0, 1.0, prior_mean=np.nan), ValueError, "prior_mean"),
-        (lambda: posterior_mean([1.0], -1.0, 1.0), ValueError, "sigma"),
+        (lambda: posterior_mean([1.0], 1.0, prior_variance=-1.0), ValueError, "prior_variance"),
+        (lambda: posterior_mean([1.0], 1.0, prior_variance=np.inf), ValueError, "prior_variance"),
+        (lambda: posterior_mean([1.0], 1.0, prior_variance="big"), TypeError, "prior_variance"),
+        (
+            lambda: posterior_mean([1.0, 2.0], 1.0, prior_variance=[1.0, 2.0, 3.0]),
+            ValueError,
+            "broadcast",
+        ),
+        (
+            lambda: posterior_mean([1.0, 2.0], 1.0, prior_variance=[[1.0], [2.0]]),
+            ValueError,
+            "shape of y",
+        ),
+        (
+            lambda: posterior_mean([1.0], 1.0, prior_variance=1.0, prior_mean=np.nan),
+            ValueError,
+            "prior_mean",
+        ),
+        (lambda: posterior_mean([1.0], -1.0, prior_variance=1.0), ValueError, "sigma"),
     ],
 )
 def test_bad_input(call, exc, match):

@@ -27,7 +27,7 @@ def test_soft_threshold_formula():
     res = soft_threshold(y, 1.0, threshold=1.0)
     np.testing.assert_allclose(res.estimate, [[-2.0, 0.0], [0.0, 1.5]])
     assert res.estimate.shape == y.shape
-    assert res.params == {"threshold": "fixed", "lambda": 1.0, "df": 2}
+    assert res.params == {"threshold": 1.0, "lambda": 1.0, "df": 2}
     # SURE = dσ² − 2σ²·#{|y| ≤ λ} + Σ min(y², λ²)
     assert res.risk == pytest.approx(4 - 2 * 2 + (1 + 0.25 + 0.04 + 1))
 
@@ -149,7 +149,7 @@ def test_empty_and_scalar_inputs():
         (lambda: soft_threshold([1.0, 2.0], 1.0, threshold=-1.0), ValueError, "threshold"),
         (lambda: soft_threshold([1.0, 2.0], 1.0, threshold=np.nan), ValueError, "threshold"),
         (lambda: soft_threshold([1.0, 2.0], 1.0, threshold="minimax"), ValueError, "threshold"),
-        (lambda: soft_threshold([1.0, 2.0], 1.0, threshold=[1.0, 2.0]), TypeError, "threshold"),
+        (lambda: soft_threshold([1.0, 2.0], 1.0, threshold=[1.0, 2.0, 3.0]), ValueError, "per key"),
         (lambda: soft_threshold([1.0, 2.0], 1.0, threshold=True), TypeError, "threshold"),
         (lambda: soft_threshold([1.0, 2.0], 1.0, threshold=None), TypeError, "threshold"),
         (lambda: soft_threshold([1.0, np.inf], 1.0), ValueError, "y must be finite"),

@@ -74,7 +74,7 @@ def test_order1_path_matches_cvxpy(kind):
     lap = _make_operator(g, 1).matrix.toarray()
     rng = np.random.default_rng(2)
     y = np.repeat(3.0 * rng.standard_normal(5), -(-n // 5))[:n] + rng.standard_normal(n)
-    fit = trend_filter(y, g, order=1, lam="sure", sigma=1.0, n_lambdas=8, lam_min_ratio=1e-3)
+    fit = trend_filter(y, 1.0, g, order=1, lam="sure", n_lambdas=8, lam_min_ratio=1e-3)
     path = fit.params["path"]
     assert np.all(path["gap"] <= RTOL)
     for lam, obj in list(zip(path["lam"], path["objective"], strict=True))[1::2]:
@@ -88,10 +88,10 @@ def test_cache_budget_falls_back_to_the_saddle_point_polish(monkeypatch):
     edges, n = GRAPHS["random"]()
     rng = np.random.default_rng(5)
     y = np.repeat(rng.standard_normal(3), 17)[:n] + 0.3 * rng.standard_normal(n)
-    kw = {"order": 1, "lam": "sure", "sigma": 0.3, "n_lambdas": 6}
-    fast = trend_filter(y, edges, **kw)
+    kw = {"order": 1, "lam": "sure", "n_lambdas": 6}
+    fast = trend_filter(y, 0.3, edges, **kw)
     monkeypatch.setattr(_tf_order1, "_MAX_ENTRIES", 4)
-    slow = trend_filter(y, edges, **kw)
+    slow = trend_filter(y, 0.3, edges, **kw)
     np.testing.assert_allclose(fast.params["path"]["df"], slow.params["path"]["df"])
     np.testing.assert_allclose(
         fast.params["path"]["objective"], slow.params["path"]["objective"], rtol=2e-6

@@ -71,8 +71,8 @@ def test_trend_filter_uses_it_on_chains_with_exact_df(kernel):
     df; the path's SURE matches the one from the reference solution."""
     rng = np.random.default_rng(2)
     y = np.repeat([0.0, 4.0, 1.0, 3.0], 50) + rng.standard_normal(200)
-    fit = trend_filter(y, nx.path_graph(200), order=0, lam="sure", sigma=1.0)
-    assert fit.params["solver"] == "direct 1-D TV (Condat 2013)"
+    fit = trend_filter(y, 1.0, nx.path_graph(200), order=0, lam="sure")
+    assert fit.params["algorithm"] == "direct 1-D TV (Condat 2013)"
     assert fit.params["iterations"] == 0
     path = fit.params["path"]
     assert np.all(path["gap"] <= 1e-12)

@@ -162,7 +162,8 @@ def test_default_level_and_metadata():
     assert res.params["threshold"] == "sure"
     assert res.method == "wavelet"
     res = wavelet_denoise(np.zeros(10), 1.0, wavelet=pywt.Wavelet("db2"), threshold=0.5)
-    assert res.params["threshold"] == "fixed" and res.params["wavelet"] == "db2"
+    assert res.params["threshold"] == [0.5] * res.params["level"]
+    assert res.params["wavelet"] == "db2"
 
 
 def test_missing_pywavelets_gives_install_hint(monkeypatch):

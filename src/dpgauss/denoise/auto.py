@@ -19,8 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from .result import Denoised, check_observation
+from .result import Denoised, check_noise
 from .shrinkage import james_stein
+from .structure import as_structure
 from .thresholding import soft_threshold
 from .tree_wavelets import graph_wavelet_denoise
 from .trend_filter import trend_filter
@@ -41,23 +42,6 @@ def _summary(params: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _grid(grid_shape: object, d: int) -> tuple[int, ...]:
-    if isinstance(grid_shape, numbers.Integral) and not isinstance(grid_shape, bool):
-        grid_shape = (grid_shape,)
-    if not isinstance(grid_shape, tuple | list) or not all(
-        isinstance(n, numbers.Integral) and not isinstance(n, bool) for n in grid_shape
-    ):
-        raise TypeError(
-            f"grid_shape must be a tuple of 1 or 2 integers or None; got {grid_shape!r}"
-        )
-    shape = tuple(int(n) for n in grid_shape)
-    if len(shape) not in (1, 2) or min(shape) < 2:
-        raise ValueError(f"grid_shape must have 1 or 2 axes of length at least 2; got {shape}")
-    if math.prod(shape) != d:
-        raise ValueError(f"grid_shape {shape} has {math.prod(shape)} cells but y has {d} entries")
-    return shape
-
-
 #: Order-1 graph trend filtering is a candidate up to this many keys: its SURE path is
 #: superlinear (on this project's 2-core machines, hours × the Manhattan graph: 4.8 s at
 #: 4,091 keys, 25 s at 8,182, 37 s at 16,364 — `python benchmarks/bench_domains.py`; a
@@ -69,8 +53,7 @@ TF1_MAX_SIZE = 20_000
 def auto(
     y: object,
     sigma: object,
-    graph: object = None,
-    grid_shape: object = None,
+    structure: object = None,
     *,
     margin: float = 1.0,
 ) -> Denoised:
@@ -81,11 +64,11 @@ def auto(
     * ``identity``: ``ŷ = y``, risk ``dσ²``;
     * :func:`~dpgauss.denoise.james_stein` toward zero and toward the mean;
     * :func:`~dpgauss.denoise.soft_threshold` with the SURE-chosen λ;
-    * with ``grid_shape``: :func:`~dpgauss.denoise.wavelet_denoise` (Haar, SURE thresholds)
+    * with a grid shape: :func:`~dpgauss.denoise.wavelet_denoise` (Haar, SURE thresholds)
       of ``y`` reshaped (C order) to the grid, and for a 1-D grid (an ordered histogram, a
       series) also order-0 trend filtering on the chain of its cells, tuned by SURE
       (exact, by the direct 1-D algorithm);
-    * with ``graph``: the graph Haar wavelets of a spanning tree and graph trend filtering
+    * with a graph: the graph Haar wavelets of a spanning tree and graph trend filtering
       of orders 0 and 1 (order 1 up to :data:`TF1_MAX_SIZE` keys), both tuned by SURE
       (``dpgauss.denoise.tree_wavelets`` and ``dpgauss.denoise.trend_filter``); coordinate
       ``i`` of ``y`` (flattened in C order) is node ``i``.
@@ -114,10 +97,13 @@ def auto(
     Parameters
     ----------
     y : array_like of finite reals, any shape
-    sigma : float > 0, the public noise standard deviation
-    graph : optional public graph on the ``y.size`` coordinates (see
-        :func:`~dpgauss.denoise.as_graph`)
-    grid_shape : optional tuple of 1 or 2 integers ≥ 2 whose product is ``y.size``
+    sigma : float > 0, the public noise standard deviation, or one per key (then the
+        wavelet and trend-filtering candidates, which take one σ, are skipped and say so in
+        ``skipped``; the guard's ``σ²√(2d)`` becomes ``√(2 Σ σᵢ⁴)``)
+    structure : optional: a public graph on the ``y.size`` coordinates (see
+        :func:`~dpgauss.denoise.as_graph`), a grid shape (a tuple of 1 or 2 integers ≥ 2
+        whose product is ``y.size``) or a :class:`~dpgauss.denoise.structure.Structure`
+        with both (:mod:`dpgauss.denoise.structure`)
     margin : float ≥ 0, the guard above in units of ``σ²√(2d)``
 
     Returns
@@ -132,28 +118,39 @@ def auto(
         grid wavelets need PyWavelets: ``pip install 'dpgauss[wavelets]'``) or a size beyond
         :data:`TF1_MAX_SIZE`.
     """
-    arr, s = check_observation(y, sigma)
+    arr, s = check_noise(y, sigma)
+    per_key = np.ndim(s) > 0
     if isinstance(margin, bool) or not isinstance(margin, numbers.Real):
         raise TypeError(f"margin must be a real number ≥ 0; got {type(margin).__name__}")
     if not (math.isfinite(margin) and margin >= 0):
         raise ValueError(f"margin must be a finite number ≥ 0; got {margin!r}")
     d = arr.size
-    shape = _grid(grid_shape, d) if grid_shape is not None else None
+    known = as_structure(structure, d)
+    shape, graph = known.grid, known.graph
     flat = arr.ravel()
 
     # Baselines that never lose to y: the identity and James–Stein (which dominates it).
     baselines = [
-        Denoised(arr.copy(), d * s * s, "identity", {}, sigma=s, scale=np.full(arr.shape, s)),
+        Denoised(
+            arr.copy(),
+            float(np.sum(np.broadcast_to(np.asarray(s) ** 2, arr.shape))),
+            "identity",
+            {},
+            sigma=s,
+            scale=np.array(np.broadcast_to(s, arr.shape), dtype=np.float64),
+        ),
         james_stein(arr, s, target="zero"),
         james_stein(arr, s, target="mean"),
     ]
     challengers = [soft_threshold(arr, s, threshold="sure")]
     skipped: list[str] = []
-    if shape is not None:
+    if per_key and (shape is not None or graph is not None):
+        skipped.append("wavelet_denoise and trend_filter (they take one σ; sigma differs per key)")
+    if shape is not None and not per_key:
         from .wavelets import wavelet_denoise
 
         try:
-            res = wavelet_denoise(flat.reshape(shape), s, wavelet="haar", threshold="sure")
+            res = wavelet_denoise(flat, s, shape, wavelet="haar", threshold="sure")
         except ImportError as exc:  # PyWavelets is optional: compare the others
             skipped.append(f"wavelet_denoise ({exc})")
             warnings.warn(
@@ -165,16 +162,14 @@ def auto(
             # an ordered 1-D grid is a chain: order-0 trend filtering there is exact and
             # takes about one pass per λ (the direct 1-D algorithm, with or without numba)
             chain = np.stack([np.arange(d - 1), np.arange(1, d)], axis=1)
-            res = trend_filter(flat, chain, order=0, lam="sure", sigma=s)
+            res = trend_filter(flat, s, chain, order=0, lam="sure")
             challengers.append(_reshaped(res, arr.shape))
     if graph is not None:
-        from .graph import as_graph
-
-        g = as_graph(graph, d)
+        g = graph
         challengers.append(
             _reshaped(graph_wavelet_denoise(flat, s, g, threshold="sure"), arr.shape)
         )
-        for order in (0, 1):
+        for order in (0, 1) if not per_key else ():
             if order == 1 and d > TF1_MAX_SIZE:
                 skipped.append(
                     f"trend_filter order 1 (d = {d:,} > {TF1_MAX_SIZE:,}: its SURE path takes "
@@ -182,7 +177,7 @@ def auto(
                     "params = { order = 1 })"
                 )
                 continue
-            res = trend_filter(flat, g, order=order, lam="sure", sigma=s)
+            res = trend_filter(flat, s, g, order=order, lam="sure")
             challengers.append(_reshaped(res, arr.shape))
 
     candidates = baselines + challengers
@@ -190,7 +185,8 @@ def auto(
     chosen = int(np.argmin(base_risks))
     best = base_risks[chosen]
     base, base_risk = np.ravel(candidates[chosen].estimate), best
-    full = s * s * math.sqrt(2.0 * d)
+    # the standard deviation of ‖noise‖²: σ²√(2d), √(2 Σ σᵢ⁴) with one σ per key
+    full = math.sqrt(2.0 * float(np.sum(np.broadcast_to(np.asarray(s) ** 4, arr.shape))))
     for i, cand in enumerate(challengers, start=len(baselines)):
         risk = cand.risk
         if risk is None or not math.isfinite(risk):
@@ -199,7 +195,8 @@ def auto(
         df = cand.params.get("df")
         if cand.method == "trend_filter" and df is not None and math.isfinite(float(df)):
             gap = float(np.linalg.norm(np.ravel(cand.estimate) - base))
-            guard = min(full, 2.0 * s * gap + 2.0 * s * s * math.sqrt(2.0 * float(df)))
+            sd = float(s)  # trend filtering runs with one σ only
+            guard = min(full, 2.0 * sd * gap + 2.0 * sd * sd * math.sqrt(2.0 * float(df)))
         if risk < base_risk - margin * guard and risk < best:
             chosen, best = i, risk
     winner = candidates[chosen]

@@ -59,6 +59,7 @@ estimator's own simulated error at ``ŷ`` is not credible).  It is never 0 or ne
 
 from __future__ import annotations
 
+import hashlib
 import math
 import numbers
 from dataclasses import dataclass
@@ -71,7 +72,7 @@ from scipy.stats import t as student_t
 if TYPE_CHECKING:
     from .result import Denoised
 
-__all__ = ["DRAWS", "GUARD", "ErrorBars", "Interval", "error_bars"]
+__all__ = ["DRAWS", "GUARD", "ErrorBars", "Interval", "error_bars", "public_seed"]
 
 #: Simulated releases per error bar (the bootstrap's ``B``).  32 keeps the cost at about
 #: 32 frozen-tuning refits and the width's own noise near √(1/(2·32)) ≈ 12 %.
@@ -155,6 +156,20 @@ class ErrorBars:
         if self.risk is None or not math.isfinite(self.risk):
             return self.simulated
         return max(self.risk + z * self.risk_sd, self.simulated)
+
+
+def public_seed(y: object, sigma: object) -> np.random.SeedSequence:
+    """A seed that is a function of the released values and their σ only.
+
+    Error bars drawn with it are a deterministic function of what is published: anyone who
+    re-runs them on the released table gets the same intervals (``dpgauss denoise`` does by
+    default), and no secret randomness is needed for post-processing.
+    """
+    h = hashlib.sha256()
+    h.update(np.ascontiguousarray(np.asarray(y, dtype=np.float64)).tobytes())
+    h.update(b"|")
+    h.update(np.ascontiguousarray(np.asarray(sigma, dtype=np.float64)).tobytes())
+    return np.random.SeedSequence(int.from_bytes(h.digest()[:16], "little"))
 
 
 def _check_draws(draws: object) -> int:

@@ -25,7 +25,7 @@ from .._validation import REAL, Interval, as_real_array, check_interval
 if TYPE_CHECKING:
     from .intervals import ErrorBars, Interval
 
-__all__ = ["Denoised", "check_observation"]
+__all__ = ["Denoised", "check_noise", "check_observation"]
 
 
 @dataclass(frozen=True)
@@ -95,8 +95,14 @@ class Denoised:
         return self.error_bars(draws=draws, rng=rng).interval(level)
 
 
+#: The denoisers that accept one σ per key (the others need a single σ).
+PER_KEY_SIGMA = (
+    "none, posterior_mean, james_stein, soft_threshold, hard_threshold, graph_wavelet and auto"
+)
+
+
 def check_observation(y: object, sigma: object) -> tuple[np.ndarray, float]:
-    """Validate the released vector and the public σ shared by all denoisers.
+    """Validate the released vector and a single public σ (denoisers that need one).
 
     ``y``: finite reals of any shape (returned as a float64 array); ``σ``: a finite
     positive number.  Raises ``TypeError``/``ValueError`` naming the argument.
@@ -105,6 +111,37 @@ def check_observation(y: object, sigma: object) -> tuple[np.ndarray, float]:
     check_interval(arr, "y", REAL)
     s = as_real_array(sigma, "sigma")
     if s.ndim:
-        raise TypeError(f"sigma must be a single number, not an array of shape {s.shape}")
+        if s.size and np.all(s == s.flat[0]):
+            s = np.asarray(s.flat[0])  # one σ written once per key
+        else:
+            raise TypeError(
+                f"sigma must be a single number here, not an array of shape {s.shape} (one σ "
+                f"per key is accepted by {PER_KEY_SIGMA})"
+            )
     check_interval(s, "sigma", Interval(0.0, math.inf))
     return np.array(arr, dtype=np.float64), float(s)
+
+
+def check_noise(y: object, sigma: object) -> tuple[np.ndarray, float | np.ndarray]:
+    """Validate the released vector and its public σ: one number, or one per key.
+
+    ``σ`` may be a finite positive number or an array of them broadcastable to ``y``'s
+    shape (returned at that shape; a constant array is returned as its number, so a
+    denoiser given σ written once per key does exactly what it does with the number).
+    """
+    arr = as_real_array(y, "y")
+    check_interval(arr, "y", REAL)
+    s = as_real_array(sigma, "sigma")
+    check_interval(s, "sigma", Interval(0.0, math.inf))
+    if s.ndim == 0:
+        return np.array(arr, dtype=np.float64), float(s)
+    try:
+        full = np.broadcast_to(s, arr.shape)
+    except ValueError:
+        raise ValueError(
+            f"sigma must be one number or one per key: shape {s.shape} does not fit y's shape "
+            f"{arr.shape}"
+        ) from None
+    if full.size and np.all(full == full.flat[0]):
+        return np.array(arr, dtype=np.float64), float(full.flat[0])
+    return np.array(arr, dtype=np.float64), np.array(full, dtype=np.float64)

@@ -18,13 +18,18 @@ from typing import Literal
 import numpy as np
 
 from .._validation import NONNEGATIVE, REAL, as_real_array, broadcast_args, check_interval
-from .result import Denoised, check_observation
+from .result import Denoised, check_noise
 
 __all__ = ["james_stein", "posterior_mean"]
 
 
 def posterior_mean(
-    y: object, sigma: object, prior_variance: object, *, prior_mean: object = 0.0
+    y: object,
+    sigma: object,
+    structure: object = None,
+    *,
+    prior_variance: object,
+    prior_mean: object = 0.0,
 ) -> Denoised:
     """Bayes estimator for the Gaussian prior ``θ ~ N(m, w²I)``: ``m + w²/(w²+σ²)·(y − m)``.
 
@@ -36,20 +41,26 @@ def posterior_mean(
     Parameters
     ----------
     y : array_like of finite reals, any shape (the released vector)
-    sigma : float > 0, the public noise standard deviation
+    sigma : float > 0, the public noise standard deviation, or one per key (an array
+        broadcastable to ``y``)
+    structure : not used; accepted so that every denoiser is called alike
     prior_variance : float or array broadcastable to ``y.shape``, ``w² ≥ 0`` (finite);
         an array gives a different prior variance for every coordinate
     prior_mean : float or array broadcastable to ``y.shape``, ``m`` (default 0)
+
+    With one σ per key (``sigma`` an array), ``cᵢ = w²/(w² + σᵢ²)`` and every σ² below is
+    ``σᵢ²`` inside the sums.
 
     Returns
     -------
     Denoised
         ``risk`` is the exact SURE of this linear smoother ``ŷ = m + S(y − m)``,
         ``S = diag(c)``: ``‖ŷ − y‖² + 2σ² tr(S) − dσ² = Σ (1−cᵢ)²(yᵢ−mᵢ)² + 2σ² Σ cᵢ − dσ²``.
+        Its error bars are exact: the posterior standard deviation ``√(cᵢ)·σᵢ``.
         ``params`` holds ``shrinkage`` (the factor ``c``; an array if it varies) and
         ``df = tr(S)``.
     """
-    arr, s = check_observation(y, sigma)
+    arr, s = check_noise(y, sigma)
     w2 = as_real_array(prior_variance, "prior_variance")
     check_interval(w2, "prior_variance", NONNEGATIVE, "a prior variance w² ≥ 0, finite")
     m = as_real_array(prior_mean, "prior_mean")
@@ -60,14 +71,15 @@ def posterior_mean(
             "prior_variance and prior_mean must broadcast to the shape of y without enlarging "
             f"it: y {arr.shape}, prior_variance {w2.shape}, prior_mean {m.shape}"
         )
-    s2 = s * s
+    s2 = np.broadcast_to(np.asarray(s) ** 2, arr.shape)
     c = w2b / (w2b + s2)  # σ > 0, so the denominator is positive
     resid = yb - mb
     estimate = mb + c * resid
-    d = arr.size
     df = float(c.sum())
-    risk = float(np.sum(((1.0 - c) * resid) ** 2)) + 2.0 * s2 * df - d * s2
-    shrink: float | np.ndarray = float(w2) / (float(w2) + s2) if w2.ndim == 0 else c
+    risk = float(np.sum(((1.0 - c) * resid) ** 2)) + 2.0 * float(np.sum(s2 * c)) - float(s2.sum())
+    shrink: float | np.ndarray = (
+        float(w2) / (float(w2) + float(s) ** 2) if w2.ndim == 0 and np.ndim(s) == 0 else c
+    )
     return Denoised(
         np.array(estimate, dtype=np.float64),
         risk,
@@ -82,7 +94,13 @@ def _summary(arr: np.ndarray) -> float | np.ndarray:
     return float(arr) if arr.ndim == 0 else arr
 
 
-def james_stein(y: object, sigma: object, target: Literal["zero", "mean"] = "zero") -> Denoised:
+def james_stein(
+    y: object,
+    sigma: object,
+    structure: object = None,
+    *,
+    target: Literal["zero", "mean"] = "zero",
+) -> Denoised:
     """Positive-part James–Stein shrinkage, toward zero or toward the mean of ``y``.
 
     Toward zero (``d ≥ 3``)::
@@ -109,6 +127,14 @@ def james_stein(y: object, sigma: object, target: Literal["zero", "mean"] = "zer
       has trace ``d−1`` and ``∇·(Py/‖Py‖²) = (d−3)/‖Py‖²``); otherwise ``ŷ = ȳ·1``,
       divergence 1 and SURE ``= ‖r‖² − (d−2)σ²``.
 
+    With one σ per key the shrinkage is that of the whitened vector ``y/σ`` (so it is
+    the classical estimator when all σᵢ are equal): ``Q = Σ (yᵢ − c)²/σᵢ²`` replaces
+    ``‖r‖²/σ²``, the centre ``c`` is the precision-weighted mean ``Σ wᵢyᵢ / Σ wᵢ``
+    (``wᵢ = 1/σᵢ²``), ``ŷ = c + (1 − k/Q)₊ (y − c)`` with ``k = d−2`` (``d−3``), and SURE
+    is ``‖ŷ − y‖² + 2 Σ σᵢ² ∂ŷᵢ/∂yᵢ − Σ σᵢ²`` with
+    ``Σ σᵢ² ∂ŷᵢ/∂yᵢ = d/W + f(Σσᵢ² − d/W) + 2k Σ(yᵢ − c)²/Q²`` (``W = Σ wᵢ``; the ``d/W``
+    terms only toward the mean; ``f`` the factor), since ``∂Q/∂yᵢ = 2wᵢ(yᵢ − c)``.
+
     For ``d ≤ 2`` toward zero or ``d ≤ 3`` toward the mean the factor ``d−2`` (``d−3``) is
     not positive and shrinkage cannot help: ``y`` is returned unchanged with risk ``dσ²``
     and ``params["unchanged"]`` explains why.
@@ -116,7 +142,8 @@ def james_stein(y: object, sigma: object, target: Literal["zero", "mean"] = "zer
     Parameters
     ----------
     y : array_like of finite reals, any shape; ``d`` is its number of entries
-    sigma : float > 0, the public noise standard deviation
+    sigma : float > 0, the public noise standard deviation, or one per key
+    structure : not used; accepted so that every denoiser is called alike
     target : ``"zero"`` (default) or ``"mean"``
 
     Returns
@@ -125,18 +152,19 @@ def james_stein(y: object, sigma: object, target: Literal["zero", "mean"] = "zer
         ``params``: ``target``, ``shrinkage`` (the factor in ``[0, 1]``), ``df`` (the
         divergence), ``center`` (0 or ``ȳ``).
     """
-    arr, s = check_observation(y, sigma)
+    arr, s = check_noise(y, sigma)
     if not isinstance(target, str) or target not in ("zero", "mean"):
         raise ValueError(f"target must be 'zero' or 'mean'; got {target!r}")
     d = arr.size
-    s2 = s * s
+    s2 = np.broadcast_to(np.asarray(s, dtype=np.float64) ** 2, arr.shape)
+    noise = float(s2.sum())  # Σσᵢ², dσ² for one σ
     k = d - 2 if target == "zero" else d - 3
     minimum = 3 if target == "zero" else 4
     refit = functools.partial(james_stein, sigma=s, target=target)
     if k <= 0:
         return Denoised(
             arr.copy(),
-            d * s2,
+            noise,
             "james_stein",
             {
                 "target": target,
@@ -149,23 +177,31 @@ def james_stein(y: object, sigma: object, target: Literal["zero", "mean"] = "zer
                 ),
             },
             sigma=s,
-            scale=np.full(arr.shape, s),
+            scale=np.sqrt(s2).copy(),
         )
-    center = float(arr.mean()) if target == "mean" else 0.0
+    w = 1.0 / s2
+    if target == "mean":
+        center = float(arr.mean()) if np.ndim(s) == 0 else float(np.sum(w * arr) / np.sum(w))
+    else:
+        center = 0.0
     r = arr - center
-    rr = float(np.dot(r.ravel(), r.ravel()))
-    a = k * s2
-    base_df = 1.0 if target == "mean" else 0.0  # divergence of the centre ȳ·1
-    if rr > a:
-        factor = 1.0 - a / rr
+    q = float(np.sum(w * r * r))  # ‖r‖² in units of the noise
+    q1 = float(np.sum(r * r))
+    base_div = d / float(np.sum(w)) if target == "mean" else 0.0  # Σσᵢ² ∂ȳ/∂yᵢ
+    base_df = 1.0 if target == "mean" else 0.0  # divergence of the centre
+    if q > k:
+        factor = 1.0 - k / q
         estimate = center + factor * r
-        df = d - k * k * s2 / rr
-        risk = d * s2 - (k * s2) ** 2 / rr
+        div = base_div + factor * (noise - base_div) + 2.0 * k * q1 / (q * q)
+        df = base_df + factor * (d - base_df) + 2.0 * k / q
     else:
         factor = 0.0
         estimate = np.full_like(arr, center)
-        df = base_df
-        risk = rr + 2.0 * s2 * df - d * s2
+        div, df = base_div, base_df
+    if np.ndim(s) == 0 and q > k:  # the classical closed form (no cancellation)
+        risk = noise - (k * float(s) ** 2) ** 2 / q1
+    else:
+        risk = float(np.sum((estimate - arr) ** 2)) + 2.0 * div - noise
     return Denoised(
         np.array(estimate, dtype=np.float64),
         float(risk),

@@ -54,7 +54,8 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import breadth_first_order, depth_first_order
 
 from .graph import Graph, as_graph
-from .result import Denoised, check_observation
+from .result import Denoised, check_noise
+from .structure import graph_of
 from .thresholding import soft_threshold
 
 __all__ = ["graph_wavelet_denoise", "tree_wavelet_basis"]
@@ -91,7 +92,7 @@ def tree_wavelet_basis(graph: object, n: int | None = None) -> sp.csc_matrix:
 
 
 def graph_wavelet_denoise(
-    y: object, sigma: object, graph: object, threshold: object = "sure"
+    y: object, sigma: object, structure: object = None, *, threshold: object = "sure"
 ) -> Denoised:
     """Soft-threshold the spanning-tree Haar coefficients of ``y`` (SureShrink on a graph).
 
@@ -103,11 +104,16 @@ def graph_wavelet_denoise(
     y
         The released vector, one finite value per node (1-D, length ``n``).
     sigma
-        The public noise standard deviation ``σ > 0`` of ``y = θ + N(0, σ²I)``.
-    graph
-        As for :func:`tree_wavelet_basis`, with ``n = len(y)``.  Pass a
-        :class:`~dpgauss.denoise.graph.Graph` (``as_graph(edges, n)``) to reuse the basis
-        across calls.
+        The public noise standard deviation ``σ > 0`` of ``y = θ + N(0, σ²I)``, or one per
+        node.  Then coefficient ``j`` has variance ``v_j = Σᵢ W_ij² σᵢ²`` (exact, from the
+        sparse basis), is thresholded at ``t·√v_j`` (SURE's ``t`` weighs each coefficient
+        by ``v_j``), and SURE is ``Σ_means v_j + Σ_details [min(c_j², λ_j²) + v_j(2·1{kept}
+        − 1)]``: Stein's ``2 tr(Σ J) = 2 Σ_kept v_j`` with ``J = W D Wᵀ``, and
+        ``Σ_j v_j = Σᵢ σᵢ²`` because the rows of ``W`` have unit norm.
+    structure
+        The graph, as for :func:`tree_wavelet_basis` with ``n = len(y)``, or a grid shape
+        (its lattice).  Required.  Pass a :class:`~dpgauss.denoise.graph.Graph`
+        (``as_graph(edges, n)``) to reuse the basis across calls.
     threshold
         ``"sure"`` (default): the λ minimising SURE over the detail coefficients
         (Donoho & Johnstone 1995); ``"universal"``: ``σ√(2 ln d)``, ``d`` the number of
@@ -125,20 +131,28 @@ def graph_wavelet_denoise(
         coefficients of ``ŷ``), ``df`` (``c`` + kept details, the divergence),
         ``n_components`` (``c``).
     """
-    arr, s = check_observation(y, sigma)
+    arr, s = check_noise(y, sigma)
     if arr.ndim != 1:
         raise ValueError(f"y must be a 1-D array with one value per node; got shape {arr.shape}")
-    g = as_graph(graph, arr.shape[0])
+    g = graph_of(structure, arr.shape[0], "graph_wavelet_denoise")
     if isinstance(threshold, str) and threshold not in ("sure", "universal"):
         raise ValueError(
             f"threshold must be 'sure', 'universal' or a number λ ≥ 0; got {threshold!r}"
         )
     basis, c = _basis(g)
     coef = basis.T @ arr
-    shrunk = soft_threshold(coef[c:], s, threshold)
+    if np.ndim(s) == 0:
+        coef_sd: float | np.ndarray = s  # an orthonormal basis keeps white noise white
+        means = c * float(s) ** 2
+    else:
+        # coefficient j is N(⟨w_j, θ⟩, v_j) with v_j = Σᵢ W_ij² σᵢ² (exact, not white)
+        var = np.asarray(basis.multiply(basis).T @ (np.asarray(s) ** 2)).ravel()
+        coef_sd = np.sqrt(var[c:])
+        means = float(var[:c].sum())
+    shrunk = soft_threshold(coef[c:], coef_sd, threshold=threshold)
     new_coef = np.concatenate([coef[:c], shrunk.estimate])
     estimate = np.asarray(basis @ new_coef, dtype=np.float64)
-    risk = c * s * s + float(shrunk.risk)  # type: ignore[arg-type]
+    risk = means + float(shrunk.risk)  # type: ignore[arg-type]
     return Denoised(
         estimate,
         risk,
@@ -152,7 +166,7 @@ def graph_wavelet_denoise(
         },
         sigma=s,
         refit=functools.partial(
-            graph_wavelet_denoise, sigma=s, graph=g, threshold=shrunk.params["lambda"]
+            graph_wavelet_denoise, sigma=s, structure=g, threshold=shrunk.params["lambda"]
         ),
     )
 

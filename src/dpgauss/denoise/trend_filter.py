@@ -127,8 +127,9 @@ from . import _graph_tv
 from ._tf_order1 import ReorderedSPD, SupportSolver
 from ._tf_order1 import spd_lu as _spd_lu
 from ._tv1d import tv1d
-from .graph import Graph, as_graph
+from .graph import Graph
 from .result import Denoised, check_observation
+from .structure import graph_of
 
 __all__ = ["TrendFilterConvergenceWarning", "trend_filter"]
 
@@ -1129,11 +1130,11 @@ def _check_unit(value: object, name: str) -> float:
 
 def trend_filter(
     y: object,
-    graph: object,
+    sigma: float | None = None,
+    structure: object = None,
+    *,
     order: int = 0,
     lam: float | Sequence[float] | str = "sure",
-    sigma: float | None = None,
-    *,
     n_lambdas: int = 20,
     lam_min_ratio: float | None = None,
     tol: float = 1e-6,
@@ -1147,9 +1148,14 @@ def trend_filter(
     y
         The released vector, one value per node (any shape; flattened in C order, so an
         ``H × W`` image goes with a row-major ``H × W`` grid graph).
-    graph
+    sigma
+        The public noise standard deviation.  Required for ``"sure"`` and for candidate
+        sequences; with a single λ it may be ``None`` and, if given, the returned ``risk`` is
+        SURE at that λ.
+    structure
         The public graph: a ``networkx.Graph``, a sparse adjacency matrix, an ``(m, 2)``
-        edge array or a :class:`~dpgauss.denoise.graph.Graph` (see :func:`as_graph`).
+        edge array or a :class:`~dpgauss.denoise.graph.Graph` (see :func:`as_graph`), or a
+        grid shape (its lattice; :mod:`dpgauss.denoise.structure`).  Required.
         Self-loops are ignored; disconnected graphs are fitted per component.
     order
         ``k`` ∈ {0, 1, 2}: ``Δ⁽¹⁾ = D``, ``Δ⁽²⁾ = L``, ``Δ⁽³⁾ = DL`` (piecewise constant,
@@ -1160,10 +1166,6 @@ def trend_filter(
         ``λ_max`` (the smallest λ whose solution is the per-component mean) down to
         ``lam_min_ratio · λ_max``, continued further down while SURE still decreases at
         the end (at most ``n_lambdas`` more values); or a sequence of candidate λ.
-    sigma
-        The public noise standard deviation.  Required for ``"sure"`` and for candidate
-        sequences; with a single λ it is optional and, if given, the returned ``risk`` is
-        SURE at that λ.
     n_lambdas, lam_min_ratio
         The default SURE path; ``lam_min_ratio`` defaults to 1e-3 for orders 0 and 1 and
         1e-4 for order 2.
@@ -1214,7 +1216,7 @@ def trend_filter(
 
     shape = arr.shape
     yv = arr.ravel()
-    g = as_graph(graph, yv.size)
+    g = graph_of(structure, yv.size, "trend_filter")
     op = _make_operator(g, k)
     chain = isinstance(op, _LatticeDifference) and op.shape[0] == 1
     exact = _check_solver(solver, k, chain)
@@ -1278,16 +1280,17 @@ def trend_filter(
         "gap": fit.gap,
         "converged": fit.converged,
         "lam_max": lam_max,
-        "solver": f"ADMM + polishing ({op.kind})",
+        "solver": solver,
+        "algorithm": f"ADMM + polishing ({op.kind})",
     }
     rounds = int(sum(f.rounds for f in fits))
     if exact:
-        params["solver"] = (
+        params["algorithm"] = (
             "direct 1-D TV (Condat 2013)" if chain else "minimum-cut decomposition (push-relabel)"
         )
         params["rounds"] = rounds
         if any(f.iterations > 0 for f in fits):
-            params["solver"] += f"; ADMM + polishing ({op.kind}) where not certified"
+            params["algorithm"] += f"; ADMM + polishing ({op.kind}) where not certified"
     if len(fits) > 1:
         params["path"] = {
             "lam": np.array([f.lam for f in fits]),
@@ -1300,10 +1303,10 @@ def trend_filter(
         }
     refit = functools.partial(
         trend_filter,
-        graph=g,
+        sigma=s,
+        structure=g,
         order=k,
         lam=fit.lam,
-        sigma=s,
         tol=float(tol_arr),
         max_iter=max_iter,
         solver=solver,

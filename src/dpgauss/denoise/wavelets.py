@@ -40,6 +40,7 @@ import numpy as np
 
 from .._validation import NONNEGATIVE, as_real_array, check_interval
 from .result import Denoised, check_observation
+from .structure import as_structure
 from .thresholding import _threshold_arg, sure_threshold, universal_threshold
 
 __all__ = ["wavelet_denoise"]
@@ -211,6 +212,8 @@ def _band_weights(
 def wavelet_denoise(
     y: object,
     sigma: object,
+    structure: object = None,
+    *,
     wavelet: object = "haar",
     level: int | None = None,
     threshold: object = "sure",
@@ -229,6 +232,9 @@ def wavelet_denoise(
     y : array_like of finite reals, 1-D (a signal) or 2-D (a grid), at least 2 entries
         along every axis
     sigma : float > 0, the public noise standard deviation
+    structure : ``None`` (``y`` is shaped as its signal or grid) or a grid shape (or a
+        :class:`~dpgauss.denoise.structure.Structure` with one): ``y`` is read as that grid
+        in C order and the estimate returned in ``y``'s own shape
     wavelet : a name (``"haar"`` default, ``"db4"``, ``"sym8"``, …) or a ``pywt.Wavelet``;
         must be orthonormal (checked)
     level : number of decomposition levels, ``1 ≤ level ≤ log2(shortest axis)``; default
@@ -252,6 +258,15 @@ def wavelet_denoise(
         first), ``df`` (the divergence), ``padded_shape``.
     """
     arr, s = check_observation(y, sigma)
+    given_shape = arr.shape
+    known = as_structure(structure, arr.size)
+    if known.grid is not None:
+        arr = arr.reshape(known.grid)
+    elif known.graph is not None:
+        raise ValueError(
+            "wavelet_denoise needs a grid shape as structure (a tuple of 1 or 2 integers), "
+            "not a graph; graph_wavelet_denoise works on graphs"
+        )
     if arr.ndim not in (1, 2):
         raise ValueError(f"y must be 1-D (a signal) or 2-D (a grid); got shape {arr.shape}")
     if min(arr.shape) < 2:
@@ -298,23 +313,29 @@ def wavelet_denoise(
         warnings.filterwarnings("ignore", message="Level value", category=UserWarning)
         full = pywt.waverecn(shrunk, wav, mode=_MODE)
     estimate = np.ascontiguousarray(full[tuple(slice(0, n) for n in arr.shape)])
+    grid_shape = arr.shape
     d = arr.size
     risk = float(np.sum((estimate - arr) ** 2)) + 2.0 * s * s * df - d * s * s
     return Denoised(
-        estimate,
+        estimate.reshape(given_shape),
         risk,
         "wavelet",
         {
             "wavelet": wav.name,
             "level": levels,
-            "threshold": rule if isinstance(rule, str) else "fixed",
+            "threshold": rule if isinstance(rule, str) and rule != "fixed" else thresholds,
             "thresholds": thresholds,
             "df": df,
             "padded_shape": padded_shape,
         },
         sigma=s,
         refit=functools.partial(
-            wavelet_denoise, sigma=s, wavelet=wav, level=levels, threshold=tuple(thresholds)
+            wavelet_denoise,
+            sigma=s,
+            structure=grid_shape if known.grid is not None else None,
+            wavelet=wav,
+            level=levels,
+            threshold=tuple(thresholds),
         ),
     )
 

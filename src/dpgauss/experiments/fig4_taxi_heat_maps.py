@@ -279,9 +279,9 @@ def _denoisers(
         "analytic+graph_wavelet": lambda: denoise.graph_wavelet_denoise(
             y, sigma, graph, threshold="universal"
         ),
-        "analytic+tf0": lambda: denoise.trend_filter(y, graph, order=0, lam="sure", sigma=sigma),
-        "analytic+tf1": lambda: denoise.trend_filter(y, graph, order=1, lam="sure", sigma=sigma),
-        "analytic+auto": lambda: denoise.auto(y, sigma, graph=graph),
+        "analytic+tf0": lambda: denoise.trend_filter(y, sigma, graph, order=0, lam="sure"),
+        "analytic+tf1": lambda: denoise.trend_filter(y, sigma, graph, order=1, lam="sure"),
+        "analytic+auto": lambda: denoise.auto(y, sigma, graph),
     }
     out = {}
     for method, call in calls.items():

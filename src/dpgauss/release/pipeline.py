@@ -70,6 +70,7 @@ from scipy import special
 
 from .. import __version__ as dpgauss_version
 from ..denoise import Denoised, ErrorBars
+from ..denoise.intervals import public_seed
 from ..noise.mechanisms import GaussianMechanism
 from ..noise.release import NoisePlan, Release
 from ..privacy import (
@@ -741,7 +742,7 @@ def _noise_and_denoise(
         rel = _release(cal, y, spec, seed)
         values = np.asarray(rel.values, dtype=np.float64)
         den = plan.denoiser(values, rel.sigma)
-        bars = den.error_bars(rng=_post_rng(seed))
+        bars = den.error_bars(rng=_post_rng((values, rel.sigma)))
         den_lower, den_upper = bars.interval(level)
         lower, upper = rel.interval(level)
         noise_info["sigma"] = rel.sigma
@@ -763,10 +764,12 @@ def _noise_and_denoise(
     return columns, noise_info, den_info
 
 
-def _post_rng(seed: int | None) -> np.random.Generator:
+def _post_rng(*released: tuple[np.ndarray, float]) -> np.random.Generator:
     """The error bars' simulation stream: post-processing of public values, so not the
-    secure sampler; reproducible with an experiment's seed, fresh entropy otherwise."""
-    return np.random.default_rng(None if seed is None else [seed, 0xE77])
+    secure sampler; seeded by the released values and their σ (``public_seed``), so that the
+    published intervals can be recomputed from the published table."""
+    values = np.concatenate([np.ravel(v) for v, _ in released])
+    return np.random.default_rng(public_seed(values, [s for _, s in released]))
 
 
 def _den_info(den: Denoised, bars: ErrorBars, sigma: float, d: int, level: float) -> dict[str, Any]:
@@ -816,7 +819,7 @@ def _mean_columns(
     sig_s, sig_c = rel.sigma * ds, rel.sigma * dc
     den_s = plan.denoiser(s_rel, sig_s)
     den_c = plan.denoiser(c_rel, sig_c)
-    post = _post_rng(seed)
+    post = _post_rng((s_rel, sig_s), (c_rel, sig_c))
     bars_s, bars_c = den_s.error_bars(rng=post), den_c.error_bars(rng=post)
     joint = (1.0 + spec.output.level) / 2.0  # each part at (1+level)/2: a union bound
     lo_b, hi_b = float(spec.statistic.lower), float(spec.statistic.upper)  # type: ignore[arg-type]

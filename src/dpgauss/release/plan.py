@@ -25,7 +25,6 @@ is a total function of the data).  What it checks, in order:
 from __future__ import annotations
 
 import glob
-import inspect
 import os
 import warnings
 from collections.abc import Callable
@@ -143,68 +142,42 @@ def _precheck(path: Path, dataset: str, mu: float) -> None:
 
 # ----------------------------------------------------------------------------- denoiser
 
-# method -> (module, function, the keyword arguments the pipeline passes itself, extras)
-_DENOISERS: dict[str, tuple[str, str, tuple[str, ...]]] = {
-    "auto": ("auto", "auto", ("y", "sigma", "graph", "grid_shape")),
-    "james_stein": ("shrinkage", "james_stein", ("y", "sigma")),
-    "soft_threshold": ("thresholding", "soft_threshold", ("y", "sigma")),
-    "hard_threshold": ("thresholding", "hard_threshold", ("y", "sigma")),
-    "wavelet": ("wavelets", "wavelet_denoise", ("y", "sigma")),
-    "graph_wavelet": ("tree_wavelets", "graph_wavelet_denoise", ("y", "sigma", "graph")),
-    "trend_filter": ("trend_filter", "trend_filter", ("y", "graph", "sigma")),
-}
-_DEFAULTS: dict[str, dict[str, Any]] = {
-    "soft_threshold": {"threshold": "sure"},
-    "trend_filter": {"lam": "sure"},
-}
-_NEEDS: dict[str, tuple[str, str]] = {"wavelet": ("pywt", "wavelets")}
-
 
 def plan_denoiser(spec: ReleaseSpec, domain: KeyDomain) -> Denoiser:
-    """The denoiser of ``spec`` with its parameters checked (module docstring, step 3)."""
-    import importlib
+    """The denoiser of ``spec`` with its parameters checked (module docstring, step 3).
 
+    The denoiser comes from :mod:`dpgauss.denoise.registry`; the release passes it ``y``,
+    ``σ`` and the domain's public structure (its graph and grid) itself.
+    """
     from .. import denoise as dn
+    from ..denoise import registry
 
     method, params = spec.denoise.method, dict(spec.denoise.params)
-    if method == "none":
-        return lambda y, sigma: Denoised(
-            y.copy(), y.size * sigma * sigma, "none", {}, sigma=sigma, scale=np.full(y.shape, sigma)
-        )
-    if method in _NEEDS:
-        module, extra = _NEEDS[method]
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            raise ValueError(
-                f"[denoise] method = {method!r} needs {module} (pip install '.[{extra}]' from "
-                "a clone of dpgauss)"
-            ) from None
-    mod, name, own = _DENOISERS[method]
-    fn = getattr(importlib.import_module(f"..denoise.{mod}", __package__), name)
-    params = {**_DEFAULTS.get(method, {}), **params}
-    taken = sorted(set(params) & set(own))
+    e = registry.entry(method)
+    try:
+        fn = e.load()
+    except ImportError as exc:
+        raise ValueError(
+            f"[denoise] method = {method!r}: {exc} (from a clone of dpgauss)"
+        ) from None
+    params = {**registry.RELEASE_DEFAULTS.get(method, {}), **params}
+    taken = sorted(set(params) & {*registry.OWN, "graph", "grid_shape"})
     if taken:
         raise ValueError(
             f"[denoise] params may not set {', '.join(taken)}: the release passes them itself"
         )
-    sig = inspect.signature(fn)
-    allowed = [p for p in sig.parameters if p not in own]
-    try:
-        sig.bind_partial(**{k: None for k in own if k in sig.parameters}, **params)
-    except TypeError:
-        bad = sorted(set(params) - set(allowed))
+    bad = sorted(set(params) - set(e.params))
+    if bad:
         raise ValueError(
             f"[denoise] params of method = {method!r} has unknown keys {', '.join(map(repr, bad))} "
-            f"(allowed: {', '.join(allowed) or 'none'})"
-        ) from None
+            f"(allowed: {', '.join(e.params) or 'none'})"
+        )
     graph = dn.as_graph(domain.edges, domain.size) if domain.edges is not None else None
+    structure = dn.Structure(graph=graph, grid=domain.grid)
 
     def run(y: np.ndarray, sigma: float) -> Denoised:
-        given = {"y": y, "sigma": sigma, "graph": graph, "grid_shape": domain.grid}
-        args = {k: given[k] for k in own}
         try:
-            return fn(**args, **params)  # type: ignore[no-any-return]
+            return fn(y, sigma, structure, **params)
         except (TypeError, ValueError) as exc:
             raise ValueError(f"[denoise] method = {method!r} failed: {exc}") from None
 

@@ -165,6 +165,7 @@ from datetime import date, datetime, time
 from pathlib import Path
 from typing import Any
 
+from ..denoise.registry import DENOISERS as _REGISTRY
 from .csv_format import delimiter_problem
 from .graph_files import BUNDLED_GRAPHS
 from .keymap import MAX_KEYS, RangeBins, brief
@@ -185,16 +186,7 @@ __all__ = [
 
 POLICIES = ("drop", "fail")
 GRAPHS = BUNDLED_GRAPHS
-DENOISERS = (
-    "none",
-    "auto",
-    "james_stein",
-    "soft_threshold",
-    "hard_threshold",
-    "wavelet",
-    "graph_wavelet",
-    "trend_filter",
-)
+DENOISERS = tuple(_REGISTRY)
 BUNDLED = ("trips",)
 _MAX_KEYS = MAX_KEYS
 #: The bounds b, k, c (and kde neighbors) are integers in [1, _MAX_COUNT]: the engines' window

@@ -1,0 +1,114 @@
+"""The public structure a denoiser may use: a graph on the keys, a grid shape, both or none.
+
+Every denoiser is called ``f(y, sigma, structure=None, **params)``.  ``structure`` is what
+is known about the keys before any data is seen (so using it costs no privacy):
+
+* ``None``: nothing (James–Stein, thresholding);
+* a graph on the ``y.size`` keys: a :class:`~dpgauss.denoise.Graph`, a ``networkx.Graph``,
+  a square sparse adjacency matrix or an ``(m, 2)`` integer edge array
+  (:func:`~dpgauss.denoise.as_graph`);
+* a grid shape, a tuple of 1 or 2 integers ≥ 2 whose product is ``y.size``: the keys are
+  the cells of an ordered series or an image, in C order;
+* a :class:`Structure` holding both (a grid whose graph is given too, as a release of a
+  grid domain has).
+
+A denoiser that needs a graph and is given a grid uses the grid's lattice (the chain of a
+1-D grid, the 4-neighbour lattice of a 2-D one); one that needs a grid and is not given one
+refuses, naming what it needs.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+
+from .graph import Graph, as_graph
+
+__all__ = ["Structure", "as_structure", "graph_of", "lattice_edges"]
+
+
+@dataclass(frozen=True, eq=False)
+class Structure:
+    """A graph on the keys, a grid shape, both or neither (module docstring)."""
+
+    graph: Graph | None = None
+    grid: tuple[int, ...] | None = None
+
+    def lattice(self) -> Graph | None:
+        """The graph, or the grid's lattice when only a grid is known, or None."""
+        if self.graph is not None:
+            return self.graph
+        if self.grid is not None:
+            return as_graph(lattice_edges(self.grid), math.prod(self.grid))
+        return None
+
+
+def lattice_edges(shape: tuple[int, ...]) -> np.ndarray:
+    """The ``(m, 2)`` edges of the chain (1-D) or 4-neighbour lattice (2-D), C order."""
+    idx = np.arange(math.prod(shape)).reshape(shape)
+    parts = []
+    for axis in range(len(shape)):
+        a = np.moveaxis(idx, axis, -1)
+        parts.append(np.stack([a[..., :-1].ravel(), a[..., 1:].ravel()], axis=1))
+    return np.concatenate(parts) if parts else np.zeros((0, 2), dtype=np.int64)
+
+
+def _grid(value: object, n: int) -> tuple[int, ...]:
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        value = (value,)
+    assert isinstance(value, tuple | list)
+    shape = tuple(int(v) for v in value)  # type: ignore[call-overload]
+    if len(shape) not in (1, 2) or min(shape) < 2:
+        raise ValueError(
+            f"structure as a grid must have 1 or 2 axes of length at least 2; got {shape}"
+        )
+    if math.prod(shape) != n:
+        raise ValueError(f"structure grid {shape} has {math.prod(shape)} cells but y has {n}")
+    return shape
+
+
+def _is_grid(value: object) -> bool:
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return True
+    return (
+        isinstance(value, tuple | list)
+        and 0 < len(value) <= 2
+        and all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in value)
+    )
+
+
+def as_structure(structure: object, n: int) -> Structure:
+    """``structure`` (module docstring) for ``n`` keys, checked.
+
+    Raises ``ValueError``/``TypeError`` naming ``structure`` and what it may be.
+    """
+    if structure is None:
+        return Structure()
+    if isinstance(structure, Structure):
+        graph = as_graph(structure.graph, n) if structure.graph is not None else None
+        grid = _grid(structure.grid, n) if structure.grid is not None else None
+        return Structure(graph, grid)
+    if _is_grid(structure):
+        return Structure(grid=_grid(structure, n))
+    try:
+        return Structure(graph=as_graph(structure, n))
+    except TypeError as exc:
+        raise TypeError(
+            "structure must be None, a graph (Graph, networkx graph, sparse adjacency or "
+            f"(m, 2) edge array), a grid shape (a tuple of 1 or 2 integers) or a Structure; "
+            f"{exc}"
+        ) from None
+
+
+def graph_of(structure: object, n: int, who: str) -> Graph:
+    """The graph ``who`` runs on: ``structure``'s graph, or its grid's lattice."""
+    graph = None if structure is None else as_structure(structure, n).lattice()
+    if graph is None:
+        raise ValueError(
+            f"{who} needs a graph (or a grid shape) as structure: the public structure of the "
+            "keys it smooths over"
+        )
+    return graph

@@ -1,0 +1,152 @@
+"""Noise that differs per key: every denoiser that accepts one σ per key has an unbiased
+SURE (Monte Carlo), the exact divergence (finite differences), and reduces to itself when
+all σᵢ are equal."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dpgauss.denoise import (
+    as_graph,
+    auto,
+    graph_wavelet_denoise,
+    hard_threshold,
+    james_stein,
+    posterior_mean,
+    soft_threshold,
+    trend_filter,
+)
+from dpgauss.denoise.registry import identity
+from dpgauss.denoise.thresholding import weighted_sure_threshold
+
+D = 80
+CHAIN = np.stack([np.arange(D - 1), np.arange(1, D)], axis=1)
+GRAPH = as_graph(CHAIN, D)
+
+
+def _sigma() -> np.ndarray:
+    return np.linspace(0.5, 3.0, D)
+
+
+def _theta() -> np.ndarray:
+    return np.where(np.arange(D) < D // 2, 1.0, 4.0)
+
+
+CASES = {
+    "identity": lambda y, s: identity(y, s),
+    "posterior_mean": lambda y, s: posterior_mean(y, s, prior_variance=4.0, prior_mean=2.0),
+    "james_stein_zero": lambda y, s: james_stein(y, s, target="zero"),
+    "james_stein_mean": lambda y, s: james_stein(y, s, target="mean"),
+    "soft_universal": lambda y, s: soft_threshold(y, s, threshold="universal"),
+    "soft_fixed": lambda y, s: soft_threshold(y, s, threshold=1.5),
+    "graph_wavelet_universal": lambda y, s: graph_wavelet_denoise(
+        y, s, GRAPH, threshold="universal"
+    ),
+    "graph_wavelet_fixed": lambda y, s: graph_wavelet_denoise(y, s, GRAPH, threshold=2.0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_sure_is_unbiased_with_one_sigma_per_key(name: str) -> None:
+    """E[SURE − ‖ŷ − θ‖²] = 0: 4,000 draws, within 4 standard errors."""
+    rng = np.random.default_rng(1)
+    fn, theta, s = CASES[name], _theta(), _sigma()
+    diffs = np.empty(4000)
+    for i in range(diffs.size):
+        y = theta + s * rng.standard_normal(D)
+        res = fn(y, s)
+        diffs[i] = res.risk - float(np.sum((res.estimate - theta) ** 2))
+    se = diffs.std(ddof=1) / math.sqrt(diffs.size)
+    assert abs(diffs.mean()) < 4 * se + 1e-9
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_sure_carries_the_exact_weighted_divergence(name: str) -> None:
+    """SURE − ‖ŷ − y‖² + Σσᵢ² = 2 Σ σᵢ² ∂ŷᵢ/∂yᵢ, against central differences."""
+    rng = np.random.default_rng(2)
+    fn, s = CASES[name], _sigma()
+    y = _theta() + s * rng.standard_normal(D)
+    res = fn(y, s)
+    div = (res.risk - float(np.sum((res.estimate - y) ** 2)) + float(np.sum(s * s))) / 2.0
+    h = 1e-6
+    fd = 0.0
+    for i in range(D):
+        e = np.zeros(D)
+        e[i] = h
+        fd += s[i] ** 2 * (fn(y + e, s).estimate[i] - fn(y - e, s).estimate[i]) / (2 * h)
+    assert div == pytest.approx(fd, rel=1e-5, abs=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_equal_sigmas_give_the_scalar_result(name: str) -> None:
+    rng = np.random.default_rng(3)
+    y = _theta() + 1.7 * rng.standard_normal(D)
+    a, b = CASES[name](y, 1.7), CASES[name](y, np.full(D, 1.7))
+    np.testing.assert_allclose(a.estimate, b.estimate)
+    assert a.risk == pytest.approx(b.risk, rel=1e-12)
+
+
+def test_whitened_james_stein_is_the_classical_one_on_y_over_sigma() -> None:
+    rng = np.random.default_rng(4)
+    s = _sigma()
+    y = _theta() + s * rng.standard_normal(D)
+    res = james_stein(y, s, target="zero")
+    z = y / s
+    factor = max(0.0, 1.0 - (D - 2) / float(z @ z))
+    np.testing.assert_allclose(res.estimate, factor * y)
+
+
+def test_the_weighted_sure_threshold_is_the_minimum_over_all_t() -> None:
+    rng = np.random.default_rng(5)
+    z = np.abs(rng.standard_normal(300) * 2)
+    v = rng.uniform(0.2, 4.0, 300)
+
+    def sure(t: float) -> float:
+        return float(np.sum(v * (1 - 2 * (z <= t) + np.minimum(z * z, t * t))))
+
+    t, best = weighted_sure_threshold(z, v)
+    assert best == pytest.approx(sure(t))
+    grid = np.linspace(0, z.max() * 1.1, 4001)
+    assert best <= min(sure(g) for g in grid) + 1e-9
+
+
+def test_hard_thresholding_uses_t_sigma_i() -> None:
+    s = _sigma()
+    y = 3.0 * s  # 3σ everywhere, just above the universal t = √(2 ln 80) ≈ 2.96
+    res = hard_threshold(y, s)
+    np.testing.assert_allclose(res.params["lambda"], math.sqrt(2 * math.log(D)) * s)
+    assert res.params["kept"] == D
+
+
+def test_auto_with_one_sigma_per_key_skips_the_single_sigma_candidates() -> None:
+    rng = np.random.default_rng(6)
+    s = _sigma()
+    y = _theta() + s * rng.standard_normal(D)
+    res = auto(y, s, GRAPH)
+    methods = {c["method"] for c in res.params["candidates"]}
+    assert "graph_wavelet" in methods and "trend_filter" not in methods
+    assert any("one σ" in text for text in res.params["skipped"])
+    lo, hi = res.interval(0.95, draws=8, rng=1)
+    assert np.all(lo <= res.estimate) and np.all(res.estimate <= hi)
+
+
+def test_single_sigma_denoisers_refuse_a_vector_by_name() -> None:
+    with pytest.raises(TypeError, match="one σ per key is accepted by"):
+        trend_filter(np.zeros(D), _sigma(), GRAPH, lam=1.0)
+    # a constant vector is one σ written per key
+    res = trend_filter(np.zeros(D), np.full(D, 2.0), GRAPH, lam=1.0)
+    assert res.sigma == 2.0
+
+
+def test_per_key_intervals_cover_on_average() -> None:
+    rng = np.random.default_rng(7)
+    s, theta = _sigma(), _theta()
+    cover = []
+    for _ in range(30):
+        y = theta + s * rng.standard_normal(D)
+        lo, hi = graph_wavelet_denoise(y, s, GRAPH).interval(0.95, rng=rng)
+        cover.append(np.mean((lo <= theta) & (theta <= hi)))
+    assert 0.9 <= float(np.mean(cover)) <= 1.0

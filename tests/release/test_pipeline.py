@@ -881,7 +881,15 @@ def test_a_mean_release_has_denoised_intervals_within_the_bounds(tmp_path: Path)
         privacy={"epsilon": 1.0, "delta": 1e-6, "dataset": "d", "secure": False, "seed": 2},
         denoise={"method": "james_stein"},
     )
-    c = run_release(spec, out=tmp_path / "m.csv", engine=ENGINE).columns
+    res = run_release(spec, out=tmp_path / "m.csv", engine=ENGINE)
+    c = res.columns
+    den = res.report["denoise"]
+    # the mean's own error (delta method), against the RMS of its 'sigma' column
+    raw = float(np.sqrt(np.nanmean(c["sigma"] ** 2)))
+    assert den["raw_rmse_per_key"] == pytest.approx(raw)
+    assert 0 < den["rmse_per_key"] <= den["rmse_per_key_upper95"]
+    assert den["intervals"]["median_width"] <= den["intervals"]["raw_width"]
+    assert "intervals  : denoised 95% intervals (sum and count)" in res.summary
     ok = np.isfinite(c["denoised"])
     assert np.all(c["denoised_lower"][ok] <= c["denoised"][ok])
     assert np.all(c["denoised"][ok] <= c["denoised_upper"][ok])

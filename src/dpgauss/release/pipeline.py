@@ -888,15 +888,43 @@ def _mean_columns(
         "sum_released": m * c_rel + s_rel,
         "count_released": c_rel,
     }
+    # The mean's own error, by the delta method from the two parts' error scales, over the
+    # keys whose denoised count is at least 1 (where a ratio is written).
+    shown = est_c >= 1.0
+    ratio_sq = np.zeros(d)
+    ratio_sq[shown] = (est_s[shown] / est_c[shown]) ** 2
+
+    def mean_rmse(scale_s: np.ndarray, scale_c: np.ndarray) -> float | None:
+        if not shown.any():
+            return None
+        se2 = (scale_s[shown] ** 2 + ratio_sq[shown] * scale_c[shown] ** 2) / est_c[shown] ** 2
+        return float(math.sqrt(np.mean(se2)))
+
+    def inflate(bars: ErrorBars) -> np.ndarray:
+        total = float(np.sum(bars.scale**2))
+        return bars.scale * math.sqrt(bars.risk_upper(0.95) / total) if total > 0 else bars.scale
+
+    raw = sigma[np.isfinite(sigma)]
+    widths = (den_upper - den_lower)[ok]
     info = {
         "method": f"sum: {den_s.method}, count: {den_c.method}",
         "sum": _den_info(den_s, bars_s, sig_s, d, joint),
-        "count": (count := _den_info(den_c, bars_c, sig_c, d, joint)),
-        "rmse_per_key": count["rmse_per_key"],
-        "rmse_per_key_upper95": count["rmse_per_key_upper95"],
-        "raw_rmse_per_key": sig_c,
-        "note": "estimated errors are those of the centred sum and of the count; the mean is "
-        "their ratio",
+        "count": _den_info(den_c, bars_c, sig_c, d, joint),
+        "rmse_per_key": mean_rmse(bars_s.scale, bars_c.scale),
+        "rmse_per_key_upper95": mean_rmse(inflate(bars_s), inflate(bars_c)),
+        "raw_rmse_per_key": float(math.sqrt(np.mean(raw**2))) if raw.size else None,
+        "intervals": {
+            "level": spec.output.level,
+            "method": "the range of the ratio over the sum's and the count's intervals at "
+            "(1+level)/2 (a union bound)",
+            "draws": bars_c.draws,
+            "median_width": float(np.median(widths)) if widths.size else None,
+            "raw_width": float(np.median((upper - lower)[ok])) if ok.any() else None,
+            "target": "average coverage over keys (docs/denoising.md)",
+        },
+        "note": "the mean's estimated error is the delta method on the denoised sum and count "
+        "(their own estimates are under 'sum' and 'count'); the raw error is the RMS of the "
+        "column 'sigma'",
     }
     return columns, info
 

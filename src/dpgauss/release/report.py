@@ -162,14 +162,20 @@ class PublicReport:
             + f"; epsilon={priv['epsilon']:.6g} delta={priv['delta']:g}",
             f"denoise    : {den['method']}; estimated RMSE per key "
             f"{rmse_text(den.get('rmse_per_key'), den.get('rmse_per_key_upper95'))} vs "
-            f"{den['raw_rmse_per_key']:.6g} without denoising",
+            + (
+                f"{raw:.6g}"
+                if isinstance(raw := den.get("raw_rmse_per_key"), float) and math.isfinite(raw)
+                else "n/a"
+            )
+            + " without denoising",
         ]
-        iv = den.get("intervals") or den.get("count", {}).get("intervals")
-        if iv and iv.get("median_width") is not None:
+        iv = den.get("intervals")
+        if iv and iv.get("median_width") is not None and iv.get("raw_width") is not None:
+            how = "sum and count" if "count" in den else iv["method"]
             lines.append(
-                f"intervals  : denoised {iv['level']:.0%} intervals ({iv['method']}) median "
+                f"intervals  : denoised {iv['level']:.0%} intervals ({how}) median "
                 f"width {iv['median_width']:.4g} vs {iv['raw_width']:.4g} for the released "
-                "values" + (" (of the count)" if "count" in den else "")
+                "values"
             )
         if ch.get("charged"):
             lines.append(

@@ -85,3 +85,14 @@ def test_a_foreign_directory_is_never_replaced(tmp_path: Path, capsys) -> None:
     assert main(["demo", "--out", str(out)]) == 2
     assert "was not made by dpgauss demo" in capsys.readouterr().err
     assert (out / "thesis.tex").read_text() == "precious"
+
+
+def test_dpgauss_denoise_reproduces_the_demo_release_from_its_table(demo, tmp_path) -> None:
+    """The published table alone gives back the denoised values and their intervals."""
+    from dpgauss.release.denoise_table import denoise_table
+
+    res = denoise_table(demo.out_dir / "release.csv", graph="manhattan", out=tmp_path / "d.csv")
+    cols = demo.release.columns
+    np.testing.assert_allclose(res.result.estimate, cols["denoised"], atol=1e-9)
+    np.testing.assert_allclose(res.lower, cols["denoised_lower"], atol=1e-9)
+    np.testing.assert_allclose(res.upper, cols["denoised_upper"], atol=1e-9)

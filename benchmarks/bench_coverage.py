@@ -189,6 +189,9 @@ def main() -> None:
     ap.add_argument("--only", choices=("chain", "grid", "planar", "taxi"), default=None)
     ap.add_argument("--skip-taxi", action="store_true")
     ap.add_argument("--methods", default=None, help="comma-separated denoisers (default all)")
+    ap.add_argument(
+        "--signals", default=None, help="comma-separated: piecewise,smooth,sparse (default all)"
+    )
     ap.add_argument("--out", default="docs/results/bench_coverage.json")
     args = ap.parse_args()
     rng = np.random.default_rng(7)
@@ -213,6 +216,8 @@ def main() -> None:
             coords, edges = planar(d, rng)
             shape = (d,)
         for sname, theta in signals(coords, rng).items():
+            if args.signals is not None and sname not in args.signals.split(","):
+                continue
             structures.append((f"{kind} {sname} d={d:,}", kind, theta, 1.0, edges, shape))
     if not args.skip_taxi and args.only in (None, "taxi"):
         from dpgauss.datasets import load_manhattan_graph

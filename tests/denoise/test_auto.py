@@ -119,7 +119,7 @@ def test_candidate_table_and_selection():
     res = auto(y, 1.0, (20, 20))
     table = res.params["candidates"]
     assert [c["method"] for c in table] == [
-        "identity",
+        "none",
         "james_stein",
         "james_stein",
         "soft_threshold",
@@ -151,7 +151,7 @@ def test_margin_zero_is_plain_minimum_sure_and_a_huge_margin_keeps_a_baseline():
     assert plain.params["selected"] == int(np.argmin(risks))
     assert plain.risk == min(risks)
     cautious = auto(y, 1.0, (16, 16), margin=1e6)
-    assert cautious.method in ("identity", "james_stein")
+    assert cautious.method in ("none", "james_stein")
     assert cautious.params["selected"] in (0, 1, 2)
 
 
@@ -185,7 +185,7 @@ def test_graph_candidates_when_available():
     res = auto(y, 1.0, edges)
     methods = [c["method"] for c in res.params["candidates"]]
     assert methods == [
-        "identity",
+        "none",
         "james_stein",
         "james_stein",
         "soft_threshold",

@@ -150,3 +150,22 @@ def test_per_key_intervals_cover_on_average() -> None:
         lo, hi = graph_wavelet_denoise(y, s, GRAPH).interval(0.95, rng=rng)
         cover.append(np.mean((lo <= theta) & (theta <= hi)))
     assert 0.9 <= float(np.mean(cover)) <= 1.0
+
+
+def test_the_reported_risk_is_the_minimised_weighted_sure() -> None:
+    """t·σᵢ may round below |yᵢ| at the chosen key; it is still killed (review of #14)."""
+    rng = np.random.default_rng(3)
+    for _ in range(2000):
+        s = 10.0 ** rng.uniform(-2, 2, 6)
+        y = s * rng.standard_normal(6) * rng.uniform(0, 3)
+        best = weighted_sure_threshold(np.abs(y) / s, s * s)[1]
+        assert soft_threshold(y, s, threshold="sure").risk == pytest.approx(
+            best, rel=1e-9, abs=1e-9
+        )
+
+
+def test_auto_names_no_denoising_as_the_registry_does() -> None:
+    from dpgauss.denoise import DENOISERS
+
+    res = auto(np.array([100.0, -100.0]), 1.0)
+    assert res.method == "none" and DENOISERS[res.method].name == "none"

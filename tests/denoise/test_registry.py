@@ -85,3 +85,10 @@ def test_the_identity_is_exact() -> None:
     assert res.risk == 16.0 and res.method == "none"
     lo, hi = res.interval(0.95)
     np.testing.assert_allclose(hi - lo, 2 * 1.959963984540054 * 2.0)
+
+
+def test_a_grid_must_be_integers() -> None:
+    from dpgauss.denoise import as_structure
+
+    with pytest.raises(TypeError, match="grid must be a tuple of 1 or 2 integers"):
+        as_structure(Structure(grid=(2.5, 4)), 10)  # type: ignore[arg-type]

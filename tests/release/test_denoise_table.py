@@ -209,3 +209,35 @@ def test_the_input_is_never_the_output(tmp_path: Path) -> None:
         denoise_table(tmp_path / "t.csv", out=tmp_path / "t.csv", overwrite=True)
     assert (tmp_path / "t.csv").read_text().startswith("key,released,sigma")
     assert main(["denoise", str(tmp_path / "t.csv"), "--out", str(tmp_path / "t.csv")]) == 2
+
+
+def test_review_findings_on_the_table_tool(tmp_path: Path, capsys) -> None:
+    """Inputs are never outputs; a non-finite result writes nothing and says so in one
+    line; numbers read from a CSV are numbers in a Parquet output."""
+    (tmp_path / "t.csv").write_text("key,released,sigma\na,1,1\nb,2,1\nc,3,1\n")
+    (tmp_path / "e.csv").write_text("u,v\na,b\nb,c\n")
+    args = ["denoise", str(tmp_path / "t.csv"), "--edges", str(tmp_path / "e.csv")]
+    assert main([*args, "--out", str(tmp_path / "e.csv"), "--overwrite"]) == 2
+    assert (tmp_path / "e.csv").read_text().startswith("u,v")
+    capsys.readouterr()
+    (tmp_path / "h.csv").write_text("key,released,sigma\na,1e200,1\nb,2,1\nc,0,1\nd,1,1\n")
+    code = main(
+        [
+            "denoise",
+            str(tmp_path / "h.csv"),
+            "--chain",
+            "--method",
+            "wavelet",
+            "--out",
+            str(tmp_path / "hw.csv"),
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and "values must be within" in err and err.count("\n") == 1
+    assert not (tmp_path / "hw.csv").exists()
+    res = denoise_table(tmp_path / "t.csv", out=tmp_path / "o.parquet", method="none")
+    import pyarrow.parquet as pq
+
+    back = pq.read_table(res.output)
+    assert str(back.schema.field("released").type) == "int64"
+    assert str(back.schema.field("key").type) == "string"

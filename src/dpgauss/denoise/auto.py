@@ -61,7 +61,7 @@ def auto(
 
     Candidates (each with an exact SURE of the total squared error):
 
-    * ``identity``: ``ŷ = y``, risk ``dσ²``;
+    * ``none`` (the identity): ``ŷ = y``, risk ``dσ²``;
     * :func:`~dpgauss.denoise.james_stein` toward zero and toward the mean;
     * :func:`~dpgauss.denoise.soft_threshold` with the SURE-chosen λ;
     * with a grid shape: :func:`~dpgauss.denoise.wavelet_denoise` (Haar, SURE thresholds)
@@ -134,7 +134,7 @@ def auto(
         Denoised(
             arr.copy(),
             float(np.sum(np.broadcast_to(np.asarray(s) ** 2, arr.shape))),
-            "identity",
+            "none",
             {},
             sigma=s,
             scale=np.array(np.broadcast_to(s, arr.shape), dtype=np.float64),

@@ -95,6 +95,10 @@ class Denoised:
         return self.error_bars(draws=draws, rng=rng).interval(level)
 
 
+#: σ lies in this range, so that σ², 1/σ² and the denoisers' sums of squares are finite
+#: (a release's σ is within (1e-100, 1e100): ``dpgauss.release.pipeline.SIGMA_RANGE``).
+SIGMA_LIMITS = Interval(1e-150, 1e150)
+
 #: The denoisers that accept one σ per key (the others need a single σ).
 PER_KEY_SIGMA = (
     "none, posterior_mean, james_stein, soft_threshold, hard_threshold, graph_wavelet and auto"
@@ -119,6 +123,7 @@ def check_observation(y: object, sigma: object) -> tuple[np.ndarray, float]:
                 f"per key is accepted by {PER_KEY_SIGMA})"
             )
     check_interval(s, "sigma", Interval(0.0, math.inf))
+    check_interval(s, "sigma", SIGMA_LIMITS, "so that σ² and 1/σ² are finite")
     return np.array(arr, dtype=np.float64), float(s)
 
 
@@ -133,6 +138,7 @@ def check_noise(y: object, sigma: object) -> tuple[np.ndarray, float | np.ndarra
     check_interval(arr, "y", REAL)
     s = as_real_array(sigma, "sigma")
     check_interval(s, "sigma", Interval(0.0, math.inf))
+    check_interval(s, "sigma", SIGMA_LIMITS, "so that σ² and 1/σ² are finite")
     if s.ndim == 0:
         return np.array(arr, dtype=np.float64), float(s)
     try:

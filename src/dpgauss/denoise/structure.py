@@ -57,10 +57,11 @@ def lattice_edges(shape: tuple[int, ...]) -> np.ndarray:
 
 
 def _grid(value: object, n: int) -> tuple[int, ...]:
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+    if not _is_grid(value):
+        raise TypeError(f"structure grid must be a tuple of 1 or 2 integers; got {value!r}")
+    if isinstance(value, numbers.Integral):
         value = (value,)
-    assert isinstance(value, tuple | list)
-    shape = tuple(int(v) for v in value)  # type: ignore[call-overload]
+    shape = tuple(int(v) for v in value)  # type: ignore[union-attr]
     if len(shape) not in (1, 2) or min(shape) < 2:
         raise ValueError(
             f"structure as a grid must have 1 or 2 axes of length at least 2; got {shape}"

@@ -187,9 +187,12 @@ def _rule_lambda(
         return universal_threshold(1.0, arr.size) * s
     if np.ndim(s) == 0:
         return sure_threshold(np.abs(arr).ravel(), float(s))[0]  # type: ignore[arg-type]
-    sd = np.asarray(s).ravel()
-    t = weighted_sure_threshold(np.abs(arr).ravel() / sd, sd * sd)[0]
-    return t * np.asarray(s)
+    sd = np.asarray(s)
+    abs_y = np.abs(arr)
+    t = weighted_sure_threshold((abs_y / sd).ravel(), (sd * sd).ravel())[0]
+    # decided in units of σ: a key with |yᵢ|/σᵢ ≤ t is killed even where t·σᵢ rounds below
+    # |yᵢ| (else it is kept at ~1e-16 and its divergence counted)
+    return np.where(abs_y / sd <= t, np.maximum(t * sd, abs_y), t * sd)
 
 
 def hard_threshold(

@@ -47,6 +47,8 @@ __all__ = ["NOISE_LAWS", "DenoisedTable", "denoise_table"]
 #: Noise laws a table may declare; only ``gaussian`` is modelled.
 NOISE_LAWS = ("gaussian", "laplace", "other")
 OUTPUT_COLUMNS = ("denoised", "denoised_lower", "denoised_upper")
+#: |values| and σ up to this: squares and sums of squares stay finite.
+VALUE_LIMIT = 1e150
 
 
 @dataclass(frozen=True)
@@ -63,16 +65,19 @@ class DenoisedTable:
     @property
     def summary(self) -> str:
         """The lines ``dpgauss denoise`` prints."""
+        from .report import rmse_text
+
         r = self.report
         iv = r["intervals"]
-        risk = r["estimated_error"]
-        rmse = "n/a" if risk is None else f"{math.sqrt(max(risk, 0.0) / r['rows']):.4g}"
+        n = r["rows"]
+        risk, upper = r["estimated_error"], r["estimated_error_upper95"]
+        rmse = None if risk is None else math.sqrt(max(risk, 0.0) / n)
+        up = None if upper is None else math.sqrt(upper / n)
         return "\n".join(
             [
-                f"denoised   : {r['rows']:,} rows of {r['value_column']!r} with "
+                f"denoised   : {n:,} rows of {r['value_column']!r} with "
                 f"{r['method']} ({r['structure']}); no privacy spent (post-processing)",
-                f"error      : estimated RMSE per key {rmse} (SURE; 95 % upper bound "
-                f"{math.sqrt(r['estimated_error_upper95'] / r['rows']):.4g}) vs "
+                f"error      : estimated RMSE per key {rmse_text(rmse, up)} vs "
                 f"{r['raw_rmse_per_key']:.4g} without denoising",
                 f"intervals  : {iv['level']:.0%} ({iv['method']}) median width "
                 f"{iv['median_width']:.4g} vs {iv['raw_width']:.4g} for the values given",
@@ -246,6 +251,12 @@ def denoise_table(
         raise ValueError(f"--level must be in (0, 1); got {level}")
     columns = _read(src)
     y = _numbers(src, columns, value, "the noisy values")
+    if y.size and np.max(np.abs(y)) > VALUE_LIMIT:
+        i = int(np.argmax(np.abs(y) > VALUE_LIMIT))
+        raise ValueError(
+            f"{src}: row {i + 1} of column {value!r} is {float(y[i])!r}; values must be within "
+            f"±{VALUE_LIMIT:g} (so that the denoisers' sums of squares are finite)"
+        )
     n = y.size
     if n == 0:
         raise ValueError(f"{src}: the table has no rows")
@@ -274,13 +285,20 @@ def denoise_table(
         src, columns, n, key=key, graph=graph, edges=edges, grid=grid, chain=chain
     )
     report_path = dst + ".report.json"
-    group = OutputGroup([Path(dst), Path(report_path)], overwrite=overwrite, protected=[Path(src)])
+    inputs = [Path(src)] + [Path(p) for p in (graph, edges) if p is not None and os.path.exists(p)]
+    group = OutputGroup([Path(dst), Path(report_path)], overwrite=overwrite, protected=inputs)
     group.check()
     try:
         res = fn(y, s, structure, **params)
         gen = np.random.default_rng(seed if seed is not None else public_seed(y, s))
         bars = res.error_bars(**({"draws": draws} if draws is not None else {}), rng=gen)
         lo, hi = bars.interval(level)
+        for name, arr in (("denoised", res.estimate), ("its interval", np.concatenate([lo, hi]))):
+            if not np.all(np.isfinite(arr)):
+                raise ValueError(
+                    f"{method}: the {name} is not finite for these values and σ (values or σ "
+                    "too large for the denoiser's sums of squares); nothing was written"
+                )
         from scipy import special
 
         z = float(-special.ndtri((1.0 - level) / 2.0))
@@ -348,7 +366,7 @@ def _write(path: str, columns: dict[str, list[Any]], parquet: bool) -> None:
         pa = require("pyarrow", "data", "writing a Parquet table", error=ValueError)
         import pyarrow.parquet as pq
 
-        pq.write_table(pa.table({k: pa.array(v) for k, v in columns.items()}), path)
+        pq.write_table(pa.table({k: pa.array(_typed(v)) for k, v in columns.items()}), path)
         return
 
     def text(v: Any) -> str:
@@ -364,3 +382,15 @@ def _write(path: str, columns: dict[str, list[Any]], parquet: bool) -> None:
         w.writerow(names)
         for row in zip(*(columns[n] for n in names), strict=True):
             w.writerow([text(v) for v in row])
+
+
+def _typed(values: list[Any]) -> list[Any]:
+    """A CSV column of numbers as numbers (integers when every one is), else as read."""
+    if not values or not all(isinstance(v, str) for v in values):
+        return values
+    try:
+        if all(v.strip().lstrip("+-").isdigit() for v in values):
+            return [int(v) for v in values]
+        return [float(v) for v in values]
+    except ValueError:
+        return values

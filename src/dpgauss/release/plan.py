@@ -282,10 +282,13 @@ def plan_release(
     #    inputs only), so that a parameter value it refuses is refused here, not after the
     #    charge.
     denoiser = plan_denoiser(spec, domain)
-    sigma = float(cal.probe.sigma) * (sens.parts["count"] if sens.statistic == "mean" else 1.0)
+    # a mean denoises its sum and its count, each with its own σ
+    parts = ("sum", "count") if sens.statistic == "mean" else (None,)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        denoiser(np.zeros(domain.size), sigma).error_bars(draws=2, rng=0)
+        for part in parts:
+            sigma = float(cal.probe.sigma) * (sens.parts[part] if part is not None else 1.0)
+            denoiser(np.zeros(domain.size), sigma).error_bars(draws=2, rng=0)
     if fmt == "parquet":
         try:
             import pyarrow.parquet  # noqa: F401

@@ -122,19 +122,6 @@ def denoisers(kind: str, edges: np.ndarray, d: int, shape: tuple[int, ...]) -> d
     return out
 
 
-def _flat(res: Denoised) -> Denoised:
-    import dataclasses
-
-    inner = res.estimate.shape
-    refit = res.refit
-    assert refit is not None
-    return dataclasses.replace(
-        res,
-        estimate=res.estimate.ravel(),
-        refit=lambda v: _flat(refit(np.reshape(v, inner))),
-    )
-
-
 def measure(
     theta: np.ndarray, sigma: float, fn: Fn, classes: dict[str, np.ndarray], draws: int, seed: int
 ) -> dict[str, float | str]:

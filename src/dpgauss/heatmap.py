@@ -152,26 +152,15 @@ def draw_series(
         raise ValueError("keys must be 1-D and series must contain at least one series")
     fig = _figure(8.0, 3.8)
     ax = fig.subplots()
-    if lower is not None and upper is not None:
-        ax.fill_between(
-            x,
-            lower,
-            upper,
-            color="tab:blue",
-            alpha=0.15,
-            linewidth=0,
-            label="95 % interval of the release",
-        )
-    if denoised_lower is not None and denoised_upper is not None:
-        ax.fill_between(
-            x,
-            denoised_lower,
-            denoised_upper,
-            color="tab:red",
-            alpha=0.25,
-            linewidth=0,
-            label="95 % interval of the denoised values",
-        )
+    bands = (
+        (lower, upper, "tab:blue", 0.15, "the release"),
+        (denoised_lower, denoised_upper, "tab:red", 0.25, "the denoised values"),
+    )
+    for lo, hi, color, alpha, what in bands:
+        if lo is not None and hi is not None:
+            ax.fill_between(
+                x, lo, hi, color=color, alpha=alpha, linewidth=0, label=f"95 % interval of {what}"
+            )
     styles = (
         {"color": "tab:blue", "linewidth": 0.8, "alpha": 0.7},
         {"color": "tab:red", "linewidth": 1.6},

@@ -363,6 +363,19 @@ def test_fail_policies_never_stop_a_release_only_the_check(
 # ------------------------------------------------------------------ whole releases
 
 
+#: The columns of a count release of a range domain, in order.
+COLUMNS = [
+    "key",
+    "released",
+    "denoised",
+    "sigma",
+    "lower",
+    "upper",
+    "denoised_lower",
+    "denoised_upper",
+]
+
+
 def small_release_data(tmp_path: Path) -> tuple[Path, np.ndarray]:
     """Every unit has at most 3 records: bounding (b = 5) keeps everything."""
     rng = np.random.default_rng(4)
@@ -380,16 +393,7 @@ def test_release_writes_the_exact_aggregate_with_the_hook(tmp_path: Path) -> Non
     out = tmp_path / "release.csv"
     with pipeline._noise_off():
         res = run_release(spec, out=out, ledger=ledger, engine=ENGINE)
-    assert list(res.columns) == [
-        "key",
-        "released",
-        "denoised",
-        "sigma",
-        "lower",
-        "upper",
-        "denoised_lower",
-        "denoised_upper",
-    ]
+    assert list(res.columns) == COLUMNS
     assert np.array_equal(res.columns["released"], truth)
     assert np.array_equal(res.columns["key"], np.arange(10))
     sigma = res.columns["sigma"][0]
@@ -398,8 +402,7 @@ def test_release_writes_the_exact_aggregate_with_the_hook(tmp_path: Path) -> Non
     assert np.allclose(width, width[0]) and width[0] == pytest.approx(1.96 * sigma, rel=0.02)
     assert np.allclose(res.columns["released"] - res.columns["lower"], width[0])
     lines = out.read_text().splitlines()
-    header = "key,released,denoised,sigma,lower,upper,denoised_lower,denoised_upper"
-    assert lines[0] == header and len(lines) == 11
+    assert lines[0] == ",".join(COLUMNS) and len(lines) == 11
     assert float(lines[1].split(",")[1]) == truth[0]
     report = json.loads(Path(res.report_path).read_text())
     assert res.report_path == str(out) + ".report.json"
@@ -514,16 +517,7 @@ def test_parquet_output_and_glob_source(tmp_path: Path) -> None:
             make_spec(tmp_path / "parts" / "*.parquet"), out=out, ledger=ledger, engine=ENGINE
         )
     back = pq.read_table(out)
-    assert back.column_names == [
-        "key",
-        "released",
-        "denoised",
-        "sigma",
-        "lower",
-        "upper",
-        "denoised_lower",
-        "denoised_upper",
-    ]
+    assert back.column_names == COLUMNS
     assert np.array_equal(back.column("released").to_numpy(), truth)
     assert res.report["output"]["format"] == "parquet"
 

@@ -108,23 +108,20 @@ PER_KEY_SIGMA = (
 def check_observation(y: object, sigma: object) -> tuple[np.ndarray, float]:
     """Validate the released vector and a single public σ (denoisers that need one).
 
-    ``y``: finite reals of any shape (returned as a float64 array); ``σ``: a finite
-    positive number.  Raises ``TypeError``/``ValueError`` naming the argument.
+    As :func:`check_noise`, but ``σ`` must be one number (an array of one value repeated is
+    that number).  Raises ``TypeError``/``ValueError`` naming the argument.
     """
-    arr = as_real_array(y, "y")
-    check_interval(arr, "y", REAL)
     s = as_real_array(sigma, "sigma")
     if s.ndim:
-        if s.size and np.all(s == s.flat[0]):
-            s = np.asarray(s.flat[0])  # one σ written once per key
-        else:
+        if not (s.size and np.all(s == s.flat[0])):
             raise TypeError(
                 f"sigma must be a single number here, not an array of shape {s.shape} (one σ "
                 f"per key is accepted by {PER_KEY_SIGMA})"
             )
-    check_interval(s, "sigma", Interval(0.0, math.inf))
-    check_interval(s, "sigma", SIGMA_LIMITS, "so that σ² and 1/σ² are finite")
-    return np.array(arr, dtype=np.float64), float(s)
+        s = np.asarray(s.flat[0])  # one σ written once per key
+    arr, one = check_noise(y, s)
+    assert isinstance(one, float)
+    return arr, one
 
 
 def check_noise(y: object, sigma: object) -> tuple[np.ndarray, float | np.ndarray]:

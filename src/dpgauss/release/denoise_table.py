@@ -39,7 +39,7 @@ from ..denoise import Denoised, Structure, as_graph
 from ..denoise.intervals import public_seed
 from ..denoise.registry import entry
 from ..denoise.structure import lattice_edges
-from .outputs import OutputGroup
+from .outputs import OutputGroup, write_csv
 from .report import json_ready
 
 __all__ = ["NOISE_LAWS", "DenoisedTable", "denoise_table"]
@@ -369,19 +369,7 @@ def _write(path: str, columns: dict[str, list[Any]], parquet: bool) -> None:
         pq.write_table(pa.table({k: pa.array(_typed(v)) for k, v in columns.items()}), path)
         return
 
-    def text(v: Any) -> str:
-        if v is None:
-            return ""
-        if isinstance(v, float):
-            return repr(v) if math.isfinite(v) else ""
-        return str(v)
-
-    names = list(columns)
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(names)
-        for row in zip(*(columns[n] for n in names), strict=True):
-            w.writerow([text(v) for v in row])
+    write_csv(path, columns)
 
 
 def _typed(values: list[Any]) -> list[Any]:

@@ -41,14 +41,38 @@ delivered completely.
 from __future__ import annotations
 
 import contextlib
+import csv
 import fcntl
+import math
+import numbers
 import os
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["OutputError", "OutputGroup", "probe_directory"]
+__all__ = ["OutputError", "OutputGroup", "probe_directory", "write_csv"]
+
+
+def write_csv(path: str, columns: Mapping[str, Sequence[object]]) -> None:
+    """Write ``columns`` (name → values, equal lengths) as a UTF-8 CSV table: floats as
+    their shortest round-trip text, non-finite floats and ``None`` as empty fields."""
+
+    def text(v: object) -> str:
+        if v is None:
+            return ""
+        if isinstance(v, float):  # numpy float64 included
+            return repr(float(v)) if math.isfinite(v) else ""
+        if isinstance(v, numbers.Integral):
+            return str(int(v))
+        return str(v)
+
+    names = list(columns)
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(names)
+        for row in zip(*(columns[n] for n in names), strict=True):
+            w.writerow([text(v) for v in row])
 
 
 class OutputError(ValueError):

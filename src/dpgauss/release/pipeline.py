@@ -83,7 +83,7 @@ from ..privacy.accounting import GaussianAccountant
 from .domain import KeyDomain, resolve_domain
 from .engine import Aggregate, AggregationPlan, Engine
 from .keymap import key_array
-from .outputs import OutputGroup
+from .outputs import OutputGroup, write_csv
 from .plan import LEDGER_ENV, ReleasePlan, make_engine, plan_release, value_offset
 from .report import NOT_PRIVATE_WARNING, Diagnostics, PublicReport, json_ready
 from .sensitivity import Sensitivity, derive_sensitivity
@@ -332,21 +332,7 @@ def _write_table(path: str, fmt: str, columns: dict[str, np.ndarray]) -> None:
         pq.write_table(pa.table({k: arrow(v) for k, v in columns.items()}), path)
         return
 
-    def text(v: Any) -> str:
-        if isinstance(v, float | np.floating):
-            return "" if not math.isfinite(v) else repr(float(v))
-        if isinstance(v, np.integer):
-            return str(int(v))
-        return str(v)
-
-    import csv
-
-    names = list(columns)
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(names)
-        for row in zip(*(columns[n].tolist() for n in names), strict=True):
-            w.writerow([text(v) for v in row])
+    write_csv(path, {name: values.tolist() for name, values in columns.items()})
 
 
 def _plot_keys(labels: np.ndarray) -> np.ndarray:

@@ -25,6 +25,13 @@ from dpgauss.denoise.thresholding import weighted_sure_threshold
 D = 80
 CHAIN = np.stack([np.arange(D - 1), np.arange(1, D)], axis=1)
 GRAPH = as_graph(CHAIN, D)
+# a cycle with chords: not a chain, so order 0 goes to the weighted minimum cuts
+CYCLE = as_graph(
+    np.concatenate(
+        [CHAIN, [[D - 1, 0]], np.stack([np.arange(0, D, 7), np.arange(3, D + 3, 7) % D], 1)]
+    ),
+    D,
+)
 
 
 def _sigma() -> np.ndarray:
@@ -46,6 +53,8 @@ CASES = {
         y, s, GRAPH, threshold="universal"
     ),
     "graph_wavelet_fixed": lambda y, s: graph_wavelet_denoise(y, s, GRAPH, threshold=2.0),
+    "trend_filter_chain": lambda y, s: trend_filter(y, s, GRAPH, lam=0.8),
+    "trend_filter_graph": lambda y, s: trend_filter(y, s, CYCLE, lam=0.8),
 }
 
 
@@ -121,21 +130,34 @@ def test_hard_thresholding_uses_t_sigma_i() -> None:
     assert res.params["kept"] == D
 
 
-def test_auto_with_one_sigma_per_key_skips_the_single_sigma_candidates() -> None:
+def test_auto_with_one_sigma_per_key_fits_the_weighted_trend_filter() -> None:
     rng = np.random.default_rng(6)
     s = _sigma()
     y = _theta() + s * rng.standard_normal(D)
     res = auto(y, s, GRAPH)
-    methods = {c["method"] for c in res.params["candidates"]}
-    assert "graph_wavelet" in methods and "trend_filter" not in methods
-    assert any("one σ" in text for text in res.params["skipped"])
+    fitted = [c for c in res.params["candidates"] if c["method"] == "trend_filter"]
+    assert [c["params"]["order"] for c in fitted] == [0]
+    assert "weighted" in fitted[0]["params"]["algorithm"]
+    assert any("order 1" in text and "one σ" in text for text in res.params["skipped"])
+    # a two-level step: the weighted fused lasso's SURE is a small part of the identity's,
+    # and the winner (it or the graph wavelets, both fit a step) halves the error
+    assert fitted[0]["risk"] < 0.25 * float(np.sum(s * s))
+    assert res.method in ("trend_filter", "graph_wavelet")
+    assert float(np.sum((res.estimate - _theta()) ** 2)) < 0.5 * float(np.sum(s * s))
     lo, hi = res.interval(0.95, draws=8, rng=1)
     assert np.all(lo <= res.estimate) and np.all(res.estimate <= hi)
 
 
 def test_single_sigma_denoisers_refuse_a_vector_by_name() -> None:
+    pytest.importorskip("pywt")
+    from dpgauss.denoise import wavelet_denoise
+
     with pytest.raises(TypeError, match="one σ per key is accepted by"):
-        trend_filter(np.zeros(D), _sigma(), GRAPH, lam=1.0)
+        wavelet_denoise(np.zeros(D), _sigma(), (D,), threshold=1.0)
+    with pytest.raises(ValueError, match="order 0 only; got order=1"):
+        trend_filter(np.zeros(D), _sigma(), GRAPH, order=1, lam=1.0)
+    with pytest.raises(ValueError, match="not by ADMM"):
+        trend_filter(np.zeros(D), _sigma(), GRAPH, lam=1.0, solver="admm")
     # a constant vector is one σ written per key
     res = trend_filter(np.zeros(D), np.full(D, 2.0), GRAPH, lam=1.0)
     assert res.sigma == 2.0

@@ -77,14 +77,20 @@ def graph_tv(
     lam: float,
     jump: np.ndarray | None = None,
     flow: np.ndarray | None = None,
+    weight: np.ndarray | None = None,
 ) -> TVSolution | None:
     """Graph TV at ``lam`` by the decomposition algorithm (module doc).
 
     ``jump`` (values in {−1, 0, 1}, one per edge) fixes ``u_e = λ·jump_e`` on its nonzero
     edges in advance; ``flow`` is an initial flow on the others (clipped to ``±λ``).
+    ``weight`` (positive, one per node; default 1) weights the fidelity,
+    ``½ Σ w_i (y_i − β_i)²``: then ``β̂ = y − W⁻¹Dᵀu``, a group's level is the weighted
+    mean ``α = Σ w_i t_i / Σ w_i`` of its targets and the supplies are ``w_i (t_i − α)``
+    (the decomposition holds for any separable strictly convex fidelity; Bach 2013, §9.1).
     Returns None if the round guard is exceeded (never expected).
     """
     n, m = y.size, edges.shape[0]
+    w = np.ones(n) if weight is None else np.asarray(weight, dtype=np.float64)
     e0 = np.ascontiguousarray(edges[:, 0], dtype=np.int64)
     e1 = np.ascontiguousarray(edges[:, 1], dtype=np.int64)
     u = np.zeros(m) if flow is None else np.clip(np.asarray(flow, dtype=np.float64), -lam, lam)
@@ -93,7 +99,7 @@ def graph_tv(
         fixed = jump != 0
         u[fixed] = lam * np.sign(jump[fixed])
         free = ~fixed
-    t = y - _outflow(e0, e1, n, np.where(free, 0.0, u))
+    t = y - _outflow(e0, e1, n, np.where(free, 0.0, u)) / w
     beta = np.empty(n)
     done = np.zeros(n, dtype=bool)
     for rounds in range(1, _MAX_ROUNDS + 1):
@@ -107,10 +113,12 @@ def graph_tv(
         na = nodes.size
         adj = sp.csr_matrix((np.ones(act.size), (a, b)), shape=(na, na))
         n_lab, lab = connected_components(adj, directed=False)
-        tl = t[nodes]
-        alpha = np.bincount(lab, weights=tl, minlength=n_lab) / np.bincount(lab, minlength=n_lab)
+        tl, wl = t[nodes], w[nodes]
+        alpha = np.bincount(lab, weights=wl * tl, minlength=n_lab) / np.bincount(
+            lab, weights=wl, minlength=n_lab
+        )
         ua = u[act]
-        q = tl - alpha[lab] - _outflow(a, b, na, ua)  # the supply the flow ua leaves
+        q = wl * (tl - alpha[lab]) - _outflow(a, b, na, ua)  # the supply the flow ua leaves
         scale = lam + float(np.abs(q).max(initial=0.0))
         tol = _TOL * scale
         src = np.flatnonzero(q > tol)
@@ -139,7 +147,7 @@ def graph_tv(
             uc = np.where(reach[a[cross]], lam, -lam)
             u[ce] = uc
             free[ce] = False
-            t -= _outflow(e0[ce], e1[ce], n, uc)
+            t -= _outflow(e0[ce], e1[ce], n, uc) / w
     return None
 
 
@@ -150,17 +158,18 @@ def graph_tv_warm(
     jump: np.ndarray | None,
     flow: np.ndarray | None,
     repairs: int = 20,
+    weight: np.ndarray | None = None,
 ) -> TVSolution | None:
     """:func:`graph_tv` with a nearby solution's jumps fixed, releasing the fixed jumps
     that the result contradicts and solving again (at most ``repairs`` times, then from
     scratch)."""
     if jump is None or not np.any(jump):
-        return graph_tv(y, edges, lam, None, flow)
+        return graph_tv(y, edges, lam, None, flow, weight)
     jump = jump.copy()
     e0, e1 = edges[:, 0], edges[:, 1]
     rounds = 0
     for _ in range(repairs):
-        res = graph_tv(y, edges, lam, jump, flow)
+        res = graph_tv(y, edges, lam, jump, flow, weight)
         if res is None:
             return None
         rounds += res.rounds
@@ -171,7 +180,7 @@ def graph_tv_warm(
             return res
         jump[bad] = 0.0
         flow = res.u
-    res = graph_tv(y, edges, lam, None, flow)
+    res = graph_tv(y, edges, lam, None, flow, weight)
     if res is not None:
         res.rounds += rounds
     return res

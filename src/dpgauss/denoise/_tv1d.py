@@ -33,16 +33,27 @@ except ImportError:  # pragma: no cover - exercised in environments without numb
     _numba = None
 
 
-def _condat(y: Any, lam: float, x: Any) -> None:
-    """Fill ``x`` with the 1-D TV solution of ``y`` at ``lam > 0`` (module doc); arrays for
-    the compiled kernel, Python lists for the plain loop (about 3× faster than indexing
-    arrays element by element)."""
+def _condat(y: Any, w: Any, lam: float, x: Any) -> None:
+    """Fill ``x`` with the 1-D TV solution of ``y`` at ``lam > 0`` with fidelity weights
+    ``w`` (module doc); arrays for the compiled kernel, Python lists for the plain loop
+    (about 3× faster than indexing arrays element by element).
+
+    The current segment starts at ``k0`` with the dual ``u0`` on the edge before it (0 at
+    the signal's start, ``±λ`` after a jump) and has weight ``sw`` and weighted sum ``sy``
+    (summed as the scan advances).  A bound that becomes tight at ``k`` is set from them,
+    ``v = (sy + u0 ∓ λ) / sw`` (the level whose dual at ``k`` is ``±λ``), never by adding a
+    correction to the old bound: with weights over many decades the first bound,
+    ``y₀ ∓ λ/w₀``, can be astronomically far from the data, and corrections to it would
+    cancel catastrophically."""
     n = len(y)
     if n == 0:
         return
     k = k0 = k_lo = k_hi = 0  # current sample, segment start, last tight low/high points
-    v_lo = y[0] - lam
-    v_hi = y[0] + lam
+    u0 = 0.0
+    sw = w[0]
+    sy = w[0] * y[0]
+    v_lo = (sy - lam) / sw
+    v_hi = (sy + lam) / sw
     u_lo = lam
     u_hi = -lam
     while True:
@@ -54,9 +65,12 @@ def _condat(y: Any, lam: float, x: Any) -> None:
                 k = k0 = k_lo = k_lo + 1
                 if k >= n:
                     return
+                u0 = lam
+                sw = w[k]
+                sy = w[k] * y[k]
                 v_lo = y[k]
                 u_lo = lam
-                u_hi = y[k] + lam - v_hi
+                u_hi = lam + w[k] * (y[k] - v_hi)
                 continue
             if u_hi > 0.0:
                 for i in range(k0, k_hi + 1):
@@ -64,42 +78,53 @@ def _condat(y: Any, lam: float, x: Any) -> None:
                 k = k0 = k_hi = k_hi + 1
                 if k >= n:
                     return
+                u0 = -lam
+                sw = w[k]
+                sy = w[k] * y[k]
                 v_hi = y[k]
                 u_hi = -lam
-                u_lo = y[k] - lam - v_lo
+                u_lo = -lam + w[k] * (y[k] - v_lo)
                 continue
-            v_lo += u_lo / (k - k0 + 1)
+            v_lo = (sy + u0) / sw  # the level whose dual at the end is 0
             for i in range(k0, k + 1):
                 x[i] = v_lo
             return
-        if y[k + 1] + u_lo < v_lo - lam:
+        if u_lo + w[k + 1] * (y[k + 1] - v_lo) < -lam:
             # a downward jump after k_lo is unavoidable
             for i in range(k0, k_lo + 1):
                 x[i] = v_lo
             k = k0 = k_lo = k_hi = k_lo + 1
+            u0 = lam
+            sw = w[k]
+            sy = w[k] * y[k]
             v_lo = y[k]
-            v_hi = y[k] + 2.0 * lam
+            v_hi = (sy + 2.0 * lam) / sw
             u_lo = lam
             u_hi = -lam
-        elif y[k + 1] + u_hi > v_hi + lam:
+        elif u_hi + w[k + 1] * (y[k + 1] - v_hi) > lam:
             # an upward jump after k_hi is unavoidable
             for i in range(k0, k_hi + 1):
                 x[i] = v_hi
             k = k0 = k_lo = k_hi = k_hi + 1
-            v_lo = y[k] - 2.0 * lam
+            u0 = -lam
+            sw = w[k]
+            sy = w[k] * y[k]
+            v_lo = (sy - 2.0 * lam) / sw
             v_hi = y[k]
             u_lo = lam
             u_hi = -lam
         else:
             k += 1
-            u_lo += y[k] - v_lo
-            u_hi += y[k] - v_hi
+            sw += w[k]
+            sy += w[k] * y[k]
+            u_lo += w[k] * (y[k] - v_lo)
+            u_hi += w[k] * (y[k] - v_hi)
             if u_lo >= lam:
-                v_lo += (u_lo - lam) / (k - k0 + 1)
+                v_lo = (sy + u0 - lam) / sw
                 u_lo = lam
                 k_lo = k
             if u_hi <= -lam:
-                v_hi += (u_hi + lam) / (k - k0 + 1)
+                v_hi = (sy + u0 + lam) / sw
                 u_hi = -lam
                 k_hi = k
 
@@ -107,11 +132,16 @@ def _condat(y: Any, lam: float, x: Any) -> None:
 _compiled: Any = None
 
 
-def tv1d(y: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:
+def tv1d(
+    y: np.ndarray, lam: float, weight: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """``(x, u)``: the 1-D TV solution of ``y`` at ``lam ≥ 0`` and its dual flow on the
-    ``n − 1`` edges ``(k, k+1)`` (prefix sums of ``y − x``, module doc)."""
+    ``n − 1`` edges ``(k, k+1)`` (prefix sums of ``w·(y − x)``, module doc).  ``weight``
+    (positive, one per sample; default 1) weights the fidelity:
+    ``argmin_x ½ Σ w_k (y_k − x_k)² + λ Σ |x_{k+1} − x_k|``."""
     global _compiled
     y = np.ascontiguousarray(y, dtype=np.float64)
+    w = np.ones_like(y) if weight is None else np.ascontiguousarray(weight, dtype=np.float64)
     x = np.empty_like(y)
     if lam <= 0.0 or y.size < 2:
         x[:] = y
@@ -120,9 +150,9 @@ def tv1d(y: np.ndarray, lam: float) -> tuple[np.ndarray, np.ndarray]:
             _compiled = _condat if _numba is None else _numba.njit(cache=True)(_condat)
         if _compiled is _condat:  # pure Python
             out = [0.0] * y.size
-            _condat(y.tolist(), float(lam), out)
+            _condat(y.tolist(), w.tolist(), float(lam), out)
             x[:] = out
         else:
-            _compiled(y, float(lam), x)
-    u = np.cumsum(y - x)[:-1]
+            _compiled(y, w, float(lam), x)
+    u = np.cumsum(w * (y - x))[:-1]
     return x, u

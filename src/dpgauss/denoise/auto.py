@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from . import _graph_tv
 from .result import Denoised, check_noise
 from .shrinkage import james_stein
 from .structure import as_structure
@@ -97,9 +98,10 @@ def auto(
     Parameters
     ----------
     y : array_like of finite reals, any shape
-    sigma : float > 0, the public noise standard deviation, or one per key (then the
-        wavelet and trend-filtering candidates, which take one σ, are skipped and say so in
-        ``skipped``; the guard's ``σ²√(2d)`` becomes ``√(2 Σ σᵢ⁴)``)
+    sigma : float > 0, the public noise standard deviation, or one per key (then order-0
+        trend filtering is fitted with weights ``1/σᵢ²``; the grid wavelets and order-1
+        trend filtering, which take one σ, are skipped and say so in ``skipped``; the
+        guard's ``σ²√(2d)`` becomes ``√(2 Σ σᵢ⁴)``)
     structure : optional: a public graph on the ``y.size`` coordinates (see
         :func:`~dpgauss.denoise.as_graph`), a grid shape (a tuple of 1 or 2 integers ≥ 2
         whose product is ``y.size``) or a :class:`~dpgauss.denoise.structure.Structure`
@@ -144,8 +146,8 @@ def auto(
     ]
     challengers = [soft_threshold(arr, s, threshold="sure")]
     skipped: list[str] = []
-    if per_key and (shape is not None or graph is not None):
-        skipped.append("wavelet_denoise and trend_filter (they take one σ; sigma differs per key)")
+    if per_key and shape is not None:
+        skipped.append("wavelet_denoise (it takes one σ; sigma differs per key)")
     if shape is not None and not per_key:
         from .wavelets import wavelet_denoise
 
@@ -158,18 +160,31 @@ def auto(
             )
         else:
             challengers.append(_reshaped(res, arr.shape))
-        if len(shape) == 1 and graph is None:
-            # an ordered 1-D grid is a chain: order-0 trend filtering there is exact and
-            # takes about one pass per λ (the direct 1-D algorithm, with or without numba)
-            chain = np.stack([np.arange(d - 1), np.arange(1, d)], axis=1)
-            res = trend_filter(flat, s, chain, order=0, lam="sure")
-            challengers.append(_reshaped(res, arr.shape))
+    if shape is not None and len(shape) == 1 and graph is None:
+        # an ordered 1-D grid is a chain: order-0 trend filtering there is exact and takes
+        # about one pass per λ (the direct 1-D algorithm, with or without numba; weighted by
+        # 1/σᵢ² when σ differs per key)
+        chain = np.stack([np.arange(d - 1), np.arange(1, d)], axis=1)
+        res = trend_filter(flat, s, chain, order=0, lam="sure")
+        challengers.append(_reshaped(res, arr.shape))
     if graph is not None:
         g = graph
         challengers.append(
             _reshaped(graph_wavelet_denoise(flat, s, g, threshold="sure"), arr.shape)
         )
-        for order in (0, 1) if not per_key else ():
+        for order in (0, 1):
+            if per_key and order == 1:
+                skipped.append(
+                    "trend_filter order 1 (it takes one σ; sigma differs per key: order 0 "
+                    "is fitted with weights 1/σᵢ²)"
+                )
+                continue
+            if per_key and not _graph_tv.available():
+                skipped.append(
+                    "trend_filter order 0 (one σ per key is solved by the compiled minimum "
+                    "cut: pip install 'dpgauss[fast]')"
+                )
+                continue
             if order == 1 and d > TF1_MAX_SIZE:
                 skipped.append(
                     f"trend_filter order 1 (d = {d:,} > {TF1_MAX_SIZE:,}: its SURE path takes "
@@ -194,9 +209,13 @@ def auto(
         guard = full
         df = cand.params.get("df")
         if cand.method == "trend_filter" and df is not None and math.isfinite(float(df)):
-            gap = float(np.linalg.norm(np.ravel(cand.estimate) - base))
-            sd = float(s)  # trend filtering runs with one σ only
-            guard = min(full, 2.0 * sd * gap + 2.0 * sd * sd * math.sqrt(2.0 * float(df)))
+            # with one σ per key: the first term's variance is 4 Σ σᵢ² (β̂ᵢ − b̂ᵢ)², the
+            # second is taken at the root mean σ⁴
+            var = np.broadcast_to(np.asarray(s) ** 2, arr.shape).ravel()
+            diff = np.ravel(cand.estimate) - base
+            first = 2.0 * math.sqrt(float(np.sum(var * diff * diff)))
+            second = 2.0 * math.sqrt(float(np.mean(var * var))) * math.sqrt(2.0 * float(df))
+            guard = min(full, first + second)
         if risk < base_risk - margin * guard and risk < best:
             chosen, best = i, risk
     winner = candidates[chosen]

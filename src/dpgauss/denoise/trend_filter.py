@@ -126,9 +126,10 @@ from .._validation import REAL, as_real_array, check_interval
 from . import _graph_tv
 from ._tf_order1 import ReorderedSPD, SupportSolver
 from ._tf_order1 import spd_lu as _spd_lu
+from ._tf_weighted import WeightedPath
 from ._tv1d import tv1d
 from .graph import Graph
-from .result import Denoised, check_observation
+from .result import Denoised, check_noise
 from .structure import graph_of
 
 __all__ = ["TrendFilterConvergenceWarning", "trend_filter"]
@@ -1151,7 +1152,12 @@ def trend_filter(
     sigma
         The public noise standard deviation.  Required for ``"sure"`` and for candidate
         sequences; with a single λ it may be ``None`` and, if given, the returned ``risk`` is
-        SURE at that λ.
+        SURE at that λ.  One σ per key (an array of ``y``'s shape) fits order 0 with the
+        weighted fidelity ``½ Σ (y_i − β_i)² / σ_i²`` instead, exactly (the direct 1-D
+        algorithm on a chain, else the minimum cuts, which need numba), with the
+        heteroscedastic SURE ``‖y − β̂‖² − Σσ_i² + 2 Σ_G |G| / Σ_{i∈G} σ_i⁻²`` over the
+        fused groups ``G`` (:mod:`dpgauss.denoise._tf_weighted`); λ is then in units of
+        ``y/σ²`` and ``params`` adds ``divergence`` (the last sum).
     structure
         The public graph: a ``networkx.Graph``, a sparse adjacency matrix, an ``(m, 2)``
         edge array or a :class:`~dpgauss.denoise.graph.Graph` (see :func:`as_graph`), or a
@@ -1205,7 +1211,7 @@ def trend_filter(
         arr = np.array(arr, dtype=np.float64)
         s: float | None = None
     else:
-        arr, s = check_observation(y, sigma)
+        arr, s = check_noise(y, sigma)
     n_lambdas = _check_positive_int(n_lambdas, "n_lambdas", 1)
     if lam_min_ratio is not None:
         lam_min_ratio = _check_unit(lam_min_ratio, "lam_min_ratio")
@@ -1220,6 +1226,21 @@ def trend_filter(
     op = _make_operator(g, k)
     chain = isinstance(op, _LatticeDifference) and op.shape[0] == 1
     exact = _check_solver(solver, k, chain)
+    if isinstance(s, np.ndarray):
+        _check_weighted(k, solver, chain)
+        return _weighted_trend_filter(
+            yv.reshape(shape),
+            s.ravel(),
+            g,
+            op,
+            lam_spec,
+            n_lambdas,
+            lam_min_ratio,
+            float(tol_arr),
+            max_iter,
+            solver,
+            chain,
+        )
 
     def sure(fit: _Fit) -> float | None:
         if s is None:
@@ -1318,6 +1339,121 @@ def trend_filter(
         params=params,
         sigma=s,
         refit=refit if s is not None else None,
+    )
+
+
+def _check_weighted(order: int, solver: str, chain: bool) -> None:
+    """Per-key σ (the weighted fidelity of :mod:`._tf_weighted`) is solved exactly, for
+    order 0 only: its SURE needs the divergence ``Σ σ_i² ∂β̂_i/∂y_i``, which is a sum over
+    fused groups for order 0 but the trace of a weighted projection for higher orders."""
+    if order != 0:
+        raise ValueError(
+            f"trend_filter with one sigma per key solves order 0 only; got order={order} "
+            "(pass one sigma, or use order=0)"
+        )
+    if solver == "admm":
+        raise ValueError(
+            "trend_filter with one sigma per key is solved exactly (solver='auto' or "
+            "'exact'), not by ADMM; got solver='admm'"
+        )
+    if not chain and not _graph_tv.available():
+        raise ImportError(
+            "trend_filter with one sigma per key needs numba for its compiled minimum cut "
+            "(except on a chain): pip install 'dpgauss[fast]'"
+        )
+
+
+def _weighted_trend_filter(
+    y: np.ndarray,
+    sigma: np.ndarray,
+    graph: Graph,
+    op: _Operator,
+    lam_spec: float | np.ndarray | None,
+    n_lambdas: int,
+    lam_min_ratio: float | None,
+    tol: float,
+    max_iter: int,
+    solver: str,
+    chain: bool,
+) -> Denoised:
+    """Order 0 with fidelity weights ``1/σ_i²`` (:mod:`._tf_weighted`), λ by SURE."""
+    yv = y.ravel()
+    path = WeightedPath(yv, sigma, op, tol, chain)
+    lam_max = path.lam_max
+    if isinstance(lam_spec, float):
+        fits = [path.solve(lam_spec)]
+    elif lam_spec is not None:
+        fits = [path.solve(float(v)) for v in np.sort(lam_spec)[::-1]]
+    elif lam_max == 0.0 or graph.m == 0:
+        fits = [path.solve(0.0)]
+    else:
+        ratio = _LAM_MIN_RATIO[0] if lam_min_ratio is None else lam_min_ratio
+        fits = [path.solve(float(v)) for v in lam_max * np.geomspace(1.0, ratio, n_lambdas)]
+        step = ratio ** (1.0 / max(n_lambdas - 1, 1))
+        extra = 0
+        while (
+            n_lambdas > 1
+            and extra < n_lambdas
+            and fits[-1].lam > lam_max * _LAM_FLOOR
+            and int(np.argmin([path.sure(f) for f in fits])) == len(fits) - 1
+        ):
+            fits.append(path.solve(fits[-1].lam * step))
+            extra += 1
+    risks = [path.sure(f) for f in fits]
+    best = int(np.argmin(risks)) if len(fits) > 1 else 0
+    fit = fits[best]
+    if not all(f.converged for f in fits):
+        bad = [f.lam for f in fits if not f.converged]
+        warnings.warn(
+            "trend_filter: the weighted exact solver's relative duality gap exceeded "
+            f"tol={tol:g} at lam = {', '.join(f'{b:.4g}' for b in bad)} (see params['gap'])",
+            TrendFilterConvergenceWarning,
+            stacklevel=3,
+        )
+    params: dict[str, Any] = {
+        "order": 0,
+        "lam": fit.lam,
+        "df": fit.df,
+        "iterations": 0,
+        "gap": fit.gap,
+        "converged": fit.converged,
+        "lam_max": lam_max,
+        "solver": solver,
+        "algorithm": (
+            "weighted direct 1-D TV"
+            if chain
+            else "weighted minimum-cut decomposition (push-relabel)"
+        ),
+        "rounds": int(sum(f.rounds for f in fits)),
+        "divergence": fit.divergence,
+    }
+    if len(fits) > 1:
+        params["path"] = {
+            "lam": np.array([f.lam for f in fits]),
+            "df": np.array([f.df for f in fits]),
+            "sure": np.array(risks, dtype=np.float64),
+            "rss": np.array([float((yv - f.beta) @ (yv - f.beta)) for f in fits]),
+            "objective": np.array([f.objective for f in fits]),
+            "iterations": np.zeros(len(fits), dtype=np.int64),
+            "gap": np.array([f.gap for f in fits]),
+        }
+    refit = functools.partial(
+        trend_filter,
+        sigma=sigma.reshape(y.shape),
+        structure=graph,
+        order=0,
+        lam=fit.lam,
+        tol=tol,
+        max_iter=max_iter,
+        solver=solver,
+    )
+    return Denoised(
+        estimate=fit.beta.reshape(y.shape),
+        risk=risks[best],
+        method="trend_filter",
+        params=params,
+        sigma=sigma.reshape(y.shape),
+        refit=refit,
     )
 
 

@@ -18,6 +18,7 @@ from dpgauss.denoise import (
     posterior_mean,
     soft_threshold,
     trend_filter,
+    wavelet_denoise,
 )
 from dpgauss.denoise.registry import identity
 from dpgauss.denoise.thresholding import weighted_sure_threshold
@@ -54,6 +55,12 @@ CASES = {
     ),
     "graph_wavelet_fixed": lambda y, s: graph_wavelet_denoise(y, s, GRAPH, threshold=2.0),
     "trend_filter_chain": lambda y, s: trend_filter(y, s, GRAPH, lam=0.8),
+    "wavelet_universal": lambda y, s: wavelet_denoise(y, s, (D,), threshold="universal"),
+    "wavelet_fixed": lambda y, s: wavelet_denoise(y, s, (D,), wavelet="db2", threshold=1.5),
+    # padded (10 rows → 12 at level 2) and 2-D: the folded basis vectors
+    "wavelet_grid_padded": lambda y, s: wavelet_denoise(
+        y, s, (10, 8), wavelet="db2", level=2, threshold=(1.0, 2.0)
+    ),
     "trend_filter_graph": lambda y, s: trend_filter(y, s, CYCLE, lam=0.8),
 }
 
@@ -148,12 +155,11 @@ def test_auto_with_one_sigma_per_key_fits_the_weighted_trend_filter() -> None:
     assert np.all(lo <= res.estimate) and np.all(res.estimate <= hi)
 
 
-def test_single_sigma_denoisers_refuse_a_vector_by_name() -> None:
-    pytest.importorskip("pywt")
-    from dpgauss.denoise import wavelet_denoise
+def test_what_takes_one_sigma_refuses_a_vector_by_name() -> None:
+    from dpgauss.denoise import check_observation
 
     with pytest.raises(TypeError, match="one σ per key is accepted by"):
-        wavelet_denoise(np.zeros(D), _sigma(), (D,), threshold=1.0)
+        check_observation(np.zeros(D), _sigma())
     with pytest.raises(ValueError, match="order 0 only; got order=1"):
         trend_filter(np.zeros(D), _sigma(), GRAPH, order=1, lam=1.0)
     with pytest.raises(ValueError, match="not by ADMM"):
@@ -161,6 +167,45 @@ def test_single_sigma_denoisers_refuse_a_vector_by_name() -> None:
     # a constant vector is one σ written per key
     res = trend_filter(np.zeros(D), np.full(D, 2.0), GRAPH, lam=1.0)
     assert res.sigma == 2.0
+
+
+def test_per_key_wavelets_threshold_each_coefficient_in_its_own_noise_units() -> None:
+    """Haar, no padding: the level-1 detail coefficient of keys (2k, 2k+1) has variance
+    (σ²_2k + σ²_2k+1)/2; with t = 0 nothing is killed and the estimate is y itself."""
+    rng = np.random.default_rng(12)
+    s = _sigma()
+    y = _theta() + s * rng.standard_normal(D)
+    res = wavelet_denoise(y, s, (D,), level=1, threshold=(0.0,))
+    np.testing.assert_allclose(res.estimate, y, atol=1e-12)
+    assert res.risk == pytest.approx(float(np.sum(s * s)), rel=1e-12)
+    detail = (y[0::2] - y[1::2]) / math.sqrt(2)
+    sd = np.sqrt((s[0::2] ** 2 + s[1::2] ** 2) / 2)
+    t = 1.3
+    res = wavelet_denoise(y, s, (D,), level=1, threshold=(t,))
+    shrunk = np.sign(detail) * np.maximum(np.abs(detail) - t * sd, 0.0)
+    approx = (y[0::2] + y[1::2]) / math.sqrt(2)
+    expect = np.empty(D)
+    expect[0::2] = (approx + shrunk) / math.sqrt(2)
+    expect[1::2] = (approx - shrunk) / math.sqrt(2)
+    np.testing.assert_allclose(res.estimate, expect, atol=1e-12)
+    assert res.params["threshold_units"] == "noise sd of each coefficient"
+    np.testing.assert_allclose(res.refit(y).estimate, res.estimate, atol=1e-12)
+
+
+def test_per_key_wavelets_survive_sigma_over_many_decades() -> None:
+    rng = np.random.default_rng(13)
+    s = 10.0 ** rng.uniform(-6, 6, (16, 16))
+    y = s * rng.standard_normal((16, 16))
+    res = wavelet_denoise(y, s, wavelet="db2")
+    assert np.all(np.isfinite(res.estimate)) and math.isfinite(res.risk)
+    # the variances are sums of squares: none cancels to zero or below, however far apart
+    from dpgauss.denoise.wavelets import _band_sums, _filter_bank, orthonormal_wavelet
+
+    bank = _filter_bank(orthonormal_wavelet("db2"))
+    v, _ = _band_sums(bank, [(16, 16), (16, 16)], "dd", 1, s * s)
+    assert np.all(v > 0)
+    # (a wavelet mixes keys: where σ differs by decades a precise key is averaged with its
+    # noisy neighbours, which SURE prices exactly; docs/denoising.md)
 
 
 def test_per_key_intervals_cover_on_average() -> None:

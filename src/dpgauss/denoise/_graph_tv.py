@@ -119,6 +119,14 @@ def graph_tv(
         )
         ua = u[act]
         q = wl * (tl - alpha[lab]) - _outflow(a, b, na, ua)  # the supply the flow ua leaves
+        if weight is not None:
+            # A supply beyond the node's edge capacities (each residual is ≤ 2λ) only says
+            # the node is on its side of every minimum cut: clipping it there changes no
+            # minimum cut, and keeps the tolerance below relative to λ rather than to the
+            # heaviest node's supply, so that light nodes (w tiny: supplies tiny) are still
+            # routed (with weights over many decades they were left at a wrong side).
+            cap_i = lam * (2.0 * np.bincount(np.concatenate([a, b]), minlength=na) + 1.0)
+            q = np.clip(q, -cap_i, cap_i)
         scale = lam + float(np.abs(q).max(initial=0.0))
         tol = _TOL * scale
         src = np.flatnonzero(q > tol)

@@ -99,9 +99,10 @@ def auto(
     ----------
     y : array_like of finite reals, any shape
     sigma : float > 0, the public noise standard deviation, or one per key (then order-0
-        trend filtering is fitted with weights ``1/σᵢ²``; the grid wavelets and order-1
-        trend filtering, which take one σ, are skipped and say so in ``skipped``; the
-        guard's ``σ²√(2d)`` becomes ``√(2 Σ σᵢ⁴)``)
+        trend filtering is fitted with weights ``1/σᵢ²`` and the grid wavelets threshold
+        each coefficient in units of its own noise; order-1 trend filtering, which takes
+        one σ, is skipped and says so in ``skipped``; the guard's ``σ²√(2d)`` becomes
+        ``√(2 Σ σᵢ⁴)``)
     structure : optional: a public graph on the ``y.size`` coordinates (see
         :func:`~dpgauss.denoise.as_graph`), a grid shape (a tuple of 1 or 2 integers ≥ 2
         whose product is ``y.size``) or a :class:`~dpgauss.denoise.structure.Structure`
@@ -146,9 +147,7 @@ def auto(
     ]
     challengers = [soft_threshold(arr, s, threshold="sure")]
     skipped: list[str] = []
-    if per_key and shape is not None:
-        skipped.append("wavelet_denoise (it takes one σ; sigma differs per key)")
-    if shape is not None and not per_key:
+    if shape is not None:
         from .wavelets import wavelet_denoise
 
         try:

@@ -101,7 +101,8 @@ SIGMA_LIMITS = Interval(1e-150, 1e150)
 
 #: The denoisers that accept one σ per key (the others need a single σ).
 PER_KEY_SIGMA = (
-    "none, posterior_mean, james_stein, soft_threshold, hard_threshold, graph_wavelet and auto"
+    "none, posterior_mean, james_stein, soft_threshold, hard_threshold, wavelet, "
+    "graph_wavelet, trend_filter (order 0) and auto"
 )
 
 

@@ -25,6 +25,15 @@ Implementation (PyWavelets, an optional extra: ``pip install dpgauss[wavelets]``
   by minimising soft thresholding's SURE over that level's coefficients (SureShrink,
   Donoho & Johnstone 1995); with padding the coefficient noise is slightly coloured near
   the boundary, which affects only this choice, not the validity of the reported SURE.
+* One σ per key (``σᵢ`` differing): coefficient ``j`` then has noise variance
+  ``v_j = Σᵢ σᵢ² (Pᵀw_j)ᵢ²`` (``Pᵀw_j`` the basis vector folded back onto the kept samples
+  by the padding's adjoint) and is soft-thresholded at ``t·√v_j``, with one ``t`` per level
+  chosen by the weighted SURE rule of :func:`~dpgauss.denoise.thresholding.weighted_sure_threshold`
+  (or ``t = √(2 ln N)``, or given).  The estimate's exact SURE is
+  ``‖ŷ − y‖² − Σσᵢ² + 2 Σ_{kept or approximation j} Σᵢ σᵢ² (Cw_j)ᵢ (Pᵀw_j)ᵢ``.  Both sums
+  are sparse matrix products over the translates of one prototype per level and axis
+  (``_axis_matrix``), with no cancellation (the variances are sums of squares), so σ may
+  range over many decades.
 """
 
 from __future__ import annotations
@@ -37,11 +46,17 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from .._validation import NONNEGATIVE, as_real_array, check_interval
-from .result import Denoised, check_observation
+from .result import Denoised, check_noise
 from .structure import as_structure
-from .thresholding import _threshold_arg, sure_threshold, universal_threshold
+from .thresholding import (
+    _threshold_arg,
+    sure_threshold,
+    universal_threshold,
+    weighted_sure_threshold,
+)
 
 __all__ = ["wavelet_denoise"]
 
@@ -209,6 +224,68 @@ def _band_weights(
     return out
 
 
+@functools.lru_cache(maxsize=256)
+def _axis_matrices(
+    bank: _FilterBank, n: int, n_pad: int, kind: str, level: int
+) -> tuple[sp.csr_matrix, sp.csr_matrix]:
+    """``(V, G)`` for one axis: row ``k`` of ``V`` is ``(Pᵀw_k)²`` and of ``G`` is
+    ``(Cw_k)·(Pᵀw_k)`` (elementwise, on the ``n`` kept samples), ``w_k`` the level-``level``
+    basis vector (``kind`` ``"a"`` scaling, ``"d"`` wavelet) translated by ``2**level·k``;
+    ``P`` the padding and ``C`` the crop of this axis (module doc).  ``V σ²`` are the
+    coefficients' noise variances, ``G σ²`` their terms of SURE's weighted divergence."""
+    pywt = _import_pywt()
+    wav = pywt.Wavelet("cached", filter_bank=bank)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Level value", category=UserWarning)
+        coeffs = pywt.wavedec(np.zeros(n_pad), wav, mode=_MODE, level=level)
+        coeffs[0 if kind == "a" else 1][0] = 1.0
+        proto = pywt.waverec(coeffs, wav, mode=_MODE)  # periodized: already wrapped
+    support = np.flatnonzero(proto)
+    shifts = np.arange(0, n_pad, 2**level)
+    rows = np.repeat(np.arange(shifts.size), support.size)
+    cols = (shifts[:, None] + support[None, :]).ravel() % n_pad
+    vals = np.tile(proto[support], shifts.size)
+    inside = cols < n
+    crop = sp.csr_matrix((vals[inside], (rows[inside], cols[inside])), shape=(shifts.size, n))
+    # the padding's adjoint folds x[n + q] = (1 − t_q)·x[n−1] + t_q·x[0] back
+    q = cols[~inside] - n
+    t = _bridge(n, n_pad)[q] if q.size else np.zeros(0)
+    r_out, v_out = rows[~inside], vals[~inside]
+    folded = sp.csr_matrix(
+        (
+            np.concatenate([vals[inside], (1.0 - t) * v_out, t * v_out]),
+            (
+                np.concatenate([rows[inside], r_out, r_out]),
+                np.concatenate([cols[inside], np.full(q.size, n - 1), np.zeros(q.size, int)]),
+            ),
+        ),
+        shape=(shifts.size, n),
+    )  # duplicates (the folded entries) are summed
+    return sp.csr_matrix(folded.multiply(folded)), sp.csr_matrix(crop.multiply(folded))
+
+
+def _band_sums(
+    bank: _FilterBank, sizes: list[tuple[int, int]], key: str, level: int, var: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(v, g)`` for one band: per coefficient, its noise variance and its term of SURE's
+    weighted divergence, ``M₁ σ² M₂ᵀ`` with the per-axis matrices of :func:`_axis_matrices`
+    (the basis is a tensor product, so the sums are separable)."""
+    out_v, out_g = var, var
+    for axis, ((n, n_pad), kind) in enumerate(zip(sizes, key, strict=True)):
+        v_mat, g_mat = _axis_matrices(bank, n, n_pad, kind, level)
+        out_v = _apply(v_mat, out_v, axis)
+        out_g = _apply(g_mat, out_g, axis)
+    return out_v, out_g
+
+
+def _apply(mat: sp.csr_matrix, x: np.ndarray, axis: int) -> np.ndarray:
+    """``mat`` applied along ``axis`` of ``x``."""
+    moved = np.moveaxis(x, axis, 0)
+    flat = moved.reshape(moved.shape[0], -1)
+    res = np.asarray(mat @ flat).reshape((mat.shape[0], *moved.shape[1:]))
+    return np.moveaxis(res, 0, axis)
+
+
 def wavelet_denoise(
     y: object,
     sigma: object,
@@ -231,7 +308,10 @@ def wavelet_denoise(
     ----------
     y : array_like of finite reals, 1-D (a signal) or 2-D (a grid), at least 2 entries
         along every axis
-    sigma : float > 0, the public noise standard deviation
+    sigma : float > 0, the public noise standard deviation, or one per key (an array of
+        ``y``'s shape): coefficient ``j`` is then thresholded at ``t·√v_j``, ``v_j`` its
+        exact noise variance, and every threshold below is such a multiplier ``t`` (the
+        universal one is ``√(2 ln N)``; module doc)
     structure : ``None`` (``y`` is shaped as its signal or grid) or a grid shape (or a
         :class:`~dpgauss.denoise.structure.Structure` with one): ``y`` is read as that grid
         in C order and the estimate returned in ``y``'s own shape
@@ -257,11 +337,13 @@ def wavelet_denoise(
         ``level``, ``threshold`` (the rule), ``thresholds`` (λ per level, finest level
         first), ``df`` (the divergence), ``padded_shape``.
     """
-    arr, s = check_observation(y, sigma)
+    arr, s = check_noise(y, sigma)
     given_shape = arr.shape
     known = as_structure(structure, arr.size)
     if known.grid is not None:
         arr = arr.reshape(known.grid)
+        if isinstance(s, np.ndarray):
+            s = s.reshape(known.grid)
     elif known.graph is not None:
         raise ValueError(
             "wavelet_denoise needs a grid shape as structure (a tuple of 1 or 2 integers), "
@@ -286,6 +368,21 @@ def wavelet_denoise(
     bank = _filter_bank(wav)
     sizes = list(zip(arr.shape, padded_shape, strict=True))
     approx_key = "a" * arr.ndim
+    if isinstance(s, np.ndarray):
+        return _per_key(
+            arr,
+            s,
+            coeffs,
+            wav,
+            bank,
+            sizes,
+            levels,
+            per_level,
+            rule,
+            padded_shape,
+            given_shape,
+            known.grid is not None,
+        )
     w_approx = _band_weights(bank, sizes, approx_key, levels)
     df = float(coeffs[0].size if w_approx is None else w_approx.sum())
     thresholds: list[float] = [0.0] * levels
@@ -333,6 +430,93 @@ def wavelet_denoise(
             wavelet_denoise,
             sigma=s,
             structure=grid_shape if known.grid is not None else None,
+            wavelet=wav,
+            level=levels,
+            threshold=tuple(thresholds),
+        ),
+    )
+
+
+def _per_key(
+    arr: np.ndarray,
+    s: np.ndarray,
+    coeffs: list[Any],
+    wav: Any,
+    bank: _FilterBank,
+    sizes: list[tuple[int, int]],
+    levels: int,
+    per_level: list[float] | None,
+    rule: str | float,
+    padded_shape: tuple[int, ...],
+    given_shape: tuple[int, ...],
+    on_grid: bool,
+) -> Denoised:
+    """:func:`wavelet_denoise` with one σ per key: coefficient ``j`` is thresholded at
+    ``t·√v_j`` (module doc), ``t`` one number per level."""
+    pywt = _import_pywt()
+    var = s * s
+    ones = np.ones(arr.shape)
+    approx_key = "a" * arr.ndim
+    divergence = float(_band_sums(bank, sizes, approx_key, levels, var)[1].sum())
+    df = float(_band_sums(bank, sizes, approx_key, levels, ones)[1].sum())
+    thresholds: list[float] = [0.0] * levels
+    shrunk: list[Any] = [coeffs[0]]
+    for i, bands in enumerate(coeffs[1:]):
+        lev = levels - i  # coeffs[1] is the coarsest detail level
+        noise = {key: _band_sums(bank, sizes, key, lev, var) for key in bands}
+        # |z_j| / √v_j (a coefficient with v_j = 0 is noise- and signal-free: ratio 0)
+        ratio = {
+            key: np.divide(
+                np.abs(band),
+                np.sqrt(noise[key][0]),
+                out=np.zeros(band.shape),
+                where=noise[key][0] > 0,
+            )
+            for key, band in bands.items()
+        }
+        if per_level is not None:
+            t = per_level[lev - 1]
+        elif rule == "sure":
+            t = weighted_sure_threshold(
+                np.concatenate([r.ravel() for r in ratio.values()]),
+                np.concatenate([noise[key][0].ravel() for key in bands]),
+            )[0]
+        elif rule == "universal":
+            t = universal_threshold(1.0, arr.size)
+        else:
+            t = float(rule)
+        thresholds[lev - 1] = t
+        new = {}
+        for key, band in bands.items():
+            kept = ratio[key] > t  # decided in units of √v_j, as the rule chose t
+            new[key] = np.where(kept, band - np.sign(band) * t * np.sqrt(noise[key][0]), 0.0)
+            divergence += float(noise[key][1][kept].sum())
+            df += float(_band_sums(bank, sizes, key, lev, ones)[1][kept].sum())
+        shrunk.append(new)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Level value", category=UserWarning)
+        full = pywt.waverecn(shrunk, wav, mode=_MODE)
+    estimate = np.ascontiguousarray(full[tuple(slice(0, n) for n in arr.shape)])
+    risk = float(np.sum((estimate - arr) ** 2)) + 2.0 * divergence - float(var.sum())
+    return Denoised(
+        estimate.reshape(given_shape),
+        risk,
+        "wavelet",
+        {
+            "wavelet": wav.name,
+            "level": levels,
+            "threshold": rule if isinstance(rule, str) and rule != "fixed" else thresholds,
+            "thresholds": thresholds,
+            "threshold_units": "noise sd of each coefficient",
+            "df": df,
+            "divergence": divergence,
+            "padded_shape": padded_shape,
+        },
+        sigma=s.reshape(given_shape),
+        refit=functools.partial(
+            wavelet_denoise,
+            sigma=s.reshape(given_shape),
+            structure=arr.shape if on_grid else None,
             wavelet=wav,
             level=levels,
             threshold=tuple(thresholds),

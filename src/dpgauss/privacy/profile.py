@@ -38,7 +38,7 @@ import numpy as np
 from scipy.special import ndtr
 
 from .._validation import NONNEGATIVE, POSITIVE, UNIT_OPEN, finish, real_args
-from . import _mills, _solve
+from . import _mills, _scalar, _solve
 
 __all__ = [
     "gaussian_delta",
@@ -138,8 +138,12 @@ def _delta_from_log(log_d: np.ndarray) -> np.ndarray:
 
 def gdp_log_delta(mu: object, epsilon: object) -> float | np.ndarray:
     """``log δ_μ(ε)`` of μ-GDP, rounded up; see :func:`gdp_delta`."""
+    args = _scalar.plain(mu, epsilon)
+    if args is not None and (fast := _scalar.gdp_log_delta(*args)) is not None:
+        return fast
     (mu_a, eps_a), scalar = real_args(mu=(mu, POSITIVE), epsilon=(epsilon, NONNEGATIVE))
-    return finish(_safe_log_delta(mu_a, eps_a), scalar)
+    small = _scalar.elementwise(_scalar.gdp_log_delta, mu_a, eps_a)
+    return finish(_safe_log_delta(mu_a, eps_a) if small is None else small, scalar)
 
 
 def gdp_delta(mu: object, epsilon: object) -> float | np.ndarray:
@@ -148,7 +152,13 @@ def gdp_delta(mu: object, epsilon: object) -> float | np.ndarray:
     μ ∈ (0, ∞), ε ∈ [0, ∞).  At ε = 0 this is ``2Φ(μ/2) − 1``, the total-variation distance.
     A δ below the smallest positive double is returned as that double, not as 0.
     """
+    args = _scalar.plain(mu, epsilon)
+    if args is not None and (fast := _scalar.gdp_delta(*args)) is not None:
+        return fast
     (mu_a, eps_a), scalar = real_args(mu=(mu, POSITIVE), epsilon=(epsilon, NONNEGATIVE))
+    small = _scalar.elementwise(_scalar.gdp_delta, mu_a, eps_a)
+    if small is not None:
+        return finish(small, scalar)
     return finish(_delta_from_log(_safe_log_delta(mu_a, eps_a)), scalar)
 
 
@@ -156,8 +166,12 @@ def gaussian_log_delta(
     sigma: object, epsilon: object, sensitivity: object = 1.0
 ) -> float | np.ndarray:
     """Natural log of :func:`gaussian_delta`, useful when δ underflows (rounded up)."""
+    args = _scalar.plain(sigma, epsilon, sensitivity)
+    if args is not None and (fast := _scalar.gaussian_log_delta(*args)) is not None:
+        return fast
     mu, eps, scalar = _profile_args(sigma, epsilon, sensitivity)
-    return finish(_safe_log_delta(mu, eps), scalar)
+    small = _scalar.elementwise(_scalar.gdp_log_delta, mu, eps)
+    return finish(_safe_log_delta(mu, eps) if small is None else small, scalar)
 
 
 def gaussian_delta(sigma: object, epsilon: object, sensitivity: object = 1.0) -> float | np.ndarray:
@@ -169,7 +183,13 @@ def gaussian_delta(sigma: object, epsilon: object, sensitivity: object = 1.0) ->
     >>> round(gaussian_delta(3.730631, 1.0), 8)
     1e-05
     """
+    args = _scalar.plain(sigma, epsilon, sensitivity)
+    if args is not None and (fast := _scalar.gaussian_delta(*args)) is not None:
+        return fast
     mu, eps, scalar = _profile_args(sigma, epsilon, sensitivity)
+    small = _scalar.elementwise(_scalar.gdp_delta, mu, eps)
+    if small is not None:
+        return finish(small, scalar)
     return finish(_delta_from_log(_safe_log_delta(mu, eps)), scalar)
 
 
@@ -215,8 +235,12 @@ def _epsilon_args(mu: np.ndarray, delta: np.ndarray) -> np.ndarray:
 
 def gdp_epsilon(mu: object, delta: object) -> float | np.ndarray:
     """Smallest ε ≥ 0 such that μ-GDP implies (ε, δ)-DP; never rounded down."""
+    args = _scalar.plain(mu, delta)
+    if args is not None and (fast := _scalar.gdp_epsilon(*args)) is not None:
+        return fast
     (mu_a, d_a), scalar = real_args(mu=(mu, POSITIVE), delta=(delta, UNIT_OPEN))
-    return finish(_epsilon_args(mu_a, d_a), scalar)
+    small = _scalar.elementwise(_scalar.gdp_epsilon, mu_a, d_a)
+    return finish(_epsilon_args(mu_a, d_a) if small is None else small, scalar)
 
 
 def gaussian_epsilon(sigma: object, delta: object, sensitivity: object = 1.0) -> float | np.ndarray:
@@ -226,7 +250,12 @@ def gaussian_epsilon(sigma: object, delta: object, sensitivity: object = 1.0) ->
     the release is already (0, δ)-DP, i.e. ``2Φ(Δ/(2σ)) − 1 ≤ δ``.  Never rounded down.
     σ ∈ (0, ∞), δ ∈ (0, 1), Δ ∈ (0, ∞).
     """
+    args = _scalar.plain(sigma, delta, sensitivity)
+    if args is not None and (fast := _scalar.gaussian_epsilon(*args)) is not None:
+        return fast
     (sigma_a, d_a, sens_a), scalar = real_args(
         sigma=(sigma, POSITIVE), delta=(delta, UNIT_OPEN), sensitivity=(sensitivity, POSITIVE)
     )
-    return finish(_epsilon_args(_mu_upper(sens_a, sigma_a), d_a), scalar)
+    mu_a = _mu_upper(sens_a, sigma_a)
+    small = _scalar.elementwise(_scalar.gdp_epsilon, mu_a, d_a)
+    return finish(_epsilon_args(mu_a, d_a) if small is None else small, scalar)

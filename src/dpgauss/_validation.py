@@ -56,6 +56,17 @@ def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
+def plain_number(value: object, allowed: Interval) -> float | None:
+    """``value`` as a float if it is a Python ``int`` or ``float`` (not ``bool``) inside
+    ``allowed``, else None: the fast check of scalar calls, whose failures go to the full
+    validation (and its error messages)."""
+    t = type(value)
+    if t is not float and t is not int:
+        return None
+    x = float(value)  # type: ignore[arg-type]
+    return x if allowed.contains(x) else None  # type: ignore[arg-type]
+
+
 REAL = Interval()
 POSITIVE = Interval(0.0, math.inf)
 NONNEGATIVE = Interval(0.0, math.inf, low_closed=True)

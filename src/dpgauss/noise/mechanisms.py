@@ -44,6 +44,7 @@ from .._validation import (
     Interval,
     as_real_array,
     check_interval,
+    plain_number,
 )
 from ..privacy import analytic_gaussian_sigma, classical_gaussian_sigma, laplace_scale
 from ..privacy.discrete_multivariate import discrete_gaussian_gdp_sigma
@@ -67,7 +68,10 @@ __all__ = ["DiscreteGaussianMechanism", "GaussianMechanism", "LaplaceMechanism"]
 _CALIBRATIONS = ("analytic", "classical")
 
 
-def _scalar(value: object, name: str, allowed: object) -> float:
+def _scalar(value: object, name: str, allowed: Interval) -> float:
+    fast = plain_number(value, allowed)
+    if fast is not None:
+        return fast
     arr = as_real_array(value, name)
     if arr.ndim:
         raise TypeError(f"{name} must be a single number, not an array of shape {arr.shape}")

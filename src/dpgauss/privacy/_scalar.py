@@ -125,18 +125,6 @@ def elementwise(func: Callable[..., float | None], *arrays: np.ndarray) -> np.nd
 # --------------------------------------------------------------------------------------
 
 
-def _two_prod(a: float, b: float) -> tuple[float, float]:
-    """``a·b = p + e`` exactly (Dekker), for |a|, |b| < 1e150."""
-    p = a * b
-    ca = _SPLIT * a
-    a_hi = ca - (ca - a)
-    a_lo = a - a_hi
-    cb = _SPLIT * b
-    b_hi = cb - (cb - b)
-    b_lo = b - b_hi
-    return p, ((a_hi * b_hi - p) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo
-
-
 def erfcx(x: float) -> float:
     """The scaled complementary error function ``e^{x²} erfc(x)`` (module doc)."""
     if x >= _ERFCX_SERIES_FROM:
@@ -146,16 +134,31 @@ def erfcx(x: float) -> float:
             term *= -(2 * k - 1) * inv
             total += term
         return total * _INV_SQRT_PI / x
-    hi, lo = _two_prod(x, x)
-    return math.exp(hi) * (1.0 + lo) * math.erfc(x)
+    # x² = p + e exactly (Dekker's split, inlined: this is the hot loop)
+    c = _SPLIT * x
+    h = c - (c - x)
+    lo = x - h
+    p = x * x
+    e = ((h * h - p) + 2.0 * h * lo) + lo * lo
+    return math.exp(p) * (1.0 + e) * math.erfc(x)
 
 
 def _mills(t: float) -> float:
     return _SQRT_HALF_PI * erfcx(t * _INV_SQRT2)
 
 
+def _mills_fast(t: float) -> float:
+    """``R(t)`` for the solver's iterations: ``x²`` rounded (``x²`` ulps, 6e-14 at most)."""
+    x = t * _INV_SQRT2
+    if x >= _ERFCX_SERIES_FROM:
+        return _SQRT_HALF_PI * erfcx(x)
+    return _SQRT_HALF_PI * math.exp(x * x) * math.erfc(x)
+
+
 def _mills_m1(s: float, exact: bool) -> float:
-    if not exact or s < _CF_FROM:
+    if not exact:
+        return 1.0 - s * _mills_fast(s)
+    if s < _CF_FROM:
         return 1.0 - s * _mills(s)
     cf = s
     for k in range(_CF_TERMS, 1, -1):
@@ -165,7 +168,9 @@ def _mills_m1(s: float, exact: bool) -> float:
 
 def _mills_diff(t: float, mu: float, exact: bool) -> float:
     if mu >= _SMALL_STEP * max(1.0, abs(t)):
-        return _mills(t) - _mills(t + mu)
+        if exact:
+            return _mills(t) - _mills(t + mu)
+        return _mills_fast(t) - _mills_fast(t + mu)
     half = 0.5 * mu
     mid = t + half
     acc = 0.0
@@ -174,35 +179,43 @@ def _mills_diff(t: float, mu: float, exact: bool) -> float:
     return acc * half
 
 
-def _profile_t(eps: float, mu: float) -> tuple[float, float]:
-    q = eps / mu
-    half = 0.5 * mu
-    t_hi = q - half
-    if not (abs(q) < _SPLIT_MAX and mu < _SPLIT_MAX):
-        return t_hi, 0.0
-    p, p_err = _two_prod(q, mu)
-    q_lo = ((eps - p) - p_err) / mu
-    z = t_hi - q
-    t_err = (q - (t_hi - z)) + (-half - z)
-    return t_hi, t_err + q_lo
-
-
-def _log_phi(t_hi: float, t_lo: float | None) -> float:
-    if t_lo is None or not abs(t_hi) < _SPLIT_MAX:
-        return -0.5 * t_hi * t_hi - _HALF_LOG_2PI
-    sq, sq_err = _two_prod(t_hi, t_hi)
-    return -0.5 * sq - ((0.5 * sq_err + t_hi * t_lo) + _HALF_LOG_2PI)
-
-
 def log_delta_terms(mu: float, eps: float, exact: bool = True) -> tuple[float, float, float]:
     """``(log δ, t, log φ(t))`` as :func:`.profile.log_delta_terms`, for one point."""
     mu = min(mu, _MU_MAX)
     if exact:
-        t, t_lo = _profile_t(eps, mu)
-        log_phi = _log_phi(t, t_lo)
+        # _profile_t and _log_phi, inlined (the hot path of every calibration)
+        q = eps / mu
+        half = 0.5 * mu
+        t = q - half
+        if abs(q) < _SPLIT_MAX and mu < _SPLIT_MAX:
+            c = _SPLIT * q
+            q_hi = c - (c - q)
+            q_lo = q - q_hi
+            c = _SPLIT * mu
+            m_hi = c - (c - mu)
+            m_lo = mu - m_hi
+            p = q * mu
+            p_err = ((q_hi * m_hi - p) + q_hi * m_lo + q_lo * m_hi) + q_lo * m_lo
+            z = t - q
+            t_lo = ((q - (t - z)) + (-half - z)) + ((eps - p) - p_err) / mu
+            c = _SPLIT * t
+            h = c - (c - t)
+            lo = t - h
+            sq = t * t
+            sq_err = ((h * h - sq) + 2.0 * h * lo) + lo * lo
+            log_phi = -0.5 * sq - ((0.5 * sq_err + t * t_lo) + _HALF_LOG_2PI)
+        else:
+            log_phi = -0.5 * t * t - _HALF_LOG_2PI
     else:
         t = eps / mu - 0.5 * mu
-        log_phi = _log_phi(t, None)
+        log_phi = -0.5 * t * t - _HALF_LOG_2PI
+        if t >= -1.0 and mu >= _SMALL_STEP * (t if t > 1.0 else 1.0):
+            # the solver's usual case, _mills_diff's first branch inlined
+            a = t * _INV_SQRT2
+            b = (t + mu) * _INV_SQRT2
+            if b < _ERFCX_SERIES_FROM:
+                diff = math.exp(a * a) * math.erfc(a) - math.exp(b * b) * math.erfc(b)
+                return log_phi + math.log(_SQRT_HALF_PI * diff), t, log_phi
     if t >= -1.0:
         return log_phi + math.log(_mills_diff(t, mu, exact)), t, log_phi
     far = math.exp(log_phi + math.log(_mills(t + mu)))
@@ -237,9 +250,11 @@ _Kernel = Callable[[float, bool], tuple[float, float, float, float]]
 def _solve_safe(
     kernel: _Kernel, x: float, pad: Callable[[float], float], lo: float, hi: float
 ) -> float:
+    """:func:`._solve.solve_safe` on one point: Halley on the fast kernel until a step is
+    below 1e-3 (relative), then exact Newton steps onto the safe side (module doc there)."""
     for _ in range(_MAX_ITER):
         g, g1, c, _ = kernel(x, False)
-        if g * math.copysign(1.0, g1) <= 0:
+        if (g <= 0.0) if g1 > 0.0 else (g >= 0.0):  # the root lies above x
             lo = x
         else:
             hi = x
@@ -249,23 +264,26 @@ def _solve_safe(
         new = x - step
         bad = not (lo <= new <= hi)
         if bad:
-            if math.isfinite(hi):
-                new = 0.5 * (lo + hi) if math.isfinite(lo) else hi - max(1.0, abs(hi))
+            if hi < math.inf:
+                new = (
+                    0.5 * (lo + hi) if lo > -math.inf else hi - (abs(hi) if abs(hi) > 1.0 else 1.0)
+                )
             else:
-                new = lo + max(1.0, abs(lo))
+                new = lo + (abs(lo) if abs(lo) > 1.0 else 1.0)
         x = new
-        scale = max(1.0, abs(new))
+        scale = abs(new) if abs(new) > 1.0 else 1.0
         if (not bad and abs(step) <= _HALLEY_STOP * scale) or hi - lo <= 1e-15 * scale:
             break
     for _ in range(_MAX_ITER):
         g, g1, c, err = kernel(x, True)
         step = (g + 2.0 * err) / g1
         curvature = 2.0 * abs(c) * step * step
-        again = curvature > _CURVATURE_OK * max(1.0, abs(x))
-        widen = 0.0 if again else curvature + pad(x)
-        x = x - step - math.copysign(1.0, g1) * widen
-        if not again:
-            break
+        if curvature > _CURVATURE_OK * (abs(x) if abs(x) > 1.0 else 1.0):
+            x -= step
+            continue
+        widen = curvature + pad(x)
+        x = x - step - widen if g1 > 0.0 else x - step + widen
+        break
     if not math.isfinite(x):
         raise FloatingPointError("no finite root")
     return x

@@ -65,7 +65,6 @@ def test_profile_both_directions(capsys):
         ["profile", "--sigma", "3", "--epsilon", "1", "--delta", "1e-5"],
         ["profile", "--sigma", "-3", "--epsilon", "1"],
         ["nonsense"],
-        [],
     ],
 )
 def test_bad_arguments_one_line_exit_2(capsys, argv):
@@ -100,3 +99,34 @@ def test_console_script_exit_status():
         check=False,
     )
     assert proc.returncode == 2 and proc.stderr.startswith("dpgauss: error:")
+
+
+def test_version_and_a_bare_command_print_what_to_do(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0
+    assert capsys.readouterr().out.strip() == f"dpgauss {dpgauss.__version__}"
+    assert main([]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: dpgauss") and "release" in err and "denoise" in err
+
+
+def test_budget_list_and_exact_budget_numbers(capsys, tmp_path):
+    ledger = str(tmp_path / "ledger.db")
+    assert main(["budget", "list", "--ledger", ledger]) == 2  # no ledger yet: one line
+    assert "no ledger" in capsys.readouterr().err
+    for name, eps in (("taxi", "1.000001"), ("bikes", "2")):
+        assert (
+            main(["budget", "init", name, "--epsilon", eps, "--delta", "1e-6", "--ledger", ledger])
+            == 0
+        )
+    out = capsys.readouterr().out
+    assert "epsilon=1.000001 delta=1e-06" in out  # not rounded to "1"
+    assert main(["budget", "list", "--ledger", ledger]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines[2:]] == ["bikes", "taxi"]
+    assert lines[3].split()[1:3] == ["1.000001", "1e-06"]
+    assert main(["budget", "list", "--ledger", ledger, "--json"]) == 0
+    listed = json.loads(capsys.readouterr().out)["budgets"]
+    assert [b["dataset"] for b in listed] == ["bikes", "taxi"]
+    assert listed[1]["epsilon"] == 1.000001

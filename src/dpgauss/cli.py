@@ -102,11 +102,18 @@ def _demo(args: argparse.Namespace) -> str:
 
 
 def _build_parser() -> _Parser:
+    from . import __version__
+
     parser = _Parser(
         prog="dpgauss",
         description="Differentially private releases with exactly calibrated Gaussian noise.",
+        epilog="Run 'dpgauss COMMAND --help' for a command's options; 'dpgauss demo' shows "
+        "the whole flow on bundled data.",
     )
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser.add_argument("--version", action="version", version=f"dpgauss {__version__}")
+    sub = parser.add_subparsers(
+        dest="command", required=True, parser_class=_Parser, metavar="COMMAND"
+    )
 
     cal = sub.add_parser("calibrate", help="smallest sigma for (epsilon, delta)-DP")
     cal.add_argument("--epsilon", type=_number, required=True, help="epsilon >= 0")
@@ -145,6 +152,10 @@ def _build_parser() -> _Parser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dpgauss`` console script; returns the exit status."""
     parser = _build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv:  # a bare `dpgauss`: what it can do, not just "a command is required"
+        print(parser.format_help(), end="", file=sys.stderr)
+        return 2
     try:
         args = parser.parse_args(argv)
         run: Callable[[argparse.Namespace], str | tuple[str, int]] = args.run

@@ -256,10 +256,19 @@ def test_boundary_is_exact_to_the_last_ulp(tmp_path: Path):
         led.charge("fits", mu=mu1)
         led.charge("over", mu=mu1)
         led.charge("fits", mu=mu2)
-        assert led.remaining("fits").mu_remaining == 0.0
-        assert led.remaining("fits").epsilon_remaining == 0.0
+        # what is left is below the doubles' resolution of μ_B² (how much depends on μ_B's
+        # last bits: 0 when μ₁² + μ₂² hits μ_B² exactly), and nothing above it fits
+        rem = led.remaining("fits").mu_remaining
+        assert rem <= 1e-8 and led.remaining("fits").epsilon_remaining <= 1e-6
+        with pytest.raises(BudgetExceeded):
+            led.charge("fits", mu=2.0 * rem + 5e-324)
+        # one charge of μ_B itself uses it all up exactly
+        led.create_budget("full", EPS, DELTA)
+        led.charge("full", mu=MU_B)
+        assert led.remaining("full").mu_remaining == 0.0
+        assert led.remaining("full").epsilon_remaining == 0.0
         with pytest.raises(BudgetExceeded, match="used up"):
-            led.charge("fits", mu=5e-324)
+            led.charge("full", mu=5e-324)
         with pytest.raises(BudgetExceeded):
             led.charge("over", mu=math.nextafter(mu2, 1.0))
         assert led.remaining("over").charges == 1

@@ -1,7 +1,7 @@
 """``dpgauss budget``: create, inspect and plan privacy budgets (thin over the ledger).
 
 ``add_budget_parser(subparsers)`` registers the ``budget`` command and its sub-commands
-``init``, ``show`` and ``plan`` on the sub-parsers of the ``dpgauss`` parser.  Each one
+``init``, ``list``, ``show`` and ``plan`` on the sub-parsers of the ``dpgauss`` parser.  Each one
 returns the text to print; errors are ``ValueError``/``TypeError`` (the ledger's errors
 are ``ValueError`` too), which ``dpgauss.cli.main`` reports in one line with exit status 2.
 
@@ -50,15 +50,42 @@ def _ledger_path(args: argparse.Namespace) -> str:
     return path
 
 
+def _exact(x: float) -> str:
+    """A budget's own numbers as stored: the shortest text that reads back to the same
+    double (``1.000001``, not ``1``; ``1e-06``), without a trailing ``.0``."""
+    text = repr(float(x))
+    return text[:-2] if text.endswith(".0") else text
+
+
 def _status_lines(s: BudgetStatus) -> list[str]:
+    eps, dlt = _exact(s.epsilon), _exact(s.delta)
     return [
-        f"budget    : epsilon={s.epsilon:g} delta={s.delta:g} (mu={s.mu_budget:.10g})",
-        f"spent     : mu={s.mu_spent:.10g} in {s.charges} charge(s) "
-        f"(epsilon={s.epsilon_spent:.6g} at delta={s.delta:g})",
-        f"remaining : mu={s.mu_remaining:.10g} "
-        f"(one more release using all of it: epsilon={s.epsilon_remaining:.6g} "
-        f"at delta={s.delta:g})",
+        f"budget    : epsilon={eps} delta={dlt} (mu={_exact(s.mu_budget)})",
+        f"spent     : mu={_exact(s.mu_spent)} in {s.charges} charge(s) "
+        f"(epsilon={s.epsilon_spent:.10g} at delta={dlt})",
+        f"remaining : mu={_exact(s.mu_remaining)} "
+        f"(one more release using all of it: epsilon={s.epsilon_remaining:.10g} "
+        f"at delta={dlt})",
     ]
+
+
+def _list(args: argparse.Namespace) -> str:
+    path = _ledger_path(args)
+    with Ledger(path, create=False) as ledger:
+        statuses = [ledger.remaining(name) for name in ledger.datasets()]
+    if args.json:
+        return json.dumps(
+            {"ledger": os.path.abspath(path), "budgets": [s.as_dict() for s in statuses]}
+        )
+    if not statuses:
+        return f"no budgets in {os.path.abspath(path)} (create one with 'dpgauss budget init')"
+    rows = [f"{'dataset':<24} {'epsilon':>12} {'delta':>10} {'charges':>8} {'epsilon left':>13}"]
+    for s in statuses:
+        rows.append(
+            f"{s.dataset:<24} {_exact(s.epsilon):>12} {_exact(s.delta):>10} {s.charges:>8} "
+            f"{s.epsilon_remaining:>13.10g}"
+        )
+    return "\n".join([f"ledger    : {os.path.abspath(path)}", *rows])
 
 
 def _init(args: argparse.Namespace) -> str:
@@ -192,7 +219,7 @@ def _plan(args: argparse.Namespace) -> str:
 
 
 def add_budget_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """Register ``budget`` with its sub-commands ``init``, ``show`` and ``plan``.
+    """Register ``budget`` with its sub-commands ``init``, ``list``, ``show`` and ``plan``.
 
     ``subparsers`` is the object returned by ``parser.add_subparsers(...)``; every parser
     created here has its class (so a parser whose ``error`` raises keeps doing so).  Each
@@ -201,13 +228,13 @@ def add_budget_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     """
     budget = subparsers.add_parser(
         "budget",
-        help="privacy budget ledger: init, show, plan",
+        help="privacy budget ledger: init, list, show, plan",
         description="Create, inspect and plan (epsilon, delta) privacy budgets. The ledger "
         f"file is --ledger FILE or ${LEDGER_ENV}.",
     )
     sub = budget.add_subparsers(
         dest="budget_command",
-        metavar="{init,show,plan}",
+        metavar="{init,list,show,plan}",
         required=True,
         parser_class=type(budget),
     )
@@ -221,6 +248,11 @@ def add_budget_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     init.add_argument("--ledger", metavar="FILE", help=ledger_help + "; created if missing")
     init.add_argument("--json", action="store_true", help="print one JSON object")
     init.set_defaults(run=_init)
+
+    listing = sub.add_parser("list", help="every dataset's budget, one line each")
+    listing.add_argument("--ledger", metavar="FILE", help=ledger_help)
+    listing.add_argument("--json", action="store_true", help="print one JSON object")
+    listing.set_defaults(run=_list)
 
     show = sub.add_parser("show", help="budget, spent and remaining, and every charge")
     show.add_argument("dataset", help="dataset id")

@@ -22,7 +22,7 @@ so the true error can be printed next to SURE); a real release would use
 
 The figure (three maps: the true counts, the noisy release, the denoised release; every
 street segment coloured by the mean of its two junctions) needs matplotlib
-(``pip install 'dpgauss[plot]'``).  Without it the numbers are printed and the figure is
+(``pip install '.[plot]'``).  Without it the numbers are printed and the figure is
 skipped with a message.
 """
 

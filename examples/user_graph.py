@@ -11,7 +11,7 @@ that file::
     dpgauss release user_graph.toml --out pickups_per_junction.csv
 
 The output's ``key`` column holds the GraphML node ids.  Needs networkx
-(``pip install 'dpgauss[graphs]'``).
+(``pip install '.[graphs]'``).
 """
 
 from __future__ import annotations

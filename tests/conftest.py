@@ -9,6 +9,10 @@ the end of every run that ran the fuzzer.
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import shutil
+
 import pytest
 
 #: engine/source → [pairs checked, seconds, rows read, rows in the domain, aggregations,
@@ -31,6 +35,35 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="N",
         help="hypothesis examples per fuzzer test id (default: a CI slice, or the long run's)",
     )
+
+
+def spark_missing() -> str | None:
+    """Why the Spark engine's tests cannot run here (a missing pyspark or Java), or None.
+
+    Those tests carry the ``spark`` marker (every test using the ``spark`` session fixture
+    gets it too) and, where Spark cannot run, are each reported as skipped with this reason:
+    ``pip install -e '.[test,spark]'`` and a Java 17+ runtime run them (``.ci/run`` does).
+    """
+    if importlib.util.find_spec("pyspark") is None:
+        return "the Spark engine needs pyspark: pip install -e '.[test,spark]'"
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        return "the Spark engine needs a Java 17+ runtime (java on PATH or JAVA_HOME)"
+    return None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "spark: runs the Spark engine (pyspark and Java 17+; pip install '.[spark]')"
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    reason = spark_missing()
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)
+        if reason is not None and item.get_closest_marker("spark") is not None:
+            item.add_marker(pytest.mark.skip(reason=reason))
 
 
 @pytest.fixture(scope="session")

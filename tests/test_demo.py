@@ -96,3 +96,16 @@ def test_dpgauss_denoise_reproduces_the_demo_release_from_its_table(demo, tmp_pa
     np.testing.assert_allclose(res.result.estimate, cols["denoised"], atol=1e-9)
     np.testing.assert_allclose(res.lower, cols["denoised_lower"], atol=1e-9)
     np.testing.assert_allclose(res.upper, cols["denoised_upper"], atol=1e-9)
+
+
+def test_a_core_only_install_names_the_demo_extra(tmp_path: Path, monkeypatch) -> None:
+    """Without DuckDB the demo says to install its own extra, before writing anything."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "duckdb" else real(name, *a)
+    )
+    with pytest.raises(ValueError, match=r"demo needs duckdb: pip install '\.\[demo\]'"):
+        run_demo(tmp_path / "out")
+    assert not (tmp_path / "out").exists()

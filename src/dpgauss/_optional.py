@@ -5,7 +5,7 @@ The core of dpgauss needs numpy and scipy only; everything else is an extra of
 everywhere::
 
     nx = require("networkx", "graphs", "reading GraphML")
-    # ValueError: reading GraphML needs networkx: pip install 'dpgauss[graphs]'
+    # ValueError: reading GraphML needs networkx: pip install '.[graphs]'
 """
 
 from __future__ import annotations
@@ -13,7 +13,13 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-__all__ = ["require"]
+__all__ = ["install_hint", "require"]
+
+
+def install_hint(extra: str) -> str:
+    """How to install ``extra``: ``pip install '.[extra]'`` run in the dpgauss checkout (the
+    package installs from its repository; an extra is named in brackets after the path)."""
+    return f"pip install '.[{extra}]' (in the dpgauss checkout)"
 
 
 def require(
@@ -29,4 +35,4 @@ def require(
         return importlib.import_module(module)
     except ImportError:
         top = module.split(".")[0]
-        raise error(f"{purpose} needs {top}: pip install 'dpgauss[{extra}]'") from None
+        raise error(f"{purpose} needs {top}: {install_hint(extra)}") from None

@@ -28,6 +28,7 @@ more than 5 trips in the window is drawn independently of the release's own.
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import shutil
 import sys
@@ -38,6 +39,7 @@ from typing import TextIO
 
 import numpy as np
 
+from ._optional import install_hint
 from .privacy import classical_gaussian_sigma
 from .release.ledger import Ledger
 from .release.pipeline import ReleaseResult, bounded_aggregate, run_release
@@ -124,6 +126,9 @@ def run_demo(out_dir: str | Path = DEMO_DIR, *, progress: TextIO | None = None) 
 
     ``progress`` receives one line per step (default: stderr).
     """
+    missing = [m for m in ("duckdb", "matplotlib") if importlib.util.find_spec(m) is None]
+    if missing:  # before anything is written: the demo's own extra, not the engine's
+        raise ValueError(f"dpgauss demo needs {' and '.join(missing)}: {install_hint('demo')}")
     stream = sys.stderr if progress is None else progress
     t0 = time.perf_counter()
     out = Path(out_dir)

@@ -37,7 +37,7 @@ def _figure(width: float, height: float) -> Any:
         from matplotlib.figure import Figure
     except ImportError:
         raise PlotUnavailableError(
-            "matplotlib is needed to draw plots; install it with: pip install 'dpgauss[plot]'"
+            "matplotlib is needed to draw plots; install it with: pip install '.[plot]'"
         ) from None
     return Figure(figsize=(width, height), layout="constrained")
 

@@ -16,8 +16,6 @@ from __future__ import annotations
 import gzip
 import json
 import math
-import os
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -25,14 +23,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-pytest.importorskip("pyspark")
 pytest.importorskip("duckdb")
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
-if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-    pytest.skip("the Spark engine needs Java", allow_module_level=True)
 
-from pyspark.sql import functions as sf  # noqa: E402
+try:  # without pyspark every test here is reported skipped, with the reason (conftest.py)
+    from pyspark.sql import functions as sf
+except ImportError:
+    sf = None
 
 from dpgauss.release import (  # noqa: E402
     ReleaseSpec,
@@ -69,32 +67,12 @@ from .test_pipeline import (  # noqa: E402
 )
 from .test_spec import EXAMPLE  # noqa: E402
 
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:PySpark does not yet fully support pandas:FutureWarning"
-)
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning"),
+]
 
 DUCK = DuckDBEngine(threads=2)
-
-
-@pytest.fixture(scope="module")
-def spark():
-    from pyspark.sql import SparkSession
-
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("dpgauss-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "4")
-        .config("spark.default.parallelism", "2")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.session.timeZone", "UTC")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
 
 
 @pytest.fixture(scope="module")

@@ -83,12 +83,9 @@ from dpgauss.release.engine_duckdb import DuckDBEngine, EngineError  # noqa: E40
 from dpgauss.release.pipeline import bounded_aggregate, sensitivity_of  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 
-try:  # the Spark engine's shared session fixture (module-level skip without pyspark/Java)
-    from .test_engine_spark import spark  # noqa: F401
-except pytest.skip.Exception:
-    HAVE_SPARK = False
-else:
-    HAVE_SPARK = True
+from ..conftest import spark_missing  # noqa: E402
+
+HAVE_SPARK = spark_missing() is None
 
 pytestmark = pytest.mark.filterwarnings(
     "ignore:PySpark does not yet fully support pandas:FutureWarning"
@@ -135,8 +132,8 @@ def _combos() -> list[Any]:
                         strict=False, reason=reason, raises=(AssertionError, EngineError)
                     )
                 )
-            if engine == "spark" and not HAVE_SPARK:
-                marks.append(pytest.mark.skip(reason="the Spark engine needs pyspark and Java"))
+            if engine == "spark":
+                marks.append(pytest.mark.spark)  # skipped with its reason without Spark
             out.append(
                 pytest.param(
                     (engine, source, feature), id=f"{engine}-{source}-{feature}", marks=marks
@@ -1397,7 +1394,7 @@ SPARK_LINE_HAZARDS = {
 }
 
 
-@pytest.mark.skipif(not HAVE_SPARK, reason="the Spark engine needs pyspark and Java")
+@pytest.mark.spark
 @pytest.mark.parametrize("hazard", list(SPARK_LINE_HAZARDS))
 def test_spark_a_csv_line_is_one_record_of_its_own_unit(tmp_path: Path, request, hazard) -> None:
     from dpgauss.release.engine_spark import SparkEngine

@@ -77,15 +77,6 @@ def delivered_or_refused_uncharged(spec: ReleaseSpec, tmp_path: Path) -> None:
 # --------------------------------------------------------------------- 1. DuckDB vs Spark
 
 
-try:  # the Spark engine's shared session fixture (module-level skip without pyspark/Java)
-    from .test_engine_spark import spark
-except pytest.skip.Exception:
-
-    @pytest.fixture(scope="module")
-    def spark():
-        pytest.skip("the Spark engine needs pyspark and Java")
-
-
 @pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
 @pytest.mark.parametrize(
     "text",

@@ -4,7 +4,7 @@ The exact order-0 trend filter (:mod:`._graph_tv`) cuts graphs by minimum s–t 
 times per λ.  scipy's :func:`scipy.sparse.csgraph.maximum_flow` needs integer
 capacities and was 5–20× slower than ADMM's whole solve on the Manhattan graph, so this
 module has its own, written for numba (an optional dependency: ``pip install
-'dpgauss[fast]'``).  :func:`available` says whether it can run; without numba the caller
+'.[fast]'``).  :func:`available` says whether it can run; without numba the caller
 keeps to ADMM.
 
 The algorithm is the first phase of push-relabel (Goldberg & Tarjan, J. ACM 35(4), 1988)

@@ -118,7 +118,7 @@ def auto(
         ``params`` for every candidate, in the order computed), ``selected`` (the index of
         the chosen one in that list) and ``margin``; and ``skipped``, the candidates not
         computed and why: a missing optional dependency (with a :class:`UserWarning`; the
-        grid wavelets need PyWavelets: ``pip install 'dpgauss[wavelets]'``) or a size beyond
+        grid wavelets need PyWavelets: ``pip install '.[wavelets]'``) or a size beyond
         :data:`TF1_MAX_SIZE`.
     """
     arr, s = check_noise(y, sigma)
@@ -181,7 +181,7 @@ def auto(
             if per_key and not _graph_tv.available():
                 skipped.append(
                     "trend_filter order 0 (one σ per key is solved by the compiled minimum "
-                    "cut: pip install 'dpgauss[fast]')"
+                    "cut: pip install '.[fast]')"
                 )
                 continue
             if order == 1 and d > TF1_MAX_SIZE:

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from .._optional import install_hint
 from .result import Denoised, check_noise
 
 __all__ = ["DENOISERS", "Entry", "denoise", "entry", "identity"]
@@ -68,7 +69,7 @@ class Entry:
                 importlib.import_module(module)
             except ImportError:
                 raise ImportError(
-                    f"the {self.name!r} denoiser needs {module}: pip install 'dpgauss[{extra}]'"
+                    f"the {self.name!r} denoiser needs {module}: {install_hint(extra)}"
                 ) from None
         if self.module == "registry":
             return identity

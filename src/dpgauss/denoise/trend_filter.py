@@ -1091,7 +1091,7 @@ def _check_solver(solver: object, order: int, chain: bool) -> bool:
         if not chain and not _graph_tv.available():
             raise ImportError(
                 "solver='exact' needs numba for its compiled minimum cut (except on a chain): "
-                "pip install 'dpgauss[fast]' (or use solver='auto' or 'admm')"
+                "pip install '.[fast]' (or use solver='auto' or 'admm')"
             )
         return True
     return solver == "auto" and order == 0 and (chain or _graph_tv.available())
@@ -1359,7 +1359,7 @@ def _check_weighted(order: int, solver: str, chain: bool) -> None:
     if not chain and not _graph_tv.available():
         raise ImportError(
             "trend_filter with one sigma per key needs numba for its compiled minimum cut "
-            "(except on a chain): pip install 'dpgauss[fast]'"
+            "(except on a chain): pip install '.[fast]'"
         )
 
 

@@ -7,7 +7,7 @@ minimax over Besov balls (Donoho & Johnstone 1994, 1995) and, as a post-processi
 Gaussian release, costs no privacy (Balle & Wang 2018, Section 4 and the NYC-taxi heat
 maps of Section 5.3; the coordinatewise guarantee is their Thm 12).
 
-Implementation (PyWavelets, an optional extra: ``pip install dpgauss[wavelets]``):
+Implementation (PyWavelets, an optional extra: ``pip install '.[wavelets]'``):
 
 * ``mode="periodization"``: for an orthogonal wavelet and a length divisible by
   ``2**level`` along every axis this is an exactly orthonormal transform (Parseval).  The
@@ -69,8 +69,7 @@ def _import_pywt() -> ModuleType:
         import pywt
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
         raise ImportError(
-            "wavelet denoising needs PyWavelets, an optional dependency: "
-            "pip install dpgauss[wavelets]"
+            "wavelet denoising needs PyWavelets, an optional dependency: pip install '.[wavelets]'"
         ) from exc
     return pywt
 

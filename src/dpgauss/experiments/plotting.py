@@ -1,6 +1,6 @@
 """Shared plotting for the experiments; matplotlib is imported only when a plot is drawn.
 
-matplotlib is the ``plot`` extra (``pip install dpgauss[plot]``).  Figures are drawn with
+matplotlib is the ``plot`` extra (``pip install '.[plot]'``).  Figures are drawn with
 matplotlib's object-oriented API (``matplotlib.figure.Figure``, saved through the Agg
 canvas), so nothing here touches pyplot's global state or the user's backend.
 """
@@ -22,7 +22,7 @@ __all__ = [
     "save",
 ]
 
-_HINT = "pip install 'dpgauss[plot]'"
+_HINT = "pip install '.[plot]'"
 
 
 class MatplotlibMissingError(ImportError):

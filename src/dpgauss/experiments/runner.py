@@ -5,7 +5,7 @@ runner asks it for its grid :class:`Point` s, computes every point (in parallel 
 ``jobs > 1``), and writes into the output directory, per figure:
 
 * ``<name>.csv`` — every plotted number (one row per row returned by the points);
-* ``<name>.png`` — the plot (only when matplotlib is installed: ``pip install dpgauss[plot]``),
+* ``<name>.png`` — the plot (only when matplotlib is installed: ``pip install '.[plot]'``),
   and any further images the figure's ``plot`` writes beside it (it returns their paths);
 * ``<name>.json`` — the measured headline, the paper's claims next to the measured
   numbers, and the settings of the run;
@@ -49,6 +49,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import numpy as np
+
+from .._optional import install_hint
 
 __all__ = [
     "DEFAULT_OUT",
@@ -174,8 +176,7 @@ def missing_requirements(number: str) -> str | None:
     if not absent:
         return None
     return (
-        f"figure {number} ({REGISTRY[number][0]}) needs {', '.join(absent)}: "
-        f"pip install 'dpgauss[{extra}]'"
+        f"figure {number} ({REGISTRY[number][0]}) needs {', '.join(absent)}: {install_hint(extra)}"
     )
 
 
@@ -580,7 +581,7 @@ def run(
             )
     if not make_plots:
         notes.append(
-            "PNGs skipped: matplotlib is not installed (pip install 'dpgauss[plot]')"
+            "PNGs skipped: matplotlib is not installed (pip install '.[plot]')"
             if plots is None
             else "PNGs skipped (plots=False)"
         )

@@ -142,7 +142,7 @@ def _duckdb() -> Any:
         import duckdb
     except ImportError:  # pragma: no cover - the data extra is missing
         raise EngineError(
-            "the DuckDB engine needs the 'data' extra: pip install 'dpgauss[data]'"
+            "the DuckDB engine needs the 'data' extra: pip install '.[data]'"
         ) from None
     return duckdb
 

@@ -96,7 +96,7 @@ def _pyspark() -> Any:
     except ImportError:  # the spark extra is missing
         raise EngineError(
             "the Spark engine is not available: it needs the 'spark' extra "
-            "(pip install 'dpgauss[spark]') and Java 17+"
+            "(pip install '.[spark]') and Java 17+"
         ) from None
     return pyspark
 

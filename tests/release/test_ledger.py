@@ -586,7 +586,11 @@ def test_sigkill_at_random_moments_keeps_the_ledger_consistent(path: Path):
             assert proc.stdout.readline().strip() == "ready", proc.stderr.read()
             time.sleep(delay)
             os.kill(proc.pid, signal.SIGKILL)
-            out, _ = proc.communicate(timeout=30)
+            proc.wait(timeout=30)
+            # read through the text buffer: readline() above may have read ahead some of
+            # the numbers (under load the child is already printing), and communicate()
+            # would read only what is left in the pipe, losing them
+            out = proc.stdout.read()
         finally:
             if proc.poll() is None:
                 proc.kill()

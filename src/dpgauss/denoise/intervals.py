@@ -141,6 +141,18 @@ class ErrorBars:
     draws: int
     source: str
 
+    def __post_init__(self) -> None:
+        for name in ("estimate", "scale"):
+            if np.asarray(getattr(self, name)).dtype.kind not in "fiu":
+                raise TypeError(f"ErrorBars: {name} must be an array of real numbers")
+        for name in ("dof", "risk_sd", "simulated"):
+            if not isinstance(getattr(self, name), numbers.Real):
+                raise TypeError(f"ErrorBars: {name} must be a number; got {getattr(self, name)!r}")
+        if self.source not in ("exact", "bootstrap"):
+            raise ValueError(
+                f"ErrorBars: source must be 'exact' or 'bootstrap'; got {self.source!r}"
+            )
+
     def quantile(self, level: float = 0.95) -> float:
         """The two-sided quantile multiplying :attr:`scale` at ``level``."""
         p = (1.0 + _check_level(level)) / 2.0
@@ -206,6 +218,12 @@ def error_bars(result: Denoised, *, draws: int = DRAWS, rng: object = None) -> E
     -------
     ErrorBars
     """
+    from .result import Denoised
+
+    if not isinstance(result, Denoised):
+        raise TypeError(
+            f"result must be a Denoised (what every denoiser returns); got {type(result).__name__}"
+        )
     estimate = np.asarray(result.estimate, dtype=np.float64)
     d = estimate.size
     if result.scale is not None:

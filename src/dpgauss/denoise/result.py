@@ -14,6 +14,7 @@ upper confidence bound on the total error (:mod:`dpgauss.denoise.intervals`).
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -63,6 +64,21 @@ class Denoised:
     refit: Callable[[np.ndarray], Denoised] | None = field(default=None, repr=False, compare=False)
     scale: np.ndarray | None = field(default=None, repr=False, compare=False)
     _bars: dict[int, ErrorBars] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if np.asarray(self.estimate).dtype.kind not in "fiu":
+            raise TypeError(
+                f"Denoised: estimate must be an array of real numbers; got "
+                f"{type(self.estimate).__name__}"
+            )
+        if self.risk is not None and not isinstance(self.risk, numbers.Real):
+            raise TypeError(f"Denoised: risk must be a number or None; got {self.risk!r}")
+        if not isinstance(self.method, str):
+            raise TypeError(f"Denoised: method must be a name (str); got {self.method!r}")
+        if not isinstance(self.params, dict):
+            raise TypeError(f"Denoised: params must be a dict; got {type(self.params).__name__}")
+        if self.refit is not None and not callable(self.refit):
+            raise TypeError("Denoised: refit must be a function of y or None")
 
     @property
     def mse(self) -> float | None:

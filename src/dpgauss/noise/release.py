@@ -9,6 +9,7 @@ per-coordinate confidence intervals: ``released ± w`` with ``P(|noise| ≤ w) �
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
@@ -358,6 +359,18 @@ class Release:
     sensitivity: float
     mechanism: str
     noise: NoiseLaw
+
+    def __post_init__(self) -> None:
+        for name in ("sigma", "epsilon", "delta", "sensitivity"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real):
+                raise TypeError(f"Release: {name} must be a number; got {value!r}")
+        if not isinstance(self.mechanism, str):
+            raise TypeError(
+                f"Release: mechanism must be a description (str); got {self.mechanism!r}"
+            )
+        if not hasattr(self.noise, "half_width"):
+            raise TypeError(f"Release: noise must be a noise law; got {type(self.noise).__name__}")
 
     def interval(self, level: float = 0.95) -> tuple[Any, Any]:
         """Per-coordinate confidence intervals ``(lower, upper)`` at the given level.

@@ -931,6 +931,10 @@ def bounded_aggregate(
     hold; publishing it, or anything computed from it, is not differentially private.
     ``salt`` fixes the sampling of the bounds (default: a fresh secret, as in a release).
     """
+    if not isinstance(spec, ReleaseSpec):
+        raise TypeError(
+            f"spec must be a ReleaseSpec (load_spec reads one from TOML); got {type(spec).__name__}"
+        )
     domain = resolve_domain(spec)
     eng = make_engine(engine, engine_options)
     salt = secrets.randbits(64) if salt is None else salt

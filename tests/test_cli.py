@@ -130,3 +130,49 @@ def test_budget_list_and_exact_budget_numbers(capsys, tmp_path):
     listed = json.loads(capsys.readouterr().out)["budgets"]
     assert [b["dataset"] for b in listed] == ["bikes", "taxi"]
     assert listed[1]["epsilon"] == 1.000001
+
+
+def test_a_missing_source_is_named_without_sql(capsys, tmp_path):
+    pytest.importorskip("duckdb")
+    ledger = tmp_path / "ledger.db"
+    assert (
+        main(["budget", "init", "m", "--epsilon", "1", "--delta", "1e-6", "--ledger", str(ledger)])
+        == 0
+    )
+    pattern = tmp_path / "nowhere" / "part-*.parquet"
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        f'[source]\npath = "{pattern}"\n[unit]\ncolumn = "uid"\n'
+        '[domain]\nkind = "range"\ncolumn = "x"\nstart = 0\nstop = 10\nstep = 1\n'
+        '[statistic]\nkind = "count"\n[bounds]\nmax_records_per_unit = 1\n'
+        f'[privacy]\nepsilon = 1.0\ndelta = 1e-6\nledger = "{ledger}"\ndataset = "m"\n'
+    )
+    capsys.readouterr()
+    assert main(["release", str(spec), "--out", str(tmp_path / "out.csv")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(pattern) in err
+    assert "SELECT" not in err and "LINE" not in err
+    assert not (tmp_path / "out.csv").exists()
+
+
+@pytest.mark.parametrize(("flag", "shown"), [("--progress", True), ("--no-progress", False)])
+def test_release_progress_is_asked_for_by_name(capsys, tmp_path, flag, shown):
+    pytest.importorskip("duckdb")
+    ledger = tmp_path / "ledger.db"
+    assert (
+        main(["budget", "init", "m", "--epsilon", "4", "--delta", "1e-6", "--ledger", str(ledger)])
+        == 0
+    )
+    data = tmp_path / "r.csv"
+    data.write_text("uid,x\n" + "".join(f"{i % 7},{i % 10}\n" for i in range(50)))
+    spec = tmp_path / "spec.toml"
+    spec.write_text(
+        f'[source]\npath = "{data}"\n[unit]\ncolumn = "uid"\n'
+        '[domain]\nkind = "range"\ncolumn = "x"\nstart = 0\nstop = 10\nstep = 1\n'
+        '[statistic]\nkind = "count"\n[bounds]\nmax_records_per_unit = 2\n'
+        f'[privacy]\nepsilon = 1.0\ndelta = 1e-6\nledger = "{ledger}"\ndataset = "m"\n'
+        '[denoise]\nmethod = "none"\n'
+    )
+    capsys.readouterr()
+    assert main(["release", str(spec), "--out", str(tmp_path / "out.csv"), flag]) == 0
+    assert ("dpgauss: planning" in capsys.readouterr().err) is shown

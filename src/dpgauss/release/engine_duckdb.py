@@ -156,7 +156,14 @@ def _no_stats(disabled: str) -> str:
 
 
 def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
+    """DuckDB's message in one line, without the SQL it quotes (``LINE 1: …`` and its caret):
+    the user wrote no SQL, and the query's text is not theirs to read (it holds the
+    sampling's secret parameters)."""
+    text = str(exc)
+    cut = text.find("\nLINE ")
+    if cut >= 0:
+        text = text[:cut]
+    text = " ".join(text.split())
     return text if len(text) <= 400 else text[:397] + "..."
 
 
@@ -367,7 +374,8 @@ class DuckDBEngine:
             source, params, _ = self._source(con, spec, tag)
             rows = con.execute(f"DESCRIBE SELECT * FROM {source}", params).fetchall()
         except duckdb.Error as exc:
-            raise EngineError(f"cannot read the source: {_one_line(exc)}") from None
+            where = ", ".join(spec.source.paths) if spec.source.paths else "the source"
+            raise EngineError(f"cannot read {where}: {_one_line(exc)}") from None
         finally:
             self._cleanup(con, owned, tag)
         return {str(r[0]): str(r[1]) for r in rows}

@@ -13,8 +13,9 @@ and are printed only with ``--diagnostics``, under a CONFIDENTIAL banner.  A ``s
 release is an uncharged experiment and says so on stderr, in the summary and in the JSON.
 
 The ledger file is ``--ledger FILE``, else ``[privacy] ledger`` in the spec, else the
-environment variable ``DPGAUSS_LEDGER``.  On a terminal, progress (one line per step, and
-DuckDB's bar on long scans) goes to stderr.
+environment variable ``DPGAUSS_LEDGER``.  Progress (one line per step, and
+DuckDB's bar on long scans) goes to stderr on a terminal, or wherever ``--progress`` asks
+(``--no-progress`` silences it).
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ def _run(args: argparse.Namespace) -> str:
     spec = load_spec(args.spec)
     if not spec.privacy.secure:
         sys.stderr.write(f"dpgauss: WARNING: {NOT_PRIVATE_WARNING}\n")
-    progress = sys.stderr if sys.stderr.isatty() and not args.json else None
+    show = args.progress if args.progress is not None else sys.stderr.isatty() and not args.json
+    progress = sys.stderr if show else None
     result = run_release(
         spec,
         engine=args.engine,
@@ -94,6 +96,12 @@ def add_release_parser(subparsers: argparse._SubParsersAction) -> argparse.Argum
         "--ledger", metavar="FILE", help="budget ledger (overrides [privacy] ledger)"
     )
     release.add_argument("--json", action="store_true", help="print one JSON object")
+    release.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="one line per step on stderr (default: when stderr is a terminal and not --json)",
+    )
     release.add_argument(
         "--diagnostics",
         action="store_true",

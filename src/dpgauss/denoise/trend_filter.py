@@ -1313,15 +1313,7 @@ def trend_filter(
         if any(f.iterations > 0 for f in fits):
             params["algorithm"] += f"; ADMM + polishing ({op.kind}) where not certified"
     if len(fits) > 1:
-        params["path"] = {
-            "lam": np.array([f.lam for f in fits]),
-            "df": np.array([f.df for f in fits]),
-            "sure": np.array(risks, dtype=np.float64),
-            "rss": np.array([float((yv - f.beta) @ (yv - f.beta)) for f in fits]),
-            "objective": np.array([f.objective for f in fits]),
-            "iterations": np.array([f.iterations for f in fits]),
-            "gap": np.array([f.gap for f in fits]),
-        }
+        params["path"] = _path_table(fits, risks, yv)
     refit = functools.partial(
         trend_filter,
         sigma=s,
@@ -1340,6 +1332,19 @@ def trend_filter(
         sigma=s,
         refit=refit if s is not None else None,
     )
+
+
+def _path_table(fits: Sequence[Any], risks: Sequence[float | None], y: np.ndarray) -> dict:
+    """``params["path"]``: one entry per λ of the SURE path (exact fits: 0 iterations)."""
+    return {
+        "lam": np.array([f.lam for f in fits]),
+        "df": np.array([f.df for f in fits]),
+        "sure": np.array(risks, dtype=np.float64),
+        "rss": np.array([float((y - f.beta) @ (y - f.beta)) for f in fits]),
+        "objective": np.array([f.objective for f in fits]),
+        "iterations": np.array([getattr(f, "iterations", 0) for f in fits], dtype=np.int64),
+        "gap": np.array([f.gap for f in fits]),
+    }
 
 
 def _check_weighted(order: int, solver: str, chain: bool) -> None:
@@ -1428,15 +1433,7 @@ def _weighted_trend_filter(
         "divergence": fit.divergence,
     }
     if len(fits) > 1:
-        params["path"] = {
-            "lam": np.array([f.lam for f in fits]),
-            "df": np.array([f.df for f in fits]),
-            "sure": np.array(risks, dtype=np.float64),
-            "rss": np.array([float((yv - f.beta) @ (yv - f.beta)) for f in fits]),
-            "objective": np.array([f.objective for f in fits]),
-            "iterations": np.zeros(len(fits), dtype=np.int64),
-            "gap": np.array([f.gap for f in fits]),
-        }
+        params["path"] = _path_table(fits, risks, yv)
     refit = functools.partial(
         trend_filter,
         sigma=sigma.reshape(y.shape),

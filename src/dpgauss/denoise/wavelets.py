@@ -405,10 +405,7 @@ def wavelet_denoise(
             weights = _band_weights(bank, sizes, key, lev)
             df += float(np.count_nonzero(kept) if weights is None else weights[kept].sum())
         shrunk.append(new)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Level value", category=UserWarning)
-        full = pywt.waverecn(shrunk, wav, mode=_MODE)
-    estimate = np.ascontiguousarray(full[tuple(slice(0, n) for n in arr.shape)])
+    estimate = _reconstruct(shrunk, wav, arr.shape)
     grid_shape = arr.shape
     d = arr.size
     risk = float(np.sum((estimate - arr) ** 2)) + 2.0 * s * s * df - d * s * s
@@ -436,6 +433,15 @@ def wavelet_denoise(
     )
 
 
+def _reconstruct(coeffs: list[Any], wav: Any, shape: tuple[int, ...]) -> np.ndarray:
+    """The inverse transform of ``coeffs``, cropped to ``shape`` (``C Wᵀ``)."""
+    pywt = _import_pywt()
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Level value", category=UserWarning)
+        full = pywt.waverecn(coeffs, wav, mode=_MODE)
+    return np.ascontiguousarray(full[tuple(slice(0, n) for n in shape)])
+
+
 def _per_key(
     arr: np.ndarray,
     s: np.ndarray,
@@ -452,7 +458,6 @@ def _per_key(
 ) -> Denoised:
     """:func:`wavelet_denoise` with one σ per key: coefficient ``j`` is thresholded at
     ``t·√v_j`` (module doc), ``t`` one number per level."""
-    pywt = _import_pywt()
     var = s * s
     ones = np.ones(arr.shape)
     approx_key = "a" * arr.ndim
@@ -492,10 +497,7 @@ def _per_key(
             divergence += float(noise[key][1][kept].sum())
             df += float(_band_sums(bank, sizes, key, lev, ones)[1][kept].sum())
         shrunk.append(new)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Level value", category=UserWarning)
-        full = pywt.waverecn(shrunk, wav, mode=_MODE)
-    estimate = np.ascontiguousarray(full[tuple(slice(0, n) for n in arr.shape)])
+    estimate = _reconstruct(shrunk, wav, arr.shape)
     risk = float(np.sum((estimate - arr) ** 2)) + 2.0 * divergence - float(var.sum())
     return Denoised(
         estimate.reshape(given_shape),

@@ -358,8 +358,15 @@ def analytic_gaussian_sigma(eps: float, delta: float, sens: float) -> float | No
     return sigma if math.isfinite(sigma) else None
 
 
-def _mu_upper(sens: float, sigma: float) -> float:
-    return math.nextafter(sens / sigma, math.inf)
+def _mu_upper(sens: float, sigma: float) -> float | None:
+    """μ = Δ/σ rounded up (the conservative side), or None where it is not a finite number."""
+    if not (sigma > 0.0 and sens > 0.0):
+        return None
+    try:
+        mu = math.nextafter(sens / sigma, math.inf)
+    except (OverflowError, ZeroDivisionError):
+        return None
+    return mu if math.isfinite(mu) else None
 
 
 def gdp_log_delta(mu: float, eps: float) -> float | None:
@@ -384,13 +391,8 @@ def gdp_delta(mu: float, eps: float) -> float | None:
 
 
 def gaussian_log_delta(sigma: float, eps: float, sens: float) -> float | None:
-    if not (sigma > 0.0 and sens > 0.0):
-        return None
-    try:
-        mu = _mu_upper(sens, sigma)
-    except (OverflowError, ZeroDivisionError):
-        return None
-    return gdp_log_delta(mu, eps) if math.isfinite(mu) else None
+    mu = _mu_upper(sens, sigma)
+    return None if mu is None else gdp_log_delta(mu, eps)
 
 
 def gaussian_delta(sigma: float, eps: float, sens: float) -> float | None:
@@ -431,10 +433,5 @@ def gdp_epsilon(mu: float, delta: float) -> float | None:
 
 
 def gaussian_epsilon(sigma: float, delta: float, sens: float) -> float | None:
-    if not (sigma > 0.0 and sens > 0.0):
-        return None
-    try:
-        mu = _mu_upper(sens, sigma)
-    except (OverflowError, ZeroDivisionError):
-        return None
-    return gdp_epsilon(mu, delta) if math.isfinite(mu) else None
+    mu = _mu_upper(sens, sigma)
+    return None if mu is None else gdp_epsilon(mu, delta)

@@ -176,3 +176,52 @@ def test_release_progress_is_asked_for_by_name(capsys, tmp_path, flag, shown):
     capsys.readouterr()
     assert main(["release", str(spec), "--out", str(tmp_path / "out.csv"), flag]) == 0
     assert ("dpgauss: planning" in capsys.readouterr().err) is shown
+
+
+def test_ctrl_c_and_a_closed_pipe_end_cleanly(tmp_path):
+    """Ctrl-C: exit status 130 and one line; a reader that goes away (``| head``): no
+    ``BrokenPipeError`` traceback.  Both on the real console script, in a subprocess."""
+    import os
+    import signal
+
+    from dpgauss.release.ledger import Ledger
+
+    cmd = [sys.executable, "-m", "dpgauss.cli"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        [*cmd, "reproduce", "4", "--quick", "--jobs", "1", "--out", str(tmp_path / "fig")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert proc.stderr.readline()  # its first progress line: it is at work
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=120)
+        err = proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130
+    assert err.strip().endswith("dpgauss: interrupted") and "Traceback" not in err
+
+    ledger = tmp_path / "ledger.db"
+    with Ledger(ledger) as led:
+        led.create_budget("big", 50.0, 1e-6)
+        for i in range(800):  # ~90 KB of output: more than a pipe holds
+            led.charge("big", mu=1e-4, label=f"charge {i}")
+    proc = subprocess.Popen(
+        [*cmd, "budget", "show", "big", "--ledger", str(ledger)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert proc.stdout.readline().startswith("dataset")
+    proc.stdout.close()  # the reader goes away after one line, as `| head -1` does
+    err = proc.stderr.read()
+    proc.wait(timeout=60)
+    assert "Traceback" not in err and "BrokenPipeError" not in err
+    assert proc.returncode in (0, 141)

@@ -374,8 +374,8 @@ class DuckDBEngine:
             source, params, _ = self._source(con, spec, tag)
             rows = con.execute(f"DESCRIBE SELECT * FROM {source}", params).fetchall()
         except duckdb.Error as exc:
-            where = ", ".join(spec.source.paths) if spec.source.paths else "the source"
-            raise EngineError(f"cannot read {where}: {_one_line(exc)}") from None
+            where = f" {', '.join(spec.source.paths)}" if spec.source.paths else ""
+            raise EngineError(f"cannot read the source{where}: {_one_line(exc)}") from None
         finally:
             self._cleanup(con, owned, tag)
         return {str(r[0]): str(r[1]) for r in rows}

@@ -56,12 +56,19 @@ def _fmt(x: float) -> str:
     return f"{x:g}"
 
 
+#: The types of one real number that scalar fast paths take as they are: Python's and
+#: NumPy's (not ``bool``, not ``numpy.bool_``, not 0-d arrays).
+REAL_SCALAR_TYPES = frozenset(
+    {float, int, np.float64, np.float32, np.float16, np.int64, np.int32, np.int16, np.int8}
+    | {np.uint64, np.uint32, np.uint16, np.uint8}
+)
+
+
 def plain_number(value: object, allowed: Interval) -> float | None:
-    """``value`` as a float if it is a Python ``int`` or ``float`` (not ``bool``) inside
+    """``value`` as a float if it is one real number (:data:`REAL_SCALAR_TYPES`) inside
     ``allowed``, else None: the fast check of scalar calls, whose failures go to the full
     validation (and its error messages)."""
-    t = type(value)
-    if t is not float and t is not int:
+    if type(value) not in REAL_SCALAR_TYPES:
         return None
     x = float(value)  # type: ignore[arg-type]
     return x if allowed.contains(x) else None  # type: ignore[arg-type]

@@ -156,3 +156,19 @@ def test_dominating_mu_bounds_the_discrete_profile():
     assert np.all(dpgauss.gdp_delta(mu, eps) >= profile(eps))
     # …and tight: a slightly smaller μ fails somewhere.
     assert np.any(dpgauss.gdp_delta(mu * (1 - 1e-4), eps) < profile(eps))
+
+
+def test_one_add_at_a_time_equals_one_array_call() -> None:
+    """The scalar fast path of ``add`` charges exactly what the vectorised path charges."""
+    sigmas = [0.3, 1.0, 7.5, 2.0**-20, 1e10]
+    one, many = GaussianAccountant(), GaussianAccountant()
+    for s in sigmas:
+        one.add(s, 2.0)
+        one.add(np.float64(s), np.int64(2))
+    many.add(np.repeat(sigmas, 2), 2.0)
+    assert one.mu == many.mu and one.n_releases == many.n_releases == 2 * len(sigmas)
+    assert [float(c.mu[0]) for c in one.charges] == list(np.repeat(many.charges[0].mu, 1))
+    with pytest.raises(ValueError, match="sigma"):
+        one.add(-1.0)
+    with pytest.raises(ValueError, match="count"):
+        one.add(1.0, count=0)

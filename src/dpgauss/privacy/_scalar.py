@@ -33,6 +33,8 @@ from statistics import NormalDist
 
 import numpy as np
 
+from .._validation import REAL_SCALAR_TYPES
+
 __all__ = [
     "SMALL",
     "elementwise",
@@ -71,12 +73,6 @@ _ERFCX_SERIES_FROM = 26.0
 _NORMAL = NormalDist()
 
 
-_NUMPY_SCALARS = frozenset(
-    {np.float64, np.float32, np.float16, np.int64, np.int32, np.int16, np.int8}
-    | {np.uint64, np.uint32, np.uint16, np.uint8}
-)
-
-
 def plain(*values: object) -> tuple[float, ...] | None:
     """The values as floats if every one is a finite real number — a Python ``int`` or
     ``float`` or a NumPy scalar of those kinds, not a ``bool`` or an array — else None (the
@@ -86,7 +82,7 @@ def plain(*values: object) -> tuple[float, ...] | None:
         t = type(v)
         if t is float:
             f = v
-        elif t is int or t in _NUMPY_SCALARS:
+        elif t in REAL_SCALAR_TYPES:
             f = float(v)  # type: ignore[arg-type]
         else:
             return None

@@ -34,7 +34,14 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import NONNEGATIVE, POSITIVE, UNIT_OPEN, as_real_array, check_interval
+from .._validation import (
+    NONNEGATIVE,
+    POSITIVE,
+    UNIT_OPEN,
+    as_real_array,
+    check_interval,
+    plain_number,
+)
 from .calibration import gdp_mu
 from .profile import gaussian_epsilon, gdp_delta, gdp_epsilon
 
@@ -112,6 +119,12 @@ class GaussianAccountant:
         σ and Δ may be arrays (one release per element, broadcast): composing many
         releases in one call is vectorised.  Returns the μ of each release.
         """
+        fast_s, fast_d = plain_number(sigma, POSITIVE), plain_number(sensitivity, POSITIVE)
+        if fast_s is not None and fast_d is not None:  # one release: no array machinery
+            mu = math.nextafter(fast_d / fast_s, math.inf)
+            if math.isfinite(mu):
+                self.charges.append(Charge(np.array([mu]), _count(count), label))
+                return mu
         s = _positive_array(sigma, "sigma")
         d = _positive_array(sensitivity, "sensitivity")
         try:

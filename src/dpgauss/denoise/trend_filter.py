@@ -1264,19 +1264,7 @@ def trend_filter(
             fits = [path.solve(0.0)]
         else:
             ratio = _LAM_MIN_RATIO[k] if lam_min_ratio is None else lam_min_ratio
-            grid = lam_max * np.geomspace(1.0, ratio, n_lambdas)
-            fits = [path.solve(float(v)) for v in grid]
-            # extend the path while SURE is still falling at its end
-            step = ratio ** (1.0 / max(n_lambdas - 1, 1))
-            extra = 0
-            while (
-                n_lambdas > 1
-                and extra < n_lambdas
-                and fits[-1].lam > lam_max * _LAM_FLOOR
-                and int(np.argmin([sure(f) for f in fits])) == len(fits) - 1
-            ):
-                fits.append(path.solve(fits[-1].lam * step))
-                extra += 1
+            fits = _sure_path(path.solve, sure, lam_max, ratio, n_lambdas)
 
     risks = [sure(f) for f in fits]
     if len(fits) == 1:
@@ -1332,6 +1320,30 @@ def trend_filter(
         sigma=s,
         refit=refit if s is not None else None,
     )
+
+
+def _sure_path(
+    solve: Callable[[float], Any],
+    sure: Callable[[Any], float | None],
+    lam_max: float,
+    ratio: float,
+    n_lambdas: int,
+) -> list[Any]:
+    """The fits of the default SURE path: ``n_lambdas`` geometric λ from ``λ_max`` down to
+    ``ratio · λ_max``, extended (by at most ``n_lambdas`` more steps, never below
+    ``_LAM_FLOOR · λ_max``) while SURE is still falling at its end."""
+    fits = [solve(float(v)) for v in lam_max * np.geomspace(1.0, ratio, n_lambdas)]
+    step = ratio ** (1.0 / max(n_lambdas - 1, 1))
+    extra = 0
+    while (
+        n_lambdas > 1
+        and extra < n_lambdas
+        and fits[-1].lam > lam_max * _LAM_FLOOR
+        and int(np.argmin([sure(f) for f in fits])) == len(fits) - 1
+    ):
+        fits.append(solve(fits[-1].lam * step))
+        extra += 1
+    return fits
 
 
 def _path_table(fits: Sequence[Any], risks: Sequence[float | None], y: np.ndarray) -> dict:
@@ -1393,17 +1405,7 @@ def _weighted_trend_filter(
         fits = [path.solve(0.0)]
     else:
         ratio = _LAM_MIN_RATIO[0] if lam_min_ratio is None else lam_min_ratio
-        fits = [path.solve(float(v)) for v in lam_max * np.geomspace(1.0, ratio, n_lambdas)]
-        step = ratio ** (1.0 / max(n_lambdas - 1, 1))
-        extra = 0
-        while (
-            n_lambdas > 1
-            and extra < n_lambdas
-            and fits[-1].lam > lam_max * _LAM_FLOOR
-            and int(np.argmin([path.sure(f) for f in fits])) == len(fits) - 1
-        ):
-            fits.append(path.solve(fits[-1].lam * step))
-            extra += 1
+        fits = _sure_path(path.solve, path.sure, lam_max, ratio, n_lambdas)
     risks = [path.sure(f) for f in fits]
     best = int(np.argmin(risks)) if len(fits) > 1 else 0
     fit = fits[best]

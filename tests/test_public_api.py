@@ -53,8 +53,8 @@ def test_public_name_is_documented(name: str) -> None:
     obj = getattr(dpgauss, name)
     assert name in dpgauss.__doc__, f"{name} is missing from the package docstring's catalogue"
     assert name in DOCS, f"{name} appears nowhere in README.md or docs/*.md"
-    doc = inspect.getdoc(obj) if (inspect.isroutine(obj) or inspect.isclass(obj)) else None
     if inspect.isroutine(obj) or inspect.isclass(obj):
+        doc = inspect.getdoc(obj)
         assert doc and doc.strip().splitlines()[0].strip(), f"{name} has no docstring"
 
 

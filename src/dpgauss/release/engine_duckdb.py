@@ -31,6 +31,12 @@ in :mod:`dpgauss.release.engine`).  The query is designed for speed:
   records a unit keeps).
 * **One pass.**  Invalid rows go through the same query with a NULL unit (sorted last, never
   kept), so the row counters come out of the same final ``GROUP BY`` as the aggregate.
+* **No sort at all for the commonest release.**  A count whose only bound is
+  ``max_records_per_unit``, over an integer unit column, hands each row's unit,
+  key-in-priority and class to the compiled kernel of :mod:`dpgauss.release.unit_topb`
+  (hash-partitioned per-unit top-b, numba), which keeps the same records as the sort in
+  about 0.6× its CPU time (``python benchmarks/bench_pipeline.py``).  Used whenever numba
+  is installed (``kernel=None``); it applies by the spec and the column's type only.
 
 Graph domains call the mapping of :mod:`dpgauss.release.mapping` as vectorised Arrow UDFs
 (``dp_nearest``, and ``dp_spread`` for kde, whose list of (node, weight) is unnested and
@@ -65,7 +71,8 @@ from typing import Any
 
 import numpy as np
 
-from . import csv_format
+from .._optional import install_hint
+from . import csv_format, unit_topb
 from .engine import Aggregate, AggregationPlan, RowCounts, source_columns
 from .keymap import DUCKDB, INT_LITERAL, TIMESTAMP_TEXT, Column, range_key_sql, value_tables
 from .spec import DomainSpec, ReleaseSpec
@@ -281,6 +288,14 @@ class DuckDBEngine:
     progress
         Show DuckDB's own progress bar (on the terminal) for a scan or sort that runs longer
         than two seconds (``dpgauss release`` turns it on when stderr is a terminal).
+    kernel
+        Select each unit's records with the compiled kernel of
+        :mod:`dpgauss.release.unit_topb` instead of the sort, for a count whose only bound is
+        ``max_records_per_unit`` over an integer unit column: the same records (the kernel
+        keeps the general path's ``b`` smallest sort keys), about half the CPU time.  None
+        (the default): whenever it applies and numba is installed (the ``fast`` extra);
+        False: never; True: whenever it applies (an error without numba).  Whether it
+        applies depends on the spec and the unit column's *type* only.
     """
 
     name = "duckdb"
@@ -293,10 +308,18 @@ class DuckDBEngine:
         memory_limit: str | None = None,
         fast_path: bool = False,
         progress: bool = False,
+        kernel: bool | None = None,
     ) -> None:
         self._connection = connection
         self.fast_path = bool(fast_path)
         self.progress = bool(progress)
+        if kernel is not None and not isinstance(kernel, bool):
+            raise TypeError(f"kernel must be True, False or None; got {kernel!r}")
+        if kernel and not unit_topb.available():
+            raise EngineError(
+                "kernel=True needs numba (the compiled per-unit selection): " + install_hint("fast")
+            )
+        self.kernel = unit_topb.available() if kernel is None else kernel
         if threads is not None and (
             isinstance(threads, bool) or not isinstance(threads, int) or threads < 1
         ):
@@ -464,6 +487,39 @@ class DuckDBEngine:
         ).fetchall()
         return groups, spread
 
+    def _run_kernel(
+        self,
+        plan: AggregationPlan,
+        con: Any,
+        source: str,
+        params: dict[str, Any],
+        types: dict[str, str],
+        tag: str,
+        csv: _CsvScan | None = None,
+    ) -> tuple[list[tuple[Any, ...]], None]:
+        """The rows' (unit, key-in-priority, class) from DuckDB, selected by the kernel of
+        :mod:`dpgauss.release.unit_topb`; the result as the general query's groups."""
+        query = _Query(plan, source, types, tag, con, csv)
+        sql, more = query.build(kernel=True)
+        b = plan.spec.bounds.max_records_per_unit
+        assert b is not None  # _kernel_applies
+        reader = con.sql(sql, params={**params, **more}).to_arrow_reader(1 << 20)
+        d = plan.domain.size
+        counts, units, classes = unit_topb.select(
+            reader, b, query.key_bits, d, int(plan.salt), self.threads or 0
+        )
+        kept = int(counts.sum())
+        groups: list[tuple[Any, ...]] = [
+            (int(g), int(counts[g]), 0, 0, 0, None) for g in np.flatnonzero(counts)
+        ]
+        groups.append((DROPPED, int(classes[IN_DOMAIN]) - kept, units, 0, 0, None))
+        groups += [
+            (-code, int(classes[code]), 0, 0, 0, None)
+            for code in range(1, len(classes))
+            if classes[code]
+        ]
+        return groups, None
+
     def aggregate(self, plan: AggregationPlan) -> Aggregate:
         """The bounded aggregate of ``plan`` (semantics: :mod:`dpgauss.release.engine`)."""
         duckdb = _duckdb()
@@ -478,10 +534,13 @@ class DuckDBEngine:
                     str(r[0]): str(r[1])
                     for r in con.execute(f"DESCRIBE SELECT * FROM {source}", params).fetchall()
                 }
-            unit_range = None
-            if self.fast_path:
-                unit_range = self._unit_range(con, plan, source, params, types)
-            groups, spread = self._run(plan, con, source, params, types, tag, unit_range, csv)
+            if self.kernel and _kernel_applies(plan, types):
+                groups, spread = self._run_kernel(plan, con, source, params, types, tag, csv)
+            else:
+                unit_range = None
+                if self.fast_path:
+                    unit_range = self._unit_range(con, plan, source, params, types)
+                groups, spread = self._run(plan, con, source, params, types, tag, unit_range, csv)
         except duckdb.Error as exc:
             raise EngineError(AGGREGATION_FAILED, f"duckdb: {_one_line(exc)}") from None
         except csv_format.CsvError as exc:  # a file failed while it was streamed
@@ -491,6 +550,18 @@ class DuckDBEngine:
         finally:
             self._cleanup(con, owned, tag, len(plan.domain.axes))
         return _collect(plan, groups, spread)
+
+
+def _kernel_applies(plan: AggregationPlan, types: dict[str, str]) -> bool:
+    """Whether the per-unit kernel serves ``plan``: a count whose only bound is
+    ``max_records_per_unit``, over a unit column of an integer type (the spec and the
+    column's type decide, never its values)."""
+    b = plan.spec.bounds
+    if b.max_records_per_unit is None or b.max_keys_per_unit or b.max_records_per_key:
+        return False
+    if plan.spec.statistic.kind != "count" or plan.domain.spread:
+        return False
+    return types.get(plan.spec.unit.column, "").upper() in _INTEGER_TYPES
 
 
 # ------------------------------------------------------------------------ the query
@@ -523,8 +594,11 @@ class _Query:
         self.params: dict[str, Any] = {"dp_salt": int(plan.salt)}
         self.has_value = False
         self.flags: tuple[str, ...] = ()
+        self.key_bits = max(1, (plan.domain.size - 1).bit_length())
 
-    def build(self, unit_range: tuple[int, int] | None = None) -> tuple[str, dict[str, Any]]:
+    def build(
+        self, unit_range: tuple[int, int] | None = None, *, kernel: bool = False
+    ) -> tuple[str, dict[str, Any]]:
         """(SQL of the bounded rows, parameters).
 
         The query yields one row per source row: ``g`` (the key index ≥ 0 of a kept row,
@@ -594,6 +668,8 @@ WITH parsed AS (
         k = spec.bounds.max_keys_per_unit
         c = spec.bounds.max_records_per_key
         self.has_value = has_v
+        if kernel:
+            return self._kernel(sql, ok, cls), self.params
         if unit_range is not None and b is not None and k is None and c is None and not extra:
             return self._fast(sql, unit_range, ok, b), self.params
         # ------------------------------------------------------------ general path
@@ -716,6 +792,23 @@ SELECT CASE WHEN s >> 64 = {span} THEN -((s & {cmask})::BIGINT)
 FROM sb"""
         self.flags = ()
         return sql
+
+    def _kernel(self, sql: str, ok: str, cls: str) -> str:
+        """The rows for :mod:`dpgauss.release.unit_topb`: the unit's 64-bit pattern (signed
+        types as ``BIGINT``, unsigned as ``UBIGINT``: one type per column, so injective),
+        the general path's key-in-priority ``pk`` of an in-domain row, and the row class
+        (0 in the domain, else its code), none of them NULL."""
+        t = self.types.get(self.spec.unit.column, "").upper()
+        cast = "UBIGINT" if t.startswith("U") else "BIGINT"
+        kb = self.key_bits
+        return (
+            sql
+            + f"""
+SELECT CASE WHEN {ok} THEN u::{cast} ELSE 0 END AS u,
+       CASE WHEN {ok} THEN ((p >> {kb}) << {kb}) | key::UBIGINT ELSE 0 END AS pk,
+       (CASE WHEN {ok} THEN 0 ELSE -({cls}) END)::UTINYINT AS c
+FROM keyed"""
+        )
 
     def final(self, rows_sql: str) -> str:
         """Per group ``g`` of the bounded rows: rows, units, rows left after c and k, sums."""

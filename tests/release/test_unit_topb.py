@@ -1,0 +1,216 @@
+"""The per-unit top-b kernel (dpgauss.release.unit_topb): the general path's records, exactly.
+
+The kernel must keep, for every unit, the keys of its ``b`` smallest key-in-priority values,
+whatever the order the rows arrive in, the batches they come in, the buckets units share or
+the threads; through the engine, its counts and row counters must equal the general sort's
+for every source (the neighbouring-dataset fuzzer runs it too, as ``duckdb-kernel``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpgauss.release import unit_topb
+from dpgauss.release.engine_duckdb import DuckDBEngine, EngineError
+from dpgauss.release.pipeline import bounded_aggregate
+from dpgauss.release.spec import ReleaseSpec
+
+pytestmark = pytest.mark.skipif(not unit_topb.available(), reason="needs numba (the fast extra)")
+
+KEY_BITS = 6
+
+
+def batches(u: np.ndarray, pk: np.ndarray, c: np.ndarray, size: int) -> list[pa.RecordBatch]:
+    out = []
+    for lo in range(0, len(u), size):
+        sl = slice(lo, lo + size)
+        out.append(
+            pa.record_batch(
+                [
+                    pa.array(u[sl], pa.int64()),
+                    pa.array(pk[sl], pa.uint64()),
+                    pa.array(c[sl], pa.uint8()),
+                ],
+                names=["u", "pk", "c"],
+            )
+        )
+    return out
+
+
+def reference(u: np.ndarray, pk: np.ndarray, c: np.ndarray, b: int, d: int):
+    counts = np.zeros(d, np.int64)
+    inside = c == 0
+    units = np.unique(u[inside])
+    for x in units:
+        mine = np.sort(pk[inside & (u == x)])[:b]
+        np.add.at(counts, (mine & np.uint64(2**KEY_BITS - 1)).astype(np.int64), 1)
+    return counts, len(units), np.bincount(c, minlength=8)
+
+
+def random_rows(rng: np.random.Generator, n: int, n_units: int, d: int, ties: bool):
+    u = rng.integers(-(2**63), 2**63 - 1, n_units, dtype=np.int64)[rng.integers(0, n_units, n)]
+    key = rng.integers(0, d, n).astype(np.uint64)
+    high = rng.integers(0, 4 if ties else 2**58, n, dtype=np.int64).astype(np.uint64)
+    pk = (high << np.uint64(KEY_BITS)) | key
+    c = np.where(rng.random(n) < 0.1, rng.integers(1, 7, n), 0).astype(np.uint8)
+    return u, pk, c
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(0, 3000),
+    n_units=st.integers(1, 400),
+    b=st.sampled_from([1, 2, 5, 33, 100]),
+    ties=st.booleans(),
+    size=st.sampled_from([1, 7, 1000, 5000]),
+    threads=st.sampled_from([0, 1, 3]),
+)
+def test_select_keeps_each_units_b_smallest(seed, n, n_units, b, ties, size, threads):
+    rng = np.random.default_rng(seed)
+    d = 50
+    u, pk, c = random_rows(rng, n, n_units, d, ties)
+    counts, units, classes = unit_topb.select(
+        batches(u, pk, c, size), b, KEY_BITS, d, seed, threads
+    )
+    ref_counts, ref_units, ref_classes = reference(u, pk, c, b, d)
+    np.testing.assert_array_equal(counts, ref_counts)
+    assert units == ref_units
+    np.testing.assert_array_equal(classes, ref_classes)
+
+
+def test_order_batches_salt_and_threads_change_nothing():
+    rng = np.random.default_rng(1)
+    u, pk, c = random_rows(rng, 200_000, 20_000, 50, ties=True)
+    first = unit_topb.select(batches(u, pk, c, 65_536), 5, KEY_BITS, 50, 7, 2)
+    perm = rng.permutation(len(u))
+    for size, salt, threads in ((1 << 20, 8, 1), (10_000, 2**64 - 1, 4), (333, 0, 2)):
+        again = unit_topb.select(
+            batches(u[perm], pk[perm], c[perm], size), 5, KEY_BITS, 50, salt, threads
+        )
+        np.testing.assert_array_equal(first[0], again[0])
+        assert first[1] == again[1]
+        np.testing.assert_array_equal(first[2], again[2])
+
+
+def test_a_crowded_unit_and_long_segments():
+    """One unit with 100,000 rows (one bucket holds it all), units with more rows than the
+    insertion sort's limit, b larger than every unit."""
+    rng = np.random.default_rng(2)
+    u = np.concatenate([np.full(100_000, 10**6), np.repeat(np.arange(100), 64)]).astype(np.int64)
+    n = len(u)
+    pk = (rng.integers(0, 2**40, n).astype(np.uint64) << np.uint64(KEY_BITS)) | rng.integers(
+        0, 50, n
+    ).astype(np.uint64)
+    c = np.zeros(n, np.uint8)
+    for b in (1, 40, 1_000, 200_000):
+        counts, units, _ = unit_topb.select(batches(u, pk, c, 50_000), b, KEY_BITS, 50, 3)
+        ref, ref_units, _ = reference(u, pk, c, b, 50)
+        np.testing.assert_array_equal(counts, ref)
+        assert units == ref_units == 101
+
+
+def test_nothing_in_the_domain():
+    u = np.arange(10, dtype=np.int64)
+    c = np.full(10, 4, np.uint8)
+    counts, units, classes = unit_topb.select(batches(u, u.view(np.uint64), c, 3), 2, 3, 8, 1)
+    assert counts.sum() == 0 and units == 0 and classes[4] == 10
+    counts, units, classes = unit_topb.select([], 2, 3, 8, 1)
+    assert counts.sum() == 0 and units == 0 and classes.sum() == 0
+
+
+# ------------------------------------------------------------------ through the engine
+
+
+def make_spec(src: Path, **bounds) -> ReleaseSpec:
+    return ReleaseSpec.from_dict(
+        {
+            "source": {"path": str(src)},
+            "unit": {"column": "uid"},
+            "domain": {"kind": "range", "column": "key", "start": 0, "stop": 50},
+            "statistic": {"kind": "count"},
+            "bounds": bounds or {"max_records_per_unit": 3},
+            "privacy": {"epsilon": 1.0, "delta": 1e-6, "dataset": "d"},
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("uid_type", "offset"),
+    [
+        (pa.int64(), 0),
+        (pa.int64(), -(2**62)),
+        (pa.uint64(), 2**63),
+        (pa.int32(), -5),
+        (pa.int8(), 0),
+        (pa.uint16(), 0),
+    ],
+)
+@pytest.mark.parametrize("b", [1, 3, 40])
+def test_the_engine_keeps_the_general_paths_records(tmp_path: Path, uid_type, offset, b):
+    rng = np.random.default_rng(5)
+    n = 20_000
+    uid = rng.integers(0, 2_000 if uid_type.bit_width > 8 else 100, n)
+    values = [int(x) + offset for x in uid]
+    if uid_type == pa.int8():
+        values = [v % 100 for v in values]
+    key = rng.integers(-2, 60, n)  # some outside [0, 50)
+    mask = rng.random(n) < 0.01  # NULL unit ids
+    src = tmp_path / "f.parquet"
+    pq.write_table(
+        pa.table(
+            {"uid": pa.array(values, type=uid_type, mask=mask), "key": key, "t": rng.random(n)}
+        ),
+        src,
+    )
+    spec = make_spec(src, max_records_per_unit=b)
+    for salt in (31, 2**64 - 1):
+        kernel = bounded_aggregate(spec, salt=salt, engine=DuckDBEngine(kernel=True))
+        general = bounded_aggregate(spec, salt=salt, engine=DuckDBEngine(kernel=False))
+        np.testing.assert_array_equal(kernel.counts, general.counts)
+        assert kernel.rows == general.rows
+        assert kernel.rows.null_unit == int(mask.sum()) and kernel.rows.outside_domain > 0
+
+
+def test_the_kernel_serves_only_what_it_can(tmp_path: Path, monkeypatch):
+    """String ids, sums and other bounds take the general query (the spec and the column's
+    type decide); the kernel, when it runs, is the one that answers."""
+    calls = []
+    real = unit_topb.select
+
+    def spy(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(unit_topb, "select", spy)
+    rng = np.random.default_rng(3)
+    n = 500
+    ints = tmp_path / "i.parquet"
+    strs = tmp_path / "s.parquet"
+    key = rng.integers(0, 50, n)
+    pq.write_table(pa.table({"uid": rng.integers(0, 40, n), "key": key}), ints)
+    pq.write_table(pa.table({"uid": [f"u{x}" for x in rng.integers(0, 40, n)], "key": key}), strs)
+    engine = DuckDBEngine(kernel=True)
+    bounded_aggregate(make_spec(ints), salt=1, engine=engine)
+    assert len(calls) == 1
+    bounded_aggregate(make_spec(strs), salt=1, engine=engine)
+    bounded_aggregate(
+        make_spec(ints, max_records_per_unit=3, max_keys_per_unit=2), salt=1, engine=engine
+    )
+    assert len(calls) == 1
+
+
+def test_kernel_argument_is_checked(monkeypatch):
+    with pytest.raises(TypeError, match="kernel must be True, False or None"):
+        DuckDBEngine(kernel="yes")  # type: ignore[arg-type]
+    monkeypatch.setattr(unit_topb, "_numba", None)
+    with pytest.raises(EngineError, match=r"kernel=True needs numba.*\.\[fast\]"):
+        DuckDBEngine(kernel=True)
+    assert DuckDBEngine().kernel is False  # the default falls back to the sort

@@ -21,11 +21,14 @@ def objective(y: np.ndarray, x: np.ndarray, lam: float) -> float:
     return 0.5 * float(np.sum((y - x) ** 2)) + lam * float(np.abs(np.diff(x)).sum())
 
 
-@pytest.fixture(params=["compiled", "pure Python"])
+@pytest.fixture(params=["compiled", "pure Python", "dynamic programme", "pure Python DP"])
 def kernel(request, monkeypatch):
-    """Both the numba-compiled kernel (when numba is installed) and the plain loop."""
-    if request.param == "pure Python":
+    """The numba-compiled kernels (when numba is installed) and the plain loops; the scan
+    (Condat), or with no budget for it, the dynamic programme that takes over from it."""
+    if "pure Python" in request.param:
         monkeypatch.setattr(_tv1d, "_compiled", _tv1d._PYTHON)
+    if "D" in request.param:
+        monkeypatch.setattr(_tv1d, "BUDGET", 0)
     return request.param
 
 
@@ -142,7 +145,7 @@ def test_the_unweighted_kernel_is_the_weighted_one_with_unit_weights(backend):
     """Same operations (a product by 1.0 and a division by 1.0 are exact), so the same bits."""
     if backend == "compiled" and _tv1d._numba is None:
         pytest.skip("numba is not installed")
-    weighted, unit = _tv1d._kernels() if backend == "compiled" else _tv1d._PYTHON
+    weighted, unit, _ = _tv1d._kernels() if backend == "compiled" else _tv1d._PYTHON
     arrays = backend == "compiled"
     rng = np.random.default_rng(3)
     for n in (2, 3, 17, 1000):
@@ -150,7 +153,7 @@ def test_the_unweighted_kernel_is_the_weighted_one_with_unit_weights(backend):
             y = np.round(np.repeat(rng.normal(0, 3, 4), -(-n // 4))[:n] + rng.normal(0, 1, n), 1)
             yy, ones = (y, np.ones(n)) if arrays else (y.tolist(), [1.0] * n)
             x1, u1, x2, u2 = (np.empty(n) if arrays else [0.0] * n for _ in range(4))
-            unit(yy, lam, x1, u1)
+            assert unit(yy, lam, x1, u1, n * n)
             weighted(yy, ones, lam, x2, u2)
             assert np.array_equal(x1, x2) and np.array_equal(u1, u2)
 
@@ -159,7 +162,7 @@ def test_the_plain_loops_run_on_lists_directly():
     """The fallback without NumPy arrays: certified on its own."""
     y = [0.0, 0.2, 3.1, 2.9, 3.0, -1.0, -1.2, 0.1]
     x, u = [0.0] * 8, [0.0] * 8
-    _tv1d._condat_unit(y, 0.5, x, u)
+    assert _tv1d._condat_unit(y, 0.5, x, u, 64)
     assert kkt_violation(np.array(y), np.array(x), np.array(u[:-1]), 0.5) <= 1e-15
     assert abs(u[-1]) <= 1e-15  # the final segment's residual
     xw, uw = [0.0] * 8, [0.0] * 8
@@ -188,6 +191,52 @@ def test_the_dual_does_not_drift_along_a_long_chain(offset):
     for lam in (0.3, 2.0):
         x, u = _tv1d.tv1d(y, lam)
         assert kkt_violation(y, x, u, lam) <= 4 * EPS * longest_run(x)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    n=st.integers(2, 200),
+    seed=st.integers(0, 2**32 - 1),
+    lam=st.sampled_from([1e-9, 1e-3, 0.1, 0.5, 2.0, 10.0, 1e6]),
+    decimals=st.sampled_from([0, 1, 8]),
+    offset=st.sampled_from([0.0, 1e6]),
+)
+def test_the_dynamic_programme_agrees_with_the_scan(n, seed, lam, decimals, offset):
+    """Johnson's DP (the fallback on smooth signals), its levels recomputed from segment
+    sums: the scan's solution to 1e-12 of the data's and λ's scale, certified as tightly."""
+    rng = np.random.default_rng(seed)
+    y = offset + np.round(
+        np.repeat(rng.normal(0, 3, 4), -(-n // 4))[:n] + rng.normal(0, 1, n), decimals
+    )
+    _, unit, dp = _tv1d._kernels()
+    x, u = np.empty(n), np.empty(n)
+    assert unit(y, lam, x, u, n * n)  # n² advances: the scan always finishes
+    x_dp, u_dp = np.empty(n), np.empty(n)
+    dp(y, lam, x_dp, u_dp, np.empty(2 * n), np.empty(2 * n), np.empty(2 * n))
+    scale = float(np.abs(y).max()) + lam
+    assert np.max(np.abs(x_dp - x)) <= 1e-12 * scale
+    assert kkt_violation(y, x_dp, u_dp[:-1], lam) <= 4 * EPS * longest_run(x_dp) + 1e-15
+
+
+@pytest.mark.parametrize("backend", ["compiled", "pure Python"])
+def test_smooth_signals_go_to_the_dynamic_programme(backend, monkeypatch):
+    """A noiseless ramp at λ = 100 exhausts the scan's budget (about 2√(λ/slope) = 632
+    advances per sample); the DP's answer is certified and is the ramp, flattened over
+    √(2λ/slope) samples at each end (the shortest stretch whose residuals reach λ)."""
+    if backend == "pure Python":
+        monkeypatch.setattr(_tv1d, "_compiled", _tv1d._PYTHON)
+    n, slope, lam = 5000, 1e-3, 100.0
+    y = slope * np.arange(n)
+    unit = _tv1d._kernels()[1]
+    x, u = (np.empty(n), np.empty(n)) if backend == "compiled" else ([0.0] * n, [0.0] * n)
+    yy = y if backend == "compiled" else y.tolist()
+    assert not unit(yy, lam, x, u, _tv1d.BUDGET * n)
+    x, u = _tv1d.tv1d(y, lam)
+    assert kkt_violation(y, x, u, lam) <= 4 * EPS * longest_run(x)
+    m = int(np.ceil(np.sqrt(2 * lam / slope)))  # ½·slope·m² ≈ λ, to a sample
+    middle = slice(m + 1, -m - 1)  # levels y ∓ λ ± λ: to a rounding of λ
+    assert np.max(np.abs(x[middle] - y[middle])) <= 2 * EPS * lam
+    assert np.all(x[: m - 1] == x[0]) and np.all(x[-m + 1 :] == x[-1])
 
 
 # --- against prox_tv (C++; Barbero & Sra's taut-string solvers): a peer, not a dependency ---

@@ -137,9 +137,12 @@ def _condat(y: Any, w: Any, lam: float, x: Any, u: Any) -> None:
                 u_lo = lam
 
 
-def _condat_unit(y: Any, lam: float, x: Any, u: Any) -> None:
+def _condat_unit(y: Any, lam: float, x: Any, u: Any, budget: int) -> bool:
     """:func:`_condat` with every weight 1 (no weight array: fewer loads and no products),
-    the same operations otherwise, so the same result to the last bit."""
+    the same operations otherwise, so the same result to the last bit; True when done,
+    False (``x`` and ``u`` partly written) once the scan has advanced ``budget`` times, the
+    sign of a smooth signal with a large λ, on which the restarts rescan long look-aheads
+    (a ramp of slope ``s`` costs about ``2√(λ/s)`` advances per sample)."""
     n = len(y)
     k = k0 = k_lo = k_hi = 0  # current sample, segment start, last tight low/high points
     u0 = 0.0
@@ -151,6 +154,7 @@ def _condat_unit(y: Any, lam: float, x: Any, u: Any) -> None:
     u_hi = -lam
     down = False  # the jump that ends the current segment: downward (else upward)
     end = 0  # the segment's last sample
+    steps = 0
     while True:
         at_end = k == n - 1
         if at_end:
@@ -166,7 +170,7 @@ def _condat_unit(y: Any, lam: float, x: Any, u: Any) -> None:
                     x[i] = v
                     acc += y[i] - v
                     u[i] = acc
-                return
+                return True
         else:
             yk = y[k + 1]
             d_lo = u_lo + (yk - v_lo)
@@ -176,6 +180,9 @@ def _condat_unit(y: Any, lam: float, x: Any, u: Any) -> None:
             elif d_hi > lam:
                 down, end = False, k_hi  # an upward jump after k_hi is unavoidable
             else:
+                steps += 1
+                if steps > budget:
+                    return False
                 k += 1
                 sw += 1.0
                 sy += yk
@@ -198,7 +205,7 @@ def _condat_unit(y: Any, lam: float, x: Any, u: Any) -> None:
             u[i] = acc
         k = k0 = end + 1
         if k >= n:
-            return
+            return True
         sw = 1.0
         sy = y[k]
         if down:
@@ -225,8 +232,112 @@ def _condat_unit(y: Any, lam: float, x: Any, u: Any) -> None:
                 u_lo = lam
 
 
-_PYTHON = (_condat, _condat_unit)  # the plain loops, on lists
-_compiled: Any = None  # (weighted, unit-weight) kernels once chosen: numba's, else _PYTHON
+def _dp_unit(y: Any, lam: float, x: Any, u: Any, kx: Any, ka: Any, kb: Any) -> None:
+    """Fill ``x`` and ``u`` as :func:`_condat_unit` does, in O(n) whatever the signal, by
+    Johnson's dynamic programme ("A dynamic programming algorithm for the fused lasso and
+    L0-segmentation", J. Comput. Graph. Statist. 22(2), 2013), then the levels again from
+    segment sums; ``kx``, ``ka``, ``kb`` are scratch of length ``2n``.
+
+    Forward, the derivative of the message ``f_k(b) = ½(y_k − b)² + min_c f_{k−1}(c) +
+    λ|b − c|`` is ``(b − y_k) + clip(f'_{k−1}(b), −λ, λ)``: piecewise linear and increasing,
+    kept as knots ``kx[left..right]`` where its slope and intercept change by ``ka``, ``kb`` (read
+    from the left as is, from the right negated).  Step ``k`` finds the points ``tm_k``,
+    ``tp_k`` where ``f'_k = ∓λ`` by walking in from either end, drops the knots walked over
+    (each knot is added once and dropped once: O(n) in all) and adds the two new ones.
+    Backward, ``x_{n−1}`` solves ``f'_{n−1} = 0`` and ``x_k = clip(x_{k+1}, tm_k, tp_k)``
+    (``tm``, ``tp`` kept in ``x`` and ``u`` meanwhile).
+
+    The intercepts sum ``y`` over long stretches, so the levels found this way are off by
+    far more than one rounding (1e-10 relative on a 10⁶-sample ramp, against 1e-14 from
+    segment sums); only the segmentation and the jump directions are kept.  Each fused run
+    ``[k0, k1]`` gets the level its KKT conditions fix, ``v = (Σ y + u_in − u_out) / L``
+    with ``u = −λ·sign`` of the jump on either side (0 at the ends): Condat's formula, so
+    the same level where the two algorithms segment alike.  The dual is then written as in
+    :func:`_condat`."""
+    n = len(y)
+    left = n - 1  # the knots are kx[left..right], left and right move out at most one per step
+    right = n
+    kx[left] = y[0] - lam
+    kx[right] = y[0] + lam
+    ka[left] = 1.0
+    kb[left] = lam - y[0]
+    ka[right] = -1.0
+    kb[right] = y[0] + lam
+    x[0] = y[0] - lam
+    u[0] = y[0] + lam
+    for k in range(1, n - 1):
+        a = 1.0  # f'_k = a·b + c left of the knot at lo
+        c = -y[k] - lam
+        lo = left
+        while lo <= right and a * kx[lo] + c <= -lam:
+            a += ka[lo]
+            c += kb[lo]
+            lo += 1
+        tm = (-lam - c) / a
+        left = lo - 1
+        kx[left] = tm
+        ka[left] = a
+        kb[left] = c + lam
+        a = -1.0  # −f'_k = a·b + c right of the knot at hi
+        c = y[k] - lam
+        hi = right
+        while hi > left and -a * kx[hi] - c >= lam:
+            a += ka[hi]
+            c += kb[hi]
+            hi -= 1
+        tp = (lam + c) / -a
+        right = hi + 1
+        kx[right] = tp
+        ka[right] = a
+        kb[right] = c + lam
+        x[k] = tm
+        u[k] = tp
+    a = 1.0
+    c = -y[n - 1] - lam
+    lo = left
+    while lo <= right and a * kx[lo] + c <= 0.0:
+        a += ka[lo]
+        c += kb[lo]
+        lo += 1
+    b = -c / a
+    x[n - 1] = b
+    for k in range(n - 2, -1, -1):
+        if b > u[k]:
+            b = u[k]
+        elif b < x[k]:
+            b = x[k]
+        x[k] = b
+    # the levels from segment sums, and the dual
+    k0 = 0
+    u_in = 0.0
+    while k0 < n:
+        k1 = k0
+        while k1 + 1 < n and x[k1 + 1] == x[k0]:
+            k1 += 1
+        u_out = 0.0
+        if k1 + 1 < n:
+            u_out = -lam if x[k1 + 1] > x[k0] else lam
+        sy = 0.0
+        for i in range(k0, k1 + 1):
+            sy += y[i]
+        v = (sy + u_in - u_out) / (k1 - k0 + 1)
+        acc = u_in
+        for i in range(k0, k1 + 1):
+            x[i] = v
+            acc += y[i] - v
+            u[i] = acc
+        u_in = u_out
+        k0 = k1 + 1
+
+
+# Advances of the unweighted scan per sample before the dynamic programme takes over: the
+# scan makes 0.3-2.3 per sample on noisy signals, 6-8 on a random walk or a noisy ramp at
+# λ = 100, 34-385 on a noiseless ramp or sine at λ ≤ 1 (10⁶ samples), where the programme,
+# 1.5-3x slower than the scan on noisy signals, is the faster one.
+BUDGET = 5
+
+_PYTHON = (_condat, _condat_unit, _dp_unit)  # the plain loops, on lists
+_compiled: Any = None  # (weighted, unit-weight, DP) kernels once chosen: numba's, else _PYTHON
 
 
 def _kernels() -> Any:
@@ -238,7 +349,7 @@ def _kernels() -> Any:
             _compiled = _PYTHON
         else:
             jit = _numba.njit(cache=True, nogil=True)
-            _compiled = (jit(_condat), jit(_condat_unit))
+            _compiled = (jit(_condat), jit(_condat_unit), jit(_dp_unit))
     return _compiled
 
 
@@ -263,16 +374,17 @@ def tv1d(
         return y.copy(), np.zeros(max(n - 1, 0))
     kernels = _kernels()
     if kernels is _PYTHON:  # lists: about 3x faster than arrays element by element
-        xs, us = [0.0] * n, [0.0] * n
-        if w is None:
-            _condat_unit(y.tolist(), lam, xs, us)
-        else:
-            _condat(y.tolist(), w.tolist(), lam, xs, us)
+        ys, xs, us = y.tolist(), [0.0] * n, [0.0] * n
+        if w is not None:
+            _condat(ys, w.tolist(), lam, xs, us)
+        elif not _condat_unit(ys, lam, xs, us, BUDGET * n):
+            _dp_unit(ys, lam, xs, us, [0.0] * (2 * n), [0.0] * (2 * n), [0.0] * (2 * n))
         x, u = np.array(xs), np.array(us)
     else:
+        weighted, unit, dp = kernels
         x, u = np.empty(n), np.empty(n)
-        if w is None:
-            kernels[1](y, lam, x, u)
-        else:
-            kernels[0](y, w, lam, x, u)
+        if w is not None:
+            weighted(y, w, lam, x, u)
+        elif not unit(y, lam, x, u, BUDGET * n):
+            dp(y, lam, x, u, np.empty(2 * n), np.empty(2 * n), np.empty(2 * n))
     return x, u[:-1]

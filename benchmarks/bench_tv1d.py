@@ -21,10 +21,10 @@ against prox_tv measured in the same run, contenders interleaved, median over re
 2. The public single-λ path ``trend_filter(y, 1.0, chain, order=0, lam=λ)`` on the same
    signal (graph normalisation, dual feasibility check, df), as a ratio to ``tv1d``.
 3. Condat's worst case: smooth signals with a large λ make the direct scan rescan long
-   look-aheads (a ramp of slope s: about 2√(λ/s) advances per sample), so past a budget
-   of ``_tv1d.BUDGET`` advances per sample Johnson's linear-time dynamic programme takes
-   over; and that programme alone (budget 0) on the noisy signal, the price of the
-   fallback where the scan is fast.
+   look-aheads (a ramp of slope s: about 2√(λ/s) advances per sample), so past
+   ``_tv1d.BUDGET`` advances per sample reached Johnson's linear-time dynamic programme
+   takes over; and that programme alone (``_tv1d.SLACK = -1``) on the noisy signal, the
+   price of the fallback where the scan is fast.
 4. The first call (numba compiling, or loading from its cache) against a warm call, each in
    a fresh process with its own ``NUMBA_CACHE_DIR``: empty (compile) then filled (load).
 """
@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import random
 import statistics
 import subprocess
 import sys
@@ -62,12 +63,17 @@ def signal(n: int, seed: int = 0) -> np.ndarray:
 
 
 def interleaved(fns: dict[str, Callable[[], object]], repeats: int) -> dict[str, list[float]]:
-    """Seconds of each callable per repeat, the contenders run in turn within every repeat."""
+    """Seconds of each callable per repeat, the contenders run in turn within every repeat
+    (in a shuffled order, so that no contender keeps falling on the same beat of the other
+    processes on the box)."""
     times: dict[str, list[float]] = {name: [] for name in fns}
+    order = list(fns)
+    rng = random.Random(0)
     for _ in range(repeats):
-        for name, fn in fns.items():
+        rng.shuffle(order)
+        for name in order:
             t0 = time.perf_counter()
-            fn()
+            fns[name]()
             times[name].append(time.perf_counter() - t0)
     return times
 
@@ -149,9 +155,9 @@ def worst_case(n: int, repeats: int) -> None:
         "one sine period, amplitude 10": (10 * np.sin(2 * np.pi * k / n), [1.0, 100.0]),
         "noisy steps (section 1), DP forced": (signal(n), [1.0]),
     }
-    budget = _tv1d.BUDGET
+    slack = _tv1d.SLACK
     for name, (y, lams) in cases.items():
-        _tv1d.BUDGET = 0 if "forced" in name else budget
+        _tv1d.SLACK = -1 if "forced" in name else slack
         try:
             for lam in lams:
                 t = interleaved(contenders(y, lam), repeats)
@@ -162,7 +168,7 @@ def worst_case(n: int, repeats: int) -> None:
                 )
                 print(f"| {name} | {lam:g} | {1e3 * med(t['tv1d']):.1f} | {p} |", flush=True)
         finally:
-            _tv1d.BUDGET = budget
+            _tv1d.SLACK = slack
 
 
 FIRST_CALL = """

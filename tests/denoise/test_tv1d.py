@@ -24,11 +24,11 @@ def objective(y: np.ndarray, x: np.ndarray, lam: float) -> float:
 @pytest.fixture(params=["compiled", "pure Python", "dynamic programme", "pure Python DP"])
 def kernel(request, monkeypatch):
     """The numba-compiled kernels (when numba is installed) and the plain loops; the scan
-    (Condat), or with no budget for it, the dynamic programme that takes over from it."""
+    (Condat), or with no allowance for it, the dynamic programme that takes over from it."""
     if "pure Python" in request.param:
         monkeypatch.setattr(_tv1d, "_compiled", _tv1d._PYTHON)
     if "D" in request.param:
-        monkeypatch.setattr(_tv1d, "BUDGET", 0)
+        monkeypatch.setattr(_tv1d, "SLACK", -1)
     return request.param
 
 
@@ -153,7 +153,7 @@ def test_the_unweighted_kernel_is_the_weighted_one_with_unit_weights(backend):
             y = np.round(np.repeat(rng.normal(0, 3, 4), -(-n // 4))[:n] + rng.normal(0, 1, n), 1)
             yy, ones = (y, np.ones(n)) if arrays else (y.tolist(), [1.0] * n)
             x1, u1, x2, u2 = (np.empty(n) if arrays else [0.0] * n for _ in range(4))
-            assert unit(yy, lam, x1, u1, n * n)
+            assert unit(yy, lam, x1, u1, n, n * n)
             weighted(yy, ones, lam, x2, u2)
             assert np.array_equal(x1, x2) and np.array_equal(u1, u2)
 
@@ -162,7 +162,7 @@ def test_the_plain_loops_run_on_lists_directly():
     """The fallback without NumPy arrays: certified on its own."""
     y = [0.0, 0.2, 3.1, 2.9, 3.0, -1.0, -1.2, 0.1]
     x, u = [0.0] * 8, [0.0] * 8
-    assert _tv1d._condat_unit(y, 0.5, x, u, 64)
+    assert _tv1d._condat_unit(y, 0.5, x, u, 8, 64)
     assert kkt_violation(np.array(y), np.array(x), np.array(u[:-1]), 0.5) <= 1e-15
     assert abs(u[-1]) <= 1e-15  # the final segment's residual
     xw, uw = [0.0] * 8, [0.0] * 8
@@ -210,7 +210,7 @@ def test_the_dynamic_programme_agrees_with_the_scan(n, seed, lam, decimals, offs
     )
     _, unit, dp = _tv1d._kernels()
     x, u = np.empty(n), np.empty(n)
-    assert unit(y, lam, x, u, n * n)  # n² advances: the scan always finishes
+    assert unit(y, lam, x, u, n, n * n)  # n² advances: the scan always finishes
     x_dp, u_dp = np.empty(n), np.empty(n)
     dp(y, lam, x_dp, u_dp, np.empty(2 * n), np.empty(2 * n), np.empty(2 * n))
     scale = float(np.abs(y).max()) + lam
@@ -230,7 +230,7 @@ def test_smooth_signals_go_to_the_dynamic_programme(backend, monkeypatch):
     unit = _tv1d._kernels()[1]
     x, u = (np.empty(n), np.empty(n)) if backend == "compiled" else ([0.0] * n, [0.0] * n)
     yy = y if backend == "compiled" else y.tolist()
-    assert not unit(yy, lam, x, u, _tv1d.BUDGET * n)
+    assert not unit(yy, lam, x, u, _tv1d.BUDGET, _tv1d.SLACK)
     x, u = _tv1d.tv1d(y, lam)
     assert kkt_violation(y, x, u, lam) <= 4 * EPS * longest_run(x)
     m = int(np.ceil(np.sqrt(2 * lam / slope)))  # ½·slope·m² ≈ λ, to a sample

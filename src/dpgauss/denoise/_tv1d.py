@@ -9,11 +9,12 @@ value the dual would take at the next edge if the segment stayed at that level).
 next sample forces the dual below ``−λ`` (or above ``λ``) at every admissible level, the
 segment ends at the last point where the low (high) bound was tight, with a downward
 (upward) jump, and the scan restarts there.  On noisy signals each sample is visited about
-twice at most, with no linear algebra and no tolerance; on smooth ones with a large λ the
+twice, with no linear algebra and no tolerance; on smooth ones with a large λ the
 restarts rescan long look-aheads (a ramp of slope ``s``: about ``2√(λ/s)`` visits per
-sample).  Without weights, the scan therefore stops after ``BUDGET`` visits per sample and
-Johnson's dynamic programme, O(n) on any signal, finds the segmentation instead; the
-levels are then set from segment sums exactly as the scan sets them (:func:`_dp_unit`).
+sample).  Without weights, the scan therefore stops once it has made more than ``BUDGET``
+advances per sample reached (plus ``SLACK``), and Johnson's dynamic programme, O(n) on any
+signal, finds the segmentation instead; the levels are then set from segment sums exactly
+as the scan sets them (:func:`_dp_unit`).
 
 The dual point comes with the solution: with ``D`` the chain's incidence (row ``k`` =
 ``1_k − 1_{k+1}``), ``Dᵀu = W(y − x)`` holds for the sums ``u_k = u_in + Σ w_i(y_i − x_i)``
@@ -146,13 +147,17 @@ def _condat(y: Any, w: Any, lam: float, x: Any, u: Any) -> None:
                 u_lo = lam
 
 
-def _condat_unit(y: Any, lam: float, x: Any, u: Any, budget: int) -> bool:
+def _condat_unit(y: Any, lam: float, x: Any, u: Any, rate: int, slack: int) -> bool:
     """:func:`_condat` with every weight 1 (no weight array: fewer loads and no products),
     the same operations otherwise, so the same result to the last bit; True when done,
-    False (``x`` and ``u`` partly written) once the scan has advanced ``budget`` times, the
-    sign of a smooth signal with a large λ, on which the restarts rescan long look-aheads
-    (a ramp of slope ``s`` costs about ``2√(λ/s)`` advances per sample)."""
+    False (``x`` and ``u`` partly written) as soon as its advances exceed ``rate·k + slack``
+    at sample ``k`` (at once if ``slack < 0``): the sign of a smooth stretch with a large λ,
+    on which the restarts rescan long look-aheads (a ramp of slope ``s`` costs about
+    ``2√(λ/s)`` advances per sample).  Checking against the position reached rather than
+    against ``n`` gives up early in such a stretch, before much work is wasted."""
     n = len(y)
+    if slack < 0:
+        return False
     k = k0 = k_lo = k_hi = 0  # current sample, segment start, last tight low/high points
     u0 = 0.0
     sw = 1.0
@@ -190,7 +195,7 @@ def _condat_unit(y: Any, lam: float, x: Any, u: Any, budget: int) -> bool:
                 down, end = False, k_hi  # an upward jump after k_hi is unavoidable
             else:
                 steps += 1
-                if steps > budget:
+                if steps > rate * k + slack:
                     return False
                 k += 1
                 sw += 1.0
@@ -341,11 +346,13 @@ def _dp_unit(y: Any, lam: float, x: Any, u: Any, kx: Any, ka: Any, kb: Any) -> N
         k0 = k1 + 1
 
 
-# Advances of the unweighted scan per sample before the dynamic programme takes over: the
-# scan makes 0.3-2.3 per sample on noisy signals, 6-8 on a random walk or a noisy ramp at
-# λ = 100, 34-385 on a noiseless ramp or sine at λ ≤ 1 (10⁶ samples), where the programme,
-# 1.5-3x slower than the scan on noisy signals, is the faster one.
+# The unweighted scan's allowance: BUDGET advances per sample reached, plus SLACK.  At 10⁶
+# samples it makes 0.3-2.3 advances per sample on noisy steps, 6-8 on a random walk or a
+# noisy ramp at λ = 100, 34-385 on a noiseless ramp or sine at λ ≤ 1, where the dynamic
+# programme (1.5-3x slower than the scan on noisy signals) is the faster one.  A negative
+# SLACK hands every signal to the programme (tests, benchmarks).
 BUDGET = 5
+SLACK = 10_000
 
 _PYTHON = (_condat, _condat_unit, _dp_unit)  # the plain loops, on lists
 _compiled: Any = None  # (weighted, unit-weight, DP) kernels once chosen: numba's, else _PYTHON
@@ -375,7 +382,7 @@ def tv1d(
 
     One pass of the kernel writes both (no temporaries; a contiguous float64 ``y`` is not
     copied).  Without ``weight`` a kernel with no weight array runs, and hands over to the
-    linear-time dynamic programme after ``BUDGET`` visits per sample (module doc); with
+    linear-time dynamic programme when the scan works too hard (module doc); with
     ``weight`` the scan runs to the end (quadratic at worst)."""
     y = np.ascontiguousarray(y, dtype=np.float64).ravel()
     n = y.size
@@ -390,7 +397,7 @@ def tv1d(
         ys, xs, us = y.tolist(), [0.0] * n, [0.0] * n
         if w is not None:
             _condat(ys, w.tolist(), lam, xs, us)
-        elif not _condat_unit(ys, lam, xs, us, BUDGET * n):
+        elif not _condat_unit(ys, lam, xs, us, BUDGET, SLACK):
             _dp_unit(ys, lam, xs, us, [0.0] * (2 * n), [0.0] * (2 * n), [0.0] * (2 * n))
         x, u = np.array(xs), np.array(us)
     else:
@@ -398,6 +405,6 @@ def tv1d(
         x, u = np.empty(n), np.empty(n)
         if w is not None:
             weighted(y, w, lam, x, u)
-        elif not unit(y, lam, x, u, BUDGET * n):
+        elif not unit(y, lam, x, u, BUDGET, SLACK):
             dp(y, lam, x, u, np.empty(2 * n), np.empty(2 * n), np.empty(2 * n))
     return x, u[:-1]

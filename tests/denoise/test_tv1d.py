@@ -239,6 +239,36 @@ def test_smooth_signals_go_to_the_dynamic_programme(backend, monkeypatch):
     assert np.all(x[: m - 1] == x[0]) and np.all(x[-m + 1 :] == x[-1])
 
 
+def test_the_certificate_rejects_a_wrong_segmentation():
+    """``_certified`` accepts the solution and rejects levels recomputed from segment sums
+    on a wrong segmentation (a jump inside a run, or runs fused across a jump), as the
+    dynamic programme's polish would compute them."""
+    y, lam = np.array([0.0, 0.0, 10.0, 10.0]), 1.0
+    x, u = _tv1d.tv1d(y, lam)
+    assert np.allclose(x, [0.5, 0.5, 9.5, 9.5]) and _tv1d._certified(y, lam, x, u)
+    # runs [0], [1], [2, 3] with upward jumps: levels 1 and 0 (a downward jump), u_0 = −1
+    assert not _tv1d._certified(y, lam, np.array([1.0, 0.0, 9.5, 9.5]), np.array([-1.0, -1, -0.5]))
+    # one run: the mean, whose dual leaves [−λ, λ]
+    assert not _tv1d._certified(y, lam, np.full(4, 5.0), np.array([-5.0, -10, -5]))
+
+
+def test_a_wrong_dynamic_programme_falls_back_to_the_scan(monkeypatch):
+    """Were the programme's answer not certified, the scan would run to the end instead."""
+    monkeypatch.setattr(_tv1d, "_compiled", _tv1d._PYTHON)
+    rng = np.random.default_rng(6)
+    y = np.repeat(rng.normal(0, 3, 5), 20) + rng.standard_normal(100)
+    x_ref, u_ref = _tv1d.tv1d(y, 1.0)
+
+    def wrong(y, lam, x, u, *scratch):
+        x[:] = y  # no denoising, and a zero dual
+        u[:] = [0.0] * len(y)
+
+    monkeypatch.setattr(_tv1d, "_dp_unit", wrong)
+    monkeypatch.setattr(_tv1d, "SLACK", -1)
+    x, u = _tv1d.tv1d(y, 1.0)
+    assert np.array_equal(x, x_ref) and np.array_equal(u, u_ref)
+
+
 # --- against prox_tv (C++; Barbero & Sra's taut-string solvers): a peer, not a dependency ---
 
 try:

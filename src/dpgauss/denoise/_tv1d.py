@@ -371,6 +371,24 @@ def _kernels() -> Any:
     return _compiled
 
 
+UNLIMITED = 2**62  # a slack the scan never exhausts (it makes fewer than n² advances)
+
+
+def _certified(y: np.ndarray, lam: float, x: np.ndarray, u: np.ndarray) -> bool:
+    """Whether ``(x, u)`` from :func:`_dp_unit` meets the KKT conditions its recomputed levels
+    do not impose by construction, to 1e-9 of ``λ + max|y|``: ``|u| ≤ λ``, and
+    ``u_k = −λ·sign(x_{k+1} − x_k)`` on every jump (``Dᵀu = y − x`` holds inside each run
+    by construction, and across a jump exactly when the dual arrives at the ``±λ`` the next
+    run starts from).  A wrong segmentation, which rounding in the programme's intercepts
+    could cause in principle (never seen), breaks one of them."""
+    tol = 1e-9 * (lam + float(np.abs(y).max()))
+    if float(np.abs(u).max(initial=0.0)) > lam + tol:
+        return False
+    d = np.diff(x)
+    jump = d != 0.0
+    return bool(np.all(np.abs(u[jump] + lam * np.sign(d[jump])) <= tol))
+
+
 def tv1d(
     y: np.ndarray, lam: float, weight: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -382,7 +400,8 @@ def tv1d(
 
     One pass of the kernel writes both (no temporaries; a contiguous float64 ``y`` is not
     copied).  Without ``weight`` a kernel with no weight array runs, and hands over to the
-    linear-time dynamic programme when the scan works too hard (module doc); with
+    linear-time dynamic programme when the scan works too hard (module doc), whose answer
+    is checked (:func:`_certified`; if it failed, the scan would run to the end); with
     ``weight`` the scan runs to the end (quadratic at worst)."""
     y = np.ascontiguousarray(y, dtype=np.float64).ravel()
     n = y.size
@@ -393,18 +412,21 @@ def tv1d(
     if lam <= 0.0 or n < 2:
         return y.copy(), np.zeros(max(n - 1, 0))
     kernels = _kernels()
+    new: Any
     if kernels is _PYTHON:  # lists: about 3x faster than arrays element by element
-        ys, xs, us = y.tolist(), [0.0] * n, [0.0] * n
-        if w is not None:
-            _condat(ys, w.tolist(), lam, xs, us)
-        elif not _condat_unit(ys, lam, xs, us, BUDGET, SLACK):
-            _dp_unit(ys, lam, xs, us, [0.0] * (2 * n), [0.0] * (2 * n), [0.0] * (2 * n))
-        x, u = np.array(xs), np.array(us)
+        weighted, unit, dp = _condat, _condat_unit, _dp_unit
+        ys, ws = y.tolist(), None if w is None else w.tolist()
+
+        def new(size: int) -> list[float]:
+            return [0.0] * size
     else:
-        weighted, unit, dp = kernels
-        x, u = np.empty(n), np.empty(n)
-        if w is not None:
-            weighted(y, w, lam, x, u)
-        elif not unit(y, lam, x, u, BUDGET, SLACK):
-            dp(y, lam, x, u, np.empty(2 * n), np.empty(2 * n), np.empty(2 * n))
+        (weighted, unit, dp), ys, ws, new = kernels, y, w, np.empty
+    xs, us = new(n), new(n)
+    if ws is not None:
+        weighted(ys, ws, lam, xs, us)
+    elif not unit(ys, lam, xs, us, BUDGET, SLACK):
+        dp(ys, lam, xs, us, new(2 * n), new(2 * n), new(2 * n))
+        if not _certified(y, lam, np.asarray(xs, dtype=np.float64), np.asarray(us)[:-1]):
+            unit(ys, lam, xs, us, 0, UNLIMITED)  # (never seen) the scan, to the end
+    x, u = np.asarray(xs, dtype=np.float64), np.asarray(us, dtype=np.float64)
     return x, u[:-1]

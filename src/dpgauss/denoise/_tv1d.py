@@ -346,6 +346,32 @@ def _dp_unit(y: Any, lam: float, x: Any, u: Any, kx: Any, ka: Any, kb: Any) -> N
         k0 = k1 + 1
 
 
+UNLIMITED = 2**62  # a slack the scan never exhausts (it makes fewer than n² advances)
+
+
+def _certified(y: Any, lam: float, x: Any, u: Any) -> bool:
+    """Whether ``(x, u)`` from :func:`_dp_unit` (``u`` on the ``n − 1`` edges) meets the KKT
+    conditions its recomputed levels do not impose by construction, to 1e-9 of
+    ``λ + max|y|``: ``|u| ≤ λ``, and ``u_k = −λ·sign(x_{k+1} − x_k)`` on every jump
+    (``Dᵀu = y − x`` holds inside each run by construction, and across a jump exactly when
+    the dual arrives at the ``±λ`` the next run starts from).  A wrong segmentation, which
+    rounding in the programme's intercepts could cause in principle (never seen), breaks
+    one of them.  One pass; compiled with the kernels."""
+    n = len(y)
+    big = 0.0
+    for i in range(n):
+        big = max(big, abs(y[i]))
+    tol = 1e-9 * (lam + big)
+    for k in range(n - 1):
+        if abs(u[k]) > lam + tol:
+            return False
+        if x[k + 1] > x[k] and u[k] > tol - lam:
+            return False
+        if x[k + 1] < x[k] and u[k] < lam - tol:
+            return False
+    return True
+
+
 # The unweighted scan's allowance: BUDGET advances per sample reached, plus SLACK.  At 10⁶
 # samples it makes 0.3-2.3 advances per sample on noisy steps, 6-8 on a random walk or a
 # noisy ramp at λ = 100, 34-385 on a noiseless ramp or sine at λ ≤ 1, where the dynamic
@@ -354,8 +380,8 @@ def _dp_unit(y: Any, lam: float, x: Any, u: Any, kx: Any, ka: Any, kb: Any) -> N
 BUDGET = 5
 SLACK = 10_000
 
-_PYTHON = (_condat, _condat_unit, _dp_unit)  # the plain loops, on lists
-_compiled: Any = None  # (weighted, unit-weight, DP) kernels once chosen: numba's, else _PYTHON
+_PYTHON = (_condat, _condat_unit, _dp_unit, _certified)  # the plain loops, on lists
+_compiled: Any = None  # (weighted, unit, DP, check) kernels once chosen: numba's, else _PYTHON
 
 
 def _kernels() -> Any:
@@ -367,26 +393,8 @@ def _kernels() -> Any:
             _compiled = _PYTHON
         else:
             jit = _numba.njit(cache=True, nogil=True)
-            _compiled = (jit(_condat), jit(_condat_unit), jit(_dp_unit))
+            _compiled = (jit(_condat), jit(_condat_unit), jit(_dp_unit), jit(_certified))
     return _compiled
-
-
-UNLIMITED = 2**62  # a slack the scan never exhausts (it makes fewer than n² advances)
-
-
-def _certified(y: np.ndarray, lam: float, x: np.ndarray, u: np.ndarray) -> bool:
-    """Whether ``(x, u)`` from :func:`_dp_unit` meets the KKT conditions its recomputed levels
-    do not impose by construction, to 1e-9 of ``λ + max|y|``: ``|u| ≤ λ``, and
-    ``u_k = −λ·sign(x_{k+1} − x_k)`` on every jump (``Dᵀu = y − x`` holds inside each run
-    by construction, and across a jump exactly when the dual arrives at the ``±λ`` the next
-    run starts from).  A wrong segmentation, which rounding in the programme's intercepts
-    could cause in principle (never seen), breaks one of them."""
-    tol = 1e-9 * (lam + float(np.abs(y).max()))
-    if float(np.abs(u).max(initial=0.0)) > lam + tol:
-        return False
-    d = np.diff(x)
-    jump = d != 0.0
-    return bool(np.all(np.abs(u[jump] + lam * np.sign(d[jump])) <= tol))
 
 
 def tv1d(
@@ -414,19 +422,19 @@ def tv1d(
     kernels = _kernels()
     new: Any
     if kernels is _PYTHON:  # lists: about 3x faster than arrays element by element
-        weighted, unit, dp = _condat, _condat_unit, _dp_unit
+        weighted, unit, dp, check = _condat, _condat_unit, _dp_unit, _certified
         ys, ws = y.tolist(), None if w is None else w.tolist()
 
         def new(size: int) -> list[float]:
             return [0.0] * size
     else:
-        (weighted, unit, dp), ys, ws, new = kernels, y, w, np.empty
+        (weighted, unit, dp, check), ys, ws, new = kernels, y, w, np.empty
     xs, us = new(n), new(n)
     if ws is not None:
         weighted(ys, ws, lam, xs, us)
     elif not unit(ys, lam, xs, us, BUDGET, SLACK):
         dp(ys, lam, xs, us, new(2 * n), new(2 * n), new(2 * n))
-        if not _certified(y, lam, np.asarray(xs, dtype=np.float64), np.asarray(us)[:-1]):
+        if not check(ys, lam, xs, us):
             unit(ys, lam, xs, us, 0, UNLIMITED)  # (never seen) the scan, to the end
     x, u = np.asarray(xs, dtype=np.float64), np.asarray(us, dtype=np.float64)
     return x, u[:-1]

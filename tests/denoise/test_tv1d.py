@@ -154,7 +154,7 @@ def test_the_unweighted_kernel_is_the_weighted_one_with_unit_weights(backend):
             yy, ones = (y, np.ones(n)) if arrays else (y.tolist(), [1.0] * n)
             x1, u1, x2, u2 = (np.empty(n) if arrays else [0.0] * n for _ in range(4))
             assert unit(yy, lam, x1, u1, n, n * n)
-            weighted(yy, ones, lam, x2, u2)
+            assert weighted(yy, ones, lam, x2, u2, n, n * n)
             assert np.array_equal(x1, x2) and np.array_equal(u1, u2)
 
 
@@ -166,7 +166,9 @@ def test_the_plain_loops_run_on_lists_directly():
     assert kkt_violation(np.array(y), np.array(x), np.array(u[:-1]), 0.5) <= 1e-15
     assert abs(u[-1]) <= 1e-15  # the final segment's residual
     xw, uw = [0.0] * 8, [0.0] * 8
-    _tv1d._condat(y, [2.0] * 8, 1.0, xw, uw)  # weight 2 at λ = 1 is weight 1 at λ = 0.5
+    assert _tv1d._condat(
+        y, [2.0] * 8, 1.0, xw, uw, 8, 64
+    )  # weight 2 at λ = 1 is weight 1 at λ = 0.5
     assert xw == x
 
 
@@ -208,7 +210,8 @@ def test_the_dynamic_programme_agrees_with_the_scan(n, seed, lam, decimals, offs
     y = offset + np.round(
         np.repeat(rng.normal(0, 3, 4), -(-n // 4))[:n] + rng.normal(0, 1, n), decimals
     )
-    _, unit, dp, _ = _tv1d._kernels()
+    kernels = _tv1d._kernels()
+    unit, dp = kernels[1], kernels[3]
     x, u = np.empty(n), np.empty(n)
     assert unit(y, lam, x, u, n, n * n)  # n² advances: the scan always finishes
     x_dp, u_dp = np.empty(n), np.empty(n)
@@ -239,17 +242,87 @@ def test_smooth_signals_go_to_the_dynamic_programme(backend, monkeypatch):
     assert np.all(x[: m - 1] == x[0]) and np.all(x[-m + 1 :] == x[-1])
 
 
+def weighted_kkt_violation(y, w, lam, x, u) -> float:
+    """:func:`kkt_violation` with fidelity weights: ``W(y − x) = Dᵀu``, relative to
+    ``λ + max|w·y|``."""
+    dtu = np.concatenate([u, [0.0]]) - np.concatenate([[0.0], u])
+    d = np.diff(x)
+    jump = np.abs(d) > 1e-9 * float(np.abs(y).max())
+    worst = max(
+        float(np.abs(w * (y - x) - dtu).max()),
+        float(np.max(np.abs(u), initial=0.0)) - lam,
+        float(np.max(np.where(jump, np.abs(u + lam * np.sign(d)), 0.0), initial=0.0)),
+    )
+    return worst / (lam + float(np.abs(w * y).max()))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    n=st.integers(2, 60),
+    seed=st.integers(0, 2**32 - 1),
+    lam=st.sampled_from([1e-6, 0.05, 0.5, 3.0, 1e4]),
+    spread=st.sampled_from([0.0, 1.0, 4.0, 14.0, 24.0]),
+    decimals=st.sampled_from([0, 1, 8]),
+)
+def test_the_weighted_dynamic_programme(n, seed, lam, spread, decimals):
+    """The weighted programme (weights over up to e^±72): where its check passes, the
+    scan's solution to 1e-12 for weights within e^±12 (measured 4e-16; with more spread
+    the problem is too ill-conditioned to compare solutions) and certified to 1e-12
+    either way; tv1d forced through it is certified to 1e-12 (the scan takes over where
+    the check fails, which it does not for weights within e^±12)."""
+    rng = np.random.default_rng(seed)
+    y = np.round(np.repeat(rng.normal(0, 3, 3), -(-n // 3))[:n] + rng.normal(0, 1, n), decimals)
+    w = np.exp(spread * rng.standard_normal(n))
+    scan, _, dp, _, check = _tv1d._kernels()
+    x, u = np.empty(n), np.empty(n)
+    assert scan(y, w, lam, x, u, 0, _tv1d.UNLIMITED)
+    x_dp, u_dp = np.empty(n), np.empty(n)
+    try:
+        dp(y, w, lam, x_dp, u_dp, np.empty(2 * n), np.empty(2 * n), np.empty(2 * n))
+        ok = check(lam, x_dp, u_dp, lam + float(np.abs(w * y).max()), 1e-9 * np.abs(y).max())
+    except ZeroDivisionError:
+        ok = False
+    if ok:
+        assert weighted_kkt_violation(y, w, lam, x_dp, u_dp[:-1]) <= 1e-12
+    if w.max() / w.min() <= np.exp(24.0):
+        assert ok
+        assert np.max(np.abs(x_dp - x)) <= 1e-12 * (np.abs(y).max() + lam / w.min())
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_tv1d, "SLACK", -1)
+        x_f, u_f = _tv1d.tv1d(y, lam, w)
+    assert weighted_kkt_violation(y, w, lam, x_f, u_f) <= 1e-12
+
+
+def test_a_smooth_weighted_signal_goes_to_the_dynamic_programme():
+    """A noiseless ramp with weights in [0.5, 2] at λ = 100 exhausts the weighted scan's
+    allowance too; the answer is certified."""
+    n, lam = 5000, 100.0
+    rng = np.random.default_rng(7)
+    y = 1e-3 * np.arange(n)
+    w = rng.uniform(0.5, 2.0, n)
+    scan = _tv1d._kernels()[0]
+    assert not scan(y, w, lam, np.empty(n), np.empty(n), _tv1d.BUDGET, _tv1d.SLACK)
+    x, u = _tv1d.tv1d(y, lam, w)
+    assert weighted_kkt_violation(y, w, lam, x, u) <= 1e-12
+
+
 def test_the_certificate_rejects_a_wrong_segmentation():
     """``_certified`` accepts the solution and rejects levels recomputed from segment sums
     on a wrong segmentation (a jump inside a run, or runs fused across a jump), as the
     dynamic programme's polish would compute them."""
     y, lam = np.array([0.0, 0.0, 10.0, 10.0]), 1.0
     x, u = _tv1d.tv1d(y, lam)
-    assert np.allclose(x, [0.5, 0.5, 9.5, 9.5]) and _tv1d._certified(y, lam, x, u)
+    assert np.allclose(x, [0.5, 0.5, 9.5, 9.5]) and _tv1d._certified(lam, x, u, 11.0, 1e-9)
     # runs [0], [1], [2, 3] with upward jumps: levels 1 and 0 (a downward jump), u_0 = −1
-    assert not _tv1d._certified(y, lam, np.array([1.0, 0.0, 9.5, 9.5]), np.array([-1.0, -1, -0.5]))
+    assert not _tv1d._certified(
+        lam, np.array([1.0, 0.0, 9.5, 9.5]), np.array([-1.0, -1, -0.5]), 11.0, 1e-9
+    )
     # one run: the mean, whose dual leaves [−λ, λ]
-    assert not _tv1d._certified(y, lam, np.full(4, 5.0), np.array([-5.0, -10, -5]))
+    assert not _tv1d._certified(lam, np.full(4, 5.0), np.array([-5.0, -10, -5]), 11.0, 1e-9)
+    # a tie split in two whose levels differ by a rounding the "wrong" way: only jumps
+    # beyond the tolerance need the dual's sign
+    x, u = np.array([1.3 - 2e-16, 1.3]), np.array([lam])
+    assert _tv1d._certified(lam, x, u, 2.3, 1e-9) and not _tv1d._certified(lam, x, u, 2.3, 0.0)
 
 
 def test_a_wrong_dynamic_programme_falls_back_to_the_scan(monkeypatch):

@@ -11,10 +11,11 @@ segment ends at the last point where the low (high) bound was tight, with a down
 (upward) jump, and the scan restarts there.  On noisy signals each sample is visited about
 twice, with no linear algebra and no tolerance; on smooth ones with a large λ the
 restarts rescan long look-aheads (a ramp of slope ``s``: about ``2√(λ/s)`` visits per
-sample).  Without weights, the scan therefore stops once it has made more than ``BUDGET``
-advances per sample reached (plus ``SLACK``), and Johnson's dynamic programme, O(n) on any
-signal, finds the segmentation instead; the levels are then set from segment sums exactly
-as the scan sets them (:func:`_dp_unit`).
+sample).  The scan therefore stops once it has made more than ``BUDGET`` advances per
+sample reached (plus ``SLACK``), and Johnson's dynamic programme, O(n) on any signal, finds
+the segmentation instead; the levels are then set from segment sums exactly as the scan
+sets them (:func:`_dp_unit`), and the answer is checked (:func:`_certified`; the scan runs
+to the end if the check fails, which it has not been seen to without weights).
 
 The dual point comes with the solution: with ``D`` the chain's incidence (row ``k`` =
 ``1_k − 1_{k+1}``), ``Dᵀu = W(y − x)`` holds for the sums ``u_k = u_in + Σ w_i(y_i − x_i)``
@@ -43,7 +44,7 @@ except ImportError:  # pragma: no cover - exercised in environments without numb
     _numba = None
 
 
-def _condat(y: Any, w: Any, lam: float, x: Any, u: Any) -> None:
+def _condat(y: Any, w: Any, lam: float, x: Any, u: Any, rate: int, slack: int) -> bool:
     """Fill ``x`` with the 1-D TV solution of ``y`` at ``lam > 0`` (``len(y) ≥ 2``) with
     fidelity weights ``w``, and ``u`` with its dual: ``u[k]`` on the edge ``(k, k+1)``, the
     last entry the final segment's residual (≈ 0); arrays for the compiled kernel, Python
@@ -60,8 +61,17 @@ def _condat(y: Any, w: Any, lam: float, x: Any, u: Any) -> None:
     The dual is written with the segment: ``u_i = u0 + Σ_{k0 ≤ j ≤ i} w_j (y_j − v)``, so
     ``Dᵀu = W(y − x)`` holds exactly inside every segment and to one rounding at its start
     (where the sum restarts from the exact ``±λ`` instead of carrying the previous
-    segment's rounding: no error accumulates along the chain)."""
+    segment's rounding: no error accumulates along the chain).
+
+    True when done; False (``x`` and ``u`` partly written) as soon as the scan's advances
+    exceed ``rate·k + slack`` at sample ``k`` (at once if ``slack < 0``): the sign of a
+    smooth stretch with a large λ, on which the restarts rescan long look-aheads (a ramp of
+    slope ``s`` costs about ``2√(λ/s)`` advances per sample).  Checking against the
+    position reached rather than against ``n`` gives up early in such a stretch, before
+    much work is wasted."""
     n = len(y)
+    if slack < 0:
+        return False
     k = k0 = k_lo = k_hi = 0  # current sample, segment start, last tight low/high points
     u0 = 0.0
     sw = w[0]
@@ -72,6 +82,7 @@ def _condat(y: Any, w: Any, lam: float, x: Any, u: Any) -> None:
     u_hi = -lam
     down = False  # the jump that ends the current segment: downward (else upward)
     end = 0  # the segment's last sample
+    steps = 0
     while True:
         at_end = k == n - 1
         if at_end:
@@ -87,7 +98,7 @@ def _condat(y: Any, w: Any, lam: float, x: Any, u: Any) -> None:
                     x[i] = v
                     acc += w[i] * (y[i] - v)
                     u[i] = acc
-                return
+                return True
         else:
             wk = w[k + 1]
             yk = y[k + 1]
@@ -98,6 +109,9 @@ def _condat(y: Any, w: Any, lam: float, x: Any, u: Any) -> None:
             elif d_hi > lam:
                 down, end = False, k_hi  # an upward jump after k_hi is unavoidable
             else:
+                steps += 1
+                if steps > rate * k + slack:
+                    return False
                 k += 1
                 sw += wk
                 sy += wk * yk
@@ -120,7 +134,7 @@ def _condat(y: Any, w: Any, lam: float, x: Any, u: Any) -> None:
             u[i] = acc
         k = k0 = end + 1
         if k >= n:
-            return
+            return True
         sw = w[k]
         sy = w[k] * y[k]
         if down:
@@ -149,12 +163,8 @@ def _condat(y: Any, w: Any, lam: float, x: Any, u: Any) -> None:
 
 def _condat_unit(y: Any, lam: float, x: Any, u: Any, rate: int, slack: int) -> bool:
     """:func:`_condat` with every weight 1 (no weight array: fewer loads and no products),
-    the same operations otherwise, so the same result to the last bit; True when done,
-    False (``x`` and ``u`` partly written) as soon as its advances exceed ``rate·k + slack``
-    at sample ``k`` (at once if ``slack < 0``): the sign of a smooth stretch with a large λ,
-    on which the restarts rescan long look-aheads (a ramp of slope ``s`` costs about
-    ``2√(λ/s)`` advances per sample).  Checking against the position reached rather than
-    against ``n`` gives up early in such a stretch, before much work is wasted."""
+    the same operations otherwise, so the same result to the last bit, and the same
+    allowance."""
     n = len(y)
     if slack < 0:
         return False
@@ -346,42 +356,154 @@ def _dp_unit(y: Any, lam: float, x: Any, u: Any, kx: Any, ka: Any, kb: Any) -> N
         k0 = k1 + 1
 
 
+def _dp_weighted(y: Any, w: Any, lam: float, x: Any, u: Any, kx: Any, ka: Any, kb: Any) -> None:
+    """:func:`_dp_unit` with fidelity weights (``f_k(b) = ½w_k(y_k − b)² + …``: slopes
+    ``w_k`` instead of 1), the levels recomputed as :func:`_condat` sets them,
+    ``(Σ w y + u_in − u_out) / Σ w`` summed from the run's start; with weights over many
+    decades the programme's knots may be far off (``y₀ ∓ λ/w₀``), and its answer is only
+    used once :func:`_certified`."""
+    n = len(y)
+    left = n - 1  # the knots are kx[left..right], left and right move out at most one per step
+    right = n
+    wy = w[0] * y[0]
+    kx[left] = (wy - lam) / w[0]
+    kx[right] = (wy + lam) / w[0]
+    ka[left] = w[0]
+    kb[left] = lam - wy
+    ka[right] = -w[0]
+    kb[right] = wy + lam
+    x[0] = kx[left]
+    u[0] = kx[right]
+    for k in range(1, n - 1):
+        wy = w[k] * y[k]
+        a = w[k]  # f'_k = a·b + c left of the knot at lo
+        c = -wy - lam
+        lo = left
+        while lo <= right and a * kx[lo] + c <= -lam:
+            a += ka[lo]
+            c += kb[lo]
+            lo += 1
+        tm = (-lam - c) / a
+        left = lo - 1
+        kx[left] = tm
+        ka[left] = a
+        kb[left] = c + lam
+        a = -w[k]  # −f'_k = a·b + c right of the knot at hi
+        c = wy - lam
+        hi = right
+        while hi > left and -a * kx[hi] - c >= lam:
+            a += ka[hi]
+            c += kb[hi]
+            hi -= 1
+        tp = (lam + c) / -a
+        right = hi + 1
+        kx[right] = tp
+        ka[right] = a
+        kb[right] = c + lam
+        x[k] = tm
+        u[k] = tp
+    a = w[n - 1]
+    c = -w[n - 1] * y[n - 1] - lam
+    lo = left
+    while lo <= right and a * kx[lo] + c <= 0.0:
+        a += ka[lo]
+        c += kb[lo]
+        lo += 1
+    b = -c / a
+    x[n - 1] = b
+    for k in range(n - 2, -1, -1):
+        if b > u[k]:
+            b = u[k]
+        elif b < x[k]:
+            b = x[k]
+        x[k] = b
+    # the levels from segment sums, and the dual
+    k0 = 0
+    u_in = 0.0
+    while k0 < n:
+        k1 = k0
+        while k1 + 1 < n and x[k1 + 1] == x[k0]:
+            k1 += 1
+        u_out = 0.0
+        if k1 + 1 < n:
+            u_out = -lam if x[k1 + 1] > x[k0] else lam
+        sw = w[k0]
+        sy = w[k0] * y[k0]
+        for i in range(k0 + 1, k1 + 1):
+            sw += w[i]
+            sy += w[i] * y[i]
+        v = (sy + u_in - u_out) / sw
+        acc = u_in
+        for i in range(k0, k1 + 1):
+            x[i] = v
+            acc += w[i] * (y[i] - v)
+            u[i] = acc
+        u_in = u_out
+        k0 = k1 + 1
+
+
 UNLIMITED = 2**62  # a slack the scan never exhausts (it makes fewer than n² advances)
 
 
-def _certified(y: Any, lam: float, x: Any, u: Any) -> bool:
-    """Whether ``(x, u)`` from :func:`_dp_unit` (``u`` on the ``n − 1`` edges) meets the KKT
-    conditions its recomputed levels do not impose by construction, to 1e-9 of
-    ``λ + max|y|``: ``|u| ≤ λ``, and ``u_k = −λ·sign(x_{k+1} − x_k)`` on every jump
-    (``Dᵀu = y − x`` holds inside each run by construction, and across a jump exactly when
-    the dual arrives at the ``±λ`` the next run starts from).  A wrong segmentation, which
-    rounding in the programme's intercepts could cause in principle (never seen), breaks
-    one of them.  One pass; compiled with the kernels."""
-    n = len(y)
-    big = 0.0
-    for i in range(n):
-        big = max(big, abs(y[i]))
-    tol = 1e-9 * (lam + big)
-    for k in range(n - 1):
+def _certified(lam: float, x: Any, u: Any, scale: float, jump: float) -> bool:
+    """Whether ``(x, u)`` from a dynamic programme (``u`` on the ``n − 1`` edges, or with
+    the final residual after them) meets the KKT conditions its recomputed levels do not
+    impose by construction: ``|u| ≤ λ``, and ``u_k = −λ·sign(x_{k+1} − x_k)`` on every
+    jump larger than ``jump`` (``Dᵀu = W(y − x)`` holds inside each run by construction,
+    and across a jump exactly when the dual arrives at the ``±λ`` the next run starts
+    from), each to the rounding of a sum along its run: ``scale·(1e-12 + 8·eps·L)`` at the
+    ``L``-th sample of a run (``scale = λ + max|w·y|``).  A wrong segmentation breaks one
+    of them; smaller jumps may have either sign (on exact ties the programme can split a
+    run in two whose recomputed levels then differ by a rounding, either way: harmless,
+    ``λ·|jump|`` to the objective).  One pass; compiled with the kernels."""
+    run = 1
+    for k in range(len(x) - 1):
+        tol = scale * (1e-12 + 8 * 2.220446049250313e-16 * run)
+        run += 1
         if abs(u[k]) > lam + tol:
             return False
-        if x[k + 1] > x[k] and u[k] > tol - lam:
-            return False
-        if x[k + 1] < x[k] and u[k] < lam - tol:
-            return False
+        d = x[k + 1] - x[k]
+        if d > jump:
+            run = 1
+            if u[k] > tol - lam:
+                return False
+        elif d < -jump:
+            run = 1
+            if u[k] < lam - tol:
+                return False
     return True
 
 
-# The unweighted scan's allowance: BUDGET advances per sample reached, plus SLACK.  At 10⁶
+def _fallback(dp: Any, scan: Any, data: tuple, lam: float, x: Any, u: Any, wy: Any) -> None:
+    """Fill ``x``, ``u`` by the dynamic programme ``dp(*data, lam, x, u, scratch…)`` and
+    check the answer (:func:`_certified`; jumps of up to 1e-9 of ``max|y|`` may have either
+    sign: the levels lie within the data's range); if it fails (or the programme divides
+    by zero, on knots cancelled to 0 by extreme weights), by the scan
+    ``scan(*data, lam, x, u, …)`` run to the end.  ``data``: ``(y,)`` or ``(y, w)``."""
+    n = len(x)
+    check = _certified if isinstance(x, list) else _kernels()[4]
+    new = (lambda size: [0.0] * size) if isinstance(x, list) else np.empty
+    try:
+        dp(*data, lam, x, u, new(2 * n), new(2 * n), new(2 * n))
+        scale = lam + float(np.abs(wy).max())
+        if check(lam, x, u, scale, 1e-9 * float(np.abs(data[0]).max())):
+            return
+    except ZeroDivisionError:
+        pass
+    scan(*data, lam, x, u, 0, UNLIMITED)
+
+
+# The scan's allowance: BUDGET advances per sample reached, plus SLACK.  At 10⁶
 # samples it makes 0.3-2.3 advances per sample on noisy steps, 6-8 on a random walk or a
 # noisy ramp at λ = 100, 34-385 on a noiseless ramp or sine at λ ≤ 1, where the dynamic
-# programme (1.5-3x slower than the scan on noisy signals) is the faster one.  A negative
+# programme (1.5-3x slower than the scan on noisy signals) is the faster one.  (Measured
+# without weights; the weighted scan gets the same allowance.)  A negative
 # SLACK hands every signal to the programme (tests, benchmarks).
 BUDGET = 5
 SLACK = 10_000
 
-_PYTHON = (_condat, _condat_unit, _dp_unit, _certified)  # the plain loops, on lists
-_compiled: Any = None  # (weighted, unit, DP, check) kernels once chosen: numba's, else _PYTHON
+_PYTHON = (_condat, _condat_unit, _dp_weighted, _dp_unit, _certified)  # plain loops, lists
+_compiled: Any = None  # the kernels as _PYTHON lists them once chosen: numba's, else _PYTHON
 
 
 def _kernels() -> Any:
@@ -393,7 +515,7 @@ def _kernels() -> Any:
             _compiled = _PYTHON
         else:
             jit = _numba.njit(cache=True, nogil=True)
-            _compiled = (jit(_condat), jit(_condat_unit), jit(_dp_unit), jit(_certified))
+            _compiled = tuple(jit(f) for f in _PYTHON)
     return _compiled
 
 
@@ -409,8 +531,8 @@ def tv1d(
     One pass of the kernel writes both (no temporaries; a contiguous float64 ``y`` is not
     copied).  Without ``weight`` a kernel with no weight array runs, and hands over to the
     linear-time dynamic programme when the scan works too hard (module doc), whose answer
-    is checked (:func:`_certified`; if it failed, the scan would run to the end); with
-    ``weight`` the scan runs to the end (quadratic at worst)."""
+    is checked (:func:`_certified`; if it fails, the scan runs to the end); the same with
+    ``weight``."""
     y = np.ascontiguousarray(y, dtype=np.float64).ravel()
     n = y.size
     w = None if weight is None else np.ascontiguousarray(weight, dtype=np.float64).ravel()
@@ -420,21 +542,16 @@ def tv1d(
     if lam <= 0.0 or n < 2:
         return y.copy(), np.zeros(max(n - 1, 0))
     kernels = _kernels()
-    new: Any
     if kernels is _PYTHON:  # lists: about 3x faster than arrays element by element
-        weighted, unit, dp, check = _condat, _condat_unit, _dp_unit, _certified
-        ys, ws = y.tolist(), None if w is None else w.tolist()
-
-        def new(size: int) -> list[float]:
-            return [0.0] * size
+        scan, scan_unit, dp, dp_unit = _condat, _condat_unit, _dp_weighted, _dp_unit
+        ys, ws, xs, us = y.tolist(), None if w is None else w.tolist(), [0.0] * n, [0.0] * n
     else:
-        (weighted, unit, dp, check), ys, ws, new = kernels, y, w, np.empty
-    xs, us = new(n), new(n)
-    if ws is not None:
-        weighted(ys, ws, lam, xs, us)
-    elif not unit(ys, lam, xs, us, BUDGET, SLACK):
-        dp(ys, lam, xs, us, new(2 * n), new(2 * n), new(2 * n))
-        if not check(ys, lam, xs, us):
-            unit(ys, lam, xs, us, 0, UNLIMITED)  # (never seen) the scan, to the end
+        scan, scan_unit, dp, dp_unit = kernels[:4]
+        ys, ws, xs, us = y, w, np.empty(n), np.empty(n)
+    if ws is None:
+        if not scan_unit(ys, lam, xs, us, BUDGET, SLACK):
+            _fallback(dp_unit, scan_unit, (ys,), lam, xs, us, y)
+    elif not scan(ys, ws, lam, xs, us, BUDGET, SLACK):
+        _fallback(dp, scan, (ys, ws), lam, xs, us, w * y)
     x, u = np.asarray(xs, dtype=np.float64), np.asarray(us, dtype=np.float64)
     return x, u[:-1]

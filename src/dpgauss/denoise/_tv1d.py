@@ -14,8 +14,9 @@ restarts rescan long look-aheads (a ramp of slope ``s``: about ``2√(λ/s)`` vi
 sample).  The scan therefore stops once it has made more than ``BUDGET`` advances per
 sample reached (plus ``SLACK``), and Johnson's dynamic programme, O(n) on any signal, finds
 the segmentation instead; the levels are then set from segment sums exactly as the scan
-sets them (:func:`_dp_unit`), and the answer is checked (:func:`_certified`; the scan runs
-to the end if the check fails, which it has not been seen to without weights).
+sets them (:func:`_dp_unit`, :func:`_dp_weighted`), and the answer is checked
+(:func:`_certified`); if the check fails the scan runs to the end (it failed on none of
+2000 random unweighted inputs, on 3–9 % of inputs with weights over e^±42 … e^±72).
 
 The dual point comes with the solution: with ``D`` the chain's incidence (row ``k`` =
 ``1_k − 1_{k+1}``), ``Dᵀu = W(y − x)`` holds for the sums ``u_k = u_in + Σ w_i(y_i − x_i)``
@@ -26,8 +27,8 @@ rounding, and the caller certifies the gap with them.  The kernel writes them as
 
 Compiled with numba when it is installed (``cache=True``), else plain Python on lists.
 ``benchmarks/bench_tv1d.py`` times it against prox_tv's C++ (``tv1_1d``): on 10⁶ noisy
-samples both take about the same time (medians within 0.9–1.1× of each other in one run on
-a loaded box), and the plain loops are 30–80× slower.
+samples both take about the same time (tv1d / prox_tv medians 0.90–1.17 in one run on a
+loaded box), and the plain loops are 30–80× slower.
 """
 
 from __future__ import annotations
@@ -497,8 +498,8 @@ def _fallback(dp: Any, scan: Any, data: tuple, lam: float, x: Any, u: Any, wy: A
 # samples it makes 0.3-2.3 advances per sample on noisy steps, 6-8 on a random walk or a
 # noisy ramp at λ = 100, 34-385 on a noiseless ramp or sine at λ ≤ 1, where the dynamic
 # programme (1.5-3x slower than the scan on noisy signals) is the faster one.  (Measured
-# without weights; the weighted scan gets the same allowance.)  A negative
-# SLACK hands every signal to the programme (tests, benchmarks).
+# without weights; the weighted scan gets the same allowance.)  A negative SLACK hands
+# every signal to the programme (tests, benchmarks).
 BUDGET = 5
 SLACK = 10_000
 

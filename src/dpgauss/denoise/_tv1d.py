@@ -27,7 +27,7 @@ rounding, and the caller certifies the gap with them.  The kernel writes them as
 
 Compiled with numba when it is installed (``cache=True``), else plain Python on lists.
 ``benchmarks/bench_tv1d.py`` times it against prox_tv's C++ (``tv1_1d``): on 10⁶ noisy
-samples both take about the same time (tv1d / prox_tv medians 0.90–1.17 in one run on a
+samples both take about the same time (tv1d / prox_tv medians 0.93–1.16 in one run on a
 loaded box), and the plain loops are 30–80× slower.
 """
 

@@ -62,10 +62,14 @@ def kkt_violation(y, w, edges, lam, beta, u) -> float:
     )
 
 
-@pytest.fixture(params=["compiled", "pure Python"])
+@pytest.fixture(params=["compiled", "pure Python", "dynamic programme"])
 def kernel(request, monkeypatch):
+    """The compiled scan, the plain loops, and the compiled dynamic programme (which takes
+    over from the scan on smooth signals) with its check and fallback."""
     if request.param == "pure Python":
-        monkeypatch.setattr(_tv1d, "_compiled", _tv1d._condat)
+        monkeypatch.setattr(_tv1d, "_compiled", _tv1d._PYTHON)
+    if request.param == "dynamic programme":
+        monkeypatch.setattr(_tv1d, "SLACK", -1)
     return request.param
 
 

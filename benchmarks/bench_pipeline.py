@@ -15,10 +15,12 @@ and cached (``--data``).  Every contestant goes from the Parquet file to the per
 end to end, and is timed best-of-``--repeats``, contestants interleaved in each round:
 
 * **dpgauss DuckDB engine**: ``DuckDBEngine.aggregate`` exactly as ``dpgauss release`` runs
-  it (row classification and counters included; priorities hash every column of a record;
-  the general query, which also serves string unit ids, sums and per-key bounds).  The
-  packed one-key sort for integer ids (``fast_path=True``, off by default, same records)
-  is timed too.
+  it (row classification and counters included; priorities hash every column of a record):
+  for this count over integer ids, DuckDB's scan and the compiled per-unit selection of
+  ``dpgauss.release.unit_topb`` (numba; the first run compiles it, cached on disk).  The
+  **general query** (one sort by unit and priority: string ids, sums, per-key bounds, or no
+  numba) and the packed one-key sort (``fast_path=True``, off by default) keep the same
+  records and are timed too.
 * **pandas**: ``read_parquet(unit, zone)``, a random permutation, ``groupby(unit).head(b)``,
   ``value_counts`` — the fastest idiomatic pandas way to keep b uniform records per unit.
 * **Polars**: a lazy scan, a seeded hash of every column as the priority, ``rank("ordinal")
@@ -120,7 +122,7 @@ def generate(path: Path, rows: int, units: int, keys: int, string_units: bool) -
 
 
 def engine_runner(
-    path: Path, keys: int, b: int, threads: int, fast_path: bool = True
+    path: Path, keys: int, b: int, threads: int, fast_path: bool = False, kernel: bool = True
 ) -> Callable[[], float]:
     from dpgauss.release.engine_duckdb import DuckDBEngine
     from dpgauss.release.pipeline import bounded_aggregate
@@ -136,7 +138,7 @@ def engine_runner(
             "privacy": {"epsilon": 1.0, "delta": 1e-6, "dataset": "bench"},
         }
     )
-    engine = DuckDBEngine(threads=threads, fast_path=fast_path)
+    engine = DuckDBEngine(threads=threads, fast_path=fast_path, kernel=kernel)
 
     def run() -> float:
         return float(bounded_aggregate(spec, engine=engine).counts.sum())
@@ -297,9 +299,12 @@ def main() -> None:
     )
 
     runners: dict[str, Callable[[], float]] = {
-        ENGINE: engine_runner(path, args.keys, args.b, args.threads, fast_path=False),
-        f"{ENGINE}, packed-key fast path (off by default)": engine_runner(
-            path, args.keys, args.b, args.threads, fast_path=True
+        ENGINE: engine_runner(path, args.keys, args.b, args.threads),
+        f"{ENGINE}, general query (one sort)": engine_runner(
+            path, args.keys, args.b, args.threads, kernel=False
+        ),
+        f"{ENGINE}, packed-key sort (off by default)": engine_runner(
+            path, args.keys, args.b, args.threads, fast_path=True, kernel=False
         ),
         PANDAS: pandas_runner(path, args.b),
     }

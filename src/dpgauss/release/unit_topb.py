@@ -228,6 +228,8 @@ def select(
     columns = []
     for batch in batches:  # zero-copy views of DuckDB's Arrow batches (no NULLs)
         if batch.num_rows:
+            if any(batch.column(i).null_count for i in range(3)):  # the query never does
+                raise RuntimeError("dpgauss: internal error: a NULL reached the unit kernel")
             u = batch.column(0).to_numpy().view(np.uint64)
             columns.append((u, batch.column(1).to_numpy(), batch.column(2).to_numpy()))
     threads = int(threads) if threads else int(_numba.get_num_threads())

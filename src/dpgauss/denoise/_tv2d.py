@@ -187,8 +187,22 @@ def _find(parent: Any, i: int) -> int:
 
 
 def _certify(
-    y: Any, h: int, w: int, lam: float, x1: Any, x2: Any, p_img: Any, q_img: Any,
-    uh: Any, uv: Any, dtu: Any, parent: Any, sums: Any, counts: Any, pol: Any, out: Any,
+    y: Any,
+    h: int,
+    w: int,
+    lam: float,
+    x1: Any,
+    x2: Any,
+    p_img: Any,
+    q_img: Any,
+    uh: Any,
+    uv: Any,
+    dtu: Any,
+    parent: Any,
+    sums: Any,
+    counts: Any,
+    pol: Any,
+    out: Any,
 ) -> None:
     """The dual point of one iteration and the gaps (*) of ``x₂`` and of the polished
     solution (written to ``pol``).  ``out`` receives ``[P(x₂), gap(x₂), P(pol), gap(pol),
@@ -291,8 +305,18 @@ def _certify(
 
 
 def _iterate(
-    y: Any, h: int, w: int, lam: float, q: Any, tol: float, max_iter: int, check_every: int,
-    beta: Any, uh: Any, uv: Any, out: Any,
+    y: Any,
+    h: int,
+    w: int,
+    lam: float,
+    q: Any,
+    tol: float,
+    max_iter: int,
+    check_every: int,
+    beta: Any,
+    uh: Any,
+    uv: Any,
+    out: Any,
 ) -> None:
     """The accelerated alternating iteration (module doc) from ``q`` (updated in place) until
     a candidate's relative gap is ``≤ tol`` or ``max_iter`` iterations.  ``beta``, ``uh``,
@@ -344,8 +368,9 @@ def _iterate(
         if it == 1 or it % check_every == 0 or it == max_iter:
             for k in range(n):
                 a[k] = q[k]  # q⁺ (a is free again)
-            _certify(y, h, w, lam, x1, x2, p_img, a, uh_t, uv_t, dtu, parent, sums, counts,
-                     pol, cert)
+            _certify(
+                y, h, w, lam, x1, x2, p_img, a, uh_t, uv_t, dtu, parent, sums, counts, pol, cert
+            )
             done = False
             for c in range(2):
                 p_c = cert[2 * c]
@@ -442,8 +467,20 @@ class LatticeTV:
         uh = np.empty(h * (w - 1))
         uv = np.empty((h - 1) * w)
         out = np.zeros(5)
-        kernel(self.y, h, w, float(lam), self.q, self.tol, self.max_iter, _CHECK_EVERY,
-               beta, uh, uv, out)
+        kernel(
+            self.y,
+            h,
+            w,
+            float(lam),
+            self.q,
+            self.tol,
+            self.max_iter,
+            _CHECK_EVERY,
+            beta,
+            uh,
+            uv,
+            out,
+        )
         return LatticeFit(
             beta=beta,
             objective=float(out[0]),

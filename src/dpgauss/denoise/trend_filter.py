@@ -1280,7 +1280,9 @@ def trend_filter(
         lam_max = float(np.max(np.abs(u_ls))) if u_ls.size else 0.0
         lattice = None
         if grid and isinstance(op, _LatticeDifference):
-            lattice = _tv2d.LatticeTV(yv, op.shape, float(tol_arr), min(max_iter, _LATTICE_MAX_ITER))
+            lattice = _tv2d.LatticeTV(
+                yv, op.shape, float(tol_arr), min(max_iter, _LATTICE_MAX_ITER)
+            )
         path = _Path(admm, lam_max, u_ls, exact=exact, chain=chain, lattice=lattice)
         if isinstance(lam_spec, float):
             fits = [path.solve(lam_spec)]

@@ -40,7 +40,9 @@ support the iterates show — rows fused where ``x₁`` is fused along the rows,
 ``G`` is ``mean_G(y − λDᵀs)`` (Hoefling 2010).  At the optimum ``x₁ = x₂ = β̂`` (each is a
 prox at the optimal dual), so the supports, and so the polished solution, become exact in
 finitely many iterations on non-degenerate problems; the iteration stops when a candidate's
-relative gap (*) is ``≤ tol``.
+relative gap (*) is ``≤ tol`` (or is rounding only: below ``1e-13`` times the magnitudes of
+its terms plus ``‖Dβ‖₁·max|y|``, as with tiny λ, where ``P`` itself is tiny while the
+flows, prefix sums of differences of ``O(|y|)`` numbers, are rounded relative to ``|y|``).
 
 Start.  Cold: ``q₀ = ½(y − TV_columns(y))``, half the dual image of the columns-only
 problem (the residual ``y − β̂`` is shared by the rows and the columns; measured on a
@@ -68,7 +70,10 @@ except ImportError:  # pragma: no cover - exercised in environments without numb
 # (one λ far below λ_max, blocks + N(0, 1) on 300 × 300, λ = 1: 72 iterations from the
 # least-norm dual against 60 cold; on the default SURE path consecutive λ are 0.7 apart).
 _COLD_BELOW = 0.5
-_CHECK_EVERY = 4  # iterations between certificates (a check costs about one iteration)
+_CHECK_EVERY = 4
+# A gap below ROUNDING × (the magnitudes of its terms, and ‖Dβ‖₁·max|y|: the flows are sums
+# of differences of O(|y|) numbers, so (Dβ)ᵀu carries rounding of that size) is rounding.
+_ROUNDING = 1e-13  # iterations between certificates (a check costs about one iteration)
 
 
 def available() -> bool:
@@ -212,6 +217,9 @@ def _certify(
     solution (written to ``pol``).  ``out`` receives ``[P(x₂), gap(x₂), P(pol), gap(pol),
     number of fused groups of the support]``."""
     n = h * w
+    y_max = 0.0
+    for k in range(n):
+        y_max = max(y_max, abs(y[k]))
     # u_h: prefix sums of p along each row; u_v: prefix sums of q down each column (clipped
     # to the box against rounding), and Dᵀu recomputed from the clipped flows
     for i in range(h):
@@ -305,6 +313,7 @@ def _certify(
             dd += e * e
         out[2 * c] = 0.5 * rss + lam * tv
         out[2 * c + 1] = lam * tv - inner + 0.5 * dd
+        out[5 + c] = _ROUNDING * (lam * tv + abs(inner) + 0.5 * dd + tv * y_max)
     out[4] = groups
 
 
@@ -342,7 +351,7 @@ def _iterate(
     uh_t = np.empty(h * (w - 1))
     uv_t = np.empty((h - 1) * w)
     p_img = np.empty(n)
-    cert = np.empty(5)
+    cert = np.empty(7)
     t = 1.0
     best_p = np.inf
     best_gap = np.inf
@@ -379,8 +388,10 @@ def _iterate(
             for c in range(2):
                 p_c = cert[2 * c]
                 g_c = max(cert[2 * c + 1], 0.0)
+                # a gap within the rounding of its own terms is zero
+                ok = g_c <= tol * p_c or g_c <= cert[5 + c]
                 # prefer the polished solution (exact support, exact df) once certified
-                take = g_c < best_gap if c == 0 else (g_c <= tol * p_c or g_c < best_gap)
+                take = g_c < best_gap if c == 0 else (ok or g_c < best_gap)
                 if take:
                     best_p = p_c
                     best_gap = g_c
@@ -393,7 +404,8 @@ def _iterate(
                         uv[k] = uv_t[k]
                     out[3] = float(c)
                     out[4] = cert[4]
-                if c == 1 and g_c <= tol * p_c:
+                    out[5] = 1.0 if ok else 0.0
+                if c == 1 and ok:
                     done = True
             out[0] = best_p
             out[1] = best_gap
@@ -425,7 +437,8 @@ def _kernel() -> Any:
 @dataclass
 class LatticeFit:
     """One λ: the best candidate ``beta`` (polished if certified), its objective and
-    absolute duality gap, the iterations, whether it is polished, and the dual flows
+    absolute duality gap, the iterations, whether it is polished and whether its gap is
+    certified (``≤ tol·objective``, or rounding, module doc), and the dual flows
     ``uh`` (``H × (W−1)``, horizontal edges) and ``uv`` (``(H−1) × W``)."""
 
     beta: np.ndarray
@@ -433,6 +446,7 @@ class LatticeFit:
     gap: float
     iterations: int
     polished: bool
+    certified: bool
     uh: np.ndarray
     uv: np.ndarray
 
@@ -470,7 +484,7 @@ class LatticeTV:
         beta = np.empty(self.y.size)
         uh = np.empty(h * (w - 1))
         uv = np.empty((h - 1) * w)
-        out = np.zeros(5)
+        out = np.zeros(6)
         kernel(
             self.y,
             h,
@@ -491,6 +505,7 @@ class LatticeTV:
             gap=float(out[1]),
             iterations=int(out[2]),
             polished=bool(out[3]),
+            certified=bool(out[5]),
             uh=uh.reshape(h, w - 1),
             uv=uv.reshape(h - 1, w),
         )

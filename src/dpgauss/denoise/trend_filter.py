@@ -1572,7 +1572,7 @@ class _Path:
         zero = solver.zero_rows(dbeta, np.zeros(op.m, dtype=bool))
         self.jump = np.where(zero, 0.0, np.sign(dbeta))
         self.flow = np.concatenate([res.uh.ravel(), res.uv.ravel()])
-        if not res.gap <= solver.tol * max(res.objective, 1e-300):
+        if not res.certified:
             fit = self.solve_exact(lam)
             if fit is not None:
                 fit.iterations = res.iterations  # spent before the cuts took over

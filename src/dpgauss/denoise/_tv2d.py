@@ -72,6 +72,7 @@ except ImportError:  # pragma: no cover - exercised in environments without numb
 # least-norm dual against 60 cold; on the default SURE path consecutive λ are 0.7 apart).
 _COLD_BELOW = 0.5
 _CHECK_EVERY = 4
+_BLOCK = 16  # columns solved per block of the column sweep (16 doubles: two cache lines)
 # A gap below ROUNDING × (the magnitudes of its terms, and ‖Dβ‖₁·max|y|: the flows are sums
 # of differences of O(|y|) numbers, so (Dβ)ᵀu carries rounding of that size) is rounding.
 _ROUNDING = 1e-13  # iterations between certificates (a check costs about one iteration)
@@ -183,6 +184,54 @@ def _columns(a: Any, h: int, w: int, lam: float, out: Any, col: Any, res: Any) -
         _line(col, 0, 1, h, lam, res)
         for i in range(h):
             out[i * w + j] = res[i]
+
+
+def _row_sweep(
+    y: Any,
+    q: Any,
+    q_old: Any,
+    mom: float,
+    h: int,
+    w: int,
+    lam: float,
+    qbar: Any,
+    x1: Any,
+    a: Any,
+    buf: Any,
+    res: Any,
+) -> None:
+    """One pass over the rows: ``q̄ = q + mom·(q − q_old)``, ``x₁ = TV_rows(y − q̄)`` and
+    ``a = q̄ + x₁`` (each row through the contiguous buffers ``buf``, ``res``)."""
+    for i in range(h):
+        o = i * w
+        for j in range(w):
+            k = o + j
+            qb = q[k] + mom * (q[k] - q_old[k])
+            qbar[k] = qb
+            buf[j] = y[k] - qb
+        _line(buf, 0, 1, w, lam, res)
+        for j in range(w):
+            k = o + j
+            x1[k] = res[j]
+            a[k] = qbar[k] + res[j]
+
+
+def _column_sweep(a: Any, h: int, w: int, lam: float, x2: Any, blk: Any, res: Any) -> None:
+    """``x₂ = TV_columns(a)``, ``_BLOCK`` columns at a time: gathered into ``blk`` (one
+    contiguous column after another: a blocked transpose, reading whole cache lines of the
+    row-major image), solved into ``res`` and scattered back."""
+    for j0 in range(0, w, _BLOCK):
+        nb = min(_BLOCK, w - j0)
+        for i in range(h):
+            base = i * w + j0
+            for b in range(nb):
+                blk[b * h + i] = a[base + b]
+        for b in range(nb):
+            _line(blk, b * h, 1, h, lam, res)
+        for i in range(h):
+            base = i * w + j0
+            for b in range(nb):
+                x2[base + b] = res[b * h + i]
 
 
 def _find(parent: Any, i: int) -> int:
@@ -338,7 +387,7 @@ def _iterate(
     iterations, polished (0/1), groups]``."""
     n = h * w
     qbar = q.copy()
-    q_old = q.copy()
+    q_old = q.copy()  # so that the first q̄ is q
     a = np.empty(n)
     x1 = np.empty(n)
     x2 = np.empty(n)
@@ -347,8 +396,10 @@ def _iterate(
     sums = np.empty(n)
     counts = np.empty(n)
     parent = np.empty(n, dtype=np.int64)
-    col = np.empty(h)
-    res = np.empty(h)
+    buf = np.empty(w)
+    res_row = np.empty(w)
+    blk = np.empty(_BLOCK * h)
+    res = np.empty(_BLOCK * h)
     uh_t = np.empty(h * (w - 1))
     uv_t = np.empty((h - 1) * w)
     p_img = np.empty(n)
@@ -360,15 +411,11 @@ def _iterate(
     out[2] = 0.0
     out[3] = 0.0
     out[4] = 0.0
+    mom = 0.0
     for it in range(1, max_iter + 1):
-        for k in range(n):
-            a[k] = y[k] - qbar[k]
-        _rows(a, h, w, lam, x1)
-        for k in range(n):
-            p_img[k] = a[k] - x1[k]
-            a[k] = qbar[k] + x1[k]
-        _columns(a, h, w, lam, x2, col, res)
-        # q⁺ = a − x2; restart test and momentum
+        _row_sweep(y, q, q_old, mom, h, w, lam, qbar, x1, a, buf, res_row)
+        _column_sweep(a, h, w, lam, x2, blk, res)
+        # q⁺ = a − x2; restart test and momentum (q̄ of the next iteration: next row sweep)
         restart = 0.0
         for k in range(n):
             qn = a[k] - x2[k]
@@ -382,9 +429,9 @@ def _iterate(
         t = t_new
         if it == 1 or it % check_every == 0 or it == max_iter:
             for k in range(n):
-                a[k] = q[k]  # q⁺ (a is free again)
+                p_img[k] = y[k] - a[k]  # p = y − q̄ − x₁
             _certify(
-                y, h, w, lam, x1, x2, p_img, a, uh_t, uv_t, dtu, parent, sums, counts, pol, cert
+                y, h, w, lam, x1, x2, p_img, q, uh_t, uv_t, dtu, parent, sums, counts, pol, cert
             )
             done = False
             d_now = cert[0] - cert[1]  # D(u) of this iteration's flows
@@ -422,8 +469,6 @@ def _iterate(
             out[2] = it
             if done:
                 return
-        for k in range(n):
-            qbar[k] = q[k] + mom * (q[k] - q_old[k])
 
 
 _compiled: Any = None
@@ -438,7 +483,7 @@ def _kernel() -> Any:
         g = globals()
         for name in ("_line", "_find"):
             g[name] = jit(g[name])
-        for name in ("_rows", "_columns", "_certify"):
+        for name in ("_rows", "_columns", "_row_sweep", "_column_sweep", "_certify"):
             g[name] = jit(g[name])
         _compiled = jit(_iterate)
     return _compiled

@@ -47,9 +47,10 @@ flows, prefix sums of differences of ``O(|y|)`` numbers, are rounded relative to
 Start.  Cold: ``q₀ = ½(y − TV_columns(y))``, half the dual image of the columns-only
 problem (the residual ``y − β̂`` is shared by the rows and the columns; measured on a
 300 × 300 image, it reached a given support error in about 20 % fewer iterations than
-``q₀ = 0`` or the full column dual).  Along a λ path: ``q`` of the last λ as it is (unless the last λ was more than twice
-larger); on the default 20-λ SURE path of a 300 × 300 image this took 472 iterations in all,
-against 584 with ``q`` scaled by the ratio of the λ and 528 from cold starts.
+``q₀ = 0`` or the full column dual).  Along a λ path: ``q`` of the last λ as it is
+(unless the last λ was more than twice larger); on the default 20-λ SURE path of a
+300 × 300 image this took 472 iterations in all, against 584 with ``q`` scaled by the
+ratio of the λ and 528 from cold starts.
 """
 
 from __future__ import annotations

@@ -1201,9 +1201,14 @@ def trend_filter(
         ``"auto"`` (default): order 0 exactly — on a chain (a path graph labelled in
         order) by the direct 1-D algorithm, on any other graph by the minimum-cut
         decomposition when numba is installed (the ``fast`` extra); certified gap at
-        rounding level, exact fused groups and so exact df — otherwise, and for orders 1
-        and 2, ADMM with polishing.  ``"exact"`` insists on the exact solver (order 0;
-        numba required except on a chain); ``"admm"`` always uses ADMM.  A λ whose exact
+        rounding level, exact fused groups and so exact df — except on an ``H × W``
+        lattice (``H, W ≥ 2``, a grid shape or its row-major lattice graph) with numba,
+        where order 0 is solved by accelerated alternating exact 1-D TV over the rows and
+        the columns (:mod:`._tv2d`) to a certified gap ``≤ tol``, its df from the fused
+        groups of the polished solution (the minimum cuts finish a λ it does not certify);
+        otherwise, and for orders 1 and 2, ADMM with polishing.  ``"exact"`` insists on
+        the exact solver (order 0; numba required except on a chain; minimum cuts on
+        lattices too); ``"admm"`` always uses ADMM.  A λ whose exact
         solution is not certified within ``tol`` (never seen) is handed to ADMM.
 
     Returns

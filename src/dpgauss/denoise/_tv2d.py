@@ -201,26 +201,27 @@ def _row_sweep(
     h: int,
     w: int,
     lam: float,
-    qbar: Any,
     x1: Any,
+    store: bool,
     a: Any,
     buf: Any,
     res: Any,
 ) -> None:
-    """One pass over the rows: ``q̄ = q + mom·(q − q_old)``, ``x₁ = TV_rows(y − q̄)`` and
-    ``a = q̄ + x₁`` (each row through the contiguous buffers ``buf``, ``res``)."""
+    """One pass over the rows: ``q̄ = q + mom·(q − q_old)`` (not stored), ``x₁ =
+    TV_rows(y − q̄)`` (stored only if ``store``) and ``a = q̄ + x₁``, each row through the
+    contiguous buffers ``buf``, ``res``: on a 10⁶-pixel image an iteration is largely
+    memory traffic, so every image read or written counts."""
     for i in range(h):
         o = i * w
         for j in range(w):
             k = o + j
-            qb = q[k] + mom * (q[k] - q_old[k])
-            qbar[k] = qb
-            buf[j] = y[k] - qb
+            buf[j] = y[k] - (q[k] + mom * (q[k] - q_old[k]))
         _line(buf, w, lam, res)
         for j in range(w):
             k = o + j
-            x1[k] = res[j]
-            a[k] = qbar[k] + res[j]
+            if store:
+                x1[k] = res[j]
+            a[k] = y[k] - buf[j] + res[j]
 
 
 def _find(parent: Any, i: int) -> int:
@@ -375,8 +376,9 @@ def _iterate(
     ``uv`` receive the best candidate and its dual point; ``out`` ``[objective, gap,
     iterations, polished (0/1), groups]``."""
     n = h * w
-    qbar = q.copy()
-    q_old = q.copy()  # so that the first q̄ is q
+    q_in = q
+    q = q_in.copy()  # q and q_old swap buffers every iteration; q_in gets the last q
+    q_old = q_in.copy()  # so that the first q̄ is q
     a = np.empty(n)
     x1 = np.empty(n)
     x2 = np.empty(n)
@@ -402,21 +404,25 @@ def _iterate(
     out[4] = 0.0
     mom = 0.0
     for it in range(1, max_iter + 1):
-        _row_sweep(y, q, q_old, mom, h, w, lam, qbar, x1, a, buf, res_row)
+        check = it == 1 or it % check_every == 0 or it == max_iter
+        _row_sweep(y, q, q_old, mom, h, w, lam, x1, check, a, buf, res_row)
         _columns(a, h, w, lam, x2, col, col_out)
-        # q⁺ = a − x2; restart test and momentum (q̄ of the next iteration: next row sweep)
+        # q⁺ = a − x2 (into q_old's buffer, then the two swap), the restart test (with q̄
+        # recomputed) and the momentum of the next row sweep
         restart = 0.0
         for k in range(n):
+            qk = q[k]
+            qb = qk + mom * (qk - q_old[k])
             qn = a[k] - x2[k]
-            restart += (qbar[k] - qn) * (qn - q[k])
-            q_old[k] = q[k]
-            q[k] = qn
+            restart += (qb - qn) * (qn - qk)
+            q_old[k] = qn
+        q, q_old = q_old, q
         if restart > 0.0:
             t = 1.0
         t_new = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * t * t))
         mom = (t - 1.0) / t_new
         t = t_new
-        if it == 1 or it % check_every == 0 or it == max_iter:
+        if check:
             for k in range(n):
                 p_img[k] = y[k] - a[k]  # p = y − q̄ − x₁
             _certify(
@@ -457,7 +463,9 @@ def _iterate(
             out[1] = best_gap
             out[2] = it
             if done:
-                return
+                break
+    for k in range(n):
+        q_in[k] = q[k]
 
 
 _compiled: Any = None

@@ -24,8 +24,8 @@ columns are two forests of chains)::
 
 with the gradient restart of O'Donoghue & Candès (Found. Comput. Math. 15, 2015): the
 momentum is reset whenever ``(q̄ − q⁺)·(q⁺ − q) > 0``.  Every 1-D TV solve is exact (the
-direct algorithm of Condat 2013, :mod:`._tv1d`, here on strided rows and columns of the
-image without copies), and its dual flow (prefix sums of ``input − output``) lies in
+direct algorithm of Condat 2013, as in :mod:`._tv1d`, here unweighted and always on a
+contiguous copy of the row or column), and its dual flow (prefix sums of ``input − output``) lies in
 ``[−λ, λ]``.
 
 Certificate.  ``u = (u_h, u_v)`` of one iteration is dual feasible with
@@ -38,8 +38,8 @@ Certificate.  ``u = (u_h, u_v)`` of one iteration is dual feasible with
 support the iterates show — rows fused where ``x₁`` is fused along the rows, columns where
 ``x₂`` is fused along the columns, signs of their jumps — whose value on each fused group
 ``G`` is ``mean_G(y − λDᵀs)`` (Hoefling 2010).  At the optimum ``x₁ = x₂ = β̂`` (each is a
-prox at the optimal dual), so the supports, and so the polished solution, become exact in
-finitely many iterations on non-degenerate problems; the iteration stops when a candidate's
+prox at the optimal dual), so on non-degenerate problems the supports, and with them the
+polished solution, are eventually exact; the iteration stops when a candidate's
 relative gap (*) is ``≤ tol`` (or is rounding only: below ``1e-13`` times the magnitudes of
 its terms plus ``‖Dβ‖₁·max|y|``, as with tiny λ, where ``P`` itself is tiny while the
 flows, prefix sums of differences of ``O(|y|)`` numbers, are rounded relative to ``|y|``).
@@ -70,12 +70,13 @@ except ImportError:  # pragma: no cover - exercised in environments without numb
 
 # A warm start from a λ more than 1/COLD_BELOW times larger is replaced by the cold start
 # (one λ far below λ_max, blocks + N(0, 1) on 300 × 300, λ = 1: 72 iterations from the
-# least-norm dual against 60 cold; on the default SURE path consecutive λ are 0.7 apart).
+# least-norm dual scaled by the λ ratio against 60 cold; on the default SURE path
+# consecutive λ are 0.7 apart).
 _COLD_BELOW = 0.5
-_CHECK_EVERY = 4
+_CHECK_EVERY = 4  # iterations between certificates (300 × 300: a check ≈ 0.8 iteration)
 # A gap below ROUNDING × (the magnitudes of its terms, and ‖Dβ‖₁·max|y|: the flows are sums
 # of differences of O(|y|) numbers, so (Dβ)ᵀu carries rounding of that size) is rounding.
-_ROUNDING = 1e-13  # iterations between certificates (a check costs about one iteration)
+_ROUNDING = 1e-13
 
 
 def available() -> bool:

@@ -62,8 +62,12 @@ solved by ADMM but exactly, by divide and conquer on minimum cuts (:mod:`._graph
 from the compiled push-relabel of :mod:`._maxflow`), warm-started along the path from the
 previous λ's jumps and flow; its flow certifies the solution to rounding and its fused
 groups give the exact df.  On a chain (a path graph labelled in order) order 0 is 1-D TV
-denoising, solved by the direct algorithm of :mod:`._tv1d` with or without numba.  A λ
-that cannot be certified within ``tol`` goes to ADMM.
+denoising, solved by the direct algorithm of :mod:`._tv1d` with or without numba.  On an
+``H × W`` lattice (``H, W ≥ 2``) ``solver="auto"`` solves order 0 by accelerated
+alternating exact 1-D TV solves over the rows and the columns (:mod:`._tv2d`, compiled),
+whose flows certify the gap to ``tol`` and whose polished solution gives the fused groups;
+a λ it does not certify within its iteration budget goes to the minimum cuts, warm-started
+from its jumps and flow.  A λ that cannot be certified within ``tol`` goes to ADMM.
 
 Stopping rule: a certified duality gap.  ADMM's ``w`` always satisfies ``‖w‖∞ ≤ λ``, so
 it is dual feasible (as are the clipped multipliers above), and
@@ -123,7 +127,7 @@ from scipy.fft import dctn, idctn
 from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
 
 from .._validation import REAL, as_real_array, check_interval
-from . import _graph_tv
+from . import _graph_tv, _tv2d
 from ._tf_order1 import ReorderedSPD, SupportSolver
 from ._tf_order1 import spd_lu as _spd_lu
 from ._tf_weighted import WeightedPath
@@ -175,6 +179,9 @@ _PDAS_STEPS = 30
 _PDAS_ENTER = 0.25
 _PDAS_MIN_ENTER = 1
 _PDAS_LOCAL = 2
+# Order 0 on a lattice (_tv2d): at most LATTICE_MAX_ITER accelerated alternating iterations
+# per λ (each two passes of 1-D TV over the image) before the minimum cuts take over.
+_LATTICE_MAX_ITER = 2_000
 # Default SURE path: n_lambdas values from λ_max down to LAM_MIN_RATIO[order] · λ_max
 # (λ_max grows with the order), extended while SURE still falls, at most to LAM_FLOOR.
 _LAM_MIN_RATIO = (1e-3, 1e-3, 1e-4)
@@ -346,6 +353,12 @@ class _LatticeDifference:
     def _lap(self, beta: np.ndarray) -> np.ndarray:
         return self._dt(self._d(beta))
 
+    def column_image(self, u: np.ndarray) -> np.ndarray:
+        """``D_vᵀu_v``: the part of ``Dᵀu`` from the vertical edges (order 0)."""
+        v = np.zeros(self.edges.shape[0])
+        v[self._n_horizontal :] = u[self._n_horizontal :]
+        return self._dt(v)
+
     def fused_components(self, zero: np.ndarray) -> tuple[int, np.ndarray]:
         """As :meth:`_SparseDifference.fused_components`, by labelling an image: nodes at
         the even pixels of a ``(2H − 1) × (2W − 1)`` grid, each edge at the pixel between
@@ -414,6 +427,8 @@ class _LatticeDifference:
 
 
 _Operator = _SparseDifference | _LatticeDifference
+
+_LATTICE_ALGORITHM = "accelerated alternating 1-D TV over rows and columns (Chambolle & Pock 2015)"
 
 
 def _center(x: np.ndarray, comp: np.ndarray) -> np.ndarray:
@@ -673,6 +688,7 @@ class _Fit:
     converged: bool
     polished: bool = False
     rounds: int = 0  # minimum cuts of the exact order-0 solver (0: ADMM)
+    admm: bool = False  # solved by ADMM (the lattice solver counts iterations too)
 
 
 @dataclass
@@ -1185,9 +1201,14 @@ def trend_filter(
         ``"auto"`` (default): order 0 exactly — on a chain (a path graph labelled in
         order) by the direct 1-D algorithm, on any other graph by the minimum-cut
         decomposition when numba is installed (the ``fast`` extra); certified gap at
-        rounding level, exact fused groups and so exact df — otherwise, and for orders 1
-        and 2, ADMM with polishing.  ``"exact"`` insists on the exact solver (order 0;
-        numba required except on a chain); ``"admm"`` always uses ADMM.  A λ whose exact
+        rounding level, exact fused groups and so exact df — except on an ``H × W``
+        lattice (``H, W ≥ 2``, a grid shape or its row-major lattice graph) with numba,
+        where order 0 is solved by accelerated alternating exact 1-D TV over the rows and
+        the columns (:mod:`._tv2d`) to a certified gap ``≤ tol``, its df from the fused
+        groups of the polished solution (the minimum cuts finish a λ it does not certify);
+        otherwise, and for orders 1 and 2, ADMM with polishing.  ``"exact"`` insists on
+        the exact solver (order 0; numba required except on a chain; minimum cuts on
+        lattices too); ``"admm"`` always uses ADMM.  A λ whose exact
         solution is not certified within ``tol`` (never seen) is handed to ADMM.
 
     Returns
@@ -1226,6 +1247,13 @@ def trend_filter(
     op = _make_operator(g, k)
     chain = isinstance(op, _LatticeDifference) and op.shape[0] == 1
     exact = _check_solver(solver, k, chain)
+    grid = (
+        solver == "auto"
+        and exact
+        and not chain
+        and isinstance(op, _LatticeDifference)
+        and _tv2d.available()
+    )
     if isinstance(s, np.ndarray):
         _check_weighted(k, solver, chain)
         return _weighted_trend_filter(
@@ -1255,7 +1283,12 @@ def trend_filter(
         admm = _Solver(yv, op, float(tol_arr), max_iter)
         u_ls = _least_norm_dual(op, yv)
         lam_max = float(np.max(np.abs(u_ls))) if u_ls.size else 0.0
-        path = _Path(admm, lam_max, u_ls, exact=exact, chain=chain)
+        lattice = None
+        if grid and isinstance(op, _LatticeDifference):
+            lattice = _tv2d.LatticeTV(
+                yv, op.shape, float(tol_arr), min(max_iter, _LATTICE_MAX_ITER)
+            )
+        path = _Path(admm, lam_max, u_ls, exact=exact, chain=chain, lattice=lattice)
         if isinstance(lam_spec, float):
             fits = [path.solve(lam_spec)]
         elif lam_spec is not None:
@@ -1293,7 +1326,14 @@ def trend_filter(
         "algorithm": f"ADMM + polishing ({op.kind})",
     }
     rounds = int(sum(f.rounds for f in fits))
-    if exact:
+    if exact and grid:
+        params["algorithm"] = _LATTICE_ALGORITHM
+        params["rounds"] = rounds
+        if rounds:
+            params["algorithm"] += "; minimum-cut decomposition where not certified"
+        if any(f.admm for f in fits):
+            params["algorithm"] += f"; ADMM + polishing ({op.kind}) where not certified"
+    elif exact:
         params["algorithm"] = (
             "direct 1-D TV (Condat 2013)" if chain else "minimum-cut decomposition (push-relabel)"
         )
@@ -1471,6 +1511,7 @@ class _Path:
         u_ls: np.ndarray,
         exact: bool = False,
         chain: bool = False,
+        lattice: _tv2d.LatticeTV | None = None,
     ) -> None:
         self.solver = solver
         self.lam_max = lam_max
@@ -1483,6 +1524,11 @@ class _Path:
         self.chain = chain  # order 0 on a chain: the direct 1-D algorithm (_tv1d)
         self.jump: np.ndarray | None = None
         self.flow: np.ndarray = u_ls
+        # order 0 on an H × W lattice: accelerated alternating 1-D TV (_tv2d), warm-started
+        # from the least-norm dual (feasible at λ_max) and then from the last λ
+        self.lattice = lattice
+        if lattice is not None and isinstance(solver.op, _LatticeDifference) and lam_max > 0:
+            lattice.warm(solver.op.column_image(u_ls), lam_max)
 
     def solve(self, lam: float) -> _Fit:
         solver, op = self.solver, self.solver.op
@@ -1497,7 +1543,11 @@ class _Path:
             )
             self.previous = lam
             return _projection_fit(op, solver.y, lam)
-        if self.exact:
+        if self.lattice is not None:
+            fit = self.solve_lattice(lam)
+            if fit is not None:
+                return fit
+        elif self.exact:
             fit = self.solve_exact(lam)
             if fit is not None:
                 return fit
@@ -1512,7 +1562,39 @@ class _Path:
                 self.log2_shift -= shift
             self.state.log2_rho += round(shift)
         self.previous = lam
-        return solver.solve(lam, self.state)
+        fit = solver.solve(lam, self.state)
+        fit.admm = True
+        return fit
+
+    def solve_lattice(self, lam: float) -> _Fit | None:
+        """Order 0 on a lattice by :mod:`._tv2d`; None (the minimum cuts take over, from its
+        jumps and flow) unless its certified gap is within ``tol``."""
+        solver, op = self.solver, self.solver.op
+        res = self.lattice.solve(lam) if self.lattice is not None else None
+        if res is None:
+            return None
+        dbeta = op.apply(res.beta)
+        zero = solver.zero_rows(dbeta, np.zeros(op.m, dtype=bool))
+        self.jump = np.where(zero, 0.0, np.sign(dbeta))
+        self.flow = np.concatenate([res.uh.ravel(), res.uv.ravel()])
+        if not res.certified:
+            fit = self.solve_exact(lam)
+            if fit is not None:
+                fit.iterations = res.iterations  # spent before the cuts took over
+            return fit
+        self.previous = lam
+        self.state = _State(dbeta, self.flow.copy(), solver.initial_state(lam).log2_rho)
+        return _Fit(
+            lam=lam,
+            beta=res.beta,
+            zero=zero,
+            df=_degrees_of_freedom(op, zero),
+            objective=res.objective,
+            gap=max(res.gap, 0.0) / max(res.objective, 1e-300),
+            iterations=res.iterations,
+            converged=True,
+            polished=res.polished,
+        )
 
     def solve_exact(self, lam: float) -> _Fit | None:
         """Order 0 exactly: on a chain by the direct 1-D algorithm, otherwise by the

@@ -214,3 +214,89 @@ def test_kernel_argument_is_checked(monkeypatch):
     with pytest.raises(EngineError, match=r"kernel=True needs numba.*\.\[fast\]"):
         DuckDBEngine(kernel=True)
     assert DuckDBEngine().kernel is False  # the default falls back to the sort
+
+
+def test_a_key_outside_the_domain_is_an_internal_error():
+    """Keys come from the keymap, below d; the kernel checks instead of writing past."""
+    u = np.arange(4, dtype=np.int64)
+    pk = np.array([1, 2, 9, 3], np.uint64)  # key 9 with d = 8
+    with pytest.raises(RuntimeError, match="internal error"):
+        unit_topb.select(batches(u, pk, np.zeros(4, np.uint8), 4), 1, 4, 8, 1)
+
+
+def test_an_error_while_streaming_is_the_engines_fixed_message(tmp_path: Path):
+    """A value DuckDB rejects mid-scan reaches Python through Arrow on the kernel path: it
+    must be the same EngineError as on the general path, with no record content."""
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute(
+        "CREATE TABLE raw AS SELECT i AS uid, CASE WHEN i = 150000 THEN 'SSN 078-05-1120' "
+        "ELSE (i % 50)::VARCHAR END AS k FROM range(200000) t(i)"
+    )
+    con.execute("CREATE VIEW src AS SELECT uid, CAST(k AS INTEGER) AS key FROM raw")
+    spec = ReleaseSpec.from_dict(
+        {
+            "source": {"table": "src"},
+            "unit": {"column": "uid"},
+            "domain": {"kind": "range", "column": "key", "start": 0, "stop": 50},
+            "statistic": {"kind": "count"},
+            "bounds": {"max_records_per_unit": 3},
+            "privacy": {"epsilon": 1.0, "delta": 1e-6, "dataset": "d"},
+        }
+    )
+    messages = []
+    for kernel in (True, False):
+        with pytest.raises(EngineError) as info:
+            bounded_aggregate(spec, salt=1, engine=DuckDBEngine(con, kernel=kernel))
+        messages.append(str(info.value))
+        assert "078-05" not in str(info.value)
+    assert messages[0] == messages[1]
+
+
+def test_concurrent_calls_under_the_workqueue_layer(tmp_path: Path):
+    """numba's workqueue layer aborts the process on concurrent parallel regions: the
+    kernel's calls are serialised (run in a child process with that layer forced)."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        import threading, numpy as np, pyarrow as pa
+        from dpgauss.release import unit_topb
+        rng = np.random.default_rng(0)
+        n = 300_000
+        u = rng.integers(0, 5000, n)
+        pk = rng.integers(0, 2**40, n).astype(np.uint64) << np.uint64(6)
+        batch = pa.record_batch(
+            [pa.array(u, pa.int64()), pa.array(pk, pa.uint64()),
+             pa.array(np.zeros(n, np.uint8), pa.uint8())], names=["u", "pk", "c"])
+        out = []
+        def run():
+            for _ in range(3):
+                out.append(int(unit_topb.select([batch], 3, 6, 64, 1)[0].sum()))
+        ts = [threading.Thread(target=run) for _ in range(3)]
+        [t.start() for t in ts]; [t.join() for t in ts]
+        assert len(set(out)) == 1 and len(out) == 9, out
+        print("ok")
+        """
+    )
+    env = {**__import__("os").environ, "NUMBA_THREADING_LAYER": "workqueue"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
+
+
+def test_a_child_forked_after_use_sorts_instead(tmp_path: Path):
+    """GNU OpenMP aborts in a child forked after the parent ran a parallel region: such a
+    child reports the kernel unavailable, and the engine falls back to the sort."""
+    import multiprocessing
+
+    u = np.arange(100, dtype=np.int64)
+    unit_topb.select(batches(u, u.view(np.uint64), np.zeros(100, np.uint8), 50), 1, 7, 100, 1)
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        assert pool.apply(unit_topb.available) is False
+    assert unit_topb.available()

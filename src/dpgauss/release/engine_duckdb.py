@@ -505,9 +505,12 @@ class DuckDBEngine:
         assert b is not None  # _kernel_applies
         reader = con.sql(sql, params={**params, **more}).to_arrow_reader(1 << 20)
         d = plan.domain.size
-        counts, units, classes = unit_topb.select(
-            reader, b, query.key_bits, d, int(plan.salt), self.threads or 0
-        )
+        try:
+            counts, units, classes = unit_topb.select(
+                reader, b, query.key_bits, d, int(plan.salt), self.threads or 0
+            )
+        except (OSError, _arrow_error()) as exc:  # DuckDB's error, raised through Arrow
+            raise EngineError(AGGREGATION_FAILED, f"duckdb: {_one_line(exc)}") from None
         kept = int(counts.sum())
         groups: list[tuple[Any, ...]] = [
             (int(g), int(counts[g]), 0, 0, 0, None) for g in np.flatnonzero(counts)
@@ -534,7 +537,7 @@ class DuckDBEngine:
                     str(r[0]): str(r[1])
                     for r in con.execute(f"DESCRIBE SELECT * FROM {source}", params).fetchall()
                 }
-            if self.kernel and _kernel_applies(plan, types):
+            if self.kernel and unit_topb.available() and _kernel_applies(plan, types):
                 groups, spread = self._run_kernel(plan, con, source, params, types, tag, csv)
             else:
                 unit_range = None
@@ -550,6 +553,13 @@ class DuckDBEngine:
         finally:
             self._cleanup(con, owned, tag, len(plan.domain.axes))
         return _collect(plan, groups, spread)
+
+
+def _arrow_error() -> type[Exception]:
+    """pyarrow's base exception: how an error of DuckDB's streamed result reaches Python."""
+    import pyarrow as pa
+
+    return pa.ArrowException
 
 
 def _kernel_applies(plan: AggregationPlan, types: dict[str, str]) -> bool:

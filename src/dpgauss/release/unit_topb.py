@@ -33,11 +33,20 @@ kept.  The hash that places units in buckets is salted, so no id can be chosen t
 bucket on purpose; a crowded bucket (one unit with millions of rows) is only slower.
 
 Memory: the three columns (17 bytes a row) and their partitioned copy (16 bytes a row),
-about 3.3 GB at 10⁸ rows, plus per-thread scratch of the largest bucket.
+about 3.3 GB at 10⁸ rows (peak 3.8 GB measured, ``docs/benchmarks.md``), plus per-thread
+scratch of the largest bucket; the kept keys overwrite the partitioned unit ids, so nothing
+grows with the number of keys times threads.  None of it is under DuckDB's
+``memory_limit``.  The first call in a new environment compiles the kernels (about 10 s;
+cached on disk after that).  Calls are serialised by a lock (numba's ``workqueue`` layer
+aborts on concurrent parallel regions), honour the caller's thread count, and a process
+forked after its parent used the kernel does not use it (GNU OpenMP aborts in such a child):
+:func:`available` is then False and the engine sorts instead, with the same result.
 """
 
 from __future__ import annotations
 
+import os
+import threading
 from typing import Any
 
 import numpy as np
@@ -54,11 +63,27 @@ BUCKET_ROWS = 4096
 _MAX_BITS = 12
 _CLASSES = 8  # class codes 0 … 7 (engine_duckdb: IN_DOMAIN = 0 … MALFORMED = 6)
 _SORT_INLINE = 32  # segments up to this long are insertion-sorted in place
+_EMPTY = 2**64 - 1  # a slot of the kept-keys array that holds no kept row
+#: numba's parallel layers may not be entered from two threads at once (the ``workqueue``
+#: layer aborts the process), and GNU OpenMP does not survive a fork: one call at a time,
+#: and none in a child forked after the parent used the kernel.
+_LOCK = threading.Lock()
+_USED = False
+_FORKED_AFTER_USE = False
+
+
+def _after_fork_in_child() -> None:
+    global _FORKED_AFTER_USE
+    _FORKED_AFTER_USE = _FORKED_AFTER_USE or _USED
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def available() -> bool:
-    """Whether the compiled kernel can run (numba is installed)."""
-    return _numba is not None
+    """Whether the compiled kernel can run: numba is installed, and this is not a process
+    forked after its parent ran the kernel (GNU OpenMP aborts there; the sort serves it)."""
+    return _numba is not None and not _FORKED_AFTER_USE
 
 
 def _mix(x: Any, salt: Any) -> Any:
@@ -114,14 +139,15 @@ def _scatter(u: Any, pk: Any, c: Any, salt: Any, bits: int, start: Any, ou: Any,
                 op[q] = pk[i]
 
 
-def _select(
-    ou: Any, op: Any, edges: Any, b: int, kbits: int, d: int, salt: Any, threads: int
-) -> tuple[Any, int]:
-    """Per bucket ``[edges[i], edges[i+1])``: the keys of each unit's ``b`` smallest ``pk``."""
+def _select(ou: Any, op: Any, edges: Any, b: int, kbits: int, salt: Any, threads: int) -> int:
+    """Per bucket ``[edges[i], edges[i+1])``: the keys of each unit's ``b`` smallest ``pk``,
+    written over the bucket's own range of ``ou`` (its unit ids are not needed after its
+    slots are made), the rest of the range set to :data:`_EMPTY`; returns the number of
+    units.  Buckets own disjoint ranges, so threads never write to the same place."""
     nb = edges.size - 1
-    counts = np.zeros((threads, d), np.int64)
     units = np.zeros(threads, np.int64)
     kmask = np.uint64((1 << kbits) - 1)
+    empty = np.uint64(_EMPTY)
     for t in _numba.prange(threads):
         big = 1
         for i in range(t, nb, threads):
@@ -171,6 +197,7 @@ def _select(
                 buf[fill[s]] = op[r]
                 fill[s] += 1
             begin = 0
+            out = lo
             for s in range(slots):
                 k = size[s]
                 if k > b:  # keep the b smallest pk: sort the segment
@@ -186,9 +213,29 @@ def _select(
                         buf[begin : begin + k].sort()
                     k = b
                 for p in range(begin, begin + k):
-                    counts[t, buf[p] & kmask] += 1
+                    ou[out] = buf[p] & kmask
+                    out += 1
                 begin += size[s]
-    return counts.sum(axis=0), int(units.sum())
+            for r in range(out, hi):
+                ou[r] = empty
+    return units.sum()
+
+
+def _tally(kept: Any, d: int) -> tuple[Any, int]:
+    """Rows per key of ``kept`` (:data:`_EMPTY` skipped); the number of entries ≥ ``d``
+    (none: keys are below ``d`` by construction; checked, never trusted, since nothing here
+    is bounds-checked)."""
+    counts = np.zeros(d, np.int64)
+    empty = np.uint64(_EMPTY)
+    bad = 0
+    for r in range(kept.size):
+        x = kept[r]
+        if x != empty:
+            if x < d:
+                counts[x] += 1
+            else:
+                bad += 1
+    return counts, bad
 
 
 if _numba is not None:  # compiled on first use, cached on disk
@@ -196,6 +243,7 @@ if _numba is not None:  # compiled on first use, cached on disk
     _histogram = _numba.njit(cache=True, parallel=True, nogil=True)(_histogram)
     _scatter = _numba.njit(cache=True, parallel=True, nogil=True)(_scatter)
     _select = _numba.njit(cache=True, parallel=True, nogil=True)(_select)
+    _tally = _numba.njit(cache=True, nogil=True)(_tally)
 
 
 def select(
@@ -223,6 +271,7 @@ def select(
         with an in-domain row, ``classes[c]`` the rows of class ``c`` (``classes[0]`` the
         in-domain rows, kept or not).
     """
+    global _USED
     if _numba is None:
         raise RuntimeError("dpgauss: the per-unit top-b kernel needs numba (pip install numba)")
     columns = []
@@ -232,14 +281,33 @@ def select(
                 raise RuntimeError("dpgauss: internal error: a NULL reached the unit kernel")
             u = batch.column(0).to_numpy().view(np.uint64)
             columns.append((u, batch.column(1).to_numpy(), batch.column(2).to_numpy()))
-    threads = int(threads) if threads else int(_numba.get_num_threads())
+    with _LOCK:
+        _USED = True
+        previous = _numba.get_num_threads()
+        threads = min(int(threads), previous) if threads else previous
+        _numba.set_num_threads(threads)  # this thread's parallel regions only
+        try:
+            return _select_locked(columns, b, key_bits, d, salt, threads)
+        finally:
+            _numba.set_num_threads(previous)
+
+
+def _select_locked(
+    columns: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+    b: int,
+    key_bits: int,
+    d: int,
+    salt: int,
+    threads: int,
+) -> tuple[np.ndarray, int, np.ndarray]:
+    """:func:`select` on the batches' columns, under the lock and the thread count."""
     n = sum(u.size for u, _, _ in columns)
     # at least one bit: a shift by 64 is undefined in LLVM
     bits = min(_MAX_BITS, max(1, int(np.ceil(np.log2(max(1.0, n / BUCKET_ROWS))))))
     key = np.uint64(salt & (2**64 - 1))
     hists, classes = [], np.zeros(_CLASSES, np.int64)
     for u, _, c in columns:
-        hist, cls = _histogram(u, c, key, bits, max(1, min(2 * threads, u.size // 65536)))
+        hist, cls = _histogram(u, c, key, bits, max(1, min(threads, u.size // 65536)))
         hists.append(hist)
         classes += cls.sum(axis=0)
     # where chunk j of batch i writes bucket k: after every row of the buckets below k, and
@@ -254,7 +322,11 @@ def select(
     for (u, pk, c), hist in zip(columns, hists, strict=True):
         _scatter(u, pk, c, key, bits, np.ascontiguousarray(starts[row : row + len(hist)]), ou, op)
         row += len(hist)
-    del columns
+    columns.clear()
     edges = np.concatenate(([0], np.cumsum(per_bucket))).astype(np.int64)
-    counts, units = _select(ou, op, edges, int(b), int(key_bits), int(d), key, threads)
+    units = int(_select(ou, op, edges, int(b), int(key_bits), key, threads))
+    del op
+    counts, bad = _tally(ou, int(d))
+    if bad:
+        raise RuntimeError("dpgauss: internal error: a key outside the domain reached the kernel")
     return counts, units, classes

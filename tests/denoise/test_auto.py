@@ -118,6 +118,12 @@ def test_candidate_table_and_selection():
     y = theta + rng.standard_normal(400)
     res = auto(y, 1.0, (20, 20))
     table = res.params["candidates"]
+    # order-0 trend filtering on the 20 × 20 lattice is the last candidate, computed unless
+    # screened out (then ``screened`` says so)
+    lattice = [c for c in table[5:] if c["method"] == "trend_filter"]
+    screened = [r for r in res.params.get("screened", []) if r["method"] == "trend_filter"]
+    assert len(lattice) + len(screened) == 1
+    table = table[:5]
     assert [c["method"] for c in table] == [
         "none",
         "james_stein",
@@ -134,12 +140,25 @@ def test_candidate_table_and_selection():
         wavelet_denoise(y.reshape(20, 20), 1.0).risk,
     ]
     np.testing.assert_allclose([c["risk"] for c in table], expected)
-    chosen = table[res.params["selected"]]
-    assert chosen["method"] == res.method == "soft_threshold"
+    full_table = res.params["candidates"]
+    chosen = full_table[res.params["selected"]]
     assert chosen["risk"] == res.risk
-    np.testing.assert_array_equal(res.estimate, soft_threshold(y, 1.0, threshold="sure").estimate)
+    # a flat block in the first row: soft thresholding or the lattice's fused lasso
+    if lattice:
+        tf = trend_filter(y, 1.0, (20, 20), order=0, lam="sure")
+        assert lattice[0]["risk"] == pytest.approx(tf.risk)
+        assert tf.risk < soft_threshold(y, 1.0, threshold="sure").risk  # it has the least SURE
+        assert chosen["method"] == res.method == "trend_filter"
+        np.testing.assert_allclose(res.estimate, tf.estimate)
+    else:
+        assert chosen["method"] == res.method == "soft_threshold"
+        np.testing.assert_array_equal(
+            res.estimate, soft_threshold(y, 1.0, threshold="sure").estimate
+        )
     assert all(
-        isinstance(v, str | int | float | bool | None) for c in table for v in c["params"].values()
+        isinstance(v, str | int | float | bool | None)
+        for c in full_table
+        for v in c["params"].values()
     )
 
 

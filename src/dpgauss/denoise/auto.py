@@ -56,16 +56,16 @@ TF1_MAX_SIZE = 20_000
 
 
 #: Order-0 trend filtering on a 2-D grid (the 4-neighbour lattice, when no graph is given) is
-#: a candidate up to this many cells; beyond, ``auto`` records it in ``skipped``.
-LATTICE_TF_MAX_SIZE = 1_000_000
+#: a candidate up to this many cells; beyond, ``auto`` records it in ``skipped``.  Its SURE
+#: path took 25 s of CPU on a 300 × 300 grid on this project's 2-core machines
+#: (``python benchmarks/bench_auto.py --cases grid300``), and grows faster than the size.
+LATTICE_TF_MAX_SIZE = 250_000
 
 #: Screening of the trend-filter candidates (``auto``'s docstring, "Screening"): at most
-#: SCREEN_ROUNDS rounds of at most SCREEN_PROBES solved λ each, attempted only while at most
-#: SCREEN_MAX_OPEN λ of the path's grid are left that the bounds do not exclude.  These
-#: numbers bound the cost of screening only; they never change a choice.
+#: SCREEN_ROUNDS rounds of at most SCREEN_PROBES solved λ each.  These numbers bound the cost
+#: of screening only; they never change a choice.
 SCREEN_PROBES = 3
-SCREEN_ROUNDS = 2
-SCREEN_MAX_OPEN = 8
+SCREEN_ROUNDS = 1
 #: The default SURE path of ``trend_filter`` (its ``n_lambdas``); ``auto`` passes it.
 _N_LAMBDAS = 20
 _HUGE_LAM = 1e300
@@ -89,7 +89,8 @@ def auto(
     * with a grid shape: :func:`~dpgauss.denoise.wavelet_denoise` (Haar, SURE thresholds)
       of ``y`` reshaped (C order) to the grid, and for a 1-D grid (an ordered histogram, a
       series) also order-0 trend filtering on the chain of its cells, tuned by SURE
-      (exact, by the direct 1-D algorithm);
+      (exact, by the direct 1-D algorithm), and for a 2-D grid order-0 trend filtering on
+      its 4-neighbour lattice (up to :data:`LATTICE_TF_MAX_SIZE` cells; screened, below);
     * with a graph: the graph Haar wavelets of a spanning tree and graph trend filtering
       of orders 0 and 1 (order 1 up to :data:`TF1_MAX_SIZE` keys), both tuned by SURE
       (``dpgauss.denoise.tree_wavelets`` and ``dpgauss.denoise.trend_filter``); coordinate
@@ -116,6 +117,48 @@ def auto(
     per-level SURE of the wavelets is the noisiest), the default lost nothing
     (``tests/denoise/test_auto.py``).
 
+    Screening.  A trend-filter SURE path (order 1 on any graph, order 0 on a graph that is
+    not a chain and on a 2-D lattice) can cost minutes, and is often computed only to be
+    rejected.  With ``screen=True`` (default; one σ only) ``auto`` first asks whether the
+    candidate *can* be chosen at all, from bounds that hold for every λ its path can visit,
+    and computes the path only if they do not exclude it.  The path visits only the grid
+    ``λ_j = λ_max · r^{j/(n−1)}``, ``j < 2n`` (``n = 20`` values down to ``r · λ_max``,
+    ``r = 10⁻³``, and at most ``n`` more while SURE still falls), and its result is the
+    fit of smallest SURE among those visited.  At ``λ_j`` the candidate would be chosen only
+    if ``SURE(λ_j) < T_j = min(best, b − margin · min(σ²√(2d), 2σ²√(2 df_j)))``, where
+    ``b`` is the best baseline's SURE, ``best`` the smallest SURE of the challengers
+    computed before it that pass their guard (the selection rule below, applied in the same
+    order), and ``min(σ²√(2d), 2σ²√(2 df))`` is a lower bound on its guard.  Lower bounds,
+    exact for the exact solution of ``min ½‖y − β‖² + λ‖Δβ‖₁``:
+
+    * ``RSS(λ) = ‖y − β̂_λ‖²`` is nondecreasing in λ (the two optimality inequalities of
+      λ < λ' added), so ``RSS(λ_j) ≥ RSS(λ_i)`` for any solved ``λ_i ≤ λ_j`` (``0`` if
+      none; a solve certified to a relative duality gap ``g`` at objective ``P`` is within
+      ``√(2gP)`` of the exact ``β̂`` in norm, which the bound subtracts);
+    * ``y − β̂ = Δᵀû`` with ``‖û‖∞ ≤ λ`` (stationarity), so a row with ``(Δβ̂)_r = 0`` has
+      ``|(Δy)_r| ≤ λ κ_r``, ``κ_r = Σ_k |(ΔΔᵀ)_rk|``: the rows with ``|(Δy)_r| > λ κ_r`` are
+      nonzero, so ``df ≥`` their count for order 1 (``df = |A| + c_Z``) and ``≥`` the number
+      of components of the graph without those edges for order 0 (always ``≥`` the number
+      of components of the graph);
+    * hence ``SURE(λ_j) ≥ RSS_lower(λ_j) + 2σ² df_lower(λ_j) − dσ²``.
+
+    If every ``λ_j`` has its bound (or, where solved, its SURE) at or above ``T_j``, the
+    candidate cannot be chosen and is left out, recorded in ``screened``.  Otherwise up to
+    :data:`SCREEN_ROUNDS` rounds solve up to :data:`SCREEN_PROBES` of the λ still open (the
+    smallest: their RSS bounds every larger λ), each only if it could close every λ at best
+    (every probed RSS at its upper bound ``min(RSS(λ_max), ‖Δ‖² m λ²)``, from
+    ``‖Δᵀû‖ ≤ ‖Δ‖‖û‖``); if the bounds still leave some λ open, or a solved SURE is below its
+    threshold, the full path is computed as without screening.  Guarantee: **the choice is
+    the one ``screen=False`` makes** (the same candidate, λ and estimate; the selection rule
+    is unchanged and a screened candidate could not have passed it), up to the solver's
+    certified tolerance (``tol = 10⁻⁶`` relative duality gap) in the SURE values compared;
+    the budgets above bound the cost of screening only.  So ``auto``'s SURE is still within
+    ``margin · σ²√(2d)`` of the smallest SURE of all candidates, screened ones included.
+    What it does not do: the bounds are loose where the fit is far from ``y`` in df but
+    close in RSS, so a candidate whose path comes near the winner (e.g. order 1 on a flat,
+    rough histogram, where James–Stein wins by a few guards) is computed in full.  No
+    decision depends on a timing: they are functions of ``y``, ``σ`` and the structure.
+
     Parameters
     ----------
     y : array_like of finite reals, any shape
@@ -129,6 +172,8 @@ def auto(
         whose product is ``y.size``) or a :class:`~dpgauss.denoise.structure.Structure`
         with both (:mod:`dpgauss.denoise.structure`)
     margin : float ≥ 0, the guard above in units of ``σ²√(2d)``
+    screen : bool, screen the trend-filter candidates first (above; default True); False
+        computes every candidate in full
 
     Returns
     -------
@@ -140,7 +185,13 @@ def auto(
         the chosen one in that list) and ``margin``; and ``skipped``, the candidates not
         computed and why: a missing optional dependency (with a :class:`UserWarning`; the
         grid wavelets need PyWavelets: ``pip install '.[wavelets]'``) or a size beyond
-        :data:`TF1_MAX_SIZE`.
+        :data:`TF1_MAX_SIZE` or :data:`LATTICE_TF_MAX_SIZE`; ``screen``; ``screened``, the
+        candidates left out by screening (dicts ``name``, ``method``, ``order``,
+        ``threshold`` (``best`` above), ``lower_bound`` (the smallest bound over the path),
+        ``probes`` (λ solved) and ``reason``), only if any was; and ``timing``, the seconds
+        spent on each candidate (screening separately).  The timings depend on the machine
+        and its load: in a release they belong to the confidential diagnostics, never to
+        the published report (:mod:`dpgauss.release.report`).
     """
     arr, s = check_noise(y, sigma)
     per_key = np.ndim(s) > 0
@@ -361,6 +412,9 @@ class _DfLowerBound:
         self.kappa = np.asarray(abs(delta @ delta.T).sum(axis=1)).ravel()
         self.g, self.order = g, order
         self.c = g.n_components
+        self.m = delta.shape[0]
+        # ‖Δ‖₂² ≤ the largest row sum of |ΔΔᵀ| (Gershgorin on the PSD ΔΔᵀ)
+        self.norm2 = float(self.kappa.max()) if self.kappa.size else 0.0
 
     def __call__(self, lam: float) -> int:
         active = self.dy > self.kappa * lam
@@ -431,7 +485,14 @@ def _screen_trend_filter(
                 f"path ({probes} solved)"
             )
             return True, record
-        if rnd == SCREEN_ROUNDS or open_.size > SCREEN_MAX_OPEN:
+        # Cost only (never a choice): the probes below help only if, even with every probed
+        # RSS at its largest possible value min(RSS(λ_max), ‖Δ‖² m λ²) (‖y − β̂‖ = ‖Δᵀû‖ ≤
+        # ‖Δ‖ ‖û‖) and every probed SURE above its threshold, the rounds left could close
+        # every λ; if not, the full path is computed now.
+        hope = np.minimum(rss_lb[0], df_bound.norm2 * df_bound.m * grid**2)
+        if rnd == SCREEN_ROUNDS or not _can_close(
+            solved, rss_lb, hope, df_lb, thr, d * s2, 2.0 * s2, SCREEN_ROUNDS - rnd
+        ):
             record["reason"] = (
                 f"the bounds leave {open_.size} λ of its path open after {probes} solved: "
                 "computed in full"
@@ -458,3 +519,28 @@ def _screen_trend_filter(
         df_at[pick] = np.asarray(path["df"][1:], dtype=np.float64)
         rss_lb[pick] = np.maximum(np.sqrt(rss) - slack, 0.0) ** 2
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _can_close(
+    solved: np.ndarray,
+    rss_lb: np.ndarray,
+    hope: np.ndarray,
+    df_lb: np.ndarray,
+    thr: np.ndarray,
+    noise: float,
+    two_s2: float,
+    rounds: int,
+) -> bool:
+    """Whether ``rounds`` rounds of probes could exclude every λ at best: each probe's RSS at
+    its upper bound ``hope`` and its SURE above its threshold (``_screen_trend_filter``)."""
+    solved, rss = solved.copy(), np.where(solved, rss_lb, 0.0)
+    for _ in range(rounds):
+        floor = np.maximum.accumulate(rss[::-1])[::-1]
+        open_ = np.flatnonzero(~solved & (floor + two_s2 * df_lb - noise < thr))
+        if open_.size == 0:
+            return True
+        pick = open_[-SCREEN_PROBES:]
+        solved[pick] = True
+        rss[pick] = hope[pick]
+    floor = np.maximum.accumulate(rss[::-1])[::-1]
+    return not np.any(~solved & (floor + two_s2 * df_lb - noise < thr))

@@ -135,8 +135,13 @@ def release(rows: int) -> dict:
             "output": {"path": str(tmp / "out.csv")},
         }
     )
+    from dpgauss.release.ledger import Ledger
+
+    ledger = tmp / "budget.sqlite"
+    with Ledger(ledger) as led:
+        led.create_budget("bench", 10.0, 1e-5)
     t = time.perf_counter()
-    res = run_release(spec, out=tmp / "out.csv")
+    res = run_release(spec, out=tmp / "out.csv", ledger=ledger)
     wall = time.perf_counter() - t
     return {
         "wall": wall,

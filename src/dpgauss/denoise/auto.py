@@ -66,6 +66,14 @@ LATTICE_TF_MAX_SIZE = 250_000
 #: of screening only; they never change a choice.
 SCREEN_PROBES = 3
 SCREEN_ROUNDS = 1
+#: A probe is solved with at most this many ADMM iterations per λ (``trend_filter``'s
+#: ``max_iter``); one that does not converge ends the screening (the full path is computed):
+#: cold solves at small λ that need ADMM cost many times the warm-started path.
+SCREEN_MAX_ITER = 300
+#: Order 1 is probed only at λ whose df lower bound is at most this: a cold solve there sets
+#: up dense systems of the size of the support (active-set steps of ``_tf_order1``), which on
+#: a 4,000-bin chain at df ≈ 3,000 cost several times the whole warm-started path.
+SCREEN_MAX_DF = 1_000
 #: The default SURE path of ``trend_filter`` (its ``n_lambdas``); ``auto`` passes it.
 _N_LAMBDAS = 20
 _HUGE_LAM = 1e300
@@ -147,7 +155,9 @@ def auto(
     :data:`SCREEN_ROUNDS` rounds solve up to :data:`SCREEN_PROBES` of the λ still open (the
     smallest: their RSS bounds every larger λ), each only if it could close every λ at best
     (every probed RSS at its upper bound ``min(RSS(λ_max), ‖Δ‖² m λ²)``, from
-    ``‖Δᵀû‖ ≤ ‖Δ‖‖û‖``); if the bounds still leave some λ open, or a solved SURE is below its
+    ``‖Δᵀû‖ ≤ ‖Δ‖‖û‖``), and for order 1 only if their df bound is at most
+    :data:`SCREEN_MAX_DF`, each with at most :data:`SCREEN_MAX_ITER` ADMM iterations; if the
+    bounds still leave some λ open, a probe does not converge, or a solved SURE is below its
     threshold, the full path is computed as without screening.  Guarantee: **the choice is
     the one ``screen=False`` makes** (the same candidate, λ and estimate; the selection rule
     is unchanged and a screened candidate could not have passed it), up to the solver's
@@ -499,10 +509,22 @@ def _screen_trend_filter(
             )
             return False, record
         pick = open_[-SCREEN_PROBES:]  # the smallest λ: their RSS bounds every larger λ
+        if order > 0 and float(df_lb[pick].max()) > SCREEN_MAX_DF:
+            # a cold order-1 solve with a support this large costs more than the warm path
+            record["reason"] = (
+                f"its probes would have df ≥ {int(df_lb[pick].max())} > {SCREEN_MAX_DF}: "
+                "computed in full"
+            )
+            return False, record
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", TrendFilterConvergenceWarning)
             res = trend_filter(
-                y, sigma, g, order=order, lam=np.concatenate([[lam_max], grid[pick]])
+                y,
+                sigma,
+                g,
+                order=order,
+                lam=np.concatenate([[lam_max], grid[pick]]),
+                max_iter=SCREEN_MAX_ITER,
             )
         probes += pick.size
         path = res.params["path"]

@@ -83,8 +83,9 @@ res = auto(y, sigma, st)
 el = time.perf_counter() - t
 screened = [f"{r.get('name', r['method'])}: {r['reason']}"
             for r in res.params.get("screened", [])]
+screening = sum(v for k, v in res.params.get("timing", {}).items() if "(screening)" in k)
 out = {"seconds": el, "method": res.method, "order": res.params.get("order"),
-       "screened": screened}
+       "screened": screened, "screening_s": screening}
 print(json.dumps(out))
 """
 
@@ -176,6 +177,7 @@ def main() -> None:
             f"chosen {b[0]['method']}/{b[0]['order']} -> {a[0]['method']}/{a[0]['order']}  "
             f"same={same}"
         )
+        print(f"           after: screening took {a[0].get('screening_s', 0.0):.3f} s")
         for line in a[0]["screened"]:
             print(f"           screened: {line}")
         sys.stdout.flush()

@@ -56,9 +56,10 @@ TF1_MAX_SIZE = 20_000
 
 
 #: Order-0 trend filtering on a 2-D grid (the 4-neighbour lattice, when no graph is given) is
-#: a candidate up to this many cells; beyond, ``auto`` records it in ``skipped``.  Its SURE
-#: path took 25 s of CPU on a 300 × 300 grid on this project's 2-core machines
-#: (``python benchmarks/bench_auto.py --cases grid300``), and grows faster than the size.
+#: a candidate up to this many cells; beyond, ``auto`` records it in ``skipped``.  With it, a
+#: whole ``auto`` on a 300 × 300 grid took 24–60 s on this project's shared 2-core machines,
+#: against 0.07 s without it (``python benchmarks/bench_auto.py --cases grid300``; the
+#: lattice solver is being made faster).
 LATTICE_TF_MAX_SIZE = 250_000
 
 #: Screening of the trend-filter candidates (``auto``'s docstring, "Screening"): at most

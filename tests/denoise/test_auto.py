@@ -118,6 +118,12 @@ def test_candidate_table_and_selection():
     y = theta + rng.standard_normal(400)
     res = auto(y, 1.0, (20, 20))
     table = res.params["candidates"]
+    # order-0 trend filtering on the 20 × 20 lattice is the last candidate, computed unless
+    # screened out (then ``screened`` says so)
+    lattice = [c for c in table[5:] if c["method"] == "trend_filter"]
+    screened = [r for r in res.params.get("screened", []) if r["method"] == "trend_filter"]
+    assert len(lattice) + len(screened) == 1
+    table = table[:5]
     assert [c["method"] for c in table] == [
         "none",
         "james_stein",
@@ -134,12 +140,25 @@ def test_candidate_table_and_selection():
         wavelet_denoise(y.reshape(20, 20), 1.0).risk,
     ]
     np.testing.assert_allclose([c["risk"] for c in table], expected)
-    chosen = table[res.params["selected"]]
-    assert chosen["method"] == res.method == "soft_threshold"
+    full_table = res.params["candidates"]
+    chosen = full_table[res.params["selected"]]
     assert chosen["risk"] == res.risk
-    np.testing.assert_array_equal(res.estimate, soft_threshold(y, 1.0, threshold="sure").estimate)
+    # a flat block in the first row: soft thresholding or the lattice's fused lasso
+    if lattice:
+        tf = trend_filter(y, 1.0, (20, 20), order=0, lam="sure")
+        assert lattice[0]["risk"] == pytest.approx(tf.risk)
+        assert tf.risk < soft_threshold(y, 1.0, threshold="sure").risk  # it has the least SURE
+        assert chosen["method"] == res.method == "trend_filter"
+        np.testing.assert_allclose(res.estimate, tf.estimate)
+    else:
+        assert chosen["method"] == res.method == "soft_threshold"
+        np.testing.assert_array_equal(
+            res.estimate, soft_threshold(y, 1.0, threshold="sure").estimate
+        )
     assert all(
-        isinstance(v, str | int | float | bool | None) for c in table for v in c["params"].values()
+        isinstance(v, str | int | float | bool | None)
+        for c in full_table
+        for v in c["params"].values()
     )
 
 
@@ -279,3 +298,123 @@ def test_order_one_trend_filtering_is_skipped_beyond_its_size_limit(monkeypatch)
     methods = [(c["method"], c["params"].get("order")) for c in res.params["candidates"]]
     assert ("trend_filter", 1) not in methods and ("trend_filter", 0) in methods
     assert any("trend_filter order 1 (d = 40 > 30" in s for s in res.params["skipped"])
+
+
+# ------------------------------------------------------------------------------ screening
+
+
+def _chain(n: int) -> np.ndarray:
+    return np.stack([np.arange(n - 1), np.arange(1, n)], axis=1)
+
+
+def _screening_cases():
+    from dpgauss.denoise.structure import lattice_edges
+
+    rng = np.random.default_rng(11)
+    lat = lattice_edges((15, 20))
+    blocks = np.repeat(np.repeat(rng.normal(0, 3, (3, 4)), 5, 0), 5, 1).ravel()
+    return {
+        # dense and rough: James–Stein wins; order 1 is screened out (below)
+        "rough-chain": (100 * rng.standard_normal(300) + rng.standard_normal(300), _chain(300)),
+        "steps-chain": (np.repeat(rng.normal(0, 3, 6), 50) + rng.standard_normal(300), _chain(300)),
+        "blocks-lattice-graph": (blocks + rng.standard_normal(300), lat),
+        "rough-lattice-graph": (30 * rng.standard_normal(300) + rng.standard_normal(300), lat),
+        "blocks-grid": (blocks + rng.standard_normal(300), (15, 20)),
+        "rough-grid": (50 * rng.standard_normal(600), (20, 30)),
+    }
+
+
+@pytest.mark.parametrize("name", list(_screening_cases()))
+def test_screening_never_changes_the_choice(name):
+    """auto with screening makes the choice of auto computing every candidate (same method,
+    order, estimate and SURE), and a candidate it screened out has, computed in full, a SURE
+    at or above the threshold it was screened against."""
+    y, structure = _screening_cases()[name]
+    fast = auto(y, 1.0, structure)
+    slow = auto(y, 1.0, structure, screen=False)
+    assert "screened" not in slow.params and slow.params["screen"] is False
+    assert (fast.method, fast.params.get("order")) == (slow.method, slow.params.get("order"))
+    assert fast.risk == pytest.approx(slow.risk, rel=1e-9)
+    np.testing.assert_allclose(fast.estimate, slow.estimate, atol=1e-8)
+    full = {(c["method"], c["params"].get("order")): c for c in slow.params["candidates"]}
+    for rec in fast.params.get("screened", []):
+        cand = full[(rec["method"], rec["order"])]
+        assert cand["risk"] >= rec["threshold"] - 1e-6 * abs(rec["threshold"])
+        assert slow.params["candidates"].index(cand) != slow.params["selected"]
+    if name in ("rough-chain", "rough-lattice-graph"):
+        # the case the screening exists for: order 1 cannot beat James–Stein there
+        assert [(r["method"], r["order"]) for r in fast.params["screened"]] == [("trend_filter", 1)]
+        assert fast.params["screened"][0]["probes"] <= 3
+        assert "cannot be chosen" in fast.params["screened"][0]["reason"]
+        kept = [(c["method"], c["params"].get("order")) for c in fast.params["candidates"]]
+        assert ("trend_filter", 1) not in kept
+
+
+@pytest.mark.parametrize("order", [0, 1])
+@pytest.mark.parametrize("graph", ["chain", "lattice"])
+def test_the_bounds_behind_screening_hold_on_the_sure_path(order, graph):
+    """The two facts screening rests on, on a computed path: df at every λ is at least the
+    bound from |Δy| > κλ, and the RSS is nondecreasing in λ."""
+    import importlib
+
+    from dpgauss.denoise import as_graph
+    from dpgauss.denoise.structure import lattice_edges
+
+    auto_module = importlib.import_module("dpgauss.denoise.auto")
+    rng = np.random.default_rng(12 + order)
+    edges = _chain(200) if graph == "chain" else lattice_edges((10, 20))
+    g = as_graph(edges, 200)
+    y = np.repeat(rng.normal(0, 2, 8), 25) + 3 * rng.standard_normal(200)
+    res = trend_filter(y, 1.0, g, order=order, lam="sure")
+    path = res.params["path"]
+    bound = auto_module._DfLowerBound(y, g, order)
+    lower = np.array([bound(float(v)) for v in path["lam"]])
+    assert np.all(path["df"] >= lower)
+    assert lower.max() > 10  # the bound is not vacuous on this path
+    rss = path["rss"]  # λ decreasing along the path
+    assert np.all(np.diff(rss) <= 1e-6 * rss[0])
+
+
+def test_screen_must_be_a_bool():
+    with pytest.raises(TypeError, match="screen"):
+        auto(np.zeros(10), 1.0, screen=1)
+
+
+def test_timing_per_candidate_is_in_params():
+    rng = np.random.default_rng(13)
+    res = auto(rng.standard_normal(300), 1.0, _chain(300))
+    timing = res.params["timing"]
+    assert {"none, james_stein", "soft_threshold", "graph_wavelet"} <= set(timing)
+    assert "trend_filter order 0" in timing
+    assert any(k.startswith("trend_filter order 1") for k in timing)
+    assert all(isinstance(v, float) and v >= 0.0 for v in timing.values())
+
+
+# --------------------------------------------------------------- order 0 on a 2-D lattice
+
+
+def test_order_zero_trend_filtering_on_a_two_dimensional_grid():
+    """A 2-D grid without a graph: order-0 trend filtering on its lattice is a candidate, and
+    on flat regions with diagonal and curved edges it is the one chosen (the Haar wavelets'
+    SURE is about 3 × larger there), with trend_filter's own SURE and estimate."""
+    rng = np.random.default_rng(14)
+    # a diagonal step and a disc: flat regions whose edges the Haar squares do not follow
+    i, j = np.meshgrid(np.arange(30), np.arange(30), indexing="ij")
+    theta = 4.0 * (i + j > 29) + 3.0 * ((i - 10) ** 2 + (j - 20) ** 2 < 40)
+    y = theta + rng.standard_normal(theta.shape)
+    res = auto(y, 1.0, (30, 30))
+    tf = trend_filter(y, 1.0, (30, 30), order=0, lam="sure")
+    assert res.method == "trend_filter" and res.params["order"] == 0
+    assert res.risk == pytest.approx(tf.risk)
+    np.testing.assert_allclose(res.estimate, tf.estimate)
+    assert res.estimate.shape == (30, 30)
+    assert np.sum((res.estimate - theta) ** 2) < 0.5 * np.sum((y - theta) ** 2)
+
+
+def test_lattice_trend_filtering_is_skipped_beyond_its_size_limit(monkeypatch):
+    auto_module = importlib.import_module("dpgauss.denoise.auto")
+    monkeypatch.setattr(auto_module, "LATTICE_TF_MAX_SIZE", 100)
+    rng = np.random.default_rng(15)
+    res = auto_module.auto(rng.standard_normal((10, 12)), 1.0, (10, 12))
+    assert all(c["method"] != "trend_filter" for c in res.params["candidates"])
+    assert any("lattice (d = 120 > 100" in s for s in res.params["skipped"])

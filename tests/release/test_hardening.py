@@ -124,6 +124,23 @@ def test_the_published_report_holds_no_counter_timing_or_path(tmp_path: Path) ->
     assert diag["paths"]["ledger"] == str(ledger.absolute()) and "timing" in diag
 
 
+def test_denoising_time_and_share_go_to_the_diagnostics_only(tmp_path: Path) -> None:
+    """``auto``'s seconds per candidate and the release's denoising time and share are
+    confidential: in the diagnostics, never in the published report."""
+    src, _ = small_release_data(tmp_path)
+    ledger = make_ledger(tmp_path)
+    spec = make_spec(src, denoise={"method": "auto"})
+    res = run_release(spec, out=tmp_path / "r.csv", ledger=ledger, engine=ENGINE)
+    timing = res.diagnostics["timing"]
+    assert 0.0 < timing["denoise_s"] <= timing["noise_denoise_s"] <= timing["total_s"]
+    assert timing["denoise_share"] == timing["denoise_s"] / timing["total_s"]
+    assert "denoise soft_threshold_s" in timing and "denoise none, james_stein_s" in timing
+    text = (tmp_path / "r.csv.report.json").read_text()
+    assert "timing" not in text and "denoise_s" not in text
+    assert "timing" not in res.report["denoise"]["params"]
+    assert "timing" in res.diagnostics_text and "denoise_share" in res.diagnostics_text
+
+
 # ------------------------------------------------ finding 8: checked before the charge
 
 

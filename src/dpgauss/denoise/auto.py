@@ -13,19 +13,23 @@ import dataclasses
 import functools
 import math
 import numbers
+import time
 import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
 
 from . import _graph_tv
+from .graph import Graph
 from .result import Denoised, check_noise
 from .shrinkage import james_stein
 from .structure import as_structure
 from .thresholding import soft_threshold
 from .tree_wavelets import graph_wavelet_denoise
-from .trend_filter import trend_filter
+from .trend_filter import _LAM_MIN_RATIO, TrendFilterConvergenceWarning, trend_filter
 
 __all__ = ["auto"]
 
@@ -51,12 +55,38 @@ def _summary(params: dict[str, Any]) -> dict[str, Any]:
 TF1_MAX_SIZE = 20_000
 
 
+#: Order-0 trend filtering on a 2-D grid (the 4-neighbour lattice, when no graph is given) is
+#: a candidate up to this many cells; beyond, ``auto`` records it in ``skipped``.  With it, a
+#: whole ``auto`` on a 300 × 300 grid took 24–60 s on this project's shared 2-core machines,
+#: against 0.07 s without it (``python benchmarks/bench_auto.py --cases grid300``; the
+#: lattice solver is being made faster).
+LATTICE_TF_MAX_SIZE = 250_000
+
+#: Screening of the trend-filter candidates (``auto``'s docstring, "Screening"): at most
+#: SCREEN_ROUNDS rounds of at most SCREEN_PROBES solved λ each.  These numbers bound the cost
+#: of screening only; they never change a choice.
+SCREEN_PROBES = 3
+SCREEN_ROUNDS = 1
+#: A probe is solved with at most this many ADMM iterations per λ (``trend_filter``'s
+#: ``max_iter``); one that does not converge ends the screening (the full path is computed):
+#: cold solves at small λ that need ADMM cost many times the warm-started path.
+SCREEN_MAX_ITER = 300
+#: Order 1 is probed only at λ whose df lower bound is at most this: a cold solve there sets
+#: up dense systems of the size of the support (active-set steps of ``_tf_order1``), which on
+#: a 4,000-bin chain at df ≈ 3,000 cost several times the whole warm-started path.
+SCREEN_MAX_DF = 1_000
+#: The default SURE path of ``trend_filter`` (its ``n_lambdas``); ``auto`` passes it.
+_N_LAMBDAS = 20
+_HUGE_LAM = 1e300
+
+
 def auto(
     y: object,
     sigma: object,
     structure: object = None,
     *,
     margin: float = 1.0,
+    screen: bool = True,
 ) -> Denoised:
     """The candidate denoiser with the smallest SURE, behind a guard against selection bias.
 
@@ -68,7 +98,8 @@ def auto(
     * with a grid shape: :func:`~dpgauss.denoise.wavelet_denoise` (Haar, SURE thresholds)
       of ``y`` reshaped (C order) to the grid, and for a 1-D grid (an ordered histogram, a
       series) also order-0 trend filtering on the chain of its cells, tuned by SURE
-      (exact, by the direct 1-D algorithm);
+      (exact, by the direct 1-D algorithm), and for a 2-D grid order-0 trend filtering on
+      its 4-neighbour lattice (up to :data:`LATTICE_TF_MAX_SIZE` cells; screened, below);
     * with a graph: the graph Haar wavelets of a spanning tree and graph trend filtering
       of orders 0 and 1 (order 1 up to :data:`TF1_MAX_SIZE` keys), both tuned by SURE
       (``dpgauss.denoise.tree_wavelets`` and ``dpgauss.denoise.trend_filter``); coordinate
@@ -95,6 +126,50 @@ def auto(
     per-level SURE of the wavelets is the noisiest), the default lost nothing
     (``tests/denoise/test_auto.py``).
 
+    Screening.  A trend-filter SURE path (order 1 on any graph, order 0 on a graph that is
+    not a chain and on a 2-D lattice) can cost minutes, and is often computed only to be
+    rejected.  With ``screen=True`` (default; one σ only) ``auto`` first asks whether the
+    candidate *can* be chosen at all, from bounds that hold for every λ its path can visit,
+    and computes the path only if they do not exclude it.  The path visits only the grid
+    ``λ_j = λ_max · r^{j/(n−1)}``, ``j < 2n`` (``n = 20`` values down to ``r · λ_max``,
+    ``r = 10⁻³``, and at most ``n`` more while SURE still falls), and its result is the
+    fit of smallest SURE among those visited.  At ``λ_j`` the candidate would be chosen only
+    if ``SURE(λ_j) < T_j = min(best, b − margin · min(σ²√(2d), 2σ²√(2 df_j)))``, where
+    ``b`` is the best baseline's SURE, ``best`` the smallest SURE of the challengers
+    computed before it that pass their guard (the selection rule below, applied in the same
+    order), and ``min(σ²√(2d), 2σ²√(2 df))`` is a lower bound on its guard.  Lower bounds,
+    exact for the exact solution of ``min ½‖y − β‖² + λ‖Δβ‖₁``:
+
+    * ``RSS(λ) = ‖y − β̂_λ‖²`` is nondecreasing in λ (the two optimality inequalities of
+      λ < λ' added), so ``RSS(λ_j) ≥ RSS(λ_i)`` for any solved ``λ_i ≤ λ_j`` (``0`` if
+      none; a solve certified to a relative duality gap ``g`` at objective ``P`` is within
+      ``√(2gP)`` of the exact ``β̂`` in norm, which the bound subtracts);
+    * ``y − β̂ = Δᵀû`` with ``‖û‖∞ ≤ λ`` (stationarity), so a row with ``(Δβ̂)_r = 0`` has
+      ``|(Δy)_r| ≤ λ κ_r``, ``κ_r = Σ_k |(ΔΔᵀ)_rk|``: the rows with ``|(Δy)_r| > λ κ_r`` are
+      nonzero, so ``df ≥`` their count for order 1 (``df = |A| + c_Z``) and ``≥`` the number
+      of components of the graph without those edges for order 0 (always ``≥`` the number
+      of components of the graph);
+    * hence ``SURE(λ_j) ≥ RSS_lower(λ_j) + 2σ² df_lower(λ_j) − dσ²``.
+
+    If every ``λ_j`` has its bound (or, where solved, its SURE) at or above ``T_j``, the
+    candidate cannot be chosen and is left out, recorded in ``screened``.  Otherwise up to
+    :data:`SCREEN_ROUNDS` rounds solve up to :data:`SCREEN_PROBES` of the λ still open (the
+    smallest: their RSS bounds every larger λ), each only if it could close every λ at best
+    (every probed RSS at its upper bound ``min(RSS(λ_max), ‖Δ‖² m λ²)``, from
+    ``‖Δᵀû‖ ≤ ‖Δ‖‖û‖``), and for order 1 only if their df bound is at most
+    :data:`SCREEN_MAX_DF`, each with at most :data:`SCREEN_MAX_ITER` ADMM iterations; if the
+    bounds still leave some λ open, a probe does not converge, or a solved SURE is below its
+    threshold, the full path is computed as without screening.  Guarantee: **the choice is
+    the one ``screen=False`` makes** (the same candidate, λ and estimate; the selection rule
+    is unchanged and a screened candidate could not have passed it), up to the solver's
+    certified tolerance (``tol = 10⁻⁶`` relative duality gap) in the SURE values compared;
+    the budgets above bound the cost of screening only.  So ``auto``'s SURE is still within
+    ``margin · σ²√(2d)`` of the smallest SURE of all candidates, screened ones included.
+    What it does not do: the bounds are loose where the fit is far from ``y`` in df but
+    close in RSS, so a candidate whose path comes near the winner (e.g. order 1 on a flat,
+    rough histogram, where James–Stein wins by a few guards) is computed in full.  No
+    decision depends on a timing: they are functions of ``y``, ``σ`` and the structure.
+
     Parameters
     ----------
     y : array_like of finite reals, any shape
@@ -108,6 +183,8 @@ def auto(
         whose product is ``y.size``) or a :class:`~dpgauss.denoise.structure.Structure`
         with both (:mod:`dpgauss.denoise.structure`)
     margin : float ≥ 0, the guard above in units of ``σ²√(2d)``
+    screen : bool, screen the trend-filter candidates first (above; default True); False
+        computes every candidate in full
 
     Returns
     -------
@@ -119,7 +196,13 @@ def auto(
         the chosen one in that list) and ``margin``; and ``skipped``, the candidates not
         computed and why: a missing optional dependency (with a :class:`UserWarning`; the
         grid wavelets need PyWavelets: ``pip install '.[wavelets]'``) or a size beyond
-        :data:`TF1_MAX_SIZE`.
+        :data:`TF1_MAX_SIZE` or :data:`LATTICE_TF_MAX_SIZE`; ``screen``; ``screened``, the
+        candidates left out by screening (dicts ``name``, ``method``, ``order``,
+        ``threshold`` (``best`` above), ``lower_bound`` (the smallest bound over the path),
+        ``probes`` (λ solved) and ``reason``), only if any was; and ``timing``, the seconds
+        spent on each candidate (screening separately).  The timings depend on the machine
+        and its load: in a release they belong to the confidential diagnostics, never to
+        the published report (:mod:`dpgauss.release.report`).
     """
     arr, s = check_noise(y, sigma)
     per_key = np.ndim(s) > 0
@@ -127,10 +210,20 @@ def auto(
         raise TypeError(f"margin must be a real number ≥ 0; got {type(margin).__name__}")
     if not (math.isfinite(margin) and margin >= 0):
         raise ValueError(f"margin must be a finite number ≥ 0; got {margin!r}")
+    if not isinstance(screen, bool):
+        raise TypeError(f"screen must be True or False; got {screen!r}")
     d = arr.size
     known = as_structure(structure, d)
     shape, graph = known.grid, known.graph
     flat = arr.ravel()
+    timing: dict[str, float] = {}
+    clock = time.perf_counter()
+
+    def lap(name: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        timing[name] = timing.get(name, 0.0) + now - clock
+        clock = now
 
     # Baselines that never lose to y: the identity and James–Stein (which dominates it).
     baselines = [
@@ -145,8 +238,43 @@ def auto(
         james_stein(arr, s, target="zero"),
         james_stein(arr, s, target="mean"),
     ]
-    challengers = [soft_threshold(arr, s, threshold="sure")]
+    base_risks = [float(c.risk) for c in baselines]  # type: ignore[arg-type]
+    first_choice = int(np.argmin(base_risks))
+    base, base_risk = np.ravel(baselines[first_choice].estimate), base_risks[first_choice]
+    # the standard deviation of ‖noise‖²: σ²√(2d), √(2 Σ σᵢ⁴) with one σ per key
+    full = math.sqrt(2.0 * float(np.sum(np.broadcast_to(np.asarray(s) ** 4, arr.shape))))
+    var = np.broadcast_to(np.asarray(s) ** 2, arr.shape).ravel()
+    lap("none, james_stein")
+
+    challengers: list[Denoised] = []
     skipped: list[str] = []
+    screened: list[dict[str, Any]] = []
+    # the SURE a later challenger must go below to be chosen: the baseline's, or that of an
+    # earlier challenger that passes its guard (the selection rule below)
+    best = base_risk
+
+    def add(res: Denoised, name: str) -> None:
+        nonlocal best
+        challengers.append(res)
+        if _passes(res, base, base_risk, full, margin, var) and float(res.risk) < best:  # type: ignore[arg-type]
+            best = float(res.risk)  # type: ignore[arg-type]
+        lap(name)
+
+    def trend(structure_: object, order: int, name: str, screenable: bool) -> None:
+        if screen and screenable and not per_key:
+            assert isinstance(s, float)
+            g_ = structure_ if isinstance(structure_, Graph) else known.lattice()
+            assert g_ is not None
+            out, record = _screen_trend_filter(flat, s, g_, order, best, base_risk, margin, full)
+            record["name"] = name
+            lap(f"{name} (screening)")
+            if out:
+                screened.append(record)
+                return
+        res = trend_filter(flat, s, structure_, order=order, lam="sure", n_lambdas=_N_LAMBDAS)
+        add(_reshaped(res, arr.shape), name)
+
+    add(soft_threshold(arr, s, threshold="sure"), "soft_threshold")
     if shape is not None:
         from .wavelets import wavelet_denoise
 
@@ -157,19 +285,34 @@ def auto(
             warnings.warn(
                 f"auto: the wavelet candidate is skipped: {exc}", UserWarning, stacklevel=2
             )
+            lap("wavelet")
         else:
-            challengers.append(_reshaped(res, arr.shape))
+            add(_reshaped(res, arr.shape), "wavelet")
     if shape is not None and len(shape) == 1 and graph is None:
         # an ordered 1-D grid is a chain: order-0 trend filtering there is exact and takes
         # about one pass per λ (the direct 1-D algorithm, with or without numba; weighted by
-        # 1/σᵢ² when σ differs per key)
+        # 1/σᵢ² when σ differs per key); cheaper than screening it
         chain = np.stack([np.arange(d - 1), np.arange(1, d)], axis=1)
-        res = trend_filter(flat, s, chain, order=0, lam="sure")
-        challengers.append(_reshaped(res, arr.shape))
+        trend(chain, 0, "trend_filter order 0", screenable=False)
+    if shape is not None and len(shape) == 2 and graph is None:
+        # the 4-neighbour lattice of the grid: order 0, screened
+        if d > LATTICE_TF_MAX_SIZE:
+            skipped.append(
+                f"trend_filter order 0 on the lattice (d = {d:,} > {LATTICE_TF_MAX_SIZE:,}; ask "
+                "for it with method = 'trend_filter')"
+            )
+        elif per_key and not _graph_tv.available():
+            skipped.append(
+                "trend_filter order 0 on the lattice (one σ per key is solved by the compiled "
+                "minimum cut: pip install '.[fast]')"
+            )
+        else:
+            trend(shape, 0, "trend_filter order 0 (lattice)", screenable=True)
     if graph is not None:
         g = graph
-        challengers.append(
-            _reshaped(graph_wavelet_denoise(flat, s, g, threshold="sure"), arr.shape)
+        add(
+            _reshaped(graph_wavelet_denoise(flat, s, g, threshold="sure"), arr.shape),
+            "graph_wavelet",
         )
         for order in (0, 1):
             if per_key and order == 1:
@@ -191,39 +334,48 @@ def auto(
                     "params = { order = 1 })"
                 )
                 continue
-            res = trend_filter(flat, s, g, order=order, lam="sure")
-            challengers.append(_reshaped(res, arr.shape))
+            # order 0 on a chain is the direct 1-D algorithm: cheaper than screening it
+            trend(g, order, f"trend_filter order {order}", order == 1 or not _is_chain(g))
 
     candidates = baselines + challengers
-    base_risks = [float(c.risk) for c in baselines]  # type: ignore[arg-type]
-    chosen = int(np.argmin(base_risks))
-    best = base_risks[chosen]
-    base, base_risk = np.ravel(candidates[chosen].estimate), best
-    # the standard deviation of ‖noise‖²: σ²√(2d), √(2 Σ σᵢ⁴) with one σ per key
-    full = math.sqrt(2.0 * float(np.sum(np.broadcast_to(np.asarray(s) ** 4, arr.shape))))
+    chosen, best = first_choice, base_risk
     for i, cand in enumerate(challengers, start=len(baselines)):
-        risk = cand.risk
-        if risk is None or not math.isfinite(risk):
-            continue
-        guard = full
-        df = cand.params.get("df")
-        if cand.method == "trend_filter" and df is not None and math.isfinite(float(df)):
-            # with one σ per key: the first term's variance is 4 Σ σᵢ² (β̂ᵢ − b̂ᵢ)², the
-            # second is taken at the root mean σ⁴
-            var = np.broadcast_to(np.asarray(s) ** 2, arr.shape).ravel()
-            diff = np.ravel(cand.estimate) - base
-            first = 2.0 * math.sqrt(float(np.sum(var * diff * diff)))
-            second = 2.0 * math.sqrt(float(np.mean(var * var))) * math.sqrt(2.0 * float(df))
-            guard = min(full, first + second)
-        if risk < base_risk - margin * guard and risk < best:
-            chosen, best = i, risk
+        if _passes(cand, base, base_risk, full, margin, var) and float(cand.risk) < best:  # type: ignore[arg-type]
+            chosen, best = i, float(cand.risk)  # type: ignore[arg-type]
     winner = candidates[chosen]
     table = [{"method": c.method, "risk": c.risk, "params": _summary(c.params)} for c in candidates]
     params = dict(winner.params)
-    params.update({"candidates": table, "selected": chosen, "margin": margin})
+    params.update({"candidates": table, "selected": chosen, "margin": margin, "screen": screen})
+    if screened:
+        params["screened"] = screened
     if skipped:
         params["skipped"] = skipped
+    params["timing"] = timing
     return dataclasses.replace(winner, params=params)
+
+
+def _passes(
+    cand: Denoised,
+    base: np.ndarray,
+    base_risk: float,
+    full: float,
+    margin: float,
+    var: np.ndarray,
+) -> bool:
+    """Whether ``cand`` beats the best baseline by its guard (``auto``'s docstring)."""
+    risk = cand.risk
+    if risk is None or not math.isfinite(risk):
+        return False
+    guard = full
+    df = cand.params.get("df")
+    if cand.method == "trend_filter" and df is not None and math.isfinite(float(df)):
+        # with one σ per key: the first term's variance is 4 Σ σᵢ² (β̂ᵢ − b̂ᵢ)², the
+        # second is taken at the root mean σ⁴
+        diff = np.ravel(cand.estimate) - base
+        first = 2.0 * math.sqrt(float(np.sum(var * diff * diff)))
+        second = 2.0 * math.sqrt(float(np.mean(var * var))) * math.sqrt(2.0 * float(df))
+        guard = min(full, first + second)
+    return bool(risk < base_risk - margin * guard)
 
 
 def _reshaped(res: Denoised, shape: tuple[int, ...]) -> Denoised:
@@ -242,3 +394,176 @@ def _refit_reshaped(
     y: np.ndarray,
 ) -> Denoised:
     return _reshaped(refit(np.reshape(y, inner)), shape)
+
+
+def _is_chain(g: Graph) -> bool:
+    """``g`` is the path ``0 − 1 − … − (n−1)`` (order 0 there is the direct 1-D algorithm)."""
+    if g.m != g.n - 1 or g.n < 2:
+        return False
+    e = np.sort(g.edges, axis=1)
+    e = e[np.argsort(e[:, 0], kind="stable")]
+    return bool(np.all(e[:, 0] == np.arange(g.n - 1)) and np.all(e[:, 1] == e[:, 0] + 1))
+
+
+class _DfLowerBound:
+    """A lower bound on the df of ``trend_filter(y, ·, g, order)`` at any λ, without solving.
+
+    With ``Δ`` the operator (``D`` for order 0, ``L`` for order 1) the solution satisfies
+    ``y − β̂ = Δᵀû`` with ``‖û‖∞ ≤ λ``, so a row with ``(Δβ̂)_r = 0`` has
+    ``|(Δy)_r| = |(ΔΔᵀû)_r| ≤ λ κ_r``, ``κ_r = Σ_j |(ΔΔᵀ)_rj|``: every row with
+    ``|(Δy)_r| > λ κ_r`` is nonzero at the solution.  Order 1: ``df = |A| + c_Z ≥`` that
+    count (and ≥ the number of components).  Order 0: ``df`` is the number of components of
+    the graph of the fused edges, at least that of the graph without those rows.
+    """
+
+    def __init__(self, y: np.ndarray, g: Graph, order: int) -> None:
+        delta = g.incidence if order == 0 else g.laplacian
+        delta = sp.csr_matrix(delta)
+        self.dy = np.abs(delta @ y)
+        self.kappa = np.asarray(abs(delta @ delta.T).sum(axis=1)).ravel()
+        self.g, self.order = g, order
+        self.c = g.n_components
+        self.m = delta.shape[0]
+        # ‖Δ‖₂² ≤ the largest row sum of |ΔΔᵀ| (Gershgorin on the PSD ΔΔᵀ)
+        self.norm2 = float(self.kappa.max()) if self.kappa.size else 0.0
+
+    def __call__(self, lam: float) -> int:
+        active = self.dy > self.kappa * lam
+        if self.order == 1:
+            return max(int(np.count_nonzero(active)), self.c)
+        fused = self.g.edges[~active]
+        n = self.g.n
+        adj = sp.coo_matrix((np.ones(len(fused)), (fused[:, 0], fused[:, 1])), shape=(n, n))
+        return int(connected_components(adj, directed=False)[0])
+
+
+def _screen_trend_filter(
+    y: np.ndarray,
+    sigma: float,
+    g: Graph,
+    order: int,
+    best: float,
+    base_risk: float,
+    margin: float,
+    full: float,
+) -> tuple[bool, dict[str, Any]]:
+    """Whether order-``order`` trend filtering on ``g`` can be left out because it cannot be
+    chosen (``auto``'s docstring, "Screening"), and the record of why."""
+    d, s2 = y.size, sigma * sigma
+    record: dict[str, Any] = {"method": "trend_filter", "order": order, "threshold": best}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", TrendFilterConvergenceWarning)
+        top = trend_filter(y, sigma, g, order=order, lam=_HUGE_LAM)
+    lam_max = float(top.params["lam_max"])
+    if not (lam_max > 0.0 and math.isfinite(lam_max)):
+        record["reason"] = "y is in the null space (one solve): computed in full"
+        return False, record
+    n = _N_LAMBDAS
+    grid = lam_max * _LAM_MIN_RATIO[order] ** (np.arange(2 * n) / (n - 1))
+    df_bound = _DfLowerBound(y, g, order)
+    df_lb = np.array([df_bound(float(v)) for v in grid], dtype=np.float64)
+
+    def threshold(df: np.ndarray) -> np.ndarray:
+        # chosen at a λ of df ⇒ SURE < min(best, base − margin·guard), guard ≥ min(full, 2σ²√(2df))
+        guard = np.minimum(full, 2.0 * s2 * np.sqrt(2.0 * df))
+        return np.minimum(best, base_risk - margin * guard)
+
+    sure = np.full(2 * n, np.nan)  # SURE where solved
+    rss_lb = np.full(2 * n, np.nan)  # a lower bound on the exact solution's RSS there
+    df_at = df_lb.copy()
+    # λ_max (the path's first point) is the projection on the null space, solved exactly
+    sure[0] = float(top.risk)  # type: ignore[arg-type]
+    df_at[0] = float(top.params["df"])
+    rss_lb[0] = sure[0] + d * s2 - 2.0 * s2 * df_at[0]
+    probes = 0
+    for rnd in range(SCREEN_ROUNDS + 1):
+        solved = ~np.isnan(sure)
+        thr = threshold(df_at)
+        if np.any(solved & (sure < thr)):
+            record.update(reason="leader: its SURE at a probed λ is below the threshold")
+            record["probes"] = probes
+            return False, record
+        # RSS(λ) is nondecreasing in λ: at λ_j it is at least the RSS of any solved λ ≤ λ_j
+        floor = np.where(solved, rss_lb, 0.0)
+        floor = np.maximum.accumulate(floor[::-1])[::-1]
+        bound = np.where(solved, sure, floor + 2.0 * s2 * df_lb - d * s2)
+        open_ = np.flatnonzero(~solved & (bound < thr))
+        record["lower_bound"] = float(np.min(bound))
+        record["probes"] = probes
+        if open_.size == 0:
+            record["reason"] = (
+                f"cannot be chosen: SURE bounded above the threshold at all {2 * n} λ of its "
+                f"path ({probes} solved)"
+            )
+            return True, record
+        # Cost only (never a choice): the probes below help only if, even with every probed
+        # RSS at its largest possible value min(RSS(λ_max), ‖Δ‖² m λ²) (‖y − β̂‖ = ‖Δᵀû‖ ≤
+        # ‖Δ‖ ‖û‖) and every probed SURE above its threshold, the rounds left could close
+        # every λ; if not, the full path is computed now.
+        hope = np.minimum(rss_lb[0], df_bound.norm2 * df_bound.m * grid**2)
+        if rnd == SCREEN_ROUNDS or not _can_close(
+            solved, rss_lb, hope, df_lb, thr, d * s2, 2.0 * s2, SCREEN_ROUNDS - rnd
+        ):
+            record["reason"] = (
+                f"the bounds leave {open_.size} λ of its path open after {probes} solved: "
+                "computed in full"
+            )
+            return False, record
+        pick = open_[-SCREEN_PROBES:]  # the smallest λ: their RSS bounds every larger λ
+        if order > 0 and float(df_lb[pick].max()) > SCREEN_MAX_DF:
+            # a cold order-1 solve with a support this large costs more than the warm path
+            record["reason"] = (
+                f"its probes would have df ≥ {int(df_lb[pick].max())} > {SCREEN_MAX_DF}: "
+                "computed in full"
+            )
+            return False, record
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", TrendFilterConvergenceWarning)
+            res = trend_filter(
+                y,
+                sigma,
+                g,
+                order=order,
+                lam=np.concatenate([[lam_max], grid[pick]]),
+                max_iter=SCREEN_MAX_ITER,
+            )
+        probes += pick.size
+        path = res.params["path"]
+        # the path table is in decreasing λ: λ_max first, then pick in increasing index
+        gap = np.asarray(path["gap"][1:], dtype=np.float64)
+        if not np.all(gap <= 1e-6):
+            record["reason"] = "a probe did not converge: computed in full"
+            record["probes"] = probes
+            return False, record
+        objective = np.asarray(path["objective"][1:], dtype=np.float64)
+        rss = np.asarray(path["rss"][1:], dtype=np.float64)
+        slack = np.sqrt(2.0 * np.maximum(gap * objective, 0.0))
+        sure[pick] = np.asarray(path["sure"][1:], dtype=np.float64)
+        df_at[pick] = np.asarray(path["df"][1:], dtype=np.float64)
+        rss_lb[pick] = np.maximum(np.sqrt(rss) - slack, 0.0) ** 2
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _can_close(
+    solved: np.ndarray,
+    rss_lb: np.ndarray,
+    hope: np.ndarray,
+    df_lb: np.ndarray,
+    thr: np.ndarray,
+    noise: float,
+    two_s2: float,
+    rounds: int,
+) -> bool:
+    """Whether ``rounds`` rounds of probes could exclude every λ at best: each probe's RSS at
+    its upper bound ``hope`` and its SURE above its threshold (``_screen_trend_filter``)."""
+    solved, rss = solved.copy(), np.where(solved, rss_lb, 0.0)
+    for _ in range(rounds):
+        floor = np.maximum.accumulate(rss[::-1])[::-1]
+        open_ = np.flatnonzero(~solved & (floor + two_s2 * df_lb - noise < thr))
+        if open_.size == 0:
+            return True
+        pick = open_[-SCREEN_PROBES:]
+        solved[pick] = True
+        rss[pick] = hope[pick]
+    floor = np.maximum.accumulate(rss[::-1])[::-1]
+    return not np.any(~solved & (floor + two_s2 * df_lb - noise < thr))

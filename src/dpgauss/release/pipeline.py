@@ -539,7 +539,7 @@ def run_release(
         if not spec.privacy.secure:
             seed = spec.privacy.seed if spec.privacy.seed is not None else secrets.randbits(128)
         diag.seed = seed
-        columns, noise_info, den_info = _noise_and_denoise(plan, agg, seed)
+        columns, noise_info, den_info = _noise_and_denoise(plan, agg, seed, timing)
         timing["noise_denoise_s"] = time.perf_counter() - t
         _step("denoised")
 
@@ -594,6 +594,8 @@ def run_release(
     if extra:
         diag.delivery += extra
     timing["total_s"] = time.perf_counter() - t0
+    if timing.get("denoise_s") is not None and timing["total_s"] > 0:
+        timing["denoise_share"] = timing["denoise_s"] / timing["total_s"]
     diag_path = _write_diagnostics(plan, diag, charge_id)
     return ReleaseResult(
         columns,
@@ -697,8 +699,12 @@ def _release(cal: _Calibration, y: np.ndarray, spec: ReleaseSpec, seed: int | No
 
 
 def _noise_and_denoise(
-    plan: ReleasePlan, agg: Aggregate, seed: int | None
+    plan: ReleasePlan, agg: Aggregate, seed: int | None, timing: dict[str, float] | None = None
 ) -> tuple[dict[str, np.ndarray], dict[str, Any], dict[str, Any]]:
+    """The noisy release, its denoising and their columns.  ``timing`` (confidential: the
+    diagnostics) gets ``denoise_s``, the seconds in the denoiser and its error bars, and
+    ``auto`` candidates' own seconds (``denoise <candidate>_s``)."""
+    timing = {} if timing is None else timing
     spec, sens, cal, domain = plan.spec, plan.sensitivity, plan.calibration, plan.domain
     level = spec.output.level
     d = domain.size
@@ -727,8 +733,11 @@ def _noise_and_denoise(
         assert y is not None
         rel = _release(cal, y, spec, seed)
         values = np.asarray(rel.values, dtype=np.float64)
+        t = time.perf_counter()
         den = plan.denoiser(values, rel.sigma)
         bars = den.error_bars(rng=_post_rng((values, rel.sigma)))
+        timing["denoise_s"] = time.perf_counter() - t
+        _candidate_timing(timing, den)
         den_lower, den_upper = bars.interval(level)
         lower, upper = rel.interval(level)
         noise_info["sigma"] = rel.sigma
@@ -745,9 +754,20 @@ def _noise_and_denoise(
         }
         den_info = _den_info(den, bars, rel.sigma, d, level)
     else:
-        columns, den_info = _mean_columns(plan, agg, noise_info, seed)
+        columns, den_info = _mean_columns(plan, agg, noise_info, seed, timing)
     columns.update(domain.place_columns())
     return columns, noise_info, den_info
+
+
+def _candidate_timing(timing: dict[str, float], *results: Denoised) -> None:
+    """``auto``'s seconds per candidate (its ``params["timing"]``) into the confidential
+    timing, summed over the denoised parts."""
+    for res in results:
+        own = res.params.get("timing")
+        if isinstance(own, dict):
+            for name, seconds in own.items():
+                key = f"denoise {name}_s"
+                timing[key] = timing.get(key, 0.0) + float(seconds)
 
 
 def _post_rng(*released: tuple[np.ndarray, float]) -> np.random.Generator:
@@ -760,7 +780,8 @@ def _post_rng(*released: tuple[np.ndarray, float]) -> np.random.Generator:
 
 def _den_info(den: Denoised, bars: ErrorBars, sigma: float, d: int, level: float) -> dict[str, Any]:
     risk = bars.risk if bars.risk is not None else float("nan")
-    params = {k: v for k, v in den.params.items() if k != "candidates"}
+    # timings are confidential (the diagnostics): never in the public report
+    params = {k: v for k, v in den.params.items() if k not in ("candidates", "timing")}
     # SURE is unbiased but noisy; its standard deviation is that of the bootstrap
     # replicates' own SURE (dpgauss.denoise.intervals), 0 for an exact (linear) estimator.
     upper = bars.risk_upper(0.95)
@@ -792,7 +813,11 @@ def _den_info(den: Denoised, bars: ErrorBars, sigma: float, d: int, level: float
 
 
 def _mean_columns(
-    plan: ReleasePlan, agg: Aggregate, noise_info: dict[str, Any], seed: int | None
+    plan: ReleasePlan,
+    agg: Aggregate,
+    noise_info: dict[str, Any],
+    seed: int | None,
+    timing: dict[str, float],
 ) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     spec, sens, cal, domain = plan.spec, plan.sensitivity, plan.calibration, plan.domain
     d = domain.size
@@ -803,10 +828,13 @@ def _mean_columns(
     noisy = np.asarray(rel.values, dtype=np.float64)
     s_rel, c_rel = noisy[:d] * ds, noisy[d:] * dc
     sig_s, sig_c = rel.sigma * ds, rel.sigma * dc
+    t = time.perf_counter()
     den_s = plan.denoiser(s_rel, sig_s)
     den_c = plan.denoiser(c_rel, sig_c)
     post = _post_rng((s_rel, sig_s), (c_rel, sig_c))
     bars_s, bars_c = den_s.error_bars(rng=post), den_c.error_bars(rng=post)
+    timing["denoise_s"] = time.perf_counter() - t
+    _candidate_timing(timing, den_s, den_c)
     joint = (1.0 + spec.output.level) / 2.0  # each part at (1+level)/2: a union bound
     lo_b, hi_b = float(spec.statistic.lower), float(spec.statistic.upper)  # type: ignore[arg-type]
     m = (lo_b + hi_b) / 2.0

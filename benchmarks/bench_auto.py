@@ -1,0 +1,197 @@
+"""``denoise.auto`` with screening of the trend-filter candidates, against ``auto`` before it.
+
+Run from the repository root::
+
+    python benchmarks/bench_auto.py                     # every case, 1 round
+    python benchmarks/bench_auto.py --cases chain-js chain-tf --repeats 3
+    python benchmarks/bench_auto.py --release-rows 2000000
+
+"Before" is ``auto`` at commit 0e6d9e4 (no screening), checked out into ``--base`` (default
+``/tmp/autobase``: ``git clone -q . /tmp/autobase && git -C /tmp/autobase checkout -q
+0e6d9e4``); "after" is this tree's ``src``.  Each timing runs in its own subprocess (same
+interpreter; data generated from fixed seeds inside it), before and after interleaved in
+every round, so both see the same load on a shared machine; the ratio before/after is that
+of the medians.  Each line also says whether both chose the same candidate (method and
+order) and what ``after`` screened out.
+
+Cases:
+
+* ``chain-js``: a 4,000-bin ``range`` domain (a chain and its 1-D grid, as a release passes
+  it) with flat counts (multinomial: 2,500 ± 50 per bin, σ = 20): James–Stein wins;
+* ``chain-tf``: the same chain, 8 flat steps of 500 bins, σ = 1: trend filtering wins;
+* ``manhattan``: taxi pickups per Manhattan junction (``dpgauss.datasets``, 4,091 nodes),
+  σ = 5 (ε ≈ 1 at Δ = 1);
+* ``grid300``: a smooth 300 × 300 image with a step, σ = 1, grid shape only.
+
+``--release-rows N`` also times ``dpgauss release`` (``run_release``, DuckDB) of a bounded
+count over a 4,000-bin ``range`` domain on N generated rows (``after`` only) and prints the
+share of its wall time spent denoising (from the confidential diagnostics).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+WORKER = r"""
+import json, sys, time, warnings
+import numpy as np
+warnings.simplefilter("ignore")
+from dpgauss.denoise import auto, as_graph
+from dpgauss.denoise.structure import Structure
+
+def case(name):
+    if name.startswith("chain"):
+        d = 4000
+        rng = np.random.default_rng(17)
+        edges = np.stack([np.arange(d - 1), np.arange(1, d)], axis=1)
+        st = Structure(graph=as_graph(edges, d), grid=(d,))
+        if name == "chain-js":
+            theta = rng.multinomial(10_000_000, np.full(d, 1.0 / d)).astype(float)
+            return theta + 20.0 * rng.standard_normal(d), 20.0, st
+        theta = np.repeat(rng.normal(0.0, 3.0, 8), d // 8)
+        return theta + rng.standard_normal(d), 1.0, st
+    if name == "manhattan":
+        from dpgauss.datasets import load_manhattan_graph, load_trips, snap_to_nodes
+        graph = load_manhattan_graph()
+        trips = load_trips()
+        ok = trips.pickup_valid
+        node, _ = snap_to_nodes(graph, trips.pickup_lat[ok], trips.pickup_lon[ok], 200.0)
+        counts = np.bincount(node[node >= 0], minlength=graph.n).astype(np.float64)
+        rng = np.random.default_rng(18)
+        return counts + 5.0 * rng.standard_normal(graph.n), 5.0, as_graph(graph.edges, graph.n)
+    if name == "grid300":
+        u = np.linspace(0.0, 1.0, 300)
+        x, z = np.meshgrid(u, u, indexing="ij")
+        theta = 5.0 * np.sin(2 * np.pi * x) * np.cos(np.pi * z) + 3.0 * (x > 0.5)
+        rng = np.random.default_rng(19)
+        return theta + rng.standard_normal(theta.shape), 1.0, (300, 300)
+    raise SystemExit(f"unknown case {name}")
+
+y, sigma, st = case(sys.argv[1])
+t = time.perf_counter()
+res = auto(y, sigma, st)
+el = time.perf_counter() - t
+screened = [f"{r.get('name', r['method'])}: {r['reason']}"
+            for r in res.params.get("screened", [])]
+screening = sum(v for k, v in res.params.get("timing", {}).items() if "(screening)" in k)
+out = {"seconds": el, "method": res.method, "order": res.params.get("order"),
+       "screened": screened, "screening_s": screening}
+print(json.dumps(out))
+"""
+
+CASES = ("chain-js", "chain-tf", "manhattan", "grid300")
+
+
+def run(src: Path, name: str) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(src))
+    done = subprocess.run(
+        [sys.executable, "-c", WORKER, name], env=env, capture_output=True, text=True, check=False
+    )
+    if done.returncode:
+        raise SystemExit(f"{src} {name} failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def release(rows: int) -> dict:
+    """``run_release`` of a bounded count over a 4,000-bin range domain, ``after`` only."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dpgauss.release.pipeline import run_release
+    from dpgauss.release.spec import ReleaseSpec
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench_auto_"))
+    rng = np.random.default_rng(20)
+    units = max(rows // 10, 1)
+    pq.write_table(
+        pa.table(
+            {
+                "unit": rng.integers(0, units, rows, dtype=np.int64),
+                "zone": rng.integers(0, 4000, rows).astype(np.int32),
+            }
+        ),
+        tmp / "data.parquet",
+    )
+    spec = ReleaseSpec.from_dict(
+        {
+            "name": "bench",
+            "source": {"path": str(tmp / "data.parquet")},
+            "unit": {"column": "unit"},
+            "domain": {"kind": "range", "column": "zone", "start": 0, "stop": 4000},
+            "statistic": {"kind": "count"},
+            "bounds": {"max_records_per_unit": 5},
+            "privacy": {"epsilon": 1.0, "delta": 1e-6, "secure": True, "dataset": "bench"},
+            "denoise": {"method": "auto"},
+            "output": {"path": str(tmp / "out.csv")},
+        }
+    )
+    from dpgauss.release.ledger import Ledger
+
+    ledger = tmp / "budget.sqlite"
+    with Ledger(ledger) as led:
+        led.create_budget("bench", 10.0, 1e-5)
+    t = time.perf_counter()
+    res = run_release(spec, out=tmp / "out.csv", ledger=ledger)
+    wall = time.perf_counter() - t
+    return {
+        "wall": wall,
+        "timing": res.diagnostics["timing"],
+        "method": res.report["denoise"]["method"],
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cases", nargs="*", default=list(CASES), choices=CASES)
+    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--base", default="/tmp/autobase", help="a checkout of commit 0e6d9e4")
+    ap.add_argument("--release-rows", type=int, default=0)
+    args = ap.parse_args()
+    before_src, after_src = Path(args.base) / "src", ROOT / "src"
+    if not (before_src / "dpgauss").is_dir():
+        raise SystemExit(f"--base {args.base} has no src/dpgauss: clone and check out 0e6d9e4")
+    for name in args.cases:
+        b, a = [], []
+        for _ in range(args.repeats):
+            b.append(run(before_src, name))
+            a.append(run(after_src, name))
+        tb = statistics.median(r["seconds"] for r in b)
+        ta = statistics.median(r["seconds"] for r in a)
+        same = all(
+            (x["method"], x["order"]) == (y["method"], y["order"])
+            for x, y in zip(b, a, strict=True)
+        )
+        print(
+            f"{name:10s} before {tb:8.2f} s  after {ta:8.2f} s  ratio {tb / ta:6.2f}x  "
+            f"chosen {b[0]['method']}/{b[0]['order']} -> {a[0]['method']}/{a[0]['order']}  "
+            f"same={same}"
+        )
+        print(f"           after: screening took {a[0].get('screening_s', 0.0):.3f} s")
+        for line in a[0]["screened"]:
+            print(f"           screened: {line}")
+        sys.stdout.flush()
+    if args.release_rows:
+        sys.path.insert(0, str(after_src))
+        r = release(args.release_rows)
+        t = r["timing"]
+        print(
+            f"release {args.release_rows:,} rows, 4,000-bin range: wall {r['wall']:.2f} s, "
+            f"denoise {t.get('denoise_s', float('nan')):.2f} s "
+            f"(share {t.get('denoise_share', float('nan')):.1%}); chosen {r['method']}; "
+            f"timing {json.dumps({k: round(v, 3) for k, v in t.items()})}"
+        )
+
+
+if __name__ == "__main__":
+    main()

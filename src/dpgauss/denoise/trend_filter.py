@@ -1280,15 +1280,19 @@ def trend_filter(
         fits = [_identity_fit(op, yv, lam_spec if isinstance(lam_spec, float) else 0.0)]
         lam_max = 0.0
     else:
-        admm = _Solver(yv, op, float(tol_arr), max_iter)
         u_ls = _least_norm_dual(op, yv)
         lam_max = float(np.max(np.abs(u_ls))) if u_ls.size else 0.0
-        lattice = None
-        if grid and isinstance(op, _LatticeDifference):
-            lattice = _tv2d.LatticeTV(
-                yv, op.shape, float(tol_arr), min(max_iter, _LATTICE_MAX_ITER)
-            )
-        path = _Path(admm, lam_max, u_ls, exact=exact, chain=chain, lattice=lattice)
+
+        def new_path() -> _Path:
+            admm = _Solver(yv, op, float(tol_arr), max_iter)
+            lattice = None
+            if grid and isinstance(op, _LatticeDifference):
+                lattice = _tv2d.LatticeTV(
+                    yv, op.shape, float(tol_arr), min(max_iter, _LATTICE_MAX_ITER)
+                )
+            return _Path(admm, lam_max, u_ls, exact=exact, chain=chain, lattice=lattice)
+
+        path = new_path()
         if isinstance(lam_spec, float):
             fits = [path.solve(lam_spec)]
         elif lam_spec is not None:
@@ -1304,6 +1308,12 @@ def trend_filter(
         best = 0
     else:
         best = int(np.argmin(np.asarray(risks, dtype=np.float64)))
+        if grid and fits[best].lam > 0:
+            # The lattice solver is exact only up to its certified gap, and along the path
+            # it is warm-started: the chosen λ is solved again as a single λ is (a fresh
+            # start), so that the refit with λ frozen (the error bars) gives this very fit.
+            fits[best] = new_path().solve(fits[best].lam)
+            risks[best] = sure(fits[best])
     fit = fits[best]
     if not all(f.converged for f in fits):
         bad = [f.lam for f in fits if not f.converged]

@@ -124,6 +124,7 @@ from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
 
 from .._validation import REAL, as_real_array, check_interval
 from . import _graph_tv
+from ._tf_dual_newton import DualNewton
 from ._tf_order1 import ReorderedSPD, SupportSolver
 from ._tf_order1 import spd_lu as _spd_lu
 from ._tf_weighted import WeightedPath
@@ -179,6 +180,10 @@ _PDAS_LOCAL = 2
 # (λ_max grows with the order), extended while SURE still falls, at most to LAM_FLOOR.
 _LAM_MIN_RATIO = (1e-3, 1e-3, 1e-4)
 _LAM_FLOOR = 1e-12
+# Orders 1 and 2 by projected Newton on the dual (_tf_dual_newton) with solver="auto": on
+# banded operators (chains) of any size, on other graphs up to NEWTON_MAX_N nodes (each step
+# is a sparse LU of the augmented system there).
+_NEWTON_MAX_N = 50_000
 
 
 class TrendFilterConvergenceWarning(UserWarning):
@@ -1248,6 +1253,7 @@ def trend_filter(
         r = yv - fit.beta
         return float(r @ r) - yv.size * s**2 + 2.0 * s**2 * fit.df
 
+    newton: DualNewton | None = None
     if g.m == 0 or yv.size == 0:  # no differences: β̂ = y
         fits = [_identity_fit(op, yv, lam_spec if isinstance(lam_spec, float) else 0.0)]
         lam_max = 0.0
@@ -1255,7 +1261,8 @@ def trend_filter(
         admm = _Solver(yv, op, float(tol_arr), max_iter)
         u_ls = _least_norm_dual(op, yv)
         lam_max = float(np.max(np.abs(u_ls))) if u_ls.size else 0.0
-        path = _Path(admm, lam_max, u_ls, exact=exact, chain=chain)
+        newton = _dual_newton(op, yv) if solver == "auto" and k > 0 else None
+        path = _Path(admm, lam_max, u_ls, exact=exact, chain=chain, newton=newton)
         if isinstance(lam_spec, float):
             fits = [path.solve(lam_spec)]
         elif lam_spec is not None:
@@ -1293,6 +1300,12 @@ def trend_filter(
         "algorithm": f"ADMM + polishing ({op.kind})",
     }
     rounds = int(sum(f.rounds for f in fits))
+    if k > 0 and solver == "auto" and any(f.rounds > 0 for f in fits):
+        kind = "banded LU" if newton is not None and newton.banded else "sparse LU"
+        params["algorithm"] = f"projected Newton on the dual ({kind})"
+        params["rounds"] = rounds
+        if any(f.iterations > 0 for f in fits):
+            params["algorithm"] += f"; ADMM + polishing ({op.kind}) where not certified"
     if exact:
         params["algorithm"] = (
             "direct 1-D TV (Condat 2013)" if chain else "minimum-cut decomposition (push-relabel)"
@@ -1320,6 +1333,22 @@ def trend_filter(
         sigma=s,
         refit=refit if s is not None else None,
     )
+
+
+def _dual_newton(op: _Operator, y: np.ndarray) -> DualNewton | None:
+    """The projected-Newton dual solver for orders 1 and 2 (:mod:`._tf_dual_newton`), or
+    None where it does not apply: order 2 off forests (its rows are dependent there), and
+    graphs of more than ``_NEWTON_MAX_N`` nodes whose operator is not banded."""
+    comp = op.components
+    n_comp = int(comp.max()) + 1
+    if op.order == 2 and op.m != op.n - n_comp:
+        return None
+    if op.order not in (1, 2):
+        return None
+    newton = DualNewton(op.matrix, y, comp, ground_rows=op.order == 1)
+    if not newton.banded and op.n > _NEWTON_MAX_N:
+        return None
+    return newton
 
 
 def _sure_path(
@@ -1471,8 +1500,11 @@ class _Path:
         u_ls: np.ndarray,
         exact: bool = False,
         chain: bool = False,
+        newton: DualNewton | None = None,
     ) -> None:
         self.solver = solver
+        self.newton = newton  # orders 1 and 2: projected Newton on the dual
+        self.dual: tuple[float, np.ndarray] = (lam_max, u_ls)  # its last (λ, u)
         self.lam_max = lam_max
         self.u_ls = u_ls
         self.state: _State | None = None
@@ -1501,6 +1533,10 @@ class _Path:
             fit = self.solve_exact(lam)
             if fit is not None:
                 return fit
+        if self.newton is not None:
+            fit = self.solve_newton(lam)
+            if fit is not None:
+                return fit
         if self.state is None:
             self.state = solver.initial_state(lam)
         elif self.previous is not None:
@@ -1513,6 +1549,36 @@ class _Path:
             self.state.log2_rho += round(shift)
         self.previous = lam
         return solver.solve(lam, self.state)
+
+    def solve_newton(self, lam: float) -> _Fit | None:
+        """Orders 1 and 2 by projected Newton on the dual (:mod:`._tf_dual_newton`), from
+        the last λ's dual point scaled by the ratio of the λ; None (ADMM takes over) unless
+        its duality gap is within ``tol``."""
+        assert self.newton is not None
+        solver, op = self.solver, self.solver.op
+        last_lam, last_u = self.dual
+        start = last_u * (lam / last_lam) if last_lam > 0 else last_u
+        res = self.newton.solve(lam, start, solver.tol)
+        if res is None or not res.gap <= solver.tol * max(res.primal, 1e-300):
+            return None
+        self.dual = (lam, res.u)
+        self.previous = lam
+        zero = solver.zero_rows(res.dbeta, res.free)
+        sign = np.where(zero, 0.0, np.sign(res.dbeta))
+        # an ADMM fallback at the next λ starts from this solution
+        self.state = _State(res.dbeta, res.u.copy(), solver.initial_state(lam).log2_rho, sign)
+        return _Fit(
+            lam=lam,
+            beta=res.beta,
+            zero=zero,
+            df=_degrees_of_freedom(op, zero),
+            objective=res.primal,
+            gap=res.gap / max(res.primal, 1e-300),
+            iterations=0,
+            converged=True,
+            polished=res.exact,
+            rounds=res.steps,
+        )
 
     def solve_exact(self, lam: float) -> _Fit | None:
         """Order 0 exactly: on a chain by the direct 1-D algorithm, otherwise by the

@@ -1,0 +1,263 @@
+"""Trend filtering of orders 1 and 2 by projected Newton on the box-constrained dual.
+
+The dual of ``min_β ½‖y − β‖² + λ‖Δβ‖₁`` is
+
+    min_u f(u) = ½‖y − Δᵀu‖²   subject to   |u| ≤ λ,        β = y − Δᵀu,      (1)
+
+with ``−∇f(u) = Δβ``.  It is solved by the projected Newton method of Bertsekas
+("Projected Newton methods for optimization problems with simple constraints", SIAM J.
+Control Optim. 20(2), 1982): with the *binding* rows
+
+    I = {r : u_r ≥ λ − ε, (Δβ)_r > 0} ∪ {r : u_r ≤ −λ + ε, (Δβ)_r < 0}
+
+and the free rows ``F``, the direction is the Newton step of ``f`` on ``F``,
+``(Δ_F Δ_Fᵀ) d_F = (Δβ)_F``, and a scaled gradient step on ``I``; the step is projected onto
+the box and backtracked (Armijo).  Once ``I`` is the binding set of the solution a full
+step lands exactly on the minimiser of the face, so the iteration ends on the *exact*
+solution for that support: ``β = Π_{null(Δ_F)}(y − λΔ_Iᵀs)`` with its multipliers ``u_F``
+(the polished solution of :mod:`.trend_filter`).
+
+The Newton system is never formed as ``Δ_F Δ_Fᵀ`` (its condition number grows like
+``n^{2(k+1)}`` on a chain: 10¹⁸ for order 2 on 4,000 nodes); it is solved as the augmented
+system
+
+    [ I    Δ_Fᵀ ] [x]   [β]
+    [ Δ_F  0    ] [d] = [0],                                                   (2)
+
+whose condition number is only that of ``Δ_F``.  With the unknowns interleaved by position
+(node ``i``, then the rows of ``Δ`` centred at ``i``), (2) is banded when ``Δ`` is (a chain
+labelled in order: half-bandwidth 3 for orders 1 and 2), and is solved by banded LU with
+partial pivoting (LAPACK ``gbsv``) in ``O(n)``; otherwise by a sparse LU (SuperLU).  No
+dense factorisation is made, and nothing is cached across λ except the dual point, which
+(scaled by the ratio of the λ) warm-starts the next λ of a path: the supports of
+neighbouring λ are close, so a few Newton steps suffice.
+
+(2) needs ``Δ_F`` of full row rank.  For order 1 (``Δ = L``) a component's rows are
+dependent only when all of them are free (``Lᵀ1 = 0`` there): one row of each such
+component (its *ground*) is then held fixed, which changes nothing since ``f`` is constant
+along ``1_c``.  For order 2 (``Δ = DL``, rows ↔ edges) the rows are independent exactly on
+a forest (``m = n − c``), so order 2 is solved here only on forests.
+
+Certification: ``u`` is dual feasible, so ``P(β) − D(u)`` with ``D(u) = ½‖y‖² − ½‖y − Δᵀu‖²``
+bounds the suboptimality of ``β``.  The primal point is the ``x`` of (2) at the last full
+step (``Π_{null(Δ_F)}`` of the current ``y − Δᵀu``), not ``y − Δᵀu`` itself: for large λ
+``|u| ≫ |β|`` and ``Δ(y − Δᵀu)`` on ``F`` is rounding of the size ``ε‖Δ‖²‖u‖``, which
+``λ‖·‖₁`` would multiply into a gap of relative size 10⁻³ on a 4,000-node chain, while
+``Δ_F x`` vanishes to rounding relative to ``|β|``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+__all__ = ["DualNewton", "DualSolution"]
+
+_DEBUG = False
+_MAX_STEPS = 200  # Newton steps per λ
+_MAX_BACKTRACK = 40
+_ARMIJO = 1e-4
+_EPS_BOUND = 1e-3  # ε of the binding set, relative to λ (Bertsekas's ε̄)
+_MAX_BAND = 16  # solve (2) as a banded system when its half-bandwidth is at most this
+_EXACT_GAP = 1e-13  # relative gap at which the current point is accepted without a face step
+
+
+@dataclass
+class DualSolution:
+    beta: np.ndarray
+    u: np.ndarray  # the dual point, |u| ≤ λ
+    dbeta: np.ndarray  # Δβ
+    free: np.ndarray  # rows of F (zero rows of Δβ on the exact face)
+    primal: float
+    gap: float  # absolute duality gap P(β) − D(u)
+    steps: int
+    exact: bool  # ended by a full, unclipped Newton step onto a face satisfying the KKT signs
+
+
+class DualNewton:
+    """Projected Newton on (1) for one operator ``Δ`` (an ``m × n`` sparse matrix)."""
+
+    def __init__(
+        self,
+        matrix: sp.spmatrix,
+        y: np.ndarray,
+        components: np.ndarray,
+        ground_rows: bool,
+    ) -> None:
+        mat = sp.csr_matrix(matrix, dtype=np.float64)
+        mat.eliminate_zeros()
+        self.matrix = mat
+        self.matrix_t = sp.csr_matrix(mat.T)
+        self.m, self.n = mat.shape
+        self.y = np.asarray(y, dtype=np.float64)
+        self.half_yy = 0.5 * float(self.y @ self.y)
+        self.diag_q = np.asarray(mat.multiply(mat).sum(axis=1)).ravel()
+        coo = mat.tocoo()
+        self.e_row = coo.row.astype(np.int64)
+        self.e_col = coo.col.astype(np.int64)
+        self.e_val = coo.data.astype(np.float64)
+        # grounds (order 1, Δ = L with rows ↔ nodes): the first row of each component
+        self.ground_rows = ground_rows
+        if ground_rows:
+            comp = np.asarray(components, dtype=np.int64)
+            n_comp = int(comp.max()) + 1 if comp.size else 0
+            first = np.full(n_comp, -1, dtype=np.int64)
+            first[comp[::-1]] = np.arange(comp.size)[::-1]
+            self.comp = comp
+            self.n_comp = n_comp
+            self.first = first
+        # interleaved order: node i at key i, row r at the mean column of its entries
+        count = np.bincount(self.e_row, minlength=self.m).astype(np.float64)
+        centre = np.bincount(self.e_row, weights=self.e_col.astype(np.float64), minlength=self.m)
+        centre = np.where(count > 0, centre / np.maximum(count, 1.0), 0.0)
+        keys = np.concatenate([np.arange(self.n, dtype=np.float64), centre + 0.25])
+        self.order_pos = np.empty(self.n + self.m, dtype=np.int64)
+        self.order_pos[np.argsort(keys, kind="stable")] = np.arange(self.n + self.m)
+        span = np.abs(self.order_pos[self.e_row + self.n] - self.order_pos[self.e_col])
+        self.banded = bool(span.size == 0 or int(span.max()) <= _MAX_BAND)
+
+    # objective pieces --------------------------------------------------------------------
+    def beta_of(self, u: np.ndarray) -> np.ndarray:
+        return self.y - self.matrix_t @ u
+
+    # the Newton system (2) ------------------------------------------------------------------
+    def newton(
+        self, beta: np.ndarray, rows: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(d, x)`` with ``(Δ_R Δ_Rᵀ) d = (Δβ)_R`` for the rows ``R`` (their indices,
+        increasing) and ``x = β − Δ_Rᵀd = Π_{null(Δ_R)} β``, through the augmented system
+        (2); None if numerically singular."""
+        n = self.n
+        if rows.size == 0:
+            return np.zeros(0), beta.copy()
+        keep_row = np.zeros(self.m, dtype=bool)
+        keep_row[rows] = True
+        ent = keep_row[self.e_row]
+        er, ec, ev = self.e_row[ent], self.e_col[ent], self.e_val[ent]
+        size = n + rows.size
+        if self.banded:
+            kept = np.ones(n + self.m, dtype=bool)
+            kept[n:] = keep_row
+            full = np.zeros(n + self.m, dtype=bool)
+            full[self.order_pos[kept]] = True
+            rank = np.cumsum(full) - 1
+            pos = np.full(n + self.m, -1, dtype=np.int64)
+            pos[kept] = rank[self.order_pos[kept]]
+            pr, pc = pos[n + er], pos[ec]
+            band = int(np.abs(pr - pc).max()) if pr.size else 0
+            ab = np.zeros((2 * band + 1, size))
+            node_pos = pos[:n]
+            ab[band, node_pos] = 1.0
+            ab[band + pr - pc, pc] = ev  # A[pr, pc] (the row block)
+            ab[band + pc - pr, pr] = ev  # A[pc, pr] (its transpose)
+            rhs = np.zeros(size)
+            rhs[node_pos] = beta
+            try:
+                sol = sla.solve_banded((band, band), ab, rhs, check_finite=False)
+            except (np.linalg.LinAlgError, ValueError):
+                return None
+            d = sol[pos[n + rows]]
+            x = sol[node_pos]
+        else:
+            local = np.full(self.m, -1, dtype=np.int64)
+            local[rows] = np.arange(rows.size)
+            lr = n + local[er]
+            r_idx = np.concatenate([np.arange(n), lr, ec])
+            c_idx = np.concatenate([np.arange(n), ec, lr])
+            vals = np.concatenate([np.ones(n), ev, ev])
+            aug = sp.csc_matrix((vals, (r_idx, c_idx)), shape=(size, size))
+            try:
+                lu = spla.splu(aug)
+            except RuntimeError:
+                return None
+            rhs = np.concatenate([beta, np.zeros(rows.size)])
+            sol = lu.solve(rhs)
+            d, x = sol[n:], sol[:n]
+        if not (np.all(np.isfinite(d)) and np.all(np.isfinite(x))):
+            return None
+        return d, x
+
+    # one λ ------------------------------------------------------------------------------
+    def solve(self, lam: float, u0: np.ndarray, tol: float) -> DualSolution | None:
+        """The solution of (1) from the start ``u0`` (clipped into the box); None if no
+        point with relative gap ``≤ tol`` was reached."""
+        u = np.clip(np.asarray(u0, dtype=np.float64), -lam, lam)
+        beta = self.beta_of(u)
+        dbeta = self.matrix @ beta
+        f = 0.5 * float(beta @ beta)
+        best: DualSolution | None = None
+        steps = 0
+        for steps in range(1, _MAX_STEPS + 1):
+            # binding set with Bertsekas's ε (scaled gradient step as the measure)
+            step = np.clip(u + dbeta / np.maximum(self.diag_q, 1e-300), -lam, lam) - u
+            eps = min(_EPS_BOUND * lam, float(np.max(np.abs(step))) if step.size else 0.0)
+            binding = ((u >= lam - eps) & (dbeta > 0)) | ((u <= -lam + eps) & (dbeta < 0))
+            free = ~binding
+            solve_rows = free.copy()
+            if self.ground_rows:
+                has_bound = np.bincount(
+                    self.comp, weights=binding.astype(np.float64), minlength=self.n_comp
+                )
+                solve_rows[self.first[has_bound == 0]] = False
+            rows = np.flatnonzero(solve_rows)
+            d = np.zeros(self.m)
+            solved = self.newton(beta, rows)
+            if solved is None:
+                return best
+            dn, face = solved
+            d[rows] = dn
+            if self.ground_rows and np.any(has_bound == 0):
+                # f is constant along 1_c on a component without binding rows: shift the
+                # step so that u + d is centred in the box there (fewer rows clipped)
+                target = u + d
+                hi = np.full(self.n_comp, -np.inf)
+                lo = np.full(self.n_comp, np.inf)
+                np.maximum.at(hi, self.comp, target)
+                np.minimum.at(lo, self.comp, target)
+                shift = np.where(has_bound == 0, -(hi + lo) / 2, 0.0)
+                d += shift[self.comp]
+            d[binding] = dbeta[binding] / np.maximum(self.diag_q[binding], 1e-300)
+            # projected Armijo search on f
+            slope_free = float(dbeta[rows] @ dn)
+            alpha = 1.0
+            accepted = False
+            for _ in range(_MAX_BACKTRACK):
+                cand = np.clip(u + alpha * d, -lam, lam)
+                beta_c = self.beta_of(cand)
+                f_c = 0.5 * float(beta_c @ beta_c)
+                decrease = alpha * slope_free + float(dbeta[binding] @ (cand - u)[binding])
+                if f - f_c >= _ARMIJO * decrease - 1e-15 * max(abs(f), 1.0):
+                    accepted = True
+                    break
+                alpha *= 0.5
+            if _DEBUG:
+                print("step", steps, "bind", int(binding.sum()), "alpha", alpha, "f", f, f_c, "eps", eps)
+            if not accepted:
+                return best
+            clipped = alpha != 1.0 or bool(np.any(np.abs(u[rows] + d[rows]) > lam))
+            u, beta, f = cand, beta_c, f_c
+            dbeta = self.matrix @ beta
+            # a full, unclipped step on the face with the binding rows at their bounds is
+            # the face's exact minimiser; it is the solution when their signs are right.
+            # Its primal point is then taken from (2) (``x``, on the face to rounding),
+            # not as y − Δᵀu, which cancels (|u| ≫ |β| for large λ).
+            on_face = not clipped and bool(np.all(np.abs(u[binding]) == lam))
+            primal_beta = face if on_face else beta
+            dprimal = self.matrix @ primal_beta if on_face else dbeta
+            r = self.y - primal_beta
+            primal = 0.5 * float(r @ r) + lam * float(np.abs(dprimal).sum())
+            gap = max(primal - (self.half_yy - f), 0.0)
+            signs_ok = bool(np.all(u[binding] * dbeta[binding] >= 0.0))
+            exact = on_face and signs_ok and gap <= tol * max(primal, 1e-300)
+            sol = DualSolution(primal_beta, u, dprimal, free, primal, gap, steps, exact)
+            if best is None or gap < best.gap:
+                best = sol
+            if exact or gap <= _EXACT_GAP * max(primal, 1e-300):
+                return sol
+        if best is not None and best.gap <= tol * max(best.primal, 1e-300):
+            return best
+        return None

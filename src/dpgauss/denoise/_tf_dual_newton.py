@@ -58,7 +58,8 @@ import scipy.sparse.linalg as spla
 __all__ = ["DualNewton", "DualSolution"]
 
 _DEBUG = False
-_MAX_STEPS = 200  # Newton steps per λ
+_MAX_STEPS = 200  # projected Newton steps per λ
+_PDAS_STEPS = 30  # active-set steps per λ before projected Newton takes over
 _MAX_BACKTRACK = 40
 _ARMIJO = 1e-4
 _EPS_BOUND = 1e-3  # ε of the binding set, relative to λ (Bertsekas's ε̄)
@@ -117,6 +118,11 @@ class DualNewton:
         keys = np.concatenate([np.arange(self.n, dtype=np.float64), centre + 0.25])
         self.order_pos = np.empty(self.n + self.m, dtype=np.int64)
         self.order_pos[np.argsort(keys, kind="stable")] = np.arange(self.n + self.m)
+        # rows sharing a node (and each row itself): the neighbourhoods of the PDAS rule
+        pattern = abs(mat) @ abs(mat).T + sp.identity(self.m, format="csr")
+        pattern = sp.csr_matrix(pattern)
+        self.nb_ptr = pattern.indptr[:-1].copy()
+        self.nb_idx = pattern.indices.copy()
         span = np.abs(self.order_pos[self.e_row + self.n] - self.order_pos[self.e_col])
         self.banded = bool(span.size == 0 or int(span.max()) <= _MAX_BAND)
 
@@ -181,11 +187,91 @@ class DualNewton:
             return None
         return d, x
 
+    def _grounds(self, fixed: np.ndarray) -> np.ndarray:
+        """Order 1: components without a fixed row (their first rows are held fixed)."""
+        has = np.bincount(self.comp, weights=fixed.astype(np.float64), minlength=self.n_comp)
+        return has == 0
+
+    def _centre(self, u: np.ndarray, loose: np.ndarray) -> np.ndarray:
+        """Shift ``u`` by a constant on each component in ``loose`` (where ``f`` is constant
+        along ``1_c``) so that it is centred in the box there."""
+        hi = np.full(self.n_comp, -np.inf)
+        lo = np.full(self.n_comp, np.inf)
+        np.maximum.at(hi, self.comp, u)
+        np.minimum.at(lo, self.comp, u)
+        return u + np.where(loose, -(hi + lo) / 2, 0.0)[self.comp]
+
+    def face(
+        self, lam: float, sign: np.ndarray, u_start: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """The minimiser of ``f`` with ``u_A = λ s_A`` (``A``: ``sign ≠ 0``) and the other
+        rows free: ``(u, x)`` with ``x = y − Δᵀu`` from (2); None if singular."""
+        u = np.where(sign != 0, lam * sign, u_start)
+        fixed = sign != 0
+        solve_rows = ~fixed
+        loose = None
+        if self.ground_rows:
+            loose = self._grounds(fixed)
+            solve_rows = solve_rows.copy()
+            solve_rows[self.first[loose]] = False
+        rows = np.flatnonzero(solve_rows)
+        solved = self.newton(self.beta_of(u), rows)
+        if solved is None:
+            return None
+        d, x = solved
+        u[rows] += d
+        if loose is not None and loose.any():
+            u = self._centre(u, loose)
+        return u, x
+
+    def pdas(self, lam: float, u0: np.ndarray, tol: float) -> DualSolution | np.ndarray:
+        """Primal-dual active set (Hintermüller, Ito & Kunisch 2002) from the support of
+        ``u0`` (its rows at ``±λ``): solve the face, then drop the rows whose jump has the
+        wrong sign and add the rows whose multiplier left the box, only those whose
+        violation is the largest among the rows sharing a node with them (a bulge of
+        ``|u| > λ`` is one new kink, not many).  Returns the exact solution, or (on
+        cycling or too many steps) a box-feasible point to start projected Newton from."""
+        sign = np.where(np.abs(u0) >= lam, np.sign(u0), 0.0)
+        u = np.asarray(u0, dtype=np.float64)
+        seen = {sign.tobytes()}
+        for step in range(1, _PDAS_STEPS + 1):
+            solved = self.face(lam, sign, u)
+            if solved is None:
+                break
+            u, x = solved
+            dx = self.matrix @ x
+            over = np.abs(u) - lam
+            fixed = sign != 0
+            wrong = fixed & (sign * dx < 0)
+            enter = ~fixed & (over > 0)
+            if not wrong.any() and not enter.any():
+                r = self.y - x
+                primal = 0.5 * float(r @ r) + lam * float(np.abs(dx).sum())
+                bu = self.beta_of(u)
+                gap = max(primal - (self.half_yy - 0.5 * float(bu @ bu)), 0.0)
+                if gap <= tol * max(primal, 1e-300):
+                    return DualSolution(x, u, dx, ~fixed, primal, gap, step, True)
+                break
+            score = np.where(enter, over, 0.0)
+            best = np.maximum.reduceat(score[self.nb_idx], self.nb_ptr)
+            enter &= score >= best
+            new = np.where(wrong, 0.0, sign)
+            new[enter] = np.sign(u[enter])
+            if new.tobytes() in seen:
+                break
+            seen.add(new.tobytes())
+            sign = new
+        return np.clip(u, -lam, lam)
+
     # one λ ------------------------------------------------------------------------------
     def solve(self, lam: float, u0: np.ndarray, tol: float) -> DualSolution | None:
-        """The solution of (1) from the start ``u0`` (clipped into the box); None if no
-        point with relative gap ``≤ tol`` was reached."""
-        u = np.clip(np.asarray(u0, dtype=np.float64), -lam, lam)
+        """The solution of (1) from the start ``u0`` (clipped into the box): PDAS, then
+        projected Newton if it does not finish; None if no point with relative gap
+        ``≤ tol`` was reached."""
+        start = self.pdas(lam, np.clip(np.asarray(u0, dtype=np.float64), -lam, lam), tol)
+        if isinstance(start, DualSolution):
+            return start
+        u = start
         beta = self.beta_of(u)
         dbeta = self.matrix @ beta
         f = 0.5 * float(beta @ beta)

@@ -48,6 +48,7 @@ step (``Π_{null(Δ_F)}`` of the current ``y − Δᵀu``), not ``y − Δᵀu``
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,7 +65,9 @@ _MAX_BACKTRACK = 40
 _ARMIJO = 1e-4
 _EPS_BOUND = 1e-3  # ε of the binding set, relative to λ (Bertsekas's ε̄)
 _MAX_BAND = 16  # solve (2) as a banded system when its half-bandwidth is at most this
-_EXACT_GAP = 1e-13  # relative gap at which the current point is accepted without a face step
+_EXACT_GAP = 1e-13
+_REFINE = 4  # refinement steps of the banded normal equations
+_FACE_RESIDUAL = 1e-13  # accept |Δ_R x| ≤ this × max|Δ|² × max(|x|, |β|)  # relative gap at which the current point is accepted without a face step
 
 
 @dataclass
@@ -125,6 +128,16 @@ class DualNewton:
         self.nb_idx = pattern.indices.copy()
         span = np.abs(self.order_pos[self.e_row + self.n] - self.order_pos[self.e_col])
         self.banded = bool(span.size == 0 or int(span.max()) <= _MAX_BAND)
+        # Q = ΔΔᵀ in LAPACK's lower band storage, when it is banded in the row order
+        gram = sp.csr_matrix(mat @ mat.T).tocoo()
+        below = gram.row - gram.col
+        self.q_band: np.ndarray | None = None
+        if below.size and int(np.abs(below).max()) <= _MAX_BAND:
+            width = int(np.abs(below).max())
+            band = np.zeros((width + 1, self.m))
+            low = below >= 0
+            band[below[low], gram.col[low]] = gram.data[low]
+            self.q_band = band
 
     # objective pieces --------------------------------------------------------------------
     def beta_of(self, u: np.ndarray) -> np.ndarray:
@@ -140,6 +153,10 @@ class DualNewton:
         n = self.n
         if rows.size == 0:
             return np.zeros(0), beta.copy()
+        if self.q_band is not None:
+            fast = self._normal(beta, rows)
+            if fast is not None:
+                return fast
         keep_row = np.zeros(self.m, dtype=bool)
         keep_row[rows] = True
         ent = keep_row[self.e_row]
@@ -186,6 +203,50 @@ class DualNewton:
         if not (np.all(np.isfinite(d)) and np.all(np.isfinite(x))):
             return None
         return d, x
+
+    def _normal(
+        self, beta: np.ndarray, rows: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray] | None:
+        """(2) through the normal equations ``Q_RR d = (Δβ)_R`` (banded Cholesky, LAPACK
+        ``pbsv``), refined on the residual ``Δ_R x`` of the face, which must vanish; None
+        (the augmented system is used) if Cholesky fails or the refinement stalls (the
+        condition number of ``Q_RR`` near ``1/ε``: long segments without active rows)."""
+        assert self.q_band is not None
+        width = self.q_band.shape[0] - 1
+        size = rows.size
+        band = np.zeros((width + 1, size))
+        for k in range(width + 1):
+            if k >= size:
+                break
+            dist = rows[k:] - rows[: size - k]
+            ok = dist <= width
+            band[k, : size - k][ok] = self.q_band[dist[ok], rows[: size - k][ok]]
+        try:
+            chol = sla.cholesky_banded(band, lower=True, check_finite=False)
+        except (np.linalg.LinAlgError, ValueError):
+            return None
+        mat_r = self.matrix[rows]
+        d = sla.cho_solve_banded((chol, True), mat_r @ beta, check_finite=False)
+        full = np.zeros(self.m)
+        full[rows] = d
+        x = beta - self.matrix_t @ full
+        floor = _FACE_RESIDUAL * float(np.max(np.abs(self.e_val))) ** 2 * max(
+            float(np.max(np.abs(x))), float(np.max(np.abs(beta))), 1e-300
+        )
+        size_res = math.inf
+        for _ in range(_REFINE + 1):
+            res = mat_r @ x
+            new = float(np.max(np.abs(res)))
+            if new <= floor:
+                return d, x
+            if new > 0.5 * size_res:
+                return None
+            size_res = new
+            delta = sla.cho_solve_banded((chol, True), res, check_finite=False)
+            d += delta
+            full[rows] = delta
+            x -= self.matrix_t @ full
+        return None
 
     def _grounds(self, fixed: np.ndarray) -> np.ndarray:
         """Order 1: components without a fixed row (their first rows are held fixed)."""

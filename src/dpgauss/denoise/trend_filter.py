@@ -1301,7 +1301,7 @@ def trend_filter(
     }
     rounds = int(sum(f.rounds for f in fits))
     if k > 0 and solver == "auto" and any(f.rounds > 0 for f in fits):
-        kind = "banded LU" if newton is not None and newton.banded else "sparse LU"
+        kind = "banded" if newton is not None and newton.banded else "sparse LU"
         params["algorithm"] = f"projected Newton on the dual ({kind})"
         params["rounds"] = rounds
         if any(f.iterations > 0 for f in fits):

@@ -58,15 +58,15 @@ import scipy.sparse.linalg as spla
 
 __all__ = ["DualNewton", "DualSolution"]
 
-_DEBUG = False
 _MAX_STEPS = 200  # projected Newton steps per λ
+_PDAS_ENTER = 0.25  # at most this fraction of the support enters per PDAS step
 _PDAS_STEPS = 30  # active-set steps per λ before projected Newton takes over
 _MAX_BACKTRACK = 40
 _ARMIJO = 1e-4
 _EPS_BOUND = 1e-3  # ε of the binding set, relative to λ (Bertsekas's ε̄)
 _MAX_BAND = 16  # solve (2) as a banded system when its half-bandwidth is at most this
 _EXACT_GAP = 1e-13
-_REFINE = 4  # refinement steps of the banded normal equations
+_REFINE = 6  # refinement steps of the banded normal equations
 _FACE_RESIDUAL = 1e-13  # accept |Δ_R x| ≤ this × max|Δ|² × max(|x|, |β|)  # relative gap at which the current point is accepted without a face step
 
 
@@ -233,20 +233,24 @@ class DualNewton:
         floor = _FACE_RESIDUAL * float(np.max(np.abs(self.e_val))) ** 2 * max(
             float(np.max(np.abs(x))), float(np.max(np.abs(beta))), 1e-300
         )
+        # refine while the residual halves (down to rounding: λ‖Δ_F x‖₁ enters the gap,
+        # and λ may be 10⁸ times |x|), then accept if it is below the floor
         size_res = math.inf
+        best: tuple[np.ndarray, np.ndarray] | None = None
         for _ in range(_REFINE + 1):
             res = mat_r @ x
             new = float(np.max(np.abs(res)))
-            if new <= floor:
-                return d, x
             if new > 0.5 * size_res:
-                return None
+                break
+            best = (d.copy(), x.copy())
             size_res = new
+            if new == 0.0:
+                break
             delta = sla.cho_solve_banded((chol, True), res, check_finite=False)
             d += delta
             full[rows] = delta
             x -= self.matrix_t @ full
-        return None
+        return best if best is not None and size_res <= floor else None
 
     def _grounds(self, fixed: np.ndarray) -> np.ndarray:
         """Order 1: components without a fixed row (their first rows are held fixed)."""
@@ -316,8 +320,13 @@ class DualNewton:
             score = np.where(enter, over, 0.0)
             best = np.maximum.reduceat(score[self.nb_idx], self.nb_ptr)
             enter &= score >= best
+            # at most a quarter of the support enters at once, worst first (full steps
+            # overshoot far from the solution)
+            cand = np.flatnonzero(enter)
+            cap = max(1, math.ceil(_PDAS_ENTER * np.count_nonzero(fixed)))
+            cand = cand[np.argsort(-score[cand])[:cap]]
             new = np.where(wrong, 0.0, sign)
-            new[enter] = np.sign(u[enter])
+            new[cand] = np.sign(u[cand])
             if new.tobytes() in seen:
                 break
             seen.add(new.tobytes())
@@ -381,8 +390,6 @@ class DualNewton:
                     accepted = True
                     break
                 alpha *= 0.5
-            if _DEBUG:
-                print("step", steps, "bind", int(binding.sum()), "alpha", alpha, "f", f, f_c, "eps", eps)
             if not accepted:
                 return best
             clipped = alpha != 1.0 or bool(np.any(np.abs(u[rows] + d[rows]) > lam))

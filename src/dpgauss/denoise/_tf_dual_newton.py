@@ -39,7 +39,9 @@ along ``1_c``.  For order 2 (``Δ = DL``, rows ↔ edges) the rows are independe
 a forest (``m = n − c``), so order 2 is solved here only on forests.
 
 Certification: ``u`` is dual feasible, so ``P(β) − D(u)`` with ``D(u) = ½‖y‖² − ½‖y − Δᵀu‖²``
-bounds the suboptimality of ``β``.  The primal point is the ``x`` of (2) at the last full
+bounds the suboptimality of ``β``; it is computed as
+``Σ_r (λ|(Δβ)_r| − u_r(Δβ)_r) + ½‖y − β − Δᵀu‖²`` (non-negative terms, no ``½‖y‖²`` to
+cancel, which matters for tiny λ).  The primal point is the ``x`` of (2) at the last full
 step (``Π_{null(Δ_F)}`` of the current ``y − Δᵀu``), not ``y − Δᵀu`` itself: for large λ
 ``|u| ≫ |β|`` and ``Δ(y − Δᵀu)`` on ``F`` is rounding of the size ``ε‖Δ‖²‖u‖``, which
 ``λ‖·‖₁`` would multiply into a gap of relative size 10⁻³ on a 4,000-node chain, while
@@ -65,9 +67,9 @@ _MAX_BACKTRACK = 40
 _ARMIJO = 1e-4
 _EPS_BOUND = 1e-3  # ε of the binding set, relative to λ (Bertsekas's ε̄)
 _MAX_BAND = 16  # solve (2) as a banded system when its half-bandwidth is at most this
-_EXACT_GAP = 1e-13
+_EXACT_GAP = 1e-13  # relative gap at which projected Newton stops without a face step
 _REFINE = 6  # refinement steps of the banded normal equations
-_FACE_RESIDUAL = 1e-13  # accept |Δ_R x| ≤ this × max|Δ|² × max(|x|, |β|)  # relative gap at which the current point is accepted without a face step
+_FACE_RESIDUAL = 1e-13  # accept |Δ_R x| ≤ this × max|Δ|² × max(|x|, |β|)
 
 
 @dataclass
@@ -143,10 +145,14 @@ class DualNewton:
     def beta_of(self, u: np.ndarray) -> np.ndarray:
         return self.y - self.matrix_t @ u
 
+    def gap(self, lam: float, x: np.ndarray, dx: np.ndarray, u: np.ndarray) -> float:
+        """``P(x) − D(u) = Σ_r (λ|(Δx)_r| − u_r(Δx)_r) + ½‖y − x − Δᵀu‖²`` (``|u| ≤ λ``): a
+        sum of non-negative terms, without the cancellation of ``½‖y‖²`` in ``P − D``."""
+        r = self.y - x - self.matrix_t @ u
+        return max(float(lam * np.abs(dx).sum() - dx @ u) + 0.5 * float(r @ r), 0.0)
+
     # the Newton system (2) ------------------------------------------------------------------
-    def newton(
-        self, beta: np.ndarray, rows: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray] | None:
+    def newton(self, beta: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """``(d, x)`` with ``(Δ_R Δ_Rᵀ) d = (Δβ)_R`` for the rows ``R`` (their indices,
         increasing) and ``x = β − Δ_Rᵀd = Π_{null(Δ_R)} β``, through the augmented system
         (2); None if numerically singular."""
@@ -204,9 +210,7 @@ class DualNewton:
             return None
         return d, x
 
-    def _normal(
-        self, beta: np.ndarray, rows: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray] | None:
+    def _normal(self, beta: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """(2) through the normal equations ``Q_RR d = (Δβ)_R`` (banded Cholesky, LAPACK
         ``pbsv``), refined on the residual ``Δ_R x`` of the face, which must vanish; None
         (the augmented system is used) if Cholesky fails or the refinement stalls (the
@@ -230,8 +234,10 @@ class DualNewton:
         full = np.zeros(self.m)
         full[rows] = d
         x = beta - self.matrix_t @ full
-        floor = _FACE_RESIDUAL * float(np.max(np.abs(self.e_val))) ** 2 * max(
-            float(np.max(np.abs(x))), float(np.max(np.abs(beta))), 1e-300
+        floor = (
+            _FACE_RESIDUAL
+            * float(np.max(np.abs(self.e_val))) ** 2
+            * max(float(np.max(np.abs(x))), float(np.max(np.abs(beta))), 1e-300)
         )
         # refine while the residual halves (down to rounding: λ‖Δ_F x‖₁ enters the gap,
         # and λ may be 10⁸ times |x|), then accept if it is below the floor
@@ -312,8 +318,7 @@ class DualNewton:
             if not wrong.any() and not enter.any():
                 r = self.y - x
                 primal = 0.5 * float(r @ r) + lam * float(np.abs(dx).sum())
-                bu = self.beta_of(u)
-                gap = max(primal - (self.half_yy - 0.5 * float(bu @ bu)), 0.0)
+                gap = self.gap(lam, x, dx, u)
                 if gap <= tol * max(primal, 1e-300):
                     return DualSolution(x, u, dx, ~fixed, primal, gap, step, True)
                 break
@@ -404,7 +409,7 @@ class DualNewton:
             dprimal = self.matrix @ primal_beta if on_face else dbeta
             r = self.y - primal_beta
             primal = 0.5 * float(r @ r) + lam * float(np.abs(dprimal).sum())
-            gap = max(primal - (self.half_yy - f), 0.0)
+            gap = self.gap(lam, primal_beta, dprimal, u)
             signs_ok = bool(np.all(u[binding] * dbeta[binding] >= 0.0))
             exact = on_face and signs_ok and gap <= tol * max(primal, 1e-300)
             sol = DualSolution(primal_beta, u, dprimal, free, primal, gap, steps, exact)

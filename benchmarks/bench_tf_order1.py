@@ -19,7 +19,8 @@ What is measured, per case (wall time, median over ``--repeats`` interleaved rou
     :mod:`dpgauss.denoise.trend_filter`: ``L`` for order 1, ``DL`` for order 2), λ a cvxpy
     ``Parameter`` so that the problem is compiled once;
 (c) with ``--base``: (a) run by the older checkout in a subprocess (``PYTHONPATH`` set to
-    its ``src``), in the first ``--base-repeats`` rounds (default 1: it takes minutes), cut off at ``--base-timeout`` seconds (a ratio against a
+    its ``src``), in the first ``--base-repeats`` rounds (default 1: it takes minutes), cut
+    off at ``--base-timeout`` seconds (a ratio against a
     cut-off run is a lower bound, marked ``≥``).
 
 Reported: the times and the ratios (b)/(a) and (c)/(a) (the machine is shared: absolute

@@ -57,6 +57,14 @@ complements (``_tf_order1``); a step adds only the violators that are the larges
 two hops (neighbouring multipliers leave the box together, but one kink suffices), and on
 cycling changes only the worst violator.
 
+Orders 1 and 2 with ``solver="auto"``: projected Newton on the box-constrained dual
+(:mod:`._tf_dual_newton`), warm-started from the last λ's dual point.  A primal-dual active
+set phase with the local-maximum entering rule above solves each face by banded Cholesky of
+the normal equations (refined on the face residual) on chains, or by a sparse LU of the
+augmented system elsewhere; projected Newton (Bertsekas 1982) takes over if it cycles.  No
+dense factorisation is made.  Its fits report ``rounds`` (active-set or Newton steps) and
+``iterations = 0``; a λ it cannot certify within ``tol`` goes to ADMM as above.
+
 Order 0 exactly.  With numba installed (``solver="auto"`` or ``"exact"``), order 0 is not
 solved by ADMM but exactly, by divide and conquer on minimum cuts (:mod:`._graph_tv`, cuts
 from the compiled push-relabel of :mod:`._maxflow`), warm-started along the path from the
@@ -1190,10 +1198,15 @@ def trend_filter(
         ``"auto"`` (default): order 0 exactly — on a chain (a path graph labelled in
         order) by the direct 1-D algorithm, on any other graph by the minimum-cut
         decomposition when numba is installed (the ``fast`` extra); certified gap at
-        rounding level, exact fused groups and so exact df — otherwise, and for orders 1
-        and 2, ADMM with polishing.  ``"exact"`` insists on the exact solver (order 0;
-        numba required except on a chain); ``"admm"`` always uses ADMM.  A λ whose exact
-        solution is not certified within ``tol`` (never seen) is handed to ADMM.
+        rounding level, exact fused groups and so exact df — otherwise ADMM with
+        polishing; orders 1 and 2 by projected Newton on the dual with banded (chains) or
+        sparse LU factorisations (:mod:`._tf_dual_newton`; order 2 on forests only, and
+        graphs that are not banded up to 50,000 nodes), ending on the exact solution of its
+        support, else ADMM with polishing.  ``"exact"`` insists on the exact solver (order
+        0; numba required except on a chain); ``"admm"`` always uses ADMM.  A λ whose
+        exact solution is not certified within ``tol`` is handed to ADMM (for orders 1
+        and 2 this happens when the dual multipliers are so much larger than ``y`` that
+        rounding alone exceeds ``tol``: order 2 near λ_max on chains of thousands of nodes).
 
     Returns
     -------

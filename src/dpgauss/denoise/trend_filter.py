@@ -838,6 +838,20 @@ class _Solver:
         return cand[score[cand] >= best[cand]]
 
     # one λ ---------------------------------------------------------------------------
+    def solve_support(self, lam: float, state: _State) -> _Fit | None:
+        """Odd orders: the active-set method from the exact support ``state.sign`` alone
+        (no ADMM); the fit if its gap is certified within ``tol``, else None."""
+        op, tol = self.op, self.tol
+        if state.sign is None or op.order % 2 == 0 or op.n > _POLISH_MAX_N:
+            return None
+        y = self.y
+        best = _Best(self.primal(y, op.apply(y), lam), y, np.zeros(op.m, dtype=bool))
+        self.absorb(best, lam, self.polish(lam, state.sign, best.d, best.p))
+        if not best.gap <= tol * max(best.p, 1e-300):
+            return None
+        best.prefer_exact(tol)
+        return self.finish(lam, best, 0, state)
+
     def solve(self, lam: float, state: _State) -> _Fit:
         """ADMM from the warm start ``state`` (updated in place) until the gap is certified."""
         y, op, tol = self.y, self.op, self.tol
@@ -1358,6 +1372,11 @@ def _dual_newton(op: _Operator, y: np.ndarray) -> DualNewton | None:
         return None
     if op.order not in (1, 2):
         return None
+    if op.n > _NEWTON_MAX_N:
+        # only paths labelled in order (their Δ is banded) are worth it at this size
+        edges = op.edges
+        if edges.size and int(np.max(np.abs(edges[:, 0] - edges[:, 1]))) > 1:
+            return None
     newton = DualNewton(op.matrix, y, comp, ground_rows=op.order == 1)
     if not newton.banded and op.n > _NEWTON_MAX_N:
         return None
@@ -1547,6 +1566,16 @@ class _Path:
             if fit is not None:
                 return fit
         if self.newton is not None:
+            if not self.newton.banded and self.state is not None:
+                # general graphs: the active-set method of the ADMM route, from the last
+                # support (one sparse factorisation, small Schur complements), is often
+                # faster; the dual Newton steps in where it does not certify
+                fit = solver.solve_support(lam, self.state)
+                if fit is not None:
+                    self.previous = lam
+                    if solver.last_dual is not None:
+                        self.dual = (lam, np.clip(solver.last_dual, -lam, lam))
+                    return fit
             fit = self.solve_newton(lam)
             if fit is not None:
                 return fit

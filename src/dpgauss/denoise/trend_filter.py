@@ -62,7 +62,10 @@ Orders 1 and 2 with ``solver="auto"``: projected Newton on the box-constrained d
 set phase with the local-maximum entering rule above solves each face by banded Cholesky of
 the normal equations (refined on the face residual) on chains, or by a sparse LU of the
 augmented system elsewhere; projected Newton (Bertsekas 1982) takes over if it cycles.  No
-dense factorisation is made.  Its fits report ``rounds`` (active-set or Newton steps) and
+dense factorisation is made on a chain.  On other graphs (order 1) the active-set method
+of the ADMM route above is tried first from the last support (on the pruned Manhattan
+graph it certifies the whole path several times faster), and the dual Newton only where
+it does not certify.  Its fits report ``rounds`` (active-set or Newton steps) and
 ``iterations = 0``; a λ it cannot certify within ``tol`` goes to ADMM as above.
 
 Order 0 exactly.  With numba installed (``solver="auto"`` or ``"exact"``), order 0 is not
@@ -1215,8 +1218,9 @@ def trend_filter(
         rounding level, exact fused groups and so exact df — otherwise ADMM with
         polishing; orders 1 and 2 by projected Newton on the dual with banded (chains) or
         sparse LU factorisations (:mod:`._tf_dual_newton`; order 2 on forests only, and
-        graphs that are not banded up to 50,000 nodes), ending on the exact solution of its
-        support, else ADMM with polishing.  ``"exact"`` insists on the exact solver (order
+        graphs that are not banded up to 50,000 nodes, after the active-set method from
+        the last support), ending on the exact solution of its support, else ADMM with
+        polishing.  ``"exact"`` insists on the exact solver (order
         0; numba required except on a chain); ``"admm"`` always uses ADMM.  A λ whose
         exact solution is not certified within ``tol`` is handed to ADMM (for orders 1
         and 2 this happens when the dual multipliers are so much larger than ``y`` that

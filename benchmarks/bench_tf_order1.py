@@ -192,7 +192,7 @@ def main() -> None:
             base_s, base_r = f"> {args.base_timeout:.0f}", f"≥ {args.base_timeout / a:.0f}×"
         else:
             b = float(np.median(t_base))
-            base_s, base_r = f"{b:.1f}", f"{b / a:.0f}×"
+            base_s, base_r = f"{b:.1f}", f"{b / a:.1f}×"
         print(
             f"| {name} | {order} | {n_lams} | {a:.2f} | {c:.1f} | {c / a:.1f}× | {base_s} | "
             f"{base_r} | {gap:.1e} | {excess:.1e} | {failed} |",

@@ -4,33 +4,40 @@ The dual of ``min_β ½‖y − β‖² + λ‖Δβ‖₁`` is
 
     min_u f(u) = ½‖y − Δᵀu‖²   subject to   |u| ≤ λ,        β = y − Δᵀu,      (1)
 
-with ``−∇f(u) = Δβ``.  It is solved by the projected Newton method of Bertsekas
-("Projected Newton methods for optimization problems with simple constraints", SIAM J.
-Control Optim. 20(2), 1982): with the *binding* rows
+with ``−∇f(u) = Δβ``.  Every step solves a *face*: for the rows ``A`` held at ``±λ`` (signs
+``s``) and the free rows ``F``, the minimiser of ``f`` with ``u_A = λs_A`` is
+``β = Π_{null(Δ_F)}(y − λΔ_Aᵀs)`` with multipliers ``u_F`` (the polished solution of
+:mod:`.trend_filter`); from a point ``u`` it is ``u_F + d`` with
 
-    I = {r : u_r ≥ λ − ε, (Δβ)_r > 0} ∪ {r : u_r ≤ −λ + ε, (Δβ)_r < 0}
+    (Δ_F Δ_Fᵀ) d = (Δβ)_F,    i.e.    [ I    Δ_Fᵀ ] [x]   [β]
+                                        [ Δ_F  0    ] [d] = [0],               (2)
 
-and the free rows ``F``, the direction is the Newton step of ``f`` on ``F``,
-``(Δ_F Δ_Fᵀ) d_F = (Δβ)_F``, and a scaled gradient step on ``I``; the step is projected onto
-the box and backtracked (Armijo).  Once ``I`` is the binding set of the solution a full
-step lands exactly on the minimiser of the face, so the iteration ends on the *exact*
-solution for that support: ``β = Π_{null(Δ_F)}(y − λΔ_Iᵀs)`` with its multipliers ``u_F``
-(the polished solution of :mod:`.trend_filter`).
+``β = y − Δᵀu``, ``x`` the face's primal point.
 
-The Newton system is never formed as ``Δ_F Δ_Fᵀ`` (its condition number grows like
-``n^{2(k+1)}`` on a chain: 10¹⁸ for order 2 on 4,000 nodes); it is solved as the augmented
-system
+1. Primal-dual active set (Hintermüller, Ito & Kunisch, SIAM J. Optim. 13(3), 2002), from
+   the last λ's support: solve the face, drop rows of ``A`` whose jump has the wrong sign,
+   add free rows with ``|u_r| > λ`` — only those whose excess
+   is the largest among the rows sharing a node with them (a bulge of ``|u| > λ`` is one
+   new kink), at most a quarter of the support at once.  It ends on the exact solution
+   when no row violates the optimality conditions.
+2. If it cycles: projected Newton (Bertsekas, "Projected Newton methods for optimization
+   problems with simple constraints", SIAM J. Control Optim. 20(2), 1982) with the
+   binding rows ``I = {u_r ≥ λ − ε, (Δβ)_r > 0} ∪ {u_r ≤ −λ + ε, (Δβ)_r < 0}``, the
+   Newton step (2) on the others and a scaled gradient step on ``I``, projected onto the
+   box and backtracked (Armijo); a full, unclipped step whose binding rows keep their
+   signs is again the exact solution.
 
-    [ I    Δ_Fᵀ ] [x]   [β]
-    [ Δ_F  0    ] [d] = [0],                                                   (2)
-
-whose condition number is only that of ``Δ_F``.  With the unknowns interleaved by position
-(node ``i``, then the rows of ``Δ`` centred at ``i``), (2) is banded when ``Δ`` is (a chain
-labelled in order: half-bandwidth 3 for orders 1 and 2), and is solved by banded LU with
-partial pivoting (LAPACK ``gbsv``) in ``O(n)``; otherwise by a sparse LU (SuperLU).  No
-dense factorisation is made, and nothing is cached across λ except the dual point, which
-(scaled by the ratio of the λ) warm-starts the next λ of a path: the supports of
-neighbouring λ are close, so a few Newton steps suffice.
+Solving (2).  When ``Q = ΔΔᵀ`` is banded in the row order (a chain labelled in order:
+half-bandwidth 2 for order 1, 3 for order 2), ``Q_FF`` is too, and ``Q_FF d = (Δβ)_F`` is
+solved by banded Cholesky (LAPACK ``pbtrf``, ``O(n)``), refined on the face residual
+``Δ_F x``, which must vanish, while it halves.  ``Q_FF`` may be badly conditioned (like
+``n^{2(k+1)}`` on a chain: 10¹⁸ for order 2 on 4,000 nodes), so if Cholesky fails or the
+refinement stalls above rounding, (2) itself is solved: its condition number is only that
+of ``Δ_F``; with the unknowns interleaved by position (node ``i``, then the rows of ``Δ``
+centred at ``i``) it is banded on a chain (banded LU with partial pivoting, ``gbsv``), else
+it is factorised by sparse LU (SuperLU).  No dense factorisation is made.  Nothing is
+cached across λ except the dual point, which, scaled by the ratio of the λ, warm-starts the
+next λ of a path.
 
 (2) needs ``Δ_F`` of full row rank.  For order 1 (``Δ = L``) a component's rows are
 dependent only when all of them are free (``Lᵀ1 = 0`` there): one row of each such
@@ -41,8 +48,8 @@ a forest (``m = n − c``), so order 2 is solved here only on forests.
 Certification: ``u`` is dual feasible, so ``P(β) − D(u)`` with ``D(u) = ½‖y‖² − ½‖y − Δᵀu‖²``
 bounds the suboptimality of ``β``; it is computed as
 ``Σ_r (λ|(Δβ)_r| − u_r(Δβ)_r) + ½‖y − β − Δᵀu‖²`` (non-negative terms, no ``½‖y‖²`` to
-cancel, which matters for tiny λ).  The primal point is the ``x`` of (2) at the last full
-step (``Π_{null(Δ_F)}`` of the current ``y − Δᵀu``), not ``y − Δᵀu`` itself: for large λ
+cancel, which matters for tiny λ).  The primal point is the ``x`` of (2) at the last face
+(``Π_{null(Δ_F)}`` of the current ``y − Δᵀu``), not ``y − Δᵀu`` itself: for large λ
 ``|u| ≫ |β|`` and ``Δ(y − Δᵀu)`` on ``F`` is rounding of the size ``ε‖Δ‖²‖u‖``, which
 ``λ‖·‖₁`` would multiply into a gap of relative size 10⁻³ on a 4,000-node chain, while
 ``Δ_F x`` vanishes to rounding relative to ``|β|``.

@@ -57,6 +57,17 @@ complements (``_tf_order1``); a step adds only the violators that are the larges
 two hops (neighbouring multipliers leave the box together, but one kink suffices), and on
 cycling changes only the worst violator.
 
+Orders 1 and 2 with ``solver="auto"``: projected Newton on the box-constrained dual
+(:mod:`._tf_dual_newton`), warm-started from the last λ's dual point.  A primal-dual active
+set phase with the local-maximum entering rule above solves each face by banded Cholesky of
+the normal equations (refined on the face residual) on chains, or by a sparse LU of the
+augmented system elsewhere; projected Newton (Bertsekas 1982) takes over if it cycles.  No
+dense factorisation is made on a chain.  On other graphs (order 1) the active-set method
+of the ADMM route above is tried first from the last support (on the pruned Manhattan
+graph it certifies the whole path several times faster), and the dual Newton only where
+it does not certify.  Its fits report ``rounds`` (active-set or Newton steps) and
+``iterations = 0``; a λ it cannot certify within ``tol`` goes to ADMM as above.
+
 Order 0 exactly.  With numba installed (``solver="auto"`` or ``"exact"``), order 0 is not
 solved by ADMM but exactly, by divide and conquer on minimum cuts (:mod:`._graph_tv`, cuts
 from the compiled push-relabel of :mod:`._maxflow`), warm-started along the path from the
@@ -128,6 +139,7 @@ from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
 
 from .._validation import REAL, as_real_array, check_interval
 from . import _graph_tv, _tv2d
+from ._tf_dual_newton import DualNewton
 from ._tf_order1 import ReorderedSPD, SupportSolver
 from ._tf_order1 import spd_lu as _spd_lu
 from ._tf_weighted import WeightedPath
@@ -186,6 +198,10 @@ _LATTICE_MAX_ITER = 2_000
 # (λ_max grows with the order), extended while SURE still falls, at most to LAM_FLOOR.
 _LAM_MIN_RATIO = (1e-3, 1e-3, 1e-4)
 _LAM_FLOOR = 1e-12
+# Orders 1 and 2 by projected Newton on the dual (_tf_dual_newton) with solver="auto": on
+# banded operators (chains) of any size, on other graphs up to NEWTON_MAX_N nodes (each step
+# is a sparse LU of the augmented system there).
+_NEWTON_MAX_N = 50_000
 
 
 class TrendFilterConvergenceWarning(UserWarning):
@@ -841,6 +857,20 @@ class _Solver:
         return cand[score[cand] >= best[cand]]
 
     # one λ ---------------------------------------------------------------------------
+    def solve_support(self, lam: float, state: _State) -> _Fit | None:
+        """Odd orders: the active-set method from the exact support ``state.sign`` alone
+        (no ADMM); the fit if its gap is certified within ``tol``, else None."""
+        op, tol = self.op, self.tol
+        if state.sign is None or op.order % 2 == 0 or op.n > _POLISH_MAX_N:
+            return None
+        y = self.y
+        best = _Best(self.primal(y, op.apply(y), lam), y, np.zeros(op.m, dtype=bool))
+        self.absorb(best, lam, self.polish(lam, state.sign, best.d, best.p))
+        if not best.gap <= tol * max(best.p, 1e-300):
+            return None
+        best.prefer_exact(tol)
+        return self.finish(lam, best, 0, state)
+
     def solve(self, lam: float, state: _State) -> _Fit:
         """ADMM from the warm start ``state`` (updated in place) until the gap is certified."""
         y, op, tol = self.y, self.op, self.tol
@@ -1206,10 +1236,16 @@ def trend_filter(
         where order 0 is solved by accelerated alternating exact 1-D TV over the rows and
         the columns (:mod:`._tv2d`) to a certified gap ``≤ tol``, its df from the fused
         groups of the polished solution (the minimum cuts finish a λ it does not certify);
-        otherwise, and for orders 1 and 2, ADMM with polishing.  ``"exact"`` insists on
-        the exact solver (order 0; numba required except on a chain; minimum cuts on
-        lattices too); ``"admm"`` always uses ADMM.  A λ whose exact
-        solution is not certified within ``tol`` (never seen) is handed to ADMM.
+        otherwise ADMM with polishing.  Orders 1 and 2 by projected Newton on the dual with
+        banded (chains) or sparse LU factorisations (:mod:`._tf_dual_newton`; order 2 on
+        forests only, and graphs that are not banded up to 50,000 nodes, after the
+        active-set method from the last support), ending on the exact solution of its
+        support, else ADMM with polishing.  ``"exact"`` insists on the exact solver (order
+        0; numba required except on a chain; minimum cuts on lattices too); ``"admm"``
+        always uses ADMM.  A λ whose exact solution is not certified within ``tol`` is
+        handed to ADMM (for orders 1 and 2 this happens when the dual multipliers are so
+        much larger than ``y`` that rounding alone exceeds ``tol``: order 2 near λ_max on
+        chains of thousands of nodes).
 
     Returns
     -------
@@ -1276,6 +1312,7 @@ def trend_filter(
         r = yv - fit.beta
         return float(r @ r) - yv.size * s**2 + 2.0 * s**2 * fit.df
 
+    newton: DualNewton | None = None
     if g.m == 0 or yv.size == 0:  # no differences: β̂ = y
         fits = [_identity_fit(op, yv, lam_spec if isinstance(lam_spec, float) else 0.0)]
         lam_max = 0.0
@@ -1290,8 +1327,17 @@ def trend_filter(
                 lattice = _tv2d.LatticeTV(
                     yv, op.shape, float(tol_arr), min(max_iter, _LATTICE_MAX_ITER)
                 )
-            return _Path(admm, lam_max, u_ls, exact=exact, chain=chain, lattice=lattice)
+            return _Path(
+                admm,
+                lam_max,
+                u_ls,
+                exact=exact,
+                chain=chain,
+                lattice=lattice,
+                newton=newton,
+            )
 
+        newton = _dual_newton(op, yv) if solver == "auto" and k > 0 else None
         path = new_path()
         if isinstance(lam_spec, float):
             fits = [path.solve(lam_spec)]
@@ -1336,6 +1382,12 @@ def trend_filter(
         "algorithm": f"ADMM + polishing ({op.kind})",
     }
     rounds = int(sum(f.rounds for f in fits))
+    if k > 0 and solver == "auto" and any(f.rounds > 0 for f in fits):
+        kind = "banded" if newton is not None and newton.banded else "sparse LU"
+        params["algorithm"] = f"projected Newton on the dual ({kind})"
+        params["rounds"] = rounds
+        if any(f.iterations > 0 for f in fits):
+            params["algorithm"] += f"; ADMM + polishing ({op.kind}) where not certified"
     if exact and grid:
         params["algorithm"] = _LATTICE_ALGORITHM
         params["rounds"] = rounds
@@ -1370,6 +1422,27 @@ def trend_filter(
         sigma=s,
         refit=refit if s is not None else None,
     )
+
+
+def _dual_newton(op: _Operator, y: np.ndarray) -> DualNewton | None:
+    """The projected-Newton dual solver for orders 1 and 2 (:mod:`._tf_dual_newton`), or
+    None where it does not apply: order 2 off forests (its rows are dependent there), and
+    graphs of more than ``_NEWTON_MAX_N`` nodes whose operator is not banded."""
+    comp = op.components
+    n_comp = int(comp.max()) + 1
+    if op.order == 2 and op.m != op.n - n_comp:
+        return None
+    if op.order not in (1, 2):
+        return None
+    if op.n > _NEWTON_MAX_N:
+        # only paths labelled in order (their Δ is banded) are worth it at this size
+        edges = op.edges
+        if edges.size and int(np.max(np.abs(edges[:, 0] - edges[:, 1]))) > 1:
+            return None
+    newton = DualNewton(op.matrix, y, comp, ground_rows=op.order == 1)
+    if not newton.banded and op.n > _NEWTON_MAX_N:
+        return None
+    return newton
 
 
 def _sure_path(
@@ -1522,8 +1595,11 @@ class _Path:
         exact: bool = False,
         chain: bool = False,
         lattice: _tv2d.LatticeTV | None = None,
+        newton: DualNewton | None = None,
     ) -> None:
         self.solver = solver
+        self.newton = newton  # orders 1 and 2: projected Newton on the dual
+        self.dual: tuple[float, np.ndarray] = (lam_max, u_ls)  # its last (λ, u)
         self.lam_max = lam_max
         self.u_ls = u_ls
         self.state: _State | None = None
@@ -1559,6 +1635,20 @@ class _Path:
                 return fit
         elif self.exact:
             fit = self.solve_exact(lam)
+            if fit is not None:
+                return fit
+        if self.newton is not None:
+            if not self.newton.banded and self.state is not None:
+                # general graphs: the active-set method of the ADMM route, from the last
+                # support (one sparse factorisation, small Schur complements), is often
+                # faster; the dual Newton steps in where it does not certify
+                fit = solver.solve_support(lam, self.state)
+                if fit is not None:
+                    self.previous = lam
+                    if solver.last_dual is not None:
+                        self.dual = (lam, np.clip(solver.last_dual, -lam, lam))
+                    return fit
+            fit = self.solve_newton(lam)
             if fit is not None:
                 return fit
         if self.state is None:
@@ -1604,6 +1694,36 @@ class _Path:
             iterations=res.iterations,
             converged=True,
             polished=res.polished,
+        )
+
+    def solve_newton(self, lam: float) -> _Fit | None:
+        """Orders 1 and 2 by projected Newton on the dual (:mod:`._tf_dual_newton`), from
+        the last λ's dual point scaled by the ratio of the λ; None (ADMM takes over) unless
+        its duality gap is within ``tol``."""
+        assert self.newton is not None
+        solver, op = self.solver, self.solver.op
+        last_lam, last_u = self.dual
+        start = last_u * (lam / last_lam) if last_lam > 0 else last_u
+        res = self.newton.solve(lam, start, solver.tol)
+        if res is None or not res.gap <= solver.tol * max(res.primal, 1e-300):
+            return None
+        self.dual = (lam, res.u)
+        self.previous = lam
+        zero = solver.zero_rows(res.dbeta, res.free)
+        sign = np.where(zero, 0.0, np.sign(res.dbeta))
+        # an ADMM fallback at the next λ starts from this solution
+        self.state = _State(res.dbeta, res.u.copy(), solver.initial_state(lam).log2_rho, sign)
+        return _Fit(
+            lam=lam,
+            beta=res.beta,
+            zero=zero,
+            df=_degrees_of_freedom(op, zero),
+            objective=res.primal,
+            gap=res.gap / max(res.primal, 1e-300),
+            iterations=0,
+            converged=True,
+            polished=res.exact,
+            rounds=res.steps,
         )
 
     def solve_exact(self, lam: float) -> _Fit | None:

@@ -443,12 +443,7 @@ class DuckDBEngine:
         types: dict[str, str],
     ) -> tuple[int, int] | None:
         """(min, max) of an integer unit column when the fast path applies, else None."""
-        b = plan.spec.bounds
-        if b.max_records_per_unit is None or b.max_keys_per_unit or b.max_records_per_key:
-            return None
-        if plan.spec.statistic.kind != "count" or plan.domain.spread:
-            return None
-        if types.get(plan.spec.unit.column, "").upper() not in _INTEGER_TYPES:
+        if not _count_over_integer_units(plan, types):
             return None
         unit = quote_ident(plan.spec.unit.column)
         ((lo, hi),) = con.execute(
@@ -502,7 +497,7 @@ class DuckDBEngine:
         query = _Query(plan, source, types, tag, con, csv)
         sql, more = query.build(kernel=True)
         b = plan.spec.bounds.max_records_per_unit
-        assert b is not None  # _kernel_applies
+        assert b is not None  # _count_over_integer_units
         reader = con.sql(sql, params={**params, **more}).to_arrow_reader(1 << 20)
         d = plan.domain.size
         try:
@@ -537,7 +532,7 @@ class DuckDBEngine:
                     str(r[0]): str(r[1])
                     for r in con.execute(f"DESCRIBE SELECT * FROM {source}", params).fetchall()
                 }
-            if self.kernel and unit_topb.available() and _kernel_applies(plan, types):
+            if self.kernel and unit_topb.available() and _count_over_integer_units(plan, types):
                 groups, spread = self._run_kernel(plan, con, source, params, types, tag, csv)
             else:
                 unit_range = None
@@ -562,10 +557,10 @@ def _arrow_error() -> type[Exception]:
     return pa.ArrowException
 
 
-def _kernel_applies(plan: AggregationPlan, types: dict[str, str]) -> bool:
-    """Whether the per-unit kernel serves ``plan``: a count whose only bound is
-    ``max_records_per_unit``, over a unit column of an integer type (the spec and the
-    column's type decide, never its values)."""
+def _count_over_integer_units(plan: AggregationPlan, types: dict[str, str]) -> bool:
+    """Whether ``plan`` is a count whose only bound is ``max_records_per_unit``, over a unit
+    column of an integer type: what the per-unit kernel and the packed-key sort serve (the
+    spec and the column's type decide, never its values)."""
     b = plan.spec.bounds
     if b.max_records_per_unit is None or b.max_keys_per_unit or b.max_records_per_key:
         return False
@@ -604,6 +599,7 @@ class _Query:
         self.params: dict[str, Any] = {"dp_salt": int(plan.salt)}
         self.has_value = False
         self.flags: tuple[str, ...] = ()
+        # the bits of a key index, packed below the priority in every count's sort key
         self.key_bits = max(1, (plan.domain.size - 1).bit_length())
 
     def build(
@@ -695,7 +691,7 @@ WITH parsed AS (
         else:
             # A count: the key rides in the low bits of the priority, `pk`, so the sort
             # carries one column less; rows that tie in `pk` have the same key.
-            bits = max(1, (dom.size - 1).bit_length())
+            bits = self.key_bits
             mask = (1 << bits) - 1
             sql += f""", s0 AS (
   SELECT CASE WHEN {ok} THEN u END AS eu,
@@ -775,7 +771,7 @@ SELECT {", ".join(out)}{extra} FROM {prev}"""
         """
         lo, hi = unit_range
         span = hi - lo + 1  # slots 0 … hi − lo for units; slot `span` for other rows
-        kb = max(1, (self.plan.domain.size - 1).bit_length())  # as on the general path
+        kb = self.key_bits  # as on the general path
         t = self.types.get(self.spec.unit.column, "").upper()
         diff = f"(u - {lo})" if t == "UBIGINT" else f"(u::HUGEINT - ({lo}))"
         mask, cmask = (1 << kb) - 1, (1 << _CLASS_BITS) - 1

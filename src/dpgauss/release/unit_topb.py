@@ -13,8 +13,8 @@ the domain, else the class code of :mod:`dpgauss.release.engine_duckdb`).  Then:
 1. **Partition** the in-domain rows by the top ``bits`` bits of a mixed hash of ``u``
    (counting sort: a histogram per chunk of rows, prefix sums, a scatter; chunks in
    parallel, each into its own disjoint ranges).  A unit's rows all land in one bucket, so
-   buckets are independent; ``bits`` makes a bucket about 4,096 rows on average, small
-   enough for what follows to stay in cache.
+   buckets are independent; ``bits`` (at most 12) makes a bucket about 4,096 rows on
+   average up to 16 M rows (larger beyond), small enough for what follows to stay in cache.
 2. **Select** in each bucket (buckets in parallel): an open-addressing table gives each
    unit a slot; the bucket's rows are counted and scattered by slot; a slot with at most
    ``b`` rows keeps them all, a larger one is sorted and keeps its first ``b``.  The key of a

@@ -1674,25 +1674,23 @@ class _Path:
         if res is None:
             return None
         dbeta = op.apply(res.beta)
-        zero = solver.zero_rows(dbeta, np.zeros(op.m, dtype=bool))
-        self.jump = np.where(zero, 0.0, np.sign(dbeta))
-        self.flow = np.concatenate([res.uh.ravel(), res.uv.ravel()])
-        if not res.certified:
+        flow = np.concatenate([res.uh.ravel(), res.uv.ravel()])
+        if not res.certified:  # the cuts start from its jumps and flow
+            zero = solver.zero_rows(dbeta, np.zeros(op.m, dtype=bool))
+            self.jump = np.where(zero, 0.0, np.sign(dbeta))
+            self.flow = flow
             fit = self.solve_exact(lam)
             if fit is not None:
                 fit.iterations = res.iterations  # spent before the cuts took over
             return fit
-        self.previous = lam
-        self.state = _State(dbeta, self.flow.copy(), solver.initial_state(lam).log2_rho)
-        return _Fit(
-            lam=lam,
-            beta=res.beta,
-            zero=zero,
-            df=_degrees_of_freedom(op, zero),
-            objective=res.objective,
-            gap=max(res.gap, 0.0) / max(res.objective, 1e-300),
+        return self.settle(
+            lam,
+            res.beta,
+            dbeta,
+            flow,
+            res.objective,
+            res.gap,
             iterations=res.iterations,
-            converged=True,
             polished=res.polished,
         )
 
@@ -1746,21 +1744,35 @@ class _Path:
         gap = lam * float(np.abs(dbeta).sum()) - float(dbeta @ res.u) + 0.5 * float(delta @ delta)
         if not gap <= solver.tol * max(p, 1e-300):
             return None
+        return self.settle(
+            lam, res.beta, dbeta, res.u, p, gap, iterations=0, polished=True, rounds=res.rounds
+        )
+
+    def settle(
+        self,
+        lam: float,
+        beta: np.ndarray,
+        dbeta: np.ndarray,
+        flow: np.ndarray,
+        objective: float,
+        gap: float,
+        **fit: Any,
+    ) -> _Fit:
+        """The fit of a solution certified at ``λ`` (absolute ``gap``), kept as the start of
+        the next λ: its jumps and flow (the minimum cuts), its ADMM state (a fallback)."""
+        solver, op = self.solver, self.solver.op
         zero = solver.zero_rows(dbeta, np.zeros(op.m, dtype=bool))
         self.jump = np.where(zero, 0.0, np.sign(dbeta))
-        self.flow = res.u
+        self.flow = flow
         self.previous = lam
-        # an ADMM fallback at the next λ starts from this solution
-        self.state = _State(dbeta, res.u.copy(), solver.initial_state(lam).log2_rho)
+        self.state = _State(dbeta, flow.copy(), solver.initial_state(lam).log2_rho)
         return _Fit(
             lam=lam,
-            beta=res.beta,
+            beta=beta,
             zero=zero,
             df=_degrees_of_freedom(op, zero),
-            objective=p,
-            gap=max(gap, 0.0) / max(p, 1e-300),
-            iterations=0,
+            objective=objective,
+            gap=max(gap, 0.0) / max(objective, 1e-300),
             converged=True,
-            polished=True,
-            rounds=res.rounds,
+            **fit,
         )

@@ -35,7 +35,7 @@ in :mod:`dpgauss.release.engine`).  The query is designed for speed:
   ``max_records_per_unit``, over an integer unit column, hands each row's unit,
   key-in-priority and class to the compiled kernel of :mod:`dpgauss.release.unit_topb`
   (hash-partitioned per-unit top-b, numba), which keeps the same records as the sort in
-  about 0.6× its CPU time (``python benchmarks/bench_pipeline.py``).  Used whenever numba
+  0.5–0.7× its CPU time (``python benchmarks/bench_pipeline.py``).  Used whenever numba
   is installed (``kernel=None``); it applies by the spec and the column's type only.
 
 Graph domains call the mapping of :mod:`dpgauss.release.mapping` as vectorised Arrow UDFs
@@ -292,7 +292,7 @@ class DuckDBEngine:
         Select each unit's records with the compiled kernel of
         :mod:`dpgauss.release.unit_topb` instead of the sort, for a count whose only bound is
         ``max_records_per_unit`` over an integer unit column: the same records (the kernel
-        keeps the general path's ``b`` smallest sort keys), about half the CPU time.  None
+        keeps the general path's ``b`` smallest sort keys), 0.5–0.7× its CPU time.  None
         (the default): whenever it applies and numba is installed (the ``fast`` extra);
         False: never; True: whenever it applies (an error without numba).  Whether it
         applies depends on the spec and the unit column's *type* only.

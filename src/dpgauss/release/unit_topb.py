@@ -4,11 +4,12 @@ The bounding query of :mod:`dpgauss.release.engine_duckdb` keeps, for every priv
 ``b`` records of smallest priority, by one global sort on (unit, priority) and a streaming
 ``lag``.  For the commonest release (a ``count`` whose only bound is
 ``max_records_per_unit``, over an integer unit column) this module makes the *same*
-selection in about half the CPU time, without sorting the rows.  DuckDB still reads,
-classifies, keys and hashes every record (one statement of the semantics); it hands over,
-row by row, the unit ``u`` (its 64-bit pattern), the key-in-priority ``pk = (p >> kb) << kb |
-key`` of an in-domain row (the general path's own sort key) and the row's class ``c`` (0 in
-the domain, else the class code of :mod:`dpgauss.release.engine_duckdb`).  Then:
+selection in 0.5–0.7× the CPU time (2 M and 20 M rows), without sorting the rows.
+DuckDB still reads, classifies, keys and hashes every record (one statement of the
+semantics); it hands over, row by row, the unit ``u`` (its 64-bit pattern), the
+key-in-priority ``pk = (p >> kb) << kb | key`` of an in-domain row (the general path's own
+sort key) and the row's class ``c`` (0 in the domain, else the class code of
+:mod:`dpgauss.release.engine_duckdb`).  Then:
 
 1. **Partition** the in-domain rows by the top ``bits`` bits of a mixed hash of ``u``
    (counting sort: a histogram per chunk of rows, prefix sums, a scatter; chunks in

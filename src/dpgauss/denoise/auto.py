@@ -29,7 +29,12 @@ from .shrinkage import james_stein
 from .structure import as_structure
 from .thresholding import soft_threshold
 from .tree_wavelets import graph_wavelet_denoise
-from .trend_filter import _LAM_MIN_RATIO, TrendFilterConvergenceWarning, trend_filter
+from .trend_filter import (
+    _LAM_MIN_RATIO,
+    TrendFilterConvergenceWarning,
+    _lattice_shape,
+    trend_filter,
+)
 
 __all__ = ["auto"]
 
@@ -397,12 +402,10 @@ def _refit_reshaped(
 
 
 def _is_chain(g: Graph) -> bool:
-    """``g`` is the path ``0 − 1 − … − (n−1)`` (order 0 there is the direct 1-D algorithm)."""
-    if g.m != g.n - 1 or g.n < 2:
-        return False
-    e = np.sort(g.edges, axis=1)
-    e = e[np.argsort(e[:, 0], kind="stable")]
-    return bool(np.all(e[:, 0] == np.arange(g.n - 1)) and np.all(e[:, 1] == e[:, 0] + 1))
+    """``g`` is the path ``0 − 1 − … − (n−1)`` as trend filtering sees it (a one-row
+    lattice: order 0 there is the direct 1-D algorithm)."""
+    shape = _lattice_shape(g)
+    return shape is not None and shape[0] == 1
 
 
 class _DfLowerBound:

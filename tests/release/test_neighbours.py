@@ -37,7 +37,8 @@ another unit), ``crlf`` (CRLF line ends),
 too) and ``all`` (every hazard).
 Parquet sources have real NULLs and typed columns: ``int`` unit ids, ``int-fast`` (counts
 with only ``max_records_per_unit``: DuckDB's one-key fast path, and the per-unit kernel of
-``dpgauss.release.unit_topb`` as the engine ``duckdb-kernel``), ``str`` (string ids, empty
+``dpgauss.release.unit_topb`` as the engine ``duckdb-kernel``, which runs such counts on
+every CSV feature and on string ids too), ``str`` (string ids, empty
 but never NULL: DuckDB sorts them by a hash in every file of the case) and ``str-nullflip``
 (string ids, ``D`` without NULL ids and a neighbour that brings some).
 
@@ -107,8 +108,16 @@ HAZARDS = {
 }
 PARQUET_FEATURES = ("int", "int-fast", "str", "str-nullflip")
 DUCKDB_ENGINES = ("duckdb-fast", "duckdb-general", "duckdb-kernel")
-#: the features the per-unit kernel (dpgauss.release.unit_topb) can serve: integer ids
-KERNEL_FEATURES = (("parquet", "int"), ("parquet", "int-fast"))
+#: the features the per-unit kernel (dpgauss.release.unit_topb) serves: integer ids, and
+#: string ids from Parquet and CSV (every CSV column is text); under ``duckdb-kernel`` every
+#: spec is a count with only ``max_records_per_unit``, the kernel's own
+KERNEL_FEATURES = (
+    *(("csv", f) for f in CSV_FEATURES),
+    ("parquet", "int"),
+    ("parquet", "int-fast"),
+    ("parquet", "str"),
+    ("parquet", "str-nullflip"),
+)
 
 #: (engine, source, feature) → why it fails.  Empty: the violations the fuzzer found on the
 #: code before the hardening (DuckDB's CSV reader was not line-local; string ids were hashed
@@ -152,6 +161,9 @@ EXAMPLES = {"duckdb": (12, 300), "spark": (1, 25)}
 #: The Spark ids of the CI slice (a Spark aggregation costs 1–2 s); the others run with
 #: --fuzz-long (or --fuzz-examples N).
 SPARK_CI = {("csv", "plain"), ("parquet", "int"), ("parquet", "str")}
+#: The ``duckdb-kernel`` ids of the CI slice (the CSV features are the general engines' in
+#: the slice; ``all`` has every hazard); the others run with --fuzz-long.
+KERNEL_CI = {("csv", "all"), ("parquet", "int-fast"), ("parquet", "str")}
 #: salts per case: (CI slice, --fuzz-long).
 SALTS = {"duckdb": (2, 3), "spark": (1, 2)}
 
@@ -234,9 +246,10 @@ class Ctx:
 
 
 @st.composite
-def spec_dicts(draw: Any, source: str, feature: str) -> tuple[dict, str]:
-    """(a spec as a dict without its [source], the domain kind)."""
-    fast = feature == "int-fast"
+def spec_dicts(draw: Any, source: str, feature: str, fast: bool = False) -> tuple[dict, str]:
+    """(a spec as a dict without its [source], the domain kind); ``fast`` (and the feature
+    ``int-fast``): a count with only ``max_records_per_unit``."""
+    fast = fast or feature == "int-fast"
     flip = feature == "str-nullflip"
     kinds = [k for k in DOMAIN_KINDS if not (fast and k == "graph-kde")]
     dkind = draw(st.sampled_from(kinds))
@@ -913,8 +926,8 @@ class Case:
 
 @st.composite
 def cases(draw: Any, combo: tuple[str, str, str], n_salts: int) -> Case:
-    _engine, source, feature = combo
-    spec, dkind = draw(spec_dicts(source, feature))
+    engine, source, feature = combo
+    spec, dkind = draw(spec_dicts(source, feature, fast=engine == "duckdb-kernel"))
     ids = "int" if feature in ("int", "int-fast") else "str"
     order = tuple(draw(st.permutations(COLUMNS))) if source == "csv" else COLUMNS
     x_type = draw(st.sampled_from(X_TYPES[dkind])) if source == "parquet" else "string"
@@ -1256,6 +1269,9 @@ def test_neighbouring_datasets(combo, request, tmp_path_factory, duck_connection
     if family == "spark" and not long and (source, feature) not in SPARK_CI:
         if request.config.getoption("--fuzz-examples") is None:
             pytest.skip("a Spark id outside the CI slice: run with --fuzz-long")
+    if engine_name == "duckdb-kernel" and not long and (source, feature) not in KERNEL_CI:
+        if request.config.getoption("--fuzz-examples") is None:
+            pytest.skip("a duckdb-kernel id outside the CI slice: run with --fuzz-long")
     n_salts = SALTS[family][long]
     if family == "spark":
         from dpgauss.release.engine_spark import SparkEngine

@@ -180,8 +180,10 @@ def test_the_engine_keeps_the_general_paths_records(tmp_path: Path, uid_type, of
 
 
 def test_the_kernel_serves_only_what_it_can(tmp_path: Path, monkeypatch):
-    """String ids, sums and other bounds take the general query (the spec and the column's
-    type decide); the kernel, when it runs, is the one that answers."""
+    """Integer ids, and string ids read from files, take the kernel; sums, other bounds,
+    string ids of a table (a column may carry a collation) and a connection with a default
+    collation take the general query (the spec, the column's type and the connection's
+    settings decide); the kernel, when it runs, is the one that answers."""
     calls = []
     real = unit_topb.select
 
@@ -201,10 +203,128 @@ def test_the_kernel_serves_only_what_it_can(tmp_path: Path, monkeypatch):
     bounded_aggregate(make_spec(ints), salt=1, engine=engine)
     assert len(calls) == 1
     bounded_aggregate(make_spec(strs), salt=1, engine=engine)
+    assert len(calls) == 2
     bounded_aggregate(
         make_spec(ints, max_records_per_unit=3, max_keys_per_unit=2), salt=1, engine=engine
     )
-    assert len(calls) == 1
+    assert len(calls) == 2
+    import duckdb
+
+    con = duckdb.connect()
+    con.execute(f"CREATE TABLE t AS SELECT * FROM read_parquet('{strs}')")
+    table = ReleaseSpec.from_dict({**make_spec(strs).to_dict(), "source": {"table": "t"}})
+    bounded_aggregate(table, salt=1, engine=DuckDBEngine(con, kernel=True))
+    con.execute("SET default_collation = 'nocase'")
+    bounded_aggregate(make_spec(strs), salt=1, engine=DuckDBEngine(con, kernel=True))
+    assert len(calls) == 2
+
+
+def string_batches(ids: list[str], pk: np.ndarray, c: np.ndarray, size: int, large: bool):
+    out = []
+    for lo in range(0, len(ids), size):
+        sl = slice(lo, lo + size)
+        kind = pa.large_string() if large and (lo // size) % 2 else pa.string()
+        out.append(
+            pa.record_batch(
+                [
+                    pa.array(ids[sl], kind),
+                    pa.array(pk[sl], pa.uint64()),
+                    pa.array(c[sl], pa.uint8()),
+                ],
+                names=["u", "pk", "c"],
+            )
+        )
+    return out
+
+
+def string_reference(ids: list[str], pk: np.ndarray, c: np.ndarray, b: int, d: int):
+    per: dict[bytes, list[int]] = {}
+    for x, p, k in zip(ids, pk.tolist(), c.tolist(), strict=True):
+        if k == 0:
+            per.setdefault(x.encode(), []).append(p)
+    counts = np.zeros(d, np.int64)
+    for mine in per.values():
+        for p in sorted(mine)[:b]:
+            counts[p & (2**KEY_BITS - 1)] += 1
+    return counts, len(per), np.bincount(c, minlength=8)
+
+
+ID_ALPHABET = st.sampled_from(["a", "A", "b", "\x00", "é", "€", "𝄞", " "])
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    names=st.lists(st.text(ID_ALPHABET, max_size=12), min_size=1, max_size=60, unique=True),
+    n=st.integers(0, 2000),
+    b=st.sampled_from([1, 2, 5, 100]),
+    size=st.sampled_from([1, 7, 1000]),
+    large=st.booleans(),
+    threads=st.sampled_from([0, 1, 3]),
+    collide=st.booleans(),
+)
+def test_select_keeps_each_string_units_b_smallest(
+    seed, names, n, b, size, large, threads, collide
+):
+    """String ids are told apart by their bytes: ids that differ in case, by a NUL or a
+    prefix, empty ids, multi-byte characters; with ``collide`` every id hashes to one of
+    two values, so that the table must split slots of equal hash by the bytes."""
+    rng = np.random.default_rng(seed)
+    d = 50
+    ids = [names[i] for i in rng.integers(0, len(names), n)]
+    _, pk, c = random_rows(rng, n, 1, d, ties=True)
+
+    def crowded(offsets, data, words, salt, out):
+        out[:] = (np.diff(offsets) % 2).astype(np.uint64)
+
+    with pytest.MonkeyPatch.context() as patch:
+        if collide:
+            patch.setattr(unit_topb, "_hash_ids", crowded)
+        got = unit_topb.select(
+            string_batches(ids, pk, c, size, large), b, KEY_BITS, d, seed, threads
+        )
+    want = string_reference(ids, pk, c, b, d)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[1] == want[1]
+    np.testing.assert_array_equal(got[2], want[2])
+
+
+def test_string_ids_in_every_batch_or_none():
+    ints = batches(np.arange(4), np.arange(4, dtype=np.uint64), np.zeros(4, np.uint8), 2)
+    strs = string_batches(
+        ["a", "b"], np.arange(2, dtype=np.uint64), np.zeros(2, np.uint8), 2, False
+    )
+    with pytest.raises(RuntimeError, match="string ids in only some batches"):
+        unit_topb.select(ints + strs, 1, KEY_BITS, 50, 1)
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+@pytest.mark.parametrize("b", [1, 3, 40])
+def test_the_engine_keeps_the_general_paths_records_for_string_ids(tmp_path: Path, fmt, b):
+    rng = np.random.default_rng(9)
+    n = 20_000
+    names = [f"lic-{x:05d}" for x in range(1_500)] + ["Lic-00001", "é", "𝄞" * 40, "x" * 300]
+    uid = [names[i] for i in rng.integers(0, len(names), n)]
+    for i in rng.choice(n, 200, replace=False):  # NULL and empty ids: not a unit
+        uid[i] = None if i % 2 else ""
+    key = rng.integers(-2, 60, n)
+    if fmt == "parquet":
+        src = tmp_path / "f.parquet"
+        pq.write_table(pa.table({"uid": uid, "key": key, "t": rng.random(n)}), src)
+    else:
+        src = tmp_path / "f.csv"
+        lines = ["uid,key,t"] + [
+            f"{'' if u is None else u},{k},{t:.6f}"
+            for u, k, t in zip(uid, key, rng.random(n), strict=True)
+        ]
+        src.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    spec = make_spec(src, max_records_per_unit=b)
+    for salt in (31, 2**64 - 1):
+        kernel = bounded_aggregate(spec, salt=salt, engine=DuckDBEngine(kernel=True))
+        general = bounded_aggregate(spec, salt=salt, engine=DuckDBEngine(kernel=False))
+        np.testing.assert_array_equal(kernel.counts, general.counts)
+        assert kernel.rows == general.rows
+        assert kernel.rows.null_unit == 200 and kernel.rows.outside_domain > 0
 
 
 def test_kernel_argument_is_checked(monkeypatch):
@@ -300,3 +420,34 @@ def test_a_child_forked_after_use_sorts_instead(tmp_path: Path):
     with ctx.Pool(1) as pool:
         assert pool.apply(unit_topb.available) is False
     assert unit_topb.available()
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.binary(min_size=0, max_size=80), k=st.integers(0, 80), size=st.integers(1, 12))
+def test_a_word_is_the_same_read_by_words_or_by_bytes(data, k, size):
+    """The partitioned ids and their hashes read whole words where they can, bytes near the
+    end of a buffer (or on a big-endian machine): both give the same little-endian word."""
+    raw = np.frombuffer(data, np.uint8)
+    k = min(k, raw.size)
+    end = min(raw.size, k + size)
+    if k >= end:
+        return
+    words = raw[: raw.size // 8 * 8].view(np.uint64) if raw.size >= 8 else np.zeros(0, np.uint64)
+    want = int.from_bytes(data[k : min(k + 8, end)], "little")
+    assert int(unit_topb._load_word(raw, words, k, end)) == want
+    assert int(unit_topb._load_word(raw, np.zeros(0, np.uint64), k, end)) == want
+
+
+def test_sliced_string_columns():
+    """Arrow arrays that start inside their buffers (an offset) give their own rows' ids."""
+    rng = np.random.default_rng(4)
+    ids = [f"id{x}" for x in rng.integers(0, 300, 5_000)]
+    _, pk, c = random_rows(rng, 5_000, 1, 50, ties=False)
+    whole = pa.array(["junk"] * 7 + ids + ["junk"] * 5, pa.string()).slice(7, len(ids))
+    batch = pa.record_batch(
+        [whole, pa.array(pk, pa.uint64()), pa.array(c, pa.uint8())], names=["u", "pk", "c"]
+    )
+    got = unit_topb.select([batch], 3, KEY_BITS, 50, 11)
+    want = string_reference(ids, pk, c, 3, 50)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[1] == want[1]

@@ -32,11 +32,13 @@ in :mod:`dpgauss.release.engine`).  The query is designed for speed:
 * **One pass.**  Invalid rows go through the same query with a NULL unit (sorted last, never
   kept), so the row counters come out of the same final ``GROUP BY`` as the aggregate.
 * **No sort at all for the commonest release.**  A count whose only bound is
-  ``max_records_per_unit``, over an integer unit column, hands each row's unit,
+  ``max_records_per_unit``, over an integer unit column or a ``VARCHAR`` one read from
+  files (CSV, Parquet; with no ``default_collation``), hands each row's unit,
   key-in-priority and class to the compiled kernel of :mod:`dpgauss.release.unit_topb`
   (hash-partitioned per-unit top-b, numba), which keeps the same records as the sort in
-  0.5–0.7× its CPU time (``python benchmarks/bench_pipeline.py``).  Used whenever numba
-  is installed (``kernel=None``); it applies by the spec and the column's type only.
+  about 0.5–0.7× its CPU time (``python benchmarks/bench_pipeline.py [--string-units]``).
+  Used whenever numba is installed (``kernel=None``); it applies by the spec, the column's
+  type and the connection's settings only.
 
 Graph domains call the mapping of :mod:`dpgauss.release.mapping` as vectorised Arrow UDFs
 (``dp_nearest``, and ``dp_spread`` for kde, whose list of (node, weight) is unnested and
@@ -291,11 +293,14 @@ class DuckDBEngine:
     kernel
         Select each unit's records with the compiled kernel of
         :mod:`dpgauss.release.unit_topb` instead of the sort, for a count whose only bound is
-        ``max_records_per_unit`` over an integer unit column: the same records (the kernel
-        keeps the general path's ``b`` smallest sort keys), 0.5–0.7× its CPU time.  None
-        (the default): whenever it applies and numba is installed (the ``fast`` extra);
-        False: never; True: whenever it applies (an error without numba).  Whether it
-        applies depends on the spec and the unit column's *type* only.
+        ``max_records_per_unit`` over an integer unit column, or a ``VARCHAR`` one read
+        from CSV or Parquet files (ids told apart by their bytes; not with a
+        ``default_collation`` on the connection, nor for tables, whose columns may carry
+        one): the same records (the kernel keeps the general path's ``b`` smallest sort
+        keys), about 0.5–0.7× its CPU time.  None (the default): whenever it applies and
+        numba is installed (the ``fast`` extra); False: never; True: whenever it applies
+        (an error without numba).  Whether it applies depends on the spec, the unit
+        column's *type* and the connection's settings only.
     """
 
     name = "duckdb"
@@ -497,7 +502,7 @@ class DuckDBEngine:
         query = _Query(plan, source, types, tag, con, csv)
         sql, more = query.build(kernel=True)
         b = plan.spec.bounds.max_records_per_unit
-        assert b is not None  # _count_over_integer_units
+        assert b is not None  # _kernel_serves
         reader = con.sql(sql, params={**params, **more}).to_arrow_reader(1 << 20)
         d = plan.domain.size
         try:
@@ -532,7 +537,7 @@ class DuckDBEngine:
                     str(r[0]): str(r[1])
                     for r in con.execute(f"DESCRIBE SELECT * FROM {source}", params).fetchall()
                 }
-            if self.kernel and unit_topb.available() and _count_over_integer_units(plan, types):
+            if self.kernel and unit_topb.available() and _kernel_serves(plan, types, con):
                 groups, spread = self._run_kernel(plan, con, source, params, types, tag, csv)
             else:
                 unit_range = None
@@ -557,16 +562,37 @@ def _arrow_error() -> type[Exception]:
     return pa.ArrowException
 
 
-def _count_over_integer_units(plan: AggregationPlan, types: dict[str, str]) -> bool:
-    """Whether ``plan`` is a count whose only bound is ``max_records_per_unit``, over a unit
-    column of an integer type: what the per-unit kernel and the packed-key sort serve (the
-    spec and the column's type decide, never its values)."""
+def _count_per_unit(plan: AggregationPlan) -> bool:
+    """Whether ``plan`` is a count whose only bound is ``max_records_per_unit``."""
     b = plan.spec.bounds
     if b.max_records_per_unit is None or b.max_keys_per_unit or b.max_records_per_key:
         return False
-    if plan.spec.statistic.kind != "count" or plan.domain.spread:
+    return plan.spec.statistic.kind == "count" and not plan.domain.spread
+
+
+def _count_over_integer_units(plan: AggregationPlan, types: dict[str, str]) -> bool:
+    """Whether ``plan`` is a count whose only bound is ``max_records_per_unit``, over a unit
+    column of an integer type: what the packed-key sort serves (the spec and the column's
+    type decide, never its values)."""
+    return _count_per_unit(plan) and types.get(plan.spec.unit.column, "").upper() in _INTEGER_TYPES
+
+
+def _kernel_serves(plan: AggregationPlan, types: dict[str, str], con: Any) -> bool:
+    """Whether the per-unit kernel (:mod:`dpgauss.release.unit_topb`) serves ``plan``: a count
+    whose only bound is ``max_records_per_unit``, over integer unit ids, or over ``VARCHAR``
+    ids read from files (CSV, Parquet) when the connection compares strings by their bytes
+    (no ``default_collation``).  The kernel tells string ids apart by their bytes, as the
+    sort does then; a table's column may carry a collation (``COLLATE NOCASE``: ``'A'`` and
+    ``'a'`` one unit in the sort) that ``DESCRIBE`` does not show, so tables are sorted.
+    The spec, the column's type and the connection's settings decide, never the values."""
+    if _count_over_integer_units(plan, types):
+        return True
+    if not _count_per_unit(plan) or plan.spec.source.file_format is None:
         return False
-    return types.get(plan.spec.unit.column, "").upper() in _INTEGER_TYPES
+    if types.get(plan.spec.unit.column, "").upper() != "VARCHAR":
+        return False
+    ((collation,),) = con.execute("SELECT current_setting('default_collation')").fetchall()
+    return str(collation) == ""
 
 
 # ------------------------------------------------------------------------ the query
@@ -800,17 +826,21 @@ FROM sb"""
         return sql
 
     def _kernel(self, sql: str, ok: str, cls: str) -> str:
-        """The rows for :mod:`dpgauss.release.unit_topb`: the unit's 64-bit pattern (signed
-        types as ``BIGINT``, unsigned as ``UBIGINT``: one type per column, so injective),
-        the general path's key-in-priority ``pk`` of an in-domain row, and the row class
-        (0 in the domain, else its code), none of them NULL."""
+        """The rows for :mod:`dpgauss.release.unit_topb`: the unit (integer ids as their
+        64-bit pattern, signed types as ``BIGINT``, unsigned as ``UBIGINT``: one type per
+        column, so injective; string ids as they are), the general path's key-in-priority
+        ``pk`` of an in-domain row, and the row class (0 in the domain, else its code), none
+        of them NULL."""
         t = self.types.get(self.spec.unit.column, "").upper()
-        cast = "UBIGINT" if t.startswith("U") else "BIGINT"
         kb = self.key_bits
+        if t == "VARCHAR":
+            unit = "u ELSE ''"
+        else:
+            unit = f"u::{'UBIGINT' if t.startswith('U') else 'BIGINT'} ELSE 0"
         return (
             sql
             + f"""
-SELECT CASE WHEN {ok} THEN u::{cast} ELSE 0 END AS u,
+SELECT CASE WHEN {ok} THEN {unit} END AS u,
        CASE WHEN {ok} THEN ((p >> {kb}) << {kb}) | key::UBIGINT ELSE 0 END AS pk,
        (CASE WHEN {ok} THEN 0 ELSE -({cls}) END)::UTINYINT AS c
 FROM keyed"""

@@ -1,0 +1,233 @@
+"""The vectorised calibration path (calibration._solve_mu and its kernel) against mpmath.
+
+The public tests (test_calibration.py) call with scalars and small arrays, which take the
+scalar path of ``_scalar``; here the arrays are large enough for the vectorised path and
+its starting-point table (``TABLE_FROM`` points), and its new pieces are checked alone:
+
+* ``_mills.mills_diff_midpoint``, the one-``erfcx`` midpoint series of ``D(t, μ)``;
+* ``calibration._log_delta_terms``, exact and fast, against the 60-digit profile within
+  ``profile.log_delta_error`` (the bound every safe-side step relies on);
+* the starting-point table (accuracy of the interpolation), and whole calls at the
+  extremes: every distinct point safe (no tolerance) and within 1e-10 of the optimum.
+"""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dpgauss.privacy import _mills, analytic_gaussian_sigma, calibration, gdp_mu
+from dpgauss.privacy.profile import log_delta_error
+
+from .reference import hp, mpf_exact, ref_delta, ref_delta_sigma, ref_log_delta, ref_mu, rel_err
+from .strategies import EPS, MU
+
+pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
+
+RTOL = 1e-10
+
+
+def agree(a: np.ndarray | float, b: np.ndarray | float) -> bool:
+    """Two safe answers for the same point from different starts.  The exact Newton step
+    moves its answer to the safe side by its own curvature term, accepted up to
+    1e-13·max(1, |log μ|) (_solve._CURVATURE_OK), so two starts may differ by that."""
+    a, b = np.asarray(a), np.asarray(b)
+    scale = np.maximum(1.0, np.abs(np.log(b)))
+    return bool(np.all(np.abs(a - b) <= 2e-13 * scale * b + 5e-324))
+
+
+BIG = calibration.TABLE_FROM + 17  # a call that takes the table path
+
+
+def _ref_d(t: float, mu: float) -> object:
+    """D(t, μ) = R(t) − R(t + μ) at 50 digits, with the double t, μ taken exactly."""
+    with mpmath.workdps(50):
+        tt, mm = mpf_exact(t), mpf_exact(mu)
+
+        def mills(s: object) -> object:
+            return mpmath.ncdf(-s) / mpmath.npdf(s)
+
+        return mills(tt) - mills(tt + mm)
+
+
+# ------------------------------------------------------------------- midpoint series
+
+
+@settings(deadline=None, max_examples=300)
+@given(
+    m=st.one_of(st.floats(-1.0, 29.99), st.floats(-3.0, math.log10(29.99)).map(lambda e: 10**e)),
+    frac=st.floats(-8.0, 0.0),
+)
+def test_midpoint_series_of_d_against_mpmath(m, frac):
+    """Relative error of ``D`` below 3e-14 (the log-space bound is 1e-13) wherever the
+    calibration uses it: μ < TAYLOR_STEP·max(1, |m|), m < TAYLOR_MAX."""
+    mu = _mills.TAYLOR_STEP * max(1.0, abs(m)) * 10.0**frac
+    t = m - 0.5 * mu
+    got = _mills.mills_diff_midpoint(np.array([t + 0.5 * mu]), np.array([mu]))[0]
+    with hp():
+        err = abs(mpf_exact(got) / _ref_d(t, mu) - 1)
+    assert err <= 3e-14, f"D({t!r}, {mu!r}): relative error {float(err):.3e}"
+
+
+def test_midpoint_series_fast_variant_is_close():
+    m = np.linspace(-1.0, 29.9, 400)
+    mu = calibration._FAST_TAYLOR_STEP * np.maximum(1.0, np.abs(m))
+    fast = _mills.mills_diff_midpoint(m, mu, exact=False)
+    exact = _mills.mills_diff(m - 0.5 * mu, mu)
+    assert np.max(np.abs(fast / exact - 1)) < 1e-9
+
+
+# -------------------------------------------------------------------------- kernel
+
+
+@settings(deadline=None, max_examples=300)
+@given(mu=MU, eps=EPS)
+def test_calibration_kernel_within_the_error_bound(mu, eps):
+    """The exact kernel's log δ is within log_delta_error of the 60-digit value."""
+    log_d, t, _ = calibration._log_delta_terms(np.array([mu]), np.array([eps]), True)
+    if not math.isfinite(log_d[0]):
+        assert ref_log_delta(mu, eps) < -700
+        return
+    bound = float(log_delta_error(log_d, t)[0])
+    with hp():
+        err = abs(mpf_exact(float(log_d[0])) - ref_log_delta(mu, eps))
+    # (log δ = 0 for δ within 1e-300 of 1, as in test_scalar: the bound is then 0)
+    assert err <= max(bound, 1e-300), f"log δ({mu!r}, {eps!r}): |err| {float(err):.3e}"
+
+
+@settings(deadline=None, max_examples=200)
+@given(
+    delta=st.floats(-300.0, math.log10(0.5)).map(lambda e: 10**e),
+    eps=st.floats(-8.0, 3.0).map(lambda e: 10**e),
+    shift=st.floats(-1e-3, 1e-3),
+)
+def test_calibration_kernel_near_the_solution_midpoint_branch(delta, eps, shift):
+    """Near the optimum (where the exact step runs) the midpoint branch is taken for
+    small μ; the error bound holds there, and the fast kernel is within 1e-9."""
+    mu = float(ref_mu(eps, delta)) * (1.0 + shift)
+    mu_a, eps_a = np.array([mu]), np.array([eps])
+    log_d, t, _ = calibration._log_delta_terms(mu_a, eps_a, True)
+    fast, _, _ = calibration._log_delta_terms(mu_a, eps_a, False)
+    exact = ref_log_delta(mu, eps)
+    bound = float(log_delta_error(log_d, t)[0])
+    with hp():
+        assert abs(mpf_exact(float(log_d[0])) - exact) <= bound
+        assert abs(mpf_exact(float(fast[0])) - exact) <= 1e-9 * max(1.0, abs(float(exact)))
+
+
+# ---------------------------------------------------------------------- start table
+
+
+def test_start_table_interpolation_is_close():
+    """Inside the grid the interpolated start is within 2e-2 of log μ* everywhere tested
+    and within 5e-3 at 99 % of points (one fast Halley step then ends near 1e-6 or
+    better; the second pass and the safeguarded solver catch the rest)."""
+    rng = np.random.default_rng(5)
+    eps = np.exp(rng.uniform(-18.4, 6.9, 4000))
+    delta = np.exp(-np.exp(rng.uniform(calibration._TABLE_V[0] + 1e-9, 6.5, 4000)))
+    x, inside = calibration._start_table().lookup(eps, delta)
+    assert inside.all()
+    exact = np.log(calibration._calibrate(eps, delta))
+    err = np.abs(x - exact)
+    assert err.max() < 2e-2
+    assert np.quantile(err, 0.99) < 5e-3
+
+
+def test_start_outside_the_grid_is_closed_form():
+    eps = np.array([0.0, 1e-12, 1e4, 1.0, 1.0])
+    delta = np.array([1e-5, 1e-5, 1e-5, 0.9, 1e-310])
+    _, inside = calibration._start_table().lookup(eps, delta)
+    assert not inside.any()
+    start = calibration._start(eps, delta, True)
+    assert np.array_equal(start, calibration._log_mu_start(eps, delta))
+
+
+# ---------------------------------------------------------------- whole vectorised calls
+
+EPS_EXTREMES = [0.0, 1e-200, 1e-12, 1e-8, 1e-3, 0.37, 1.0, 20.0, 100.0, 1e3, 1e5, 1e10]
+DELTA_EXTREMES = [5e-324, 1e-310, 1e-300, 1e-100, 1e-12, 1e-5, 0.01, 0.5, 0.9, 1 - 1e-12]
+
+
+def _tiled(values: list[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:
+    reps = -(-BIG // len(values))
+    arr = np.array(values * reps)
+    return arr[:, 0].copy(), arr[:, 1].copy()
+
+
+def test_large_call_at_the_extremes_is_safe_and_accurate():
+    points = [(e, d) for e in EPS_EXTREMES for d in DELTA_EXTREMES]
+    eps, delta = _tiled(points)
+    mu = gdp_mu(eps, delta)
+    assert isinstance(mu, np.ndarray) and mu.shape == eps.shape
+    for i, (e, d) in enumerate(points):
+        got = float(mu[i])
+        assert np.all(mu[i :: len(points)] == got), "same input, same output"
+        exact = ref_mu(e, d)
+        assert got <= exact, f"gdp_mu({e!r}, {d!r}) = {got!r} above the optimum"
+        assert ref_delta(got, e) <= d, f"UNSAFE: gdp_mu({e!r}, {d!r}) = {got!r}"
+        spacing = 5e-324 / float(exact)  # subnormal optima: the double grid's resolution
+        assert rel_err(got, exact) <= RTOL + 2 * spacing, (e, d, got)
+        # the scalar path agrees (both land on the safe side of the same root)
+        assert agree(got, gdp_mu(e, d))
+
+
+def test_large_random_call_sample_against_mpmath():
+    rng = np.random.default_rng(11)
+    eps = 10.0 ** rng.uniform(-8.0, 3.0, BIG)
+    delta = 10.0 ** rng.uniform(-300.0, math.log10(0.5), BIG)
+    sens = 10.0 ** rng.uniform(-6.0, 6.0, BIG)
+    sigma = analytic_gaussian_sigma(eps, delta, sens)
+    for i in rng.choice(BIG, 60, replace=False):
+        e, d, s, got = float(eps[i]), float(delta[i]), float(sens[i]), float(sigma[i])
+        assert ref_delta_sigma(got, e, s) <= d, f"UNSAFE at ({e!r}, {d!r}, {s!r})"
+        with hp():
+            exact = mpf_exact(s) / ref_mu(e, d)
+        assert rel_err(got, exact) <= RTOL
+        assert agree(s / got, s / analytic_gaussian_sigma(e, d, s))
+
+
+def test_large_call_broadcasts_mixed_shapes_and_huge_sensitivity():
+    eps = np.logspace(-3, 2, 160).reshape(160, 1)  # (160, 1)
+    delta = np.logspace(-300, -1, 128)  # (128,)  -> 20480 points, the table path
+    sens = np.array([[[1e-300]], [[1.0]], [[1e300]]])  # (3, 1, 1)
+    out = analytic_gaussian_sigma(eps, delta, sens)
+    assert out.shape == (3, 160, 128) and out.dtype == np.float64
+    unit = gdp_mu(eps, delta)
+    assert unit.shape == (160, 128)
+    rng = np.random.default_rng(3)
+    for _ in range(30):
+        k, i, j = rng.integers(3), rng.integers(160), rng.integers(128)
+        e, d, s = float(eps[i, 0]), float(delta[j]), float(sens[k, 0, 0])
+        got = float(out[k, i, j])
+        assert ref_delta_sigma(got, e, s) <= d
+        with hp():
+            exact = mpf_exact(s) / ref_mu(e, d)
+        assert rel_err(got, exact) <= RTOL
+        assert got == np.nextafter(s / unit[i, j], np.inf)
+
+
+def test_table_and_closed_form_starts_agree():
+    """The start changes the iterations, not the answer (beyond the last few ulps)."""
+    rng = np.random.default_rng(7)
+    eps = 10.0 ** rng.uniform(-8.0, 3.0, 5000)
+    delta = 10.0 ** rng.uniform(-300.0, math.log10(0.5), 5000)
+    with_table = calibration._solve_mu(eps, delta, True)
+    without = calibration._solve_mu(eps, delta, False)
+    assert agree(with_table, without)
+
+
+def test_points_the_lean_passes_leave_go_to_the_safeguarded_solver(monkeypatch):
+    """With a useless start (log μ = 0 everywhere) most points are not settled by the
+    Halley passes: the safeguarded solver must take them, with the same answers."""
+    rng = np.random.default_rng(9)
+    eps = 10.0 ** rng.uniform(-8.0, 3.0, 2000)
+    delta = 10.0 ** rng.uniform(-300.0, math.log10(0.5), 2000)
+    good = calibration._solve_mu(eps, delta, False)
+    monkeypatch.setattr(calibration, "_start", lambda e, d, table: np.zeros_like(e))
+    bad_start = calibration._solve_mu(eps, delta, False)
+    assert agree(bad_start, good)

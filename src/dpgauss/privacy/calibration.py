@@ -190,27 +190,46 @@ class _StartTable:
         self.v = np.arange(_TABLE_V[0], _TABLE_V[1], h)
         uu, vv = np.meshgrid(self.u, self.v, indexing="ij")
         eps, delta = np.exp(uu).ravel(), np.exp(-np.exp(vv)).ravel()
-        self.x = np.empty(eps.size)
+        x = np.empty(eps.size)
         for start in range(0, eps.size, _BLOCK):
             block = slice(start, start + _BLOCK)
-            self.x[block] = _solve_mu_safeguarded(eps[block], delta[block])
+            x[block] = _solve_mu_safeguarded(eps[block], delta[block])
+        x = x.reshape(uu.shape)
+        # Per cell (i, j) the bilinear form c0 + a c1 + b c2 + a b c3 in its local
+        # coordinates a, b ∈ [0, 1), stored as one row so that a lookup is one gather.
+        x00, x01, x10, x11 = x[:-1, :-1], x[:-1, 1:], x[1:, :-1], x[1:, 1:]
+        cells = np.stack([x00, x10 - x00, x01 - x00, x11 - x10 - x01 + x00], axis=-1)
+        self.cells = np.ascontiguousarray(cells.reshape(-1, 4), dtype=np.float32)
 
     def lookup(self, eps: np.ndarray, delta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Interpolated ``x*`` and the mask of the points inside the grid."""
-        nu, nv, inv_h = self.u.size, self.v.size, 1.0 / _TABLE_STEP
+        nu, nv, inv_h = self.u.size - 1, self.v.size - 1, 1.0 / _TABLE_STEP  # cells
         with np.errstate(divide="ignore", invalid="ignore"):
-            fu = (np.log(eps) - self.u[0]) * inv_h
-            fv = (np.log(-np.log(delta)) - self.v[0]) * inv_h
-        inside = (fu >= 0.0) & (fu < nu - 1) & (fv >= 0.0) & (fv < nv - 1)
-        fu = np.clip(np.where(inside, fu, 0.0), 0.0, nu - 1.5)
-        fv = np.clip(np.where(inside, fv, 0.0), 0.0, nv - 1.5)
-        i, j = fu.astype(np.intp), fv.astype(np.intp)
-        a, b = fu - i, fv - j
-        k = i * nv + j
-        x00, x01 = self.x.take(k), self.x.take(k + 1)
-        x10, x11 = self.x.take(k + nv), self.x.take(k + nv + 1)
-        top = x00 + b * (x01 - x00)
-        return top + a * (x10 + b * (x11 - x10) - top), inside
+            a = np.log(eps)
+            a -= self.u[0]
+            a *= inv_h
+            b = np.log(delta)
+            np.negative(b, out=b)
+            np.log(b, out=b)
+            b -= self.v[0]
+            b *= inv_h
+        inside = (a >= 0.0) & (a < nu) & (b >= 0.0) & (b < nv)
+        if not inside.all():
+            a[~inside] = 0.0
+            b[~inside] = 0.0
+        i, j = np.floor(a), np.floor(b)
+        a -= i
+        b -= j
+        i *= nv
+        i += j
+        c = self.cells.take(i.astype(np.intp), axis=0)
+        x = c[:, 3] * b
+        x += c[:, 1]
+        x *= a
+        b *= c[:, 2]
+        x += b
+        x += c[:, 0]
+        return x, inside
 
 
 @functools.cache

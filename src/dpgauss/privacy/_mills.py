@@ -25,6 +25,7 @@ from scipy.special import erfcx
 
 __all__ = [
     "log_phi",
+    "midpoint_limit",
     "mills",
     "mills_and_m1",
     "mills_diff",
@@ -50,12 +51,14 @@ _SMALL_STEP = 0.05
 _GL_EXACT = np.polynomial.legendre.leggauss(4)
 _GL_FAST = np.polynomial.legendre.leggauss(2)
 
-# The midpoint series of D (mills_diff_midpoint) is used for μ < TAYLOR_STEP·max(1, |t|)
-# (the first omitted term is below 3e-16 relative there) and midpoints m < TAYLOR_MAX
-# (there the recurrences for M1″ and M1⁗ cancel at most m⁴/6 ≈ 1e5 and m⁸/120 ≈ 5e9,
-# i.e. 2e-11 and 1e-6 relative, on terms weighing at most 6e-6 and 4e-11 of D).
-TAYLOR_STEP = 5e-3
-TAYLOR_MAX = 30.0
+# The midpoint series of D (mills_diff_midpoint, terms up to μ⁸) is used where μ/max(1, |t|)
+# is below TAYLOR_STEPS[i] and the midpoint m below TAYLOR_LIMITS[i], for some i.  The
+# first omitted term is about (μ/m)¹⁰/1024 of D, below 1e-16 for μ/m < 0.05.  The
+# recurrence for the j-th derivative of M1 cancels about m^(2j+2)/(j+1)! (relative), and
+# the term weighs (μ/2m)^j/(j+1): at each (step, limit) pair below, the rounding of the
+# μ⁶ and μ⁸ terms stays below 3e-15 of D (checked against mpmath in the tests).
+TAYLOR_STEPS = (0.05, 0.025, 5e-3)
+TAYLOR_LIMITS = (12.0, 20.0, 30.0)
 
 _SPLIT = 134217729.0  # 2**27 + 1, Dekker's splitting constant for float64
 _SPLIT_MAX = 1e150  # beyond this the split overflows; the corrections are irrelevant there
@@ -152,30 +155,43 @@ def mills_and_m1(s: np.ndarray, exact: bool = True) -> tuple[np.ndarray, np.ndar
     return r, m1
 
 
+def midpoint_limit(m: np.ndarray) -> np.ndarray:
+    """The largest ``μ/max(1, |t|)`` at which :func:`mills_diff_midpoint` is exact for the
+    midpoint ``m`` (:data:`TAYLOR_STEPS`, :data:`TAYLOR_LIMITS`); 0 beyond the last limit."""
+    (s0, s1, s2), (l0, l1, l2) = TAYLOR_STEPS, TAYLOR_LIMITS
+    return np.where(m < l0, s0, np.where(m < l1, s1, np.where(m < l2, s2, 0.0)))
+
+
 def mills_diff_midpoint(m: np.ndarray, mu: np.ndarray, exact: bool = True) -> np.ndarray:
     r"""``D(t, μ)`` from the Taylor series of ``R`` about the midpoint ``m = t + μ/2``.
 
-    Since ``R′ = sR − 1 = −M1``, the odd terms of ``R(m ∓ μ/2)`` give
+    With ``r_k = R^{(k)}(m)``, the odd terms of ``R(m ∓ μ/2)`` give
 
     .. math::
 
-        D = μ \sum_{j \text{ even}} M1^{(j)}(m) \frac{(μ/2)^j}{(j+1)!}
-          = μ \Big[M1 + \frac{μ^2}{24} M1^{(2)} + \frac{μ^4}{1920} M1^{(4)} + …\Big],
+        D = R(m - μ/2) - R(m + μ/2) = -2 \sum_{k \text{ odd}} r_k \frac{(μ/2)^k}{k!}
+          = -μ \Big[r_1 + \frac{μ^2}{24} r_3 + \frac{μ^4}{1920} r_5
+                 + \frac{μ^6}{322560} r_7 + …\Big],
 
-    and differentiating ``M1 = 1 − sR`` with ``R′ = sR − 1``:
-    ``M1⁽²⁾ = (2 + m²) M1 − m R`` and ``M1⁽⁴⁾ = (m⁴ + 9m² + 8) M1 − (m³ + 7m) R``.
-    The omitted ``j = 6`` term is about ``(μ/m)⁶/64`` of ``D`` for large ``m`` (and of the
-    order of ``μ⁶`` for ``|m| ≤ 1``): below 3e-16 for μ < 5e-3·max(1, |m|)
-    (:data:`TAYLOR_STEP`).  One ``erfcx`` per point instead of the quadrature's four;
-    valid for m < :data:`TAYLOR_MAX` (see there); checked against mpmath in the tests.
+    and ``R′ = sR − 1`` gives ``r_1 = −M1`` and ``r_{k+1} = m r_k + k r_{k−1}``.
+    Truncated after ``r_9``: the first omitted term is about ``(μ/m)¹⁰/1024`` of ``D``
+    (below 1e-16 where it is used, see :data:`TAYLOR_STEPS`).  One ``erfcx`` per point
+    instead of the quadrature's four; checked against mpmath in the tests.
     ``exact=False`` skips the continued fraction (:func:`mills_and_m1`).
     """
-    r, m1 = mills_and_m1(m, exact)
-    m2 = m * m
-    d2 = (2.0 + m2) * m1 - m * r
-    d4 = ((m2 + 9.0) * m2 + 8.0) * m1 - (m2 + 7.0) * m * r
+    r0, m1 = mills_and_m1(m, exact)
+    r1 = -m1
+    r2 = m * r1 + r0
+    r3 = m * r2 + 2.0 * r1
+    r4 = m * r3 + 3.0 * r2
+    r5 = m * r4 + 4.0 * r3
+    r6 = m * r5 + 5.0 * r4
+    r7 = m * r6 + 6.0 * r5
+    r9 = m * (m * r7 + 7.0 * r6) + 8.0 * r7
     h2 = mu * mu
-    return mu * (m1 + h2 * (d2 * (1.0 / 24.0) + h2 * (1.0 / 1920.0) * d4))
+    tail = r7 * (1.0 / 322560.0) + h2 * (1.0 / 92897280.0) * r9
+    tail = r3 * (1.0 / 24.0) + h2 * (r5 * (1.0 / 1920.0) + h2 * tail)
+    return mu * (m1 - h2 * tail)
 
 
 def mills_diff(t: np.ndarray, mu: np.ndarray, exact: bool = True) -> np.ndarray:

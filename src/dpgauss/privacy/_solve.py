@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["Kernel", "exact_newton", "solve_safe"]
+__all__ = ["CURVATURE_OK", "Kernel", "exact_newton", "solve_safe"]
 
 # kernel(x, idx, exact) -> (g, g′, g″/g′, err) at x for the problem's elements idx
 # (idx None: all of them, in order).
@@ -35,7 +35,8 @@ Kernel = Callable[
 
 _MAX_ITER = 100
 _HALLEY_STOP = 1e-3
-_CURVATURE_OK = 1e-13
+#: An exact Newton step is final when its curvature term is below this (times max(1, |x|)).
+CURVATURE_OK = 1e-13
 
 
 def _halley(kernel: Kernel, x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -108,7 +109,7 @@ def exact_newton(
             g, g1, c, err = kernel(xi, idx, True)
             step = (g + 2.0 * err) / g1
             curvature = 2.0 * np.abs(c) * step * step
-            again = curvature > _CURVATURE_OK * np.maximum(1.0, np.abs(xi))
+            again = curvature > CURVATURE_OK * np.maximum(1.0, np.abs(xi))
             widen = np.where(again, 0.0, curvature + pad(xi))
             new = xi - step - np.sign(g1) * widen
         if sub.size == x.size:

@@ -24,13 +24,13 @@ and σ exceeds the exact optimum by about 1e-13 relative.
 from __future__ import annotations
 
 import functools
-import itertools
 
 import numpy as np
 from scipy.special import erfinv, ndtri
 
 from .._validation import NONNEGATIVE, POSITIVE, UNIT_OPEN, finish, real_args
 from . import _mills, _scalar, _solve
+from . import _settle as _settle_cases
 from .profile import log_delta_error, log_delta_terms
 
 __all__ = ["analytic_gaussian_sigma", "gdp_mu"]
@@ -65,9 +65,10 @@ def _log_mu_start(eps: np.ndarray, delta: np.ndarray) -> np.ndarray:
         )
 
 
-# The fast kernel uses the midpoint series up to ten times further out than the exact one:
-# its first omitted term is then below (0.05)⁶/64 = 2.4e-10 relative, enough for iterating.
+# The fast kernel uses the midpoint series for μ < 0.05·max(1, |t|) up to m = 20, as far
+# out in μ as the exact one's widest range (_mills.TAYLOR_STEPS) and further out in m.
 _FAST_TAYLOR_STEP = 0.05
+_FAST_TAYLOR_MAX = 20.0
 
 # Starting-point table (_StartTable): x* = log μ* on a grid of u = ln ε and v = ln(−ln δ).
 _TABLE_STEP = 0.05
@@ -94,23 +95,32 @@ def _midpoint_terms(
     return log_phi + np.log(_mills.mills_diff_midpoint(t + 0.5 * mu, mu, exact)), t, log_phi
 
 
+def _midpoint_ok(mu: np.ndarray, t: np.ndarray, exact: bool) -> np.ndarray:
+    """Where the midpoint series of ``D`` is accurate enough for the (exact or fast) kernel:
+    :func:`._mills.midpoint_limit`, or ``μ < 0.05·max(1, |t|)``, ``m < 20`` for the fast
+    kernel (there, without the continued fraction, the series is within 1e-10 of ``D``)."""
+    m = t + 0.5 * mu
+    scale = np.maximum(1.0, np.abs(t))
+    if not exact:
+        return (mu < _FAST_TAYLOR_STEP * scale) & (m < _FAST_TAYLOR_MAX)
+    return mu < _mills.midpoint_limit(m) * scale
+
+
 def _log_delta_terms(
     mu: np.ndarray, eps: np.ndarray, exact: bool
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`.profile.log_delta_terms` for the calibration, with the midpoint series of
     ``D`` where μ is small.
 
-    Where ``μ < c·max(1, |t|)`` (c = :data:`._mills.TAYLOR_STEP`, or
-    :data:`_FAST_TAYLOR_STEP` for the solver's iterations) and the midpoint
-    ``t + μ/2 < TAYLOR_MAX``, ``D(t, μ)`` comes from one ``erfcx`` at the midpoint
+    Where :func:`_midpoint_ok` (μ small against ``max(1, |t|)``, the midpoint
+    ``t + μ/2`` not too large), ``D(t, μ)`` comes from one ``erfcx`` at the midpoint
     instead of a four-node quadrature; elsewhere the profile's own kernel runs.  The same
     error bound (:func:`.profile.log_delta_error`) holds on both (tests).
     """
-    step = _mills.TAYLOR_STEP if exact else _FAST_TAYLOR_STEP
     mu = np.minimum(mu, 1e100)  # as the profile's kernel: δ = 1 in double precision beyond
     with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
         t = eps / mu - 0.5 * mu
-        mid = (mu < step * np.maximum(1.0, np.abs(t))) & (t < _mills.TAYLOR_MAX - 0.5 * mu)
+        mid = _midpoint_ok(mu, t, exact)
         if mid.all():
             return _midpoint_terms(mu, eps, t, exact)
         if not mid.any():
@@ -248,44 +258,47 @@ def _start(eps: np.ndarray, delta: np.ndarray, table: bool) -> np.ndarray:
     return x
 
 
-def _branches(eps: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """The kernel's branch at ``μ = e^x`` (0: midpoint series in both kernels, 1: only in
-    the fast one, 2: neither) as int8, to group points that take the same branches."""
+def _branches(eps: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Points whose start ``μ = e^x`` is in the midpoint branch of both kernels
+    (:func:`_midpoint_ok`), and in the direct branch (``t ≥ −1``,
+    ``μ ≥ 0.05·max(1, |t|)``): the cases of :mod:`._settle`."""
     with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
         mu = np.exp(x)
-        t = eps / mu - 0.5 * mu
+        q = eps / mu
+        t = q - 0.5 * mu
         r = mu / np.maximum(1.0, np.abs(t))
-        cls = (r >= _mills.TAYLOR_STEP).view(np.int8) + (r >= _FAST_TAYLOR_STEP).view(np.int8)
-        cls[~(t < _mills.TAYLOR_MAX - 0.5 * mu)] = 2
-    return cls
+        mid = (r < _mills.midpoint_limit(q)) & (q < _FAST_TAYLOR_MAX)
+        direct = (r >= _FAST_TAYLOR_STEP) & (t >= -1.0) & (mu < 1e100)
+    return mid, direct
 
 
 def _solve_mu(eps: np.ndarray, delta: np.ndarray, table: bool) -> np.ndarray:
-    """:func:`_settle` from :func:`_start`, on groups of points in the same kernel branch.
-
-    Sorting the points by the branch their start falls in (:func:`_branches`) makes each
-    kernel evaluation run one branch on contiguous arrays, instead of splitting every
-    array by masks at every evaluation.
+    """μ* from :func:`_start`: the two common branches by :mod:`._settle`, on contiguous
+    copies of their points, everything else (and whatever those leave) by :func:`_settle`.
     """
-    x = _start(eps, delta, table)
-    cls = _branches(eps, x)
-    counts = np.bincount(cls, minlength=3)
-    if counts.max() == cls.size:
-        return _settle(eps, delta, x)
-    order = np.argsort(cls, kind="stable")
-    eps_s, delta_s, x_s = eps[order], delta[order], x[order]
-    mu_s = np.empty_like(x)
-    edges = np.concatenate(([0], np.cumsum(counts)))
-    for lo, hi in itertools.pairwise(edges):
-        if hi > lo:
-            mu_s[lo:hi] = _settle(eps_s[lo:hi], delta_s[lo:hi], x_s[lo:hi])
-    mu = np.empty_like(mu_s)
-    mu[order] = mu_s
-    return mu
+    x0 = _start(eps, delta, table)
+    log_target = np.log(delta)
+    x = np.empty_like(x0)
+    left = np.zeros(x0.size, dtype=bool)
+    mid, direct = _branches(eps, x0)
+    rest = ~(mid | direct)
+    for case, where in ((_settle_cases.midpoint, mid), (_settle_cases.direct, direct)):
+        if where.all():
+            x, left = case(eps, log_target, x0)
+            break
+        idx = np.flatnonzero(where)
+        if idx.size:
+            x[idx], left[idx] = case(eps[idx], log_target[idx], x0[idx])
+    left |= rest
+    if left.any():
+        idx = np.flatnonzero(left)
+        x[idx] = _settle(eps[idx], delta[idx], x0[idx])
+    return np.exp(x)
 
 
 def _settle(eps: np.ndarray, delta: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Largest μ with exact log δ_μ(ε) + error ≤ log δ, from ``x`` ≈ log μ* (flat arrays).
+    """``log μ`` of the largest μ with exact log δ_μ(ε) + error ≤ log δ, from ``x`` ≈
+    log μ* (flat arrays).
 
     The streamlined path of :func:`._solve.solve_safe`: at most :data:`_LEAN_PASSES`
     Halley steps on the fast kernel (no bracket), then the exact Newton step onto the safe
@@ -325,7 +338,7 @@ def _settle(eps: np.ndarray, delta: np.ndarray, x: np.ndarray) -> np.ndarray:
     if not np.isfinite(x).all():
         bad = int(np.flatnonzero(~np.isfinite(x))[0])
         raise FloatingPointError(f"dpgauss internal error: no finite root at element {bad}")
-    return np.exp(x)
+    return x
 
 
 def _mu_flat(eps: np.ndarray, delta: np.ndarray, table: bool) -> np.ndarray:

@@ -108,10 +108,32 @@ def midpoint(eps: np.ndarray, log_target: np.ndarray, x: np.ndarray) -> tuple[np
     return x, ~ok
 
 
+_SPLIT = 134217729.0  # 2**27 + 1, Dekker's splitting constant
+
+
+def _split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    c = _SPLIT * a
+    hi = c - (c - a)
+    return hi, a - hi
+
+
 def _exact_t(eps: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``t`` and ``log φ(t)`` as :func:`._mills.profile_t` and :func:`._mills.log_phi`."""
-    t, t_lo = _mills.profile_t(eps, mu)
-    return t, _mills.log_phi(t, t_lo)
+    """``t`` and ``log φ(t)`` in double-double, as :func:`._mills.profile_t` and
+    :func:`._mills.log_phi` (the same operations), without their guards against
+    ``|ε/μ|, μ, |t| ≥ 1e150``: the caller rejects those points (``ok``)."""
+    q = eps / mu
+    q_hi, q_lo = _split(q)
+    m_hi, m_lo = _split(mu)
+    p = q * mu
+    p_err = ((q_hi * m_hi - p) + q_hi * m_lo + q_lo * m_hi) + q_lo * m_lo
+    half = 0.5 * mu
+    t = q - half
+    z = t - q
+    t_lo = ((q - (t - z)) + (-half - z)) + ((eps - p) - p_err) / mu
+    t_hi, t_hl = _split(t)
+    sq = t * t
+    sq_err = ((t_hi * t_hi - sq) + t_hi * t_hl + t_hl * t_hi) + t_hl * t_hl
+    return t, -0.5 * sq - ((0.5 * sq_err + t * t_lo) + _HALF_LOG_2PI)
 
 
 def direct(eps: np.ndarray, log_target: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -135,10 +157,11 @@ def direct(eps: np.ndarray, log_target: np.ndarray, x: np.ndarray) -> tuple[np.n
         x, done = _halley(log_d - log_target, g1, c, x)
         ok &= done
         mu = np.exp(x)
-        ok &= mu < 1e100
         t, log_phi = _exact_t(eps, mu)
+        ok &= (mu < 1e100) & (t < 1e100)  # (then |ε/μ| < 1e150: no overflow in _exact_t)
         ok &= (t >= -1.0) & (mu >= _FAST_STEP * np.maximum(1.0, np.abs(t)))
-        d = _mills.mills(t) - _mills.mills(t + mu)
+        a = t * _INV_SQRT2
+        d = _SQRT_HALF_PI * (erfcx(a) - erfcx(a + mu * _INV_SQRT2))
         log_d = np.log(d) + log_phi
         g1 = mu / d
         c = 1.0 + t * (t + mu) - g1

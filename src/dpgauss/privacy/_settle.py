@@ -42,13 +42,14 @@ _FAST_MAX = 20.0  # as calibration._FAST_TAYLOR_MAX
 
 
 def _halley(g: np.ndarray, g1: np.ndarray, c: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, ...]:
-    """One Halley step ``x − (g/g′)/(1 − (g/g′) c/2)`` (Newton's where the denominator is
-    below ½), and whether it is below 1e-3 (relative to ``max(1, |x|)``)."""
+    """One Halley step ``x − (g/g′)/(1 − (g/g′) c/2)``, and whether it ends the iteration:
+    its denominator above ½ and the step below 1e-3 (stricter than the general solver,
+    which takes a Newton step where the denominator is small and compares the step with
+    1e-3·max(1, |x|))."""
     newton = g / g1
     denom = 1.0 - 0.5 * newton * c
-    step = np.where(denom > 0.5, newton / denom, newton)
-    new = x - step
-    return new, np.abs(step) <= _HALLEY_STOP * np.maximum(1.0, np.abs(new))
+    step = newton / denom
+    return x - step, (denom > 0.5) & (np.abs(step) <= _HALLEY_STOP)
 
 
 def _safe_newton(
@@ -56,12 +57,13 @@ def _safe_newton(
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`._solve.exact_newton`'s accepted step for ``g′ > 0``, ``t ≥ −1``: onto the
     root of ``g + 2 err``, moved down by the curvature term and the rounding pad; and the
-    mask of the points whose curvature term is too large (they need another step)."""
+    mask of the points whose curvature term is too large for the step to be final
+    (compared with ``CURVATURE_OK`` itself, not times ``max(1, |x|)``: stricter)."""
     err = 1e-13 + 2e-15 * np.abs(log_d)
     step = (g + 2.0 * err) / g1
     curvature = 2.0 * np.abs(c) * step * step
-    again = curvature > _solve.CURVATURE_OK * np.maximum(1.0, np.abs(x))
-    new = x - step - (curvature + 1e-15 * (1.0 + np.abs(x)))
+    again = curvature > _solve.CURVATURE_OK
+    new = x - step - curvature - 1e-15 * (1.0 + np.abs(x))
     return new, again
 
 
@@ -98,7 +100,10 @@ def midpoint(eps: np.ndarray, log_target: np.ndarray, x: np.ndarray) -> tuple[np
         q = eps / mu
         t = q - 0.5 * mu
         scale = np.maximum(1.0, np.abs(t))
-        ok &= mu < _mills.midpoint_limit(q) * scale
+        if np.max(q, initial=-np.inf) < _mills.TAYLOR_LIMITS[0]:
+            ok &= mu < _mills.TAYLOR_STEPS[0] * scale
+        else:
+            ok &= mu < _mills.midpoint_limit(q) * scale
         d = _mills.mills_diff_midpoint(q, mu)
         log_d = np.log(d) - (0.5 * t * t + _HALF_LOG_2PI)
         g1 = mu / d

@@ -131,7 +131,7 @@ def test_start_table_interpolation_is_close():
     rng = np.random.default_rng(5)
     eps = np.exp(rng.uniform(-18.4, 6.9, 4000))
     delta = np.exp(-np.exp(rng.uniform(calibration._TABLE_V[0] + 1e-9, 6.5, 4000)))
-    x, inside = calibration._start_table().lookup(eps, delta)
+    x, inside, _ = calibration._start_table().lookup(eps, delta)
     assert inside.all()
     exact = np.log(calibration._calibrate(eps, delta))
     err = np.abs(x - exact)
@@ -142,10 +142,13 @@ def test_start_table_interpolation_is_close():
 def test_start_outside_the_grid_is_closed_form():
     eps = np.array([0.0, 1e-12, 1e4, 1.0, 1.0])
     delta = np.array([1e-5, 1e-5, 1e-5, 0.9, 1e-310])
-    _, inside = calibration._start_table().lookup(eps, delta)
-    assert not inside.any()
-    start = calibration._start(eps, delta, True)
-    assert np.array_equal(start, calibration._log_mu_start(eps, delta))
+    _, inside, code = calibration._start_table().lookup(eps, delta)
+    assert not inside.any() and np.all(code == 1)
+    start, mid, direct = calibration._start(eps, delta, True)
+    closed = calibration._log_mu_start(eps, delta)
+    assert np.array_equal(start, closed)
+    cases = calibration._branches(eps, closed)
+    assert np.array_equal(mid, cases[0]) and np.array_equal(direct, cases[1])
 
 
 # ---------------------------------------------------------------- whole vectorised calls
@@ -229,6 +232,11 @@ def test_points_the_lean_passes_leave_go_to_the_safeguarded_solver(monkeypatch):
     eps = 10.0 ** rng.uniform(-8.0, 3.0, 2000)
     delta = 10.0 ** rng.uniform(-300.0, math.log10(0.5), 2000)
     good = calibration._solve_mu(eps, delta, False)
-    monkeypatch.setattr(calibration, "_start", lambda e, d, table: np.zeros_like(e))
+
+    def useless(e: np.ndarray, d: np.ndarray, table: bool) -> tuple[np.ndarray, ...]:
+        x = np.zeros_like(e)
+        return (x, *calibration._branches(e, x))
+
+    monkeypatch.setattr(calibration, "_start", useless)
     bad_start = calibration._solve_mu(eps, delta, False)
     assert agree(bad_start, good)

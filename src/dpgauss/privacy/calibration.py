@@ -210,9 +210,17 @@ class _StartTable:
         x00, x01, x10, x11 = x[:-1, :-1], x[:-1, 1:], x[1:, :-1], x[1:, 1:]
         cells = np.stack([x00, x10 - x00, x01 - x00, x11 - x10 - x01 + x00], axis=-1)
         self.cells = np.ascontiguousarray(cells.reshape(-1, 4), dtype=np.float32)
+        # Per cell the case of :mod:`._settle` its four corners share at the optimum
+        # (0: midpoint, 2: direct), or 1 where they do not: then _branches decides.
+        mid, direct = (a.reshape(uu.shape) for a in _branches(eps, x.ravel()))
+        code = np.ones(x00.shape, dtype=np.int8)
+        code[mid[:-1, :-1] & mid[:-1, 1:] & mid[1:, :-1] & mid[1:, 1:]] = 0
+        code[direct[:-1, :-1] & direct[:-1, 1:] & direct[1:, :-1] & direct[1:, 1:]] = 2
+        self.code = code.ravel()
 
-    def lookup(self, eps: np.ndarray, delta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Interpolated ``x*`` and the mask of the points inside the grid."""
+    def lookup(self, eps: np.ndarray, delta: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Interpolated ``x*``, the mask of the points inside the grid, and their cells'
+        case codes (1 outside the grid)."""
         nu, nv, inv_h = self.u.size - 1, self.v.size - 1, 1.0 / _TABLE_STEP  # cells
         with np.errstate(divide="ignore", invalid="ignore"):
             a = np.log(eps)
@@ -232,14 +240,18 @@ class _StartTable:
         b -= j
         i *= nv
         i += j
-        c = self.cells.take(i.astype(np.intp), axis=0)
+        k = i.astype(np.intp)
+        c = self.cells.take(k, axis=0)
+        code = self.code.take(k)
+        if not inside.all():
+            code[~inside] = 1
         x = c[:, 3] * b
         x += c[:, 1]
         x *= a
         b *= c[:, 2]
         x += b
         x += c[:, 0]
-        return x, inside
+        return x, inside, code
 
 
 @functools.cache
@@ -247,15 +259,22 @@ def _start_table() -> _StartTable:
     return _StartTable()
 
 
-def _start(eps: np.ndarray, delta: np.ndarray, table: bool) -> np.ndarray:
-    """Starting ``log μ``: the table inside its grid (large calls), else closed form."""
+def _start(eps: np.ndarray, delta: np.ndarray, table: bool) -> tuple[np.ndarray, ...]:
+    """Starting ``log μ`` — the table inside its grid (large calls), else closed form —
+    and the masks of the points for the midpoint and direct cases of :mod:`._settle`
+    (the cell's code, or :func:`_branches` at the start where the cell has none)."""
     if not table:
-        return _log_mu_start(eps, delta)
-    x, inside = _start_table().lookup(eps, delta)
+        x = _log_mu_start(eps, delta)
+        return (x, *_branches(eps, x))
+    x, inside, code = _start_table().lookup(eps, delta)
     if not inside.all():
         out = np.flatnonzero(~inside)
         x[out] = _log_mu_start(eps[out], delta[out])
-    return x
+    mid, direct = code == 0, code == 2
+    unknown = np.flatnonzero(code == 1)
+    if unknown.size:
+        mid[unknown], direct[unknown] = _branches(eps[unknown], x[unknown])
+    return x, mid, direct
 
 
 def _branches(eps: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -276,11 +295,10 @@ def _solve_mu(eps: np.ndarray, delta: np.ndarray, table: bool) -> np.ndarray:
     """μ* from :func:`_start`: the two common branches by :mod:`._settle`, on contiguous
     copies of their points, everything else (and whatever those leave) by :func:`_settle`.
     """
-    x0 = _start(eps, delta, table)
+    x0, mid, direct = _start(eps, delta, table)
     log_target = np.log(delta)
     x = np.empty_like(x0)
     left = np.zeros(x0.size, dtype=bool)
-    mid, direct = _branches(eps, x0)
     rest = ~(mid | direct)
     for case, where in ((_settle_cases.midpoint, mid), (_settle_cases.direct, direct)):
         if where.all():

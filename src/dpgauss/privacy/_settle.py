@@ -74,7 +74,7 @@ def midpoint(eps: np.ndarray, log_target: np.ndarray, x: np.ndarray) -> tuple[np
     ``μ < c·max(1, |t|)`` with ``c`` from :func:`._mills.midpoint_limit` (fast kernel:
     ``c = 0.05``, ``m < 20``, series through μ⁴ without the continued fraction: within
     3e-10 of ``D``).  ``log φ(t)`` is formed in double
-    precision (``calibration._midpoint_terms`` explains why that is within the bound).
+    precision (``calibration._midpoint_terms`` says why that stays within the bound).
     """
     with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
         # fast kernel at x: series through μ⁴ without the continued fraction

@@ -21,7 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpgauss.privacy import _mills, analytic_gaussian_sigma, calibration, gdp_mu
+from dpgauss.privacy import _mills, _settle, analytic_gaussian_sigma, calibration, gdp_mu
 from dpgauss.privacy.profile import log_delta_error
 
 from .reference import hp, mpf_exact, ref_delta, ref_delta_sigma, ref_log_delta, ref_mu, rel_err
@@ -240,3 +240,48 @@ def test_points_the_lean_passes_leave_go_to_the_safeguarded_solver(monkeypatch):
     monkeypatch.setattr(calibration, "_start", useless)
     bad_start = calibration._solve_mu(eps, delta, False)
     assert agree(bad_start, good)
+
+
+# ------------------------------------------------------------- the two settle cases
+
+
+def _branch_points(n: int, seed: int) -> tuple[np.ndarray, ...]:
+    rng = np.random.default_rng(seed)
+    eps = 10.0 ** rng.uniform(-8.0, 3.0, n)
+    delta = 10.0 ** rng.uniform(-300.0, math.log10(0.5), n)
+    x0, mid, direct = calibration._start(eps, delta, True)
+    return eps, delta, x0, mid, direct
+
+
+@pytest.mark.parametrize("case", ["midpoint", "direct"])
+def test_settle_case_agrees_with_the_general_path(case):
+    """A point the specialised case settles gets the general path's answer (up to the
+    curvature term both accept), and is on the safe side of the exact kernel's bound."""
+    eps, delta, x0, mid, direct = _branch_points(6000, 21)
+    where = mid if case == "midpoint" else direct
+    e, d, x = eps[where], delta[where], x0[where]
+    assert e.size > 500
+    got, left = getattr(_settle, case)(e, np.log(d), x.copy())
+    assert left.mean() < 0.05
+    general = calibration._settle(e, d, x.copy())
+    ok = ~left
+    assert agree(np.exp(got[ok]), np.exp(general[ok]))
+    log_d, t, _ = calibration._log_delta_terms(np.exp(got[ok]), e[ok], True)
+    assert np.all(log_d + log_delta_error(log_d, t) <= np.log(d[ok]))
+
+
+def test_settle_cases_reject_points_of_the_other_branch():
+    eps, delta, x0, mid, direct = _branch_points(3000, 22)
+    _, left = _settle.direct(eps[mid], np.log(delta[mid]), x0[mid].copy())
+    assert left.all()
+    _, left = _settle.midpoint(eps[direct], np.log(delta[direct]), x0[direct].copy())
+    assert left.all()
+
+
+def test_settle_cases_reject_a_far_start():
+    """From a start 0.1 away from the root one Halley step does not end the iteration:
+    the point must be handed back, not settled."""
+    eps, delta, x0, mid, direct = _branch_points(3000, 23)
+    for case, where in (("midpoint", mid), ("direct", direct)):
+        _, left = getattr(_settle, case)(eps[where], np.log(delta[where]), x0[where] + 0.1)
+        assert left.all()

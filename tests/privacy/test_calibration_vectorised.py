@@ -5,8 +5,8 @@ scalar path of ``_scalar``; here the arrays are large enough for the vectorised 
 its starting-point table (``TABLE_FROM`` points), and its new pieces are checked alone:
 
 * ``_mills.mills_diff_midpoint``, the one-``erfcx`` midpoint series of ``D(t, μ)``;
-* ``calibration._log_delta_terms``, exact and fast, against the 60-digit profile within
-  ``profile.log_delta_error`` (the bound every safe-side step relies on);
+* the kernels of the two cases of ``_settle``, exact and fast, against the 60-digit
+  profile within ``profile.log_delta_error`` (the bound every safe-side step relies on);
 * the starting-point table (accuracy of the interpolation), and whole calls at the
   extremes: every distinct point safe (no tolerance) and within 1e-10 of the optimum.
 """
@@ -76,9 +76,9 @@ def test_midpoint_series_of_d_against_mpmath(m, frac):
 
 
 def test_midpoint_series_fast_variant_is_close():
-    m = np.linspace(-1.0, calibration._FAST_TAYLOR_MAX - 0.01, 400)
-    mu = calibration._FAST_TAYLOR_STEP * np.maximum(1.0, np.abs(m))
-    fast = _mills.mills_diff_midpoint(m, mu, exact=False)
+    m = np.linspace(0.0, _settle.FAST_MAX - 0.01, 400)
+    mu = _settle.FAST_STEP * np.maximum(1.0, np.abs(m))
+    _, _, _, fast = _settle.midpoint_terms(m * mu, mu, False)
     exact = _mills.mills_diff(m - 0.5 * mu, mu)
     assert np.max(np.abs(fast / exact - 1)) < 3e-10
 
@@ -86,19 +86,66 @@ def test_midpoint_series_fast_variant_is_close():
 # -------------------------------------------------------------------------- kernel
 
 
+def _case_terms(mu: float, eps: float, exact: bool) -> tuple[str, float, float] | None:
+    """(branch, log δ, t) from the settle case whose branch holds at (μ, ε), or None."""
+    mu_a, eps_a = np.array([mu]), np.array([eps])
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+        q = eps_a / mu_a
+        t = q - 0.5 * mu_a
+        if _settle.midpoint_in_branch(mu_a, t, q, exact)[0]:
+            log_d, t, _, _ = _settle.midpoint_terms(eps_a, mu_a, exact)
+            return "midpoint", float(log_d[0]), float(t[0])
+        if _settle.direct_in_branch(mu_a, t)[0]:
+            log_d, t, _ = _settle.direct_terms(eps_a, mu_a, exact)
+            return "direct", float(log_d[0]), float(t[0])
+    return None
+
+
+def _check_in_bound(mu: float, eps: float) -> str | None:
+    case = _case_terms(mu, eps, True)
+    if case is None:
+        return None
+    name, log_d, t = case
+    exact = ref_log_delta(mu, eps)
+    if not math.isfinite(log_d):
+        assert exact < -700
+        return name
+    bound = float(log_delta_error(np.array([log_d]), np.array([t]))[0])
+    with hp():
+        err = abs(mpf_exact(log_d) - exact)
+    # (log δ = 0 for δ within 1e-300 of 1, as in test_scalar: the bound is then 0)
+    assert err <= max(bound, 1e-300), f"{name} log δ({mu!r}, {eps!r}): |err| {float(err):.3e}"
+    return name
+
+
 @settings(deadline=None, max_examples=300)
 @given(mu=MU, eps=EPS)
-def test_calibration_kernel_within_the_error_bound(mu, eps):
-    """The exact kernel's log δ is within log_delta_error of the 60-digit value."""
-    log_d, t, _ = calibration._log_delta_terms(np.array([mu]), np.array([eps]), True)
-    if not math.isfinite(log_d[0]):
-        assert ref_log_delta(mu, eps) < -700
-        return
-    bound = float(log_delta_error(log_d, t)[0])
-    with hp():
-        err = abs(mpf_exact(float(log_d[0])) - ref_log_delta(mu, eps))
-    # (log δ = 0 for δ within 1e-300 of 1, as in test_scalar: the bound is then 0)
-    assert err <= max(bound, 1e-300), f"log δ({mu!r}, {eps!r}): |err| {float(err):.3e}"
+def test_settle_kernels_within_the_error_bound(mu, eps):
+    """Each case's exact kernel, where its branch holds, is within log_delta_error of the
+    60-digit value (the bound the safe step relies on)."""
+    _check_in_bound(mu, eps)
+
+
+@settings(deadline=None, max_examples=300)
+@given(
+    m=st.floats(0.0, 29.99),
+    frac=st.one_of(st.just(1.0), st.floats(1e-6, 1.0)),
+    large=st.booleans(),
+)
+def test_midpoint_kernel_within_the_error_bound_across_its_branch(m, frac, large):
+    """Points built inside the midpoint branch (ε = m μ), up to its edges."""
+    step = float(_mills.midpoint_limit(np.array(m)))
+    scale = max(1.0, m) if large else 1.0
+    mu = step * scale * frac * 0.95  # (|t| = m − μ/2 ≥ 0.975 m)
+    assert _check_in_bound(mu, m * mu) == "midpoint"
+
+
+@settings(deadline=None, max_examples=200)
+@given(t=st.floats(-0.999, 38.0), ratio=st.floats(0.05, 50.0))
+def test_direct_kernel_within_the_error_bound_across_its_branch(t, ratio):
+    """Points built inside the direct branch (ε = μt + μ²/2 ≥ 0), from its edge on."""
+    mu = max(ratio * max(1.0, abs(t)), -2.0 * t) * 1.0001
+    assert _check_in_bound(mu, mu * t + 0.5 * mu * mu) == "direct"
 
 
 @settings(deadline=None, max_examples=200)
@@ -107,18 +154,17 @@ def test_calibration_kernel_within_the_error_bound(mu, eps):
     eps=st.floats(-8.0, 3.0).map(lambda e: 10**e),
     shift=st.floats(-1e-3, 1e-3),
 )
-def test_calibration_kernel_near_the_solution_midpoint_branch(delta, eps, shift):
-    """Near the optimum (where the exact step runs) the midpoint branch is taken for
-    small μ; the error bound holds there, and the fast kernel is within 1e-9."""
+def test_settle_kernels_near_the_solution(delta, eps, shift):
+    """Near the optimum, where the cases run: exact kernels within the error bound, and
+    the fast ones within 1e-9 of log δ."""
     mu = float(ref_mu(eps, delta)) * (1.0 + shift)
-    mu_a, eps_a = np.array([mu]), np.array([eps])
-    log_d, t, _ = calibration._log_delta_terms(mu_a, eps_a, True)
-    fast, _, _ = calibration._log_delta_terms(mu_a, eps_a, False)
-    exact = ref_log_delta(mu, eps)
-    bound = float(log_delta_error(log_d, t)[0])
-    with hp():
-        assert abs(mpf_exact(float(log_d[0])) - exact) <= bound
-        assert abs(mpf_exact(float(fast[0])) - exact) <= 1e-9 * max(1.0, abs(float(exact)))
+    if _check_in_bound(mu, eps) is None:
+        return
+    fast = _case_terms(mu, eps, False)
+    if fast is not None:
+        exact = ref_log_delta(mu, eps)
+        with hp():
+            assert abs(mpf_exact(fast[1]) - exact) <= 1e-9 * max(1.0, abs(float(exact)))
 
 
 # ---------------------------------------------------------------------- start table
@@ -238,7 +284,7 @@ def test_points_the_lean_passes_leave_go_to_the_safeguarded_solver(monkeypatch):
         return (x, *calibration._branches(e, x))
 
     monkeypatch.setattr(calibration, "_start", useless)
-    bad_start = calibration._solve_mu(eps, delta, False)
+    bad_start = calibration._solve_mu(eps, delta, True)
     assert agree(bad_start, good)
 
 
@@ -266,7 +312,11 @@ def test_settle_case_agrees_with_the_general_path(case):
     general = calibration._settle(e, d, x.copy())
     ok = ~left
     assert agree(np.exp(got[ok]), np.exp(general[ok]))
-    log_d, t, _ = calibration._log_delta_terms(np.exp(got[ok]), e[ok], True)
+    mu = np.exp(got[ok])
+    if case == "midpoint":
+        log_d, t, _, _ = _settle.midpoint_terms(e[ok], mu, True)
+    else:
+        log_d, t, _ = _settle.direct_terms(e[ok], mu, True)
     assert np.all(log_d + log_delta_error(log_d, t) <= np.log(d[ok]))
 
 

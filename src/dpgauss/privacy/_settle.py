@@ -1,6 +1,6 @@
 r"""The calibration's two common cases, settled in as few array passes as possible.
 
-:func:`.calibration._settle` runs the general kernel (:func:`.calibration._log_delta_terms`,
+:func:`.calibration._settle` runs the general kernel (:func:`.profile.log_delta_terms`,
 which picks a branch per point) and the general solver steps.  Near the optimum most
 points of a calibration stay in one of two branches of the kernel, and for those this
 module does the same two steps — one Halley step on the fast kernel, then the exact
@@ -31,14 +31,26 @@ from scipy.special import erfcx
 
 from . import _mills, _solve
 
-__all__ = ["direct", "midpoint"]
+__all__ = [
+    "FAST_MAX",
+    "FAST_STEP",
+    "direct",
+    "direct_in_branch",
+    "direct_terms",
+    "midpoint",
+    "midpoint_in_branch",
+    "midpoint_terms",
+]
 
 _SQRT_HALF_PI = float(np.sqrt(np.pi / 2.0))
 _INV_SQRT2 = float(1.0 / np.sqrt(2.0))
 _HALF_LOG_2PI = float(0.5 * np.log(2.0 * np.pi))
 _HALLEY_STOP = 1e-3
-_FAST_STEP = 0.05  # as calibration._FAST_TAYLOR_STEP
-_FAST_MAX = 20.0  # as calibration._FAST_TAYLOR_MAX
+#: The fast kernel's midpoint branch: μ < FAST_STEP·max(1, |t|) and m < FAST_MAX (there its
+#: series through μ⁴ without the continued fraction is within 3e-10 of D); the direct
+#: branch is μ ≥ FAST_STEP·max(1, |t|).
+FAST_STEP = 0.05
+FAST_MAX = 20.0
 
 
 def _halley(g: np.ndarray, g1: np.ndarray, c: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -67,22 +79,35 @@ def _safe_newton(
     return new, again
 
 
-def midpoint(eps: np.ndarray, log_target: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Settle points in the midpoint branch from ``x`` ≈ log μ* (module doc).
+def midpoint_in_branch(mu: np.ndarray, t: np.ndarray, q: np.ndarray, exact: bool) -> np.ndarray:
+    """Where :func:`midpoint_terms` holds: ``μ < c·max(1, |t|)`` with ``c`` from
+    :func:`._mills.midpoint_limit` (exact), or ``c = 0.05`` and ``m = q < 20`` (fast)."""
+    scale = np.maximum(1.0, np.abs(t))
+    if not exact:
+        return (mu < FAST_STEP * scale) & (q < FAST_MAX)
+    if np.max(q, initial=-np.inf) < _mills.TAYLOR_LIMITS[0]:
+        return mu < _mills.TAYLOR_STEPS[0] * scale
+    return mu < _mills.midpoint_limit(q) * scale
 
-    With ``q = ε/μ``: ``t = q − μ/2``, the midpoint is ``m = q`` and the branch holds when
-    ``μ < c·max(1, |t|)`` with ``c`` from :func:`._mills.midpoint_limit` (fast kernel:
-    ``c = 0.05``, ``m < 20``, series through μ⁴ without the continued fraction: within
-    3e-10 of ``D``).  ``log φ(t)`` is formed in double
-    precision (``calibration._midpoint_terms`` says why that stays within the bound).
+
+def midpoint_terms(eps: np.ndarray, mu: np.ndarray, exact: bool) -> tuple[np.ndarray, ...]:
+    """``(log δ, t, q, D)`` in the midpoint branch (:func:`midpoint_in_branch`).
+
+    ``q = ε/μ`` is the midpoint ``m = t + μ/2``; ``D`` is :func:`._mills.mills_diff_midpoint`
+    (exact), or its terms through ``μ⁴`` without the continued fraction (fast: within
+    3e-10 of ``D``).  ``t = q − μ/2`` and ``log φ(t) = −t²/2 − ½ log 2π`` are formed in
+    plain double precision, also for ``exact``: μ ≤ 0.05·max(1, |t|) here, so ``t`` is off
+    by at most ~2.3e-16·|t| (two roundings) and ``t²/2`` by ~3.5e-16·t², under a third of
+    the ``2e-15 |log δ|`` of :func:`.profile.log_delta_error`, since ``t²/2 < |log δ|``:
+    ``D ≈ μ M1(m) ≤ 0.05·max(1, |t|)·M1(m) < 1`` (``M1 ≤ M1(−1) < 4.5``, and
+    ``M1(s) < 1/s²`` for ``s > 0``), so ``log δ < −t²/2``.  Checked against mpmath within
+    that bound in the tests.
     """
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
-        # fast kernel at x: series through μ⁴ without the continued fraction
-        mu = np.exp(x)
-        q = eps / mu
-        t = q - 0.5 * mu
-        scale = np.maximum(1.0, np.abs(t))
-        ok = (mu < _FAST_STEP * scale) & (q < _FAST_MAX)
+    q = eps / mu
+    t = q - 0.5 * mu
+    if exact:
+        d = _mills.mills_diff_midpoint(q, mu)
+    else:
         r0 = _SQRT_HALF_PI * erfcx(q * _INV_SQRT2)
         m1 = 1.0 - q * r0
         r2 = r0 - q * m1
@@ -90,22 +115,21 @@ def midpoint(eps: np.ndarray, log_target: np.ndarray, x: np.ndarray) -> tuple[np
         r5 = q * (q * r3 + 3.0 * r2) + 4.0 * r3
         h2 = mu * mu
         d = mu * (m1 - h2 * (r3 * (1.0 / 24.0) + h2 * (1.0 / 1920.0) * r5))
-        log_d = np.log(d) - (0.5 * t * t + _HALF_LOG_2PI)
-        g1 = mu / d
-        c = 1.0 + t * (q + 0.5 * mu) - g1
-        x, done = _halley(log_d - log_target, g1, c, x)
-        ok &= done
-        # exact kernel at the new x
+    return np.log(d) - (0.5 * t * t + _HALF_LOG_2PI), t, q, d
+
+
+def midpoint(eps: np.ndarray, log_target: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Settle points in the midpoint branch from ``x`` ≈ log μ* (module doc)."""
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
         mu = np.exp(x)
-        q = eps / mu
-        t = q - 0.5 * mu
-        scale = np.maximum(1.0, np.abs(t))
-        if np.max(q, initial=-np.inf) < _mills.TAYLOR_LIMITS[0]:
-            ok &= mu < _mills.TAYLOR_STEPS[0] * scale
-        else:
-            ok &= mu < _mills.midpoint_limit(q) * scale
-        d = _mills.mills_diff_midpoint(q, mu)
-        log_d = np.log(d) - (0.5 * t * t + _HALF_LOG_2PI)
+        log_d, t, q, d = midpoint_terms(eps, mu, False)
+        ok = midpoint_in_branch(mu, t, q, False)
+        g1 = mu / d
+        x, done = _halley(log_d - log_target, g1, 1.0 + t * (q + 0.5 * mu) - g1, x)
+        ok &= done
+        mu = np.exp(x)
+        log_d, t, q, d = midpoint_terms(eps, mu, True)
+        ok &= midpoint_in_branch(mu, t, q, True)
         g1 = mu / d
         c = 1.0 + t * (q + 0.5 * mu) - g1
         x, again = _safe_newton(log_d - log_target, g1, c, log_d, x)
@@ -125,7 +149,7 @@ def _split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _exact_t(eps: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``t`` and ``log φ(t)`` in double-double, as :func:`._mills.profile_t` and
     :func:`._mills.log_phi` (the same operations), without their guards against
-    ``|ε/μ|, μ, |t| ≥ 1e150``: the caller rejects those points (``ok``)."""
+    ``|ε/μ|, μ, |t| ≥ 1e150``: :func:`direct_in_branch` rejects those points."""
     q = eps / mu
     q_hi, q_lo = _split(q)
     m_hi, m_lo = _split(mu)
@@ -141,33 +165,39 @@ def _exact_t(eps: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return t, -0.5 * sq - ((0.5 * sq_err + t * t_lo) + _HALF_LOG_2PI)
 
 
-def direct(eps: np.ndarray, log_target: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, ...]:
-    """Settle points in the direct branch from ``x`` ≈ log μ* (module doc).
+def direct_in_branch(mu: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Where :func:`direct_terms` holds: ``t ≥ −1`` and ``μ ≥ 0.05·max(1, |t|)`` (the
+    profile kernel's condition for the direct difference, ``_mills.mills_diff``), with
+    ``μ, t < 1e100`` (then ``|ε/μ| < 1e150``: no overflow in the double-double ``t``)."""
+    return (t >= -1.0) & (t < 1e100) & (mu < 1e100) & (mu >= FAST_STEP * np.maximum(1.0, t))
 
-    The branch holds when ``t ≥ −1`` and ``μ ≥ 0.05·max(1, |t|)`` (the profile kernel's
-    condition for the direct difference, ``_mills.mills_diff``).  The exact kernel forms
-    ``t`` and ``log φ(t)`` in double-double, as the profile's.
-    """
+
+def direct_terms(eps: np.ndarray, mu: np.ndarray, exact: bool) -> tuple[np.ndarray, ...]:
+    """``(log δ, t, D)`` in the direct branch (:func:`direct_in_branch`):
+    ``D = R(t) − R(t + μ)`` from two ``erfcx``; ``exact`` forms ``t`` and ``log φ(t)`` in
+    double-double, as the profile's kernel."""
+    if exact:
+        t, log_phi = _exact_t(eps, mu)
+    else:
+        t = eps / mu - 0.5 * mu
+        log_phi = -(0.5 * t * t + _HALF_LOG_2PI)
+    a = t * _INV_SQRT2
+    d = _SQRT_HALF_PI * (erfcx(a) - erfcx(a + mu * _INV_SQRT2))
+    return np.log(d) + log_phi, t, d
+
+
+def direct(eps: np.ndarray, log_target: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Settle points in the direct branch from ``x`` ≈ log μ* (module doc)."""
     with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
         mu = np.exp(x)
-        ok = mu < 1e100
-        t = eps / mu - 0.5 * mu
-        a = t * _INV_SQRT2
-        b = a + mu * _INV_SQRT2
-        ok &= (t >= -1.0) & (mu >= _FAST_STEP * np.maximum(1.0, np.abs(t)))
-        d = _SQRT_HALF_PI * (erfcx(a) - erfcx(b))
-        log_d = np.log(d) - (0.5 * t * t + _HALF_LOG_2PI)
+        log_d, t, d = direct_terms(eps, mu, False)
+        ok = direct_in_branch(mu, t)
         g1 = mu / d
-        c = 1.0 + t * (t + mu) - g1
-        x, done = _halley(log_d - log_target, g1, c, x)
+        x, done = _halley(log_d - log_target, g1, 1.0 + t * (t + mu) - g1, x)
         ok &= done
         mu = np.exp(x)
-        t, log_phi = _exact_t(eps, mu)
-        ok &= (mu < 1e100) & (t < 1e100)  # (then |ε/μ| < 1e150: no overflow in _exact_t)
-        ok &= (t >= -1.0) & (mu >= _FAST_STEP * np.maximum(1.0, np.abs(t)))
-        a = t * _INV_SQRT2
-        d = _SQRT_HALF_PI * (erfcx(a) - erfcx(a + mu * _INV_SQRT2))
-        log_d = np.log(d) + log_phi
+        log_d, t, d = direct_terms(eps, mu, True)
+        ok &= direct_in_branch(mu, t)
         g1 = mu / d
         c = 1.0 + t * (t + mu) - g1
         x, again = _safe_newton(log_d - log_target, g1, c, log_d, x)

@@ -47,7 +47,7 @@ import numpy as np
 from scipy.special import erfinv, ndtri
 
 from .._validation import NONNEGATIVE, POSITIVE, UNIT_OPEN, finish, real_args
-from . import _mills, _scalar, _solve
+from . import _scalar, _solve
 from . import _settle as _settle_cases
 from .profile import log_delta_error, log_delta_terms
 
@@ -83,11 +83,6 @@ def _log_mu_start(eps: np.ndarray, delta: np.ndarray) -> np.ndarray:
         )
 
 
-# The fast kernel uses the midpoint series for μ < 0.05·max(1, |t|) up to m = 20, as far
-# out in μ as the exact one's widest range (_mills.TAYLOR_STEPS) and further out in m.
-_FAST_TAYLOR_STEP = 0.05
-_FAST_TAYLOR_MAX = 20.0
-
 # Starting-point table (_StartTable): x* = log μ* on a grid of u = ln ε and v = ln(−ln δ).
 _TABLE_STEP = 0.05
 _TABLE_U = (-18.5, 7.0)
@@ -100,79 +95,15 @@ _LEAN_PASSES = 2
 _HALLEY_STOP = 1e-3
 
 
-def _midpoint_terms(
-    mu: np.ndarray, eps: np.ndarray, t: np.ndarray, exact: bool
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(log δ, t, log φ(t))`` with ``D`` from :func:`._mills.mills_diff_midpoint`.
-
-    ``t = ε/μ − μ/2`` and ``log φ(t) = −t²/2 − ½ log 2π`` in plain double precision, also
-    for ``exact``.  Here μ ≤ 0.05·max(1, |t|), so ``t`` is off by at most ~2.3e-16·|t|
-    (two roundings) and ``t²/2`` by ~3.5e-16·t², under a third of the ``2e-15 |log δ|``
-    of :func:`.profile.log_delta_error`, since ``t²/2 < |log δ|``: in this branch
-    ``D ≈ μ M1(m) ≤ 0.05·max(1, |t|)·M1(m) < 1`` (``M1 ≤ M1(−1) < 4.5``, and
-    ``M1(s) < 1/s²`` for ``s > 0``), so ``log δ < −t²/2``.
-    """
-    log_phi = _mills.log_phi(t)
-    return log_phi + np.log(_mills.mills_diff_midpoint(t + 0.5 * mu, mu, exact)), t, log_phi
-
-
-def _midpoint_ok(mu: np.ndarray, t: np.ndarray, exact: bool) -> np.ndarray:
-    """Where the midpoint series of ``D`` is accurate enough for the (exact or fast) kernel:
-    :func:`._mills.midpoint_limit`, or ``μ < 0.05·max(1, |t|)``, ``m < 20`` for the fast
-    kernel (there, without the continued fraction, the series is within 1e-10 of ``D``)."""
-    m = t + 0.5 * mu
-    scale = np.maximum(1.0, np.abs(t))
-    if not exact:
-        return (mu < _FAST_TAYLOR_STEP * scale) & (m < _FAST_TAYLOR_MAX)
-    return mu < _mills.midpoint_limit(m) * scale
-
-
-def _log_delta_terms(
-    mu: np.ndarray, eps: np.ndarray, exact: bool
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`.profile.log_delta_terms` for the calibration, with the midpoint series of
-    ``D`` where μ is small.
-
-    Where :func:`_midpoint_ok` (μ small against ``max(1, |t|)``, the midpoint
-    ``t + μ/2`` not too large), ``D(t, μ)`` comes from one ``erfcx`` at the midpoint
-    instead of a four-node quadrature; elsewhere the profile's own kernel runs.  The same
-    error bound (:func:`.profile.log_delta_error`) holds on both (tests).
-    """
-    mu = np.minimum(mu, 1e100)  # as the profile's kernel: δ = 1 in double precision beyond
-    with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
-        t = eps / mu - 0.5 * mu
-        mid = _midpoint_ok(mu, t, exact)
-        if mid.all():
-            return _midpoint_terms(mu, eps, t, exact)
-        if not mid.any():
-            return log_delta_terms(mu, eps, exact)
-        out = tuple(np.empty_like(mu) for _ in range(3))
-        rest = ~mid
-        for where, terms in (
-            (mid, _midpoint_terms(mu[mid], eps[mid], t[mid], exact)),
-            (rest, log_delta_terms(mu[rest], eps[rest], exact)),
-        ):
-            for o, v in zip(out, terms, strict=True):
-                o[where] = v
-    return out
-
-
-def _error_bound(log_d: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """:func:`.profile.log_delta_error`, without its ``t < −1`` branch when no point is there."""
-    if np.min(t, initial=np.inf) >= -1.0 and np.isfinite(log_d).all():
-        return 1e-13 + 2e-15 * np.abs(log_d)
-    return log_delta_error(log_d, t)
-
-
 def _kernel(eps: np.ndarray, log_target: np.ndarray) -> _solve.Kernel:
     """The solver's kernel for ``g(x) = log δ_{e^x}(ε) − log δ`` (``idx`` selects points)."""
 
     def kernel(x: np.ndarray, idx: np.ndarray | None, exact: bool) -> tuple[np.ndarray, ...]:
         e, lt = (eps, log_target) if idx is None else (eps[idx], log_target[idx])
         mu = np.exp(x)
-        log_d, t, log_phi = _log_delta_terms(mu, e, exact)
+        log_d, t, log_phi = log_delta_terms(mu, e, exact)
         g1, curvature = _derivatives(log_d, t, log_phi, x)
-        err = _error_bound(log_d, t) if exact else 0.0 * g1
+        err = log_delta_error(log_d, t) if exact else 0.0 * g1
         return log_d - lt, g1, curvature, err
 
     return kernel  # type: ignore[return-value]
@@ -299,16 +230,15 @@ def _start(eps: np.ndarray, delta: np.ndarray, table: bool) -> tuple[np.ndarray,
 
 
 def _branches(eps: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Points whose start ``μ = e^x`` is in the midpoint branch of both kernels
-    (:func:`_midpoint_ok`), and in the direct branch (``t ≥ −1``,
-    ``μ ≥ 0.05·max(1, |t|)``): the cases of :mod:`._settle`."""
+    """Points whose start ``μ = e^x`` is in the midpoint branch of both kernels, and in
+    the direct branch: the cases of :mod:`._settle`."""
     with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
         mu = np.exp(x)
         q = eps / mu
         t = q - 0.5 * mu
-        r = mu / np.maximum(1.0, np.abs(t))
-        mid = (r < _mills.midpoint_limit(q)) & (q < _FAST_TAYLOR_MAX)
-        direct = (r >= _FAST_TAYLOR_STEP) & (t >= -1.0) & (mu < 1e100)
+        mid = _settle_cases.midpoint_in_branch(mu, t, q, True)
+        mid &= _settle_cases.midpoint_in_branch(mu, t, q, False)
+        direct = _settle_cases.direct_in_branch(mu, t)
     return mid, direct
 
 
@@ -316,6 +246,8 @@ def _solve_mu(eps: np.ndarray, delta: np.ndarray, table: bool) -> np.ndarray:
     """μ* from :func:`_start`: the two common branches by :mod:`._settle`, on contiguous
     copies of their points, everything else (and whatever those leave) by :func:`_settle`.
     """
+    if not table:  # small calls: the table would cost more than it saves
+        return np.exp(_solve_mu_safeguarded(eps, delta))
     x0, mid, direct = _start(eps, delta, table)
     log_target = np.log(delta)
     x = np.empty_like(x0)

@@ -241,6 +241,26 @@ def test_large_random_call_sample_against_mpmath():
         assert agree(s / got, s / analytic_gaussian_sigma(e, d, s))
 
 
+def test_large_call_beyond_the_table_against_mpmath():
+    """ε over [1e-12, 1e6] and δ over [1e-320, 1 − 1e-12]: points inside the table's grid,
+    outside it (closed-form start) and at its edges, in one call."""
+    rng = np.random.default_rng(12)
+    eps = 10.0 ** rng.uniform(-12.0, 6.0, BIG)
+    delta = np.where(
+        rng.random(BIG) < 0.8,
+        10.0 ** rng.uniform(-320.0, 0.0, BIG),
+        1.0 - 10.0 ** rng.uniform(-12.0, -0.31, BIG),
+    )
+    delta = np.clip(delta, 5e-324, 1.0 - 1e-12)
+    mu = gdp_mu(eps, delta)
+    for i in rng.choice(BIG, 40, replace=False):
+        e, d, got = float(eps[i]), float(delta[i]), float(mu[i])
+        exact = ref_mu(e, d)
+        assert got <= exact and ref_delta(got, e) <= d, f"UNSAFE at ({e!r}, {d!r})"
+        spacing = 5e-324 / float(exact)
+        assert rel_err(got, exact) <= RTOL + 2 * spacing, (e, d, got)
+
+
 def test_large_call_broadcasts_mixed_shapes_and_huge_sensitivity():
     eps = np.logspace(-3, 2, 160).reshape(160, 1)  # (160, 1)
     delta = np.logspace(-300, -1, 128)  # (128,)  -> 20480 points, the table path

@@ -23,18 +23,20 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["Kernel", "solve_safe"]
+__all__ = ["CURVATURE_OK", "Kernel", "exact_newton", "solve_safe"]
 
-# kernel(x, idx, exact) -> (g, g′, g″/g′, err) at x for the problem's elements idx.
+# kernel(x, idx, exact) -> (g, g′, g″/g′, err) at x for the problem's elements idx
+# (idx None: all of them, in order).
 # (The curvature comes as the ratio g″/g′, which stays finite where g′ overflows.)
 Kernel = Callable[
-    [np.ndarray, np.ndarray, bool],
+    [np.ndarray, np.ndarray | None, bool],
     tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
 ]
 
 _MAX_ITER = 100
 _HALLEY_STOP = 1e-3
-_CURVATURE_OK = 1e-13
+#: An exact Newton step is final when its curvature term is below this (times max(1, |x|)).
+CURVATURE_OK = 1e-13
 
 
 def _halley(kernel: Kernel, x: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
@@ -83,26 +85,39 @@ def solve_safe(
     lo = np.full_like(x, -np.inf) if lo is None else np.array(lo, dtype=np.float64)
     hi = np.full_like(x, np.inf) if hi is None else np.array(hi, dtype=np.float64)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-        x = _exact_newton(kernel, _halley(kernel, x, lo, hi), pad)
+        x = exact_newton(kernel, _halley(kernel, x, lo, hi), pad, np.arange(x.size))
     if not np.isfinite(x).all():
         bad = int(np.flatnonzero(~np.isfinite(x))[0])
         raise FloatingPointError(f"dpgauss internal error: no finite root at element {bad}")
     return x
 
 
-def _exact_newton(
-    kernel: Kernel, x: np.ndarray, pad: Callable[[np.ndarray], np.ndarray]
+def exact_newton(
+    kernel: Kernel,
+    x: np.ndarray,
+    pad: Callable[[np.ndarray], np.ndarray],
+    points: np.ndarray | None,
 ) -> np.ndarray:
-    idx = np.arange(x.size)
+    """Phase 2 of :func:`solve_safe` (module doc): exact Newton steps onto the safe side,
+    from ``x`` (near the root) for the problem's elements ``points`` (None: all)."""
+    x = np.array(x, dtype=np.float64)
+    sub = np.arange(x.size)  # positions in x still stepping
+    idx = points
     for _ in range(_MAX_ITER):
-        xi = x[idx]
-        g, g1, c, err = kernel(xi, idx, True)
-        step = (g + 2.0 * err) / g1
-        curvature = 2.0 * np.abs(c) * step * step
-        again = curvature > _CURVATURE_OK * np.maximum(1.0, np.abs(xi))
-        widen = np.where(again, 0.0, curvature + pad(xi))
-        x[idx] = xi - step - np.sign(g1) * widen
+        xi = x if sub.size == x.size else x[sub]
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+            g, g1, c, err = kernel(xi, idx, True)
+            step = (g + 2.0 * err) / g1
+            curvature = 2.0 * np.abs(c) * step * step
+            again = curvature > CURVATURE_OK * np.maximum(1.0, np.abs(xi))
+            widen = np.where(again, 0.0, curvature + pad(xi))
+            new = xi - step - np.sign(g1) * widen
+        if sub.size == x.size:
+            x = new
+        else:
+            x[sub] = new
         if not again.any():
             break
-        idx = idx[again]
+        sub = sub[again]
+        idx = sub if points is None else points[sub]
     return x

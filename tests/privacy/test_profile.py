@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 
 from dpgauss.privacy import (
     gaussian_delta,
@@ -126,11 +126,25 @@ def test_gdp_delta_and_log_delta(mu, eps):
 
 @settings(deadline=None, max_examples=100)
 @given(mu=MU, eps=EPS)
+@example(mu=82.78825906280481, eps=273.8419634264361)  # 1 − δ ≈ 2e-317, subnormal
 def test_log_delta_not_below_exact(mu, eps):
     # "natural log of the same" (rounded-up) delta: never below the exact log
     value = gdp_log_delta(mu, eps)
     exact = ref_log_delta(mu, eps)
     assert value >= exact, f"gdp_log_delta({mu!r}, {eps!r}) = {value!r} below exact {exact}"
+    vectorised = gdp_log_delta(np.full(40, mu), np.full(40, eps))
+    assert np.all(vectorised >= exact), f"gdp_log_delta arrays at ({mu!r}, {eps!r})"
+
+
+@pytest.mark.parametrize("mu", [75.0, 82.78825906280481, 120.0, 160.0])
+@pytest.mark.parametrize("ratio", [0.5, 2.0, 3.3, 10.0])
+def test_log_delta_with_a_subnormal_tail_is_rounded_up(mu, ratio):
+    """``1 − δ`` below 1e-290 (φ(t) subnormal at t < −37.5): the relative error bound of
+    the ``t < −1`` kernel no longer holds there, the absolute one does (log δ ≥ exact)."""
+    eps = ratio * mu
+    exact = ref_log_delta(mu, eps)
+    for value in (gdp_log_delta(mu, eps), gdp_log_delta(np.full(3, mu), np.full(3, eps))[0]):
+        assert value >= exact and value <= 0.0
 
 
 @settings(deadline=None, max_examples=120)

@@ -218,12 +218,20 @@ def log_delta_terms(mu: float, eps: float, exact: bool = True) -> tuple[float, f
     return math.log1p(-(0.5 * math.erfc(-t * _INV_SQRT2) + far)), t, log_phi
 
 
+#: :func:`.profile.log_delta_error`'s absolute bound where ``1 − δ`` is below SUBNORMAL_TAIL
+#: (the ``t < −1`` kernel's factors are subnormal there).
+SUBNORMAL_TAIL = 1e-290
+SUBNORMAL_TAIL_ERROR = 1e-300
+
+
 def log_delta_error(log_d: float, t: float) -> float:
     """:func:`.profile.log_delta_error` for one point."""
     if not math.isfinite(log_d):
         return 0.0
     if t < -1.0:
-        return 1e-15 * (1.0 + t * t) * -math.expm1(log_d) + 4e-16 * abs(log_d)
+        tail = -math.expm1(log_d)
+        err = 1e-15 * (1.0 + t * t) * tail + 4e-16 * abs(log_d)
+        return err + SUBNORMAL_TAIL_ERROR if tail < SUBNORMAL_TAIL else err
     return 1e-13 + 2e-15 * abs(log_d)
 
 

@@ -55,6 +55,12 @@ _MU_MAX = 1e100
 _TINY = float(np.nextafter(0.0, 1.0))
 
 
+#: Below ``1 − δ`` = 1e-290 the kernel's ``t < −1`` branch works with subnormal factors:
+#: its error is then bounded absolutely, by this (one definition, in :mod:`._scalar`).
+SUBNORMAL_TAIL_ERROR = _scalar.SUBNORMAL_TAIL_ERROR
+_SUBNORMAL_TAIL = _scalar.SUBNORMAL_TAIL
+
+
 def log_delta_error(log_d: np.ndarray, t: np.ndarray) -> np.ndarray:
     """A bound on |computed log δ − exact log δ| of the exact kernel.
 
@@ -62,11 +68,16 @@ def log_delta_error(log_d: np.ndarray, t: np.ndarray) -> np.ndarray:
     ε ∈ [0, 3e3], the error stays below ``3e-14 + 1e-16 |log δ|`` (a few ulps of ``D``
     and of ``log δ`` itself); the bound is 3–20 times larger.  For ``t < −1`` the result
     is ``log1p(−tail)`` with ``tail = 1 − δ ≤ 0.32`` accurate to ``(1 + t²)`` ulps, so the
-    error is proportional to ``1 − δ``: that keeps δ close to 1 exact in relative terms.
+    error is proportional to ``1 − δ``: that keeps δ close to 1 exact in relative terms —
+    down to ``tail`` ≈ 1e-290, below which the factors of ``tail`` (``φ(t)`` itself at
+    ``t < −37.5``) are subnormal and lose their relative accuracy; there the bound is the
+    absolute :data:`SUBNORMAL_TAIL_ERROR`, which rounds ``log δ`` up to 0 (δ = 1 − 2e-317
+    is 1 in double precision anyway; μ = 82.79, ε = 273.8 came out 8 subnormal ulps low).
     """
     with np.errstate(over="ignore", invalid="ignore"):
         tail = -np.expm1(log_d)
         left = 1e-15 * (1.0 + t * t) * tail + 4e-16 * np.abs(log_d)
+        left = np.where(tail < _SUBNORMAL_TAIL, left + SUBNORMAL_TAIL_ERROR, left)
         err = np.where(t < -1.0, left, 1e-13 + 2e-15 * np.abs(log_d))
     # log δ = −inf (δ below every double) is exact as a bound: nothing to add.
     return np.where(np.isfinite(log_d), err, 0.0)

@@ -74,6 +74,8 @@ except ImportError:  # pragma: no cover - exercised in environments without numb
 # consecutive λ are 0.7 apart).
 _COLD_BELOW = 0.5
 _CHECK_EVERY = 4  # iterations between certificates (300 × 300: a check ≈ 0.8 iteration)
+_CHECK_MOST = 10
+_WARM_SIGNS = True
 # A gap below ROUNDING × (the magnitudes of its terms, and ‖Dβ‖₁·max|y|: the flows are sums
 # of differences of O(|y|) numbers, so (Dβ)ᵀu carries rounding of that size) is rounding.
 _ROUNDING = 1e-13
@@ -84,112 +86,193 @@ def available() -> bool:
     return _numba is not None
 
 
-def _line(src: Any, n: int, lam: float, dst: Any) -> None:
-    """Condat's direct 1-D TV algorithm (unit weights, as :func:`._tv1d._condat`) on
-    ``src[:n]``, written to ``dst[:n]``.  Always called on whole contiguous buffers: with an
-    offset and a stride as arguments the compiled loop measured about 3x slower."""
-    k = k0 = k_lo = k_hi = 0
+def _line(src: Any, n: int, lam: float, dst: Any, sg: Any, warm: bool) -> None:
+    """The 1-D TV solution of ``src[:n]`` at ``lam`` into ``dst[:n]``, exact, with its jump
+    signs in ``sg[:n−1]`` (``sg[k] = sign(dst[k] − dst[k+1])``: +1, −1, or 0 where fused).
+
+    Cold (``warm`` false): Condat's direct algorithm (as :func:`._tv1d._condat_unit`).
+    Warm: ``sg`` holds the signs of a previous solution (the last iteration's, of a nearby
+    input), and the segments it describes are *verified* left to right instead of
+    searched for.  A segment ``[k₀, e]`` entered with the dual ``u₀`` (0 at the start,
+    ``±λ`` after a jump) and ending with the sign ``s`` has the level
+    ``v = (Σ_{k₀..e} src + u₀ − sλ) / (e − k₀ + 1)`` (its dual at ``e`` is then ``sλ``);
+    it is optimal given its left end if its running dual ``u₀ + Σ_{k₀..k}(src − v)`` stays
+    in ``[−λ, λ]`` and its jump from the previous level has the recorded sign (the KKT
+    conditions of 1-D TV are local: the box on each segment, the signs of the jumps).
+    At the first segment that fails the box, Condat's scan takes over from its left end
+    with its ``u₀`` (the scan's segments are final: the solution right of a jump with dual
+    ``±λ`` is that of the sub-signal with ``u₀ = ±λ``), and hands back to the verification
+    as soon as it ends a segment where ``sg`` recorded a jump of the same sign.  Where a
+    jump has the wrong sign (a level on the wrong side of its predecessor), the scan
+    restarts at the predecessor's left end (a second failure there: the whole line is
+    scanned cold).  Every path ends with the KKT conditions met, so the result is the exact
+    solution either way (a verified level is computed with the very operations the scan
+    would use); near convergence of the alternating iteration most segments persist, and
+    a verification is a branch-free sum and running min/max instead of the scan's
+    unpredictable branches.
+
+    Always called on contiguous buffers: with an offset and a stride as arguments the
+    compiled loop measured about 3x slower."""
+    k0 = 0  # the current segment's left end, and the dual on the edge before it
     u0 = 0.0
-    sw = 1.0
-    sy = src[0]
-    v_lo = sy - lam
-    v_hi = sy + lam
-    u_lo = lam
-    u_hi = -lam
+    v_prev = 0.0  # the level of the segment before, and the sign of the jump after it
+    s_prev = 0
+    kp = 0  # that segment's left end and entry dual, and the level and sign before it
+    up = 0.0
+    v_pp = 0.0
+    s_pp = 0
+    floor = -1  # a wrong sign at or left of this scan start: scan the line cold
+    verify = warm
+    check_first = False  # the scan's first level must be on the recorded side of v_prev
+    hold = False  # no verification after the scan's first segment (after a wrong sign)
+    down = False
+    end = 0
     while True:
-        if k == n - 1:
-            if u_lo < 0.0:
-                for i in range(k0, k_lo + 1):
-                    dst[i] = v_lo
-                k = k0 = k_lo = k_lo + 1
-                if k >= n:
-                    return
-                yk = src[k]
-                u0 = lam
-                sw = 1.0
-                sy = yk
-                v_lo = yk
-                u_lo = lam
-                u_hi = lam + (yk - v_hi)
-                continue
-            if u_hi > 0.0:
-                for i in range(k0, k_hi + 1):
-                    dst[i] = v_hi
-                k = k0 = k_hi = k_hi + 1
-                if k >= n:
-                    return
-                yk = src[k]
-                u0 = -lam
-                sw = 1.0
-                sy = yk
-                v_hi = yk
-                u_hi = -lam
-                u_lo = -lam + (yk - v_lo)
-                continue
-            v_lo = (sy + u0) / sw
-            for i in range(k0, k + 1):
-                dst[i] = v_lo
-            return
-        ynext = src[k + 1]
-        if u_lo + (ynext - v_lo) < -lam:
-            for i in range(k0, k_lo + 1):
-                dst[i] = v_lo
-            k = k0 = k_lo = k_hi = k_lo + 1
-            yk = src[k]
-            u0 = lam
+        retreat = False
+        if verify:
+            e = k0
+            while e < n - 1 and sg[e] == 0:
+                e += 1
+            s = sg[e] if e < n - 1 else 0
+            sy = src[k0]
+            for i in range(k0 + 1, e + 1):
+                sy += src[i]
+            v = (sy + u0 - s * lam) / (e - k0 + 1)
+            if s_prev * (v_prev - v) < 0.0:
+                retreat = True
+            else:
+                acc = u0
+                lo = 0.0
+                hi = 0.0
+                for i in range(k0, e):
+                    acc += src[i] - v
+                    lo = min(lo, acc)
+                    hi = max(hi, acc)
+                if hi <= lam and lo >= -lam:
+                    for i in range(k0, e + 1):
+                        dst[i] = v
+                    if e == n - 1:
+                        return
+                    kp, up, v_pp, s_pp = k0, u0, v_prev, s_prev
+                    v_prev = v
+                    s_prev = s
+                    u0 = s * lam
+                    k0 = e + 1
+                    continue
+                verify = False
+                check_first = s_prev != 0
+        if not retreat:
+            # Condat's scan from k0 with the dual u0 on the edge before it
+            k = k_lo = k_hi = k0
             sw = 1.0
-            sy = yk
-            v_lo = yk
-            v_hi = sy + 2.0 * lam
+            sy = src[k0]
+            v_lo = sy + u0 - lam
+            v_hi = sy + u0 + lam
             u_lo = lam
             u_hi = -lam
-        elif u_hi + (ynext - v_hi) > lam:
-            for i in range(k0, k_hi + 1):
-                dst[i] = v_hi
-            k = k0 = k_lo = k_hi = k_hi + 1
-            yk = src[k]
-            u0 = -lam
-            sw = 1.0
-            sy = yk
-            v_lo = sy - 2.0 * lam
-            v_hi = yk
-            u_lo = lam
-            u_hi = -lam
-        else:
-            k += 1
-            sw += 1.0
-            sy += ynext
-            u_lo += ynext - v_lo
-            u_hi += ynext - v_hi
-            if u_lo >= lam:
-                v_lo = (sy + u0 - lam) / sw
-                u_lo = lam
-                k_lo = k
-            if u_hi <= -lam:
-                v_hi = (sy + u0 + lam) / sw
-                u_hi = -lam
-                k_hi = k
+            while True:
+                at_end = k == n - 1
+                if at_end:
+                    if u_lo < 0.0:
+                        down, end = True, k_lo
+                    elif u_hi > 0.0:
+                        down, end = False, k_hi
+                    else:
+                        v = (sy + u0) / sw  # the final segment, dual 0 at the end
+                        if check_first and s_prev * (v_prev - v) < 0.0:
+                            retreat = True
+                            break
+                        for i in range(k0, n):
+                            dst[i] = v
+                        for i in range(k0, n - 1):
+                            sg[i] = 0
+                        return
+                else:
+                    yk = src[k + 1]
+                    d_lo = u_lo + (yk - v_lo)
+                    d_hi = u_hi + (yk - v_hi)
+                    if d_lo < -lam:
+                        down, end = True, k_lo
+                    elif d_hi > lam:
+                        down, end = False, k_hi
+                    else:
+                        k += 1
+                        sw += 1.0
+                        sy += yk
+                        u_lo = d_lo
+                        u_hi = d_hi
+                        if u_lo >= lam:
+                            v_lo = (sy + u0 - lam) / sw
+                            u_lo = lam
+                            k_lo = k
+                        if u_hi <= -lam:
+                            v_hi = (sy + u0 + lam) / sw
+                            u_hi = -lam
+                            k_hi = k
+                        continue
+                v = v_lo if down else v_hi
+                if check_first and s_prev * (v_prev - v) < 0.0:
+                    retreat = True
+                    break
+                check_first = False
+                s = 1 if down else -1
+                for i in range(k0, end + 1):
+                    dst[i] = v
+                for i in range(k0, end):
+                    sg[i] = 0
+                resync = warm and not hold and sg[end] == s
+                hold = False
+                sg[end] = s
+                kp, up, v_pp, s_pp = k0, u0, v_prev, s_prev
+                v_prev = v
+                s_prev = s
+                k = k0 = end + 1
+                u0 = s * lam
+                if resync:
+                    verify = True
+                    break
+                sw = 1.0
+                sy = src[k]
+                if down:
+                    k_lo = k
+                    v_lo = src[k]
+                    u_lo = lam
+                    if at_end:  # keep the high bound (Condat's end-of-signal restart)
+                        u_hi = lam + (src[k] - v_hi)
+                    else:
+                        k_hi = k
+                        v_hi = sy + 2.0 * lam
+                        u_hi = -lam
+                else:
+                    k_hi = k
+                    v_hi = src[k]
+                    u_hi = -lam
+                    if at_end:
+                        u_lo = -lam + (src[k] - v_lo)
+                    else:
+                        k_lo = k
+                        v_lo = sy - 2.0 * lam
+                        u_lo = lam
+        if retreat:
+            # a jump of the wrong sign: scan again from the segment before it (which gets
+            # checked against its own predecessor); a second time there, the whole line
+            if kp > floor:
+                floor = kp
+                k0, u0, v_prev, s_prev = kp, up, v_pp, s_pp
+                check_first = s_prev != 0
+                hold = True
+            else:
+                k0, u0, s_prev, warm, check_first = 0, 0.0, 0, False, False
+            verify = False
 
 
-def _rows(a: Any, h: int, w: int, lam: float, out: Any, buf: Any, res: Any) -> None:
-    """1-D TV of every row of the row-major ``h × w`` image ``a`` into ``out`` (through the
-    buffers ``buf`` and ``res`` of length ``w``)."""
-    for i in range(h):
-        for j in range(w):
-            buf[j] = a[i * w + j]
-        _line(buf, w, lam, res)
-        for j in range(w):
-            out[i * w + j] = res[j]
-
-
-def _columns(a: Any, h: int, w: int, lam: float, out: Any, col: Any, res: Any) -> None:
-    """1-D TV of every column of ``a`` into ``out``, through contiguous buffers ``col`` and
-    ``res`` of length ``h`` (a blocked transpose, 16 columns per gather, measured no faster
-    at 1000 × 1000)."""
+def _columns(a: Any, h: int, w: int, lam: float, out: Any, col: Any, res: Any, sg: Any) -> None:
+    """Cold 1-D TV of every column of ``a`` into ``out``, through contiguous buffers ``col``
+    and ``res`` of length ``h``; the jump signs of column ``j`` into ``sg[j(h−1):(j+1)(h−1)]``."""
     for j in range(w):
         for i in range(h):
             col[i] = a[i * w + j]
-        _line(col, h, lam, res)
+        _line(col, h, lam, res, sg[j * (h - 1) : (j + 1) * (h - 1)], False)
         for i in range(h):
             out[i * w + j] = res[i]
 
@@ -207,22 +290,63 @@ def _row_sweep(
     a: Any,
     buf: Any,
     res: Any,
+    sg: Any,
+    warm: bool,
 ) -> None:
     """One pass over the rows: ``q̄ = q + mom·(q − q_old)`` (not stored), ``x₁ =
     TV_rows(y − q̄)`` (stored only if ``store``) and ``a = q̄ + x₁``, each row through the
     contiguous buffers ``buf``, ``res``: on a 10⁶-pixel image an iteration is largely
-    memory traffic, so every image read or written counts."""
+    memory traffic, so every image read or written counts.  ``sg`` holds the rows' jump
+    signs (row ``i`` at ``i(w−1)``), verified if ``warm`` (:func:`_line`)."""
     for i in range(h):
         o = i * w
         for j in range(w):
             k = o + j
             buf[j] = y[k] - (q[k] + mom * (q[k] - q_old[k]))
-        _line(buf, w, lam, res)
+        _line(buf, w, lam, res, sg[i * (w - 1) : (i + 1) * (w - 1)], warm)
         for j in range(w):
             k = o + j
             if store:
                 x1[k] = res[j]
             a[k] = y[k] - buf[j] + res[j]
+
+
+def _column_sweep(
+    a: Any,
+    q: Any,
+    q_old: Any,
+    mom: float,
+    h: int,
+    w: int,
+    lam: float,
+    x2: Any,
+    store: bool,
+    col: Any,
+    res: Any,
+    sg: Any,
+    warm: bool,
+) -> float:
+    """One pass over the columns: ``x₂ = TV_columns(a)`` (stored only if ``store``) and
+    ``q⁺ = a − x₂`` written over ``q_old`` (the caller swaps the two), each column gathered
+    into the contiguous buffer ``col`` (a blocked transpose, 16 columns per gather,
+    measured no faster at 1000 × 1000).  Returns the restart test ``(q̄ − q⁺)·(q⁺ − q)``,
+    with ``q̄ = q + mom·(q − q_old)`` recomputed.  ``sg``: the columns' jump signs (column
+    ``j`` at ``j(h−1)``)."""
+    restart = 0.0
+    for j in range(w):
+        for i in range(h):
+            col[i] = a[i * w + j]
+        _line(col, h, lam, res, sg[j * (h - 1) : (j + 1) * (h - 1)], warm)
+        for i in range(h):
+            k = i * w + j
+            qk = q[k]
+            qb = qk + mom * (qk - q_old[k])
+            qn = col[i] - res[i]
+            restart += (qb - qn) * (qn - qk)
+            q_old[k] = qn
+            if store:
+                x2[k] = res[i]
+    return restart
 
 
 def _find(parent: Any, i: int) -> int:
@@ -367,10 +491,14 @@ def _iterate(
     tol: float,
     max_iter: int,
     check_every: int,
+    check_most: int,
     beta: Any,
     uh: Any,
     uv: Any,
     out: Any,
+    sr: Any,
+    sc: Any,
+    warm: bool,
 ) -> None:
     """The accelerated alternating iteration (module doc) from ``q`` (updated in place) until
     a candidate's relative gap is ``≤ tol`` or ``max_iter`` iterations.  ``beta``, ``uh``,
@@ -404,19 +532,16 @@ def _iterate(
     out[3] = 0.0
     out[4] = 0.0
     mom = 0.0
+    next_check = 1
+    last_it = 0
+    last_gap = 0.0
     for it in range(1, max_iter + 1):
-        check = it == 1 or it % check_every == 0 or it == max_iter
-        _row_sweep(y, q, q_old, mom, h, w, lam, x1, check, a, buf, res_row)
-        _columns(a, h, w, lam, x2, col, col_out)
+        check = it == next_check or it == max_iter
+        w_it = warm or it > 1
+        _row_sweep(y, q, q_old, mom, h, w, lam, x1, check, a, buf, res_row, sr, w_it)
         # q⁺ = a − x2 (into q_old's buffer, then the two swap), the restart test (with q̄
         # recomputed) and the momentum of the next row sweep
-        restart = 0.0
-        for k in range(n):
-            qk = q[k]
-            qb = qk + mom * (qk - q_old[k])
-            qn = a[k] - x2[k]
-            restart += (qb - qn) * (qn - qk)
-            q_old[k] = qn
+        restart = _column_sweep(a, q, q_old, mom, h, w, lam, x2, check, col, col_out, sc, w_it)
         q, q_old = q_old, q
         if restart > 0.0:
             t = 1.0
@@ -465,6 +590,17 @@ def _iterate(
             out[2] = it
             if done:
                 break
+            # the next check: where the gap's decay since the last check (geometric, per
+            # iteration) would reach tol, within [1, check_most] iterations
+            g = best_gap / best_p if best_p > 0.0 else 0.0
+            step = check_every
+            if last_it > 0 and 0.0 < g < last_gap:
+                rate = math.log(g / last_gap) / (it - last_it)
+                ahead = math.log(tol / g) / rate if g > tol else 1.0
+                step = max(1, min(check_most, int(ahead)))
+            last_it = it
+            last_gap = g
+            next_check = it + step
     for k in range(n):
         q_in[k] = q[k]
 
@@ -481,7 +617,7 @@ def _kernel() -> Any:
         g = globals()
         for name in ("_line", "_find"):
             g[name] = jit(g[name])
-        for name in ("_rows", "_columns", "_row_sweep", "_certify"):
+        for name in ("_columns", "_row_sweep", "_column_sweep", "_certify"):
             g[name] = jit(g[name])
         _compiled = jit(_iterate)
     return _compiled
@@ -518,6 +654,10 @@ class LatticeTV:
         self.max_iter = int(max_iter)
         self.q: np.ndarray | None = None
         self.previous: float | None = None
+        # the jump signs of the last rows' and columns' 1-D solutions (:func:`_line`)
+        self.sr = np.zeros(self.shape[0] * (self.shape[1] - 1), dtype=np.int8)
+        self.sc = np.zeros(self.shape[1] * (self.shape[0] - 1), dtype=np.int8)
+        self.signs = False  # whether they are those of a previous solve
 
     def warm(self, q: np.ndarray, lam: float) -> None:
         """Start the next λ from the column dual image ``q`` known at ``lam``."""
@@ -529,8 +669,9 @@ class LatticeTV:
         h, w = self.shape
         if self.q is None or self.previous is None or lam < _COLD_BELOW * self.previous:
             x = np.empty_like(self.y)
-            _columns(self.y, h, w, float(lam), x, np.empty(h), np.empty(h))
+            _columns(self.y, h, w, float(lam), x, np.empty(h), np.empty(h), self.sc)
             self.q = 0.5 * (self.y - x)
+            self.signs = False
         self.previous = lam
         beta = np.empty(self.y.size)
         uh = np.empty(h * (w - 1))
@@ -545,11 +686,16 @@ class LatticeTV:
             self.tol,
             self.max_iter,
             _CHECK_EVERY,
+            _CHECK_MOST,
             beta,
             uh,
             uv,
             out,
+            self.sr,
+            self.sc,
+            self.signs and _WARM_SIGNS,
         )
+        self.signs = True
         return LatticeFit(
             beta=beta,
             objective=float(out[0]),

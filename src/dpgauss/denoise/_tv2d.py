@@ -350,14 +350,42 @@ def _column_sweep(
 
 
 def _find(parent: Any, i: int) -> int:
-    root = i
-    while parent[root] != root:
-        root = parent[root]
-    while parent[i] != root:
-        nxt = parent[i]
-        parent[i] = root
+    """The root of ``i``'s set, halving the path on the way."""
+    while parent[i] != i:
+        nxt = parent[parent[i]]
+        parent[i] = nxt
         i = nxt
-    return root
+    return i
+
+
+def _gap(
+    y: Any, h: int, w: int, lam: float, b: Any, uh: Any, uv: Any, dtu: Any, y_max: float, out: Any
+) -> None:
+    """``out[:3] = [P(b), gap (*) of b against the flows uh, uv (Dᵀu = dtu), its rounding
+    allowance]``, in one pass over the image."""
+    tv = 0.0
+    inner = 0.0
+    rss = 0.0
+    dd = 0.0
+    for i in range(h):
+        for j in range(w):
+            a = i * w + j
+            bk = b[a]
+            if j < w - 1:
+                d = bk - b[a + 1]
+                tv += abs(d)
+                inner += d * uh[i * (w - 1) + j]
+            if i < h - 1:
+                d = bk - b[a + w]
+                tv += abs(d)
+                inner += d * uv[a]
+            r = y[a] - bk
+            rss += r * r
+            e = r - dtu[a]
+            dd += e * e
+    out[0] = 0.5 * rss + lam * tv
+    out[1] = lam * tv - inner + 0.5 * dd
+    out[2] = _ROUNDING * (lam * tv + abs(inner) + 0.5 * dd + tv * y_max)
 
 
 def _certify(
@@ -367,119 +395,106 @@ def _certify(
     lam: float,
     x1: Any,
     x2: Any,
-    p_img: Any,
+    a_img: Any,
     q_img: Any,
     uh: Any,
     uv: Any,
     dtu: Any,
+    colsum: Any,
     parent: Any,
     sums: Any,
     counts: Any,
     pol: Any,
+    both: bool,
     out: Any,
 ) -> None:
-    """The dual point of one iteration and the gaps (*) of ``x₂`` and of the polished
-    solution (written to ``pol``).  ``out`` receives ``[P(x₂), gap(x₂), P(pol), gap(pol),
-    number of fused groups of the support]``."""
-    n = h * w
+    """The dual point of one iteration and the gaps (*) of the polished solution (written
+    to ``pol``) and, if ``both``, of ``x₂``.  ``out`` receives ``[P(x₂), gap(x₂), P(pol),
+    gap(pol), number of fused groups of the support, rounding allowances of the two]``
+    (``inf`` for ``x₂`` when not evaluated).  Streams over the rows: on a 10⁶-pixel image
+    a certificate is memory traffic, about three iterations' worth."""
     y_max = 0.0
-    for k in range(n):
+    for k in range(h * w):
         y_max = max(y_max, abs(y[k]))
-    # u_h: prefix sums of p along each row; u_v: prefix sums of q down each column (clipped
-    # to the box against rounding), and Dᵀu recomputed from the clipped flows
-    for i in range(h):
-        s = 0.0
-        for j in range(w - 1):
-            s += p_img[i * w + j]
-            uh[i * (w - 1) + j] = min(max(s, -lam), lam)
+    # u_h: prefix sums of p = y − a along each row; u_v: prefix sums of q down each column
+    # (running sums colsum), both clipped to the box against rounding; Dᵀu from the
+    # clipped flows.  Support: rows fused where x₁ is (each run's first pixel its root),
+    # columns where x₂ is (union-find, the smaller root kept); pol accumulates the polish
+    # target y − λDᵀs.
     for j in range(w):
+        colsum[j] = 0.0
+    for i in range(h):
+        o = i * w
         s = 0.0
-        for i in range(h - 1):
-            s += q_img[i * w + j]
-            uv[i * w + j] = min(max(s, -lam), lam)
-    for k in range(n):
-        dtu[k] = 0.0
-    for i in range(h):
-        for j in range(w - 1):
-            v = uh[i * (w - 1) + j]
-            dtu[i * w + j] += v
-            dtu[i * w + j + 1] -= v
-    for i in range(h - 1):
         for j in range(w):
-            v = uv[i * w + j]
-            dtu[i * w + j] += v
-            dtu[(i + 1) * w + j] -= v
-    # support: rows fused where x1 is, columns where x2 is; union-find of the fused groups
-    for k in range(n):
-        parent[k] = k
-        pol[k] = y[k]  # the polish target y − λDᵀs, accumulated below
-    for i in range(h):
-        for j in range(w - 1):
-            a = i * w + j
-            d = x1[a] - x1[a + 1]
-            if d == 0.0:
-                ra = _find(parent, a)
-                rb = _find(parent, a + 1)
-                if ra != rb:
-                    parent[max(ra, rb)] = min(ra, rb)
+            k = o + j
+            v = 0.0
+            if j < w - 1:
+                s += y[k] - a_img[k]
+                v = min(max(s, -lam), lam)
+                uh[i * (w - 1) + j] = v
+            if j > 0:
+                v -= uh[i * (w - 1) + j - 1]
+            if i < h - 1:
+                colsum[j] += q_img[k]
+                c = min(max(colsum[j], -lam), lam)
+                uv[k] = c
+                v += c
+            if i > 0:
+                v -= uv[k - w]
+            dtu[k] = v
+            pol[k] = y[k]
+            if j > 0 and x1[k - 1] == x1[k]:
+                parent[k] = parent[k - 1]
             else:
-                s = lam if d > 0.0 else -lam
-                pol[a] -= s
-                pol[a + 1] += s
-    for i in range(h - 1):
-        for j in range(w):
-            a = i * w + j
-            d = x2[a] - x2[a + w]
-            if d == 0.0:
-                ra = _find(parent, a)
-                rb = _find(parent, a + w)
-                if ra != rb:
-                    parent[max(ra, rb)] = min(ra, rb)
-            else:
-                s = lam if d > 0.0 else -lam
-                pol[a] -= s
-                pol[a + w] += s
-    for k in range(n):
-        sums[k] = 0.0
-        counts[k] = 0.0
+                parent[k] = k
+                if j > 0:
+                    sg = lam if x1[k - 1] > x1[k] else -lam
+                    pol[k - 1] -= sg
+                    pol[k] += sg
+        if i > 0:
+            for j in range(w):
+                k = o + j
+                if x2[k - w] == x2[k]:
+                    ra = _find(parent, k - w)
+                    rb = _find(parent, k)
+                    if ra < rb:
+                        parent[rb] = ra
+                    elif rb < ra:
+                        parent[ra] = rb
+                else:
+                    sg = lam if x2[k - w] > x2[k] else -lam
+                    pol[k - w] -= sg
+                    pol[k] += sg
+    n = h * w
     groups = 0
-    for k in range(n):
+    for k in range(n):  # a root precedes its set's other members
         r = _find(parent, k)
         if r == k:
             groups += 1
+            sums[k] = 0.0
+            counts[k] = 0.0
+        parent[k] = r
         sums[r] += pol[k]
         counts[r] += 1.0
     for k in range(n):
         r = parent[k]
         pol[k] = sums[r] / counts[r]
-    # the gaps (*), for x2 and the polished solution
-    for c in range(2):
-        b = x2 if c == 0 else pol
-        tv = 0.0
-        inner = 0.0
-        for i in range(h):
-            for j in range(w - 1):
-                a = i * w + j
-                d = b[a] - b[a + 1]
-                tv += abs(d)
-                inner += d * uh[i * (w - 1) + j]
-        for i in range(h - 1):
-            for j in range(w):
-                a = i * w + j
-                d = b[a] - b[a + w]
-                tv += abs(d)
-                inner += d * uv[a]
-        rss = 0.0
-        dd = 0.0
-        for k in range(n):
-            r = y[k] - b[k]
-            rss += r * r
-            e = r - dtu[k]
-            dd += e * e
-        out[2 * c] = 0.5 * rss + lam * tv
-        out[2 * c + 1] = lam * tv - inner + 0.5 * dd
-        out[5 + c] = _ROUNDING * (lam * tv + abs(inner) + 0.5 * dd + tv * y_max)
+    res = np.empty(3)
+    _gap(y, h, w, lam, pol, uh, uv, dtu, y_max, res)
+    out[2] = res[0]
+    out[3] = res[1]
+    out[6] = res[2]
     out[4] = groups
+    if both:
+        _gap(y, h, w, lam, x2, uh, uv, dtu, y_max, res)
+        out[0] = res[0]
+        out[1] = res[1]
+        out[5] = res[2]
+    else:
+        out[0] = np.inf
+        out[1] = np.inf
+        out[5] = 0.0
 
 
 def _iterate(
@@ -522,7 +537,7 @@ def _iterate(
     col_out = np.empty(h)
     uh_t = np.empty(h * (w - 1))
     uv_t = np.empty((h - 1) * w)
-    p_img = np.empty(n)
+    colsum = np.empty(w)
     cert = np.empty(7)
     t = 1.0
     best_p = np.inf
@@ -533,8 +548,9 @@ def _iterate(
     out[4] = 0.0
     mom = 0.0
     next_check = 1
-    last_it = 0
-    last_gap = 0.0
+    seen_it = np.empty(max_iter + 1, dtype=np.int64)  # the checks so far, and their gaps
+    seen_gap = np.empty(max_iter + 1)
+    seen = 0
     for it in range(1, max_iter + 1):
         check = it == next_check or it == max_iter
         w_it = warm or it > 1
@@ -549,13 +565,13 @@ def _iterate(
         mom = (t - 1.0) / t_new
         t = t_new
         if check:
-            for k in range(n):
-                p_img[k] = y[k] - a[k]  # p = y − q̄ − x₁
+            last = it == max_iter  # x₂ is a candidate only then (the fallback)
             _certify(
-                y, h, w, lam, x1, x2, p_img, q, uh_t, uv_t, dtu, parent, sums, counts, pol, cert
-            )
+                y, h, w, lam, x1, x2, a, q, uh_t, uv_t, dtu, colsum, parent, sums, counts, pol,
+                last, cert,
+            )  # fmt: skip
             done = False
-            d_now = cert[0] - cert[1]  # D(u) of this iteration's flows
+            d_now = cert[2] - cert[3]  # D(u) of this iteration's flows
             current = d_now >= best_d
             if current:  # the best dual bound so far: its flows are the ones returned
                 best_d = d_now
@@ -566,7 +582,7 @@ def _iterate(
             if best_p - best_d < best_gap:  # the kept candidate, against the better bound
                 best_gap = max(best_p - best_d, 0.0)
                 out[5] = 1.0 if best_gap <= tol * best_p else out[5]
-            for c in range(2):
+            for c in range(0 if last else 1, 2):
                 p_c = cert[2 * c]
                 # (*) without cancellation for this iteration's flows, else P − best D
                 g_c = max(cert[2 * c + 1], 0.0) if current else max(p_c - best_d, 0.0)
@@ -590,16 +606,21 @@ def _iterate(
             out[2] = it
             if done:
                 break
-            # the next check: where the gap's decay since the last check (geometric, per
-            # iteration) would reach tol, within [1, check_most] iterations
+            # the next check: where the gap's decay (geometric, per iteration, measured
+            # since a check at least CHECK_EVERY + 4 iterations back, or the first) would
+            # reach tol, within [1, check_most] iterations
             g = best_gap / best_p if best_p > 0.0 else 0.0
+            seen_it[seen] = it
+            seen_gap[seen] = g
+            seen += 1
+            ref = 0
+            while ref + 1 < seen and seen_it[ref + 1] <= it - check_every - 4:
+                ref += 1
             step = check_every
-            if last_it > 0 and 0.0 < g < last_gap:
-                rate = math.log(g / last_gap) / (it - last_it)
+            if 0.0 < g < seen_gap[ref]:
+                rate = math.log(g / seen_gap[ref]) / (it - seen_it[ref])
                 ahead = math.log(tol / g) / rate if g > tol else 1.0
                 step = max(1, min(check_most, int(ahead)))
-            last_it = it
-            last_gap = g
             next_check = it + step
     for k in range(n):
         q_in[k] = q[k]
@@ -615,7 +636,7 @@ def _kernel() -> Any:
             raise ImportError("the lattice TV solver needs numba: pip install '.[fast]'")
         jit = _numba.njit(cache=True)
         g = globals()
-        for name in ("_line", "_find"):
+        for name in ("_line", "_find", "_gap"):
             g[name] = jit(g[name])
         for name in ("_columns", "_row_sweep", "_column_sweep", "_certify"):
             g[name] = jit(g[name])

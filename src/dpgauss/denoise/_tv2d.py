@@ -131,27 +131,26 @@ def _line(src: Any, n: int, lam: float, dst: Any, sg: Any, warm: bool) -> None:
     while True:
         retreat = False
         if verify:
-            e = k0
+            e = k0  # the segment's end (the next recorded jump) and its sum
+            sy = src[k0]
             while e < n - 1 and sg[e] == 0:
                 e += 1
+                sy += src[e]
             s = sg[e] if e < n - 1 else 0
-            sy = src[k0]
-            for i in range(k0 + 1, e + 1):
-                sy += src[i]
             v = (sy + u0 - s * lam) / (e - k0 + 1)
             if s_prev * (v_prev - v) < 0.0:
                 retreat = True
             else:
-                acc = u0
+                acc = u0  # the running dual, its range; the level written meanwhile
                 lo = 0.0
                 hi = 0.0
                 for i in range(k0, e):
                     acc += src[i] - v
                     lo = min(lo, acc)
                     hi = max(hi, acc)
+                    dst[i] = v
+                dst[e] = v
                 if hi <= lam and lo >= -lam:
-                    for i in range(k0, e + 1):
-                        dst[i] = v
                     if e == n - 1:
                         return
                     kp, up, v_pp, s_pp = k0, u0, v_prev, s_prev

@@ -619,7 +619,6 @@ def _iterate(
                 y, h, w, lam, x1, x2, a, q, uh_t, uv_t, dtu, colsum, parent, sums, counts, pol,
                 last, cert,
             )  # fmt: skip
-            done = False
             d_now = cert[2] - cert[3]  # D(u) of this iteration's flows
             current = d_now >= best_d
             if current:  # the best dual bound so far: its flows are the ones returned
@@ -648,8 +647,9 @@ def _iterate(
                     out[3] = float(c)
                     out[4] = cert[4]
                     out[5] = 1.0 if ok else 0.0
-                if c == 1 and ok:
-                    done = True
+            # done once the kept candidate is certified: by its own flows, or (an earlier
+            # polish) by this iteration's better dual bound
+            done = out[5] == 1.0
             out[0] = best_p
             out[1] = best_gap
             out[2] = it
@@ -668,7 +668,7 @@ def _iterate(
             step = check_every
             if 0.0 < g < seen_gap[ref]:
                 rate = math.log(g / seen_gap[ref]) / (it - seen_it[ref])
-                ahead = math.log(tol / g) / rate if g > tol > 0.0 else float(check_most)
+                ahead = math.log(tol / g) / rate if tol > 0.0 else float(check_most)
                 step = check_most if ahead >= check_most else max(1, int(ahead))
             next_check = it + step
     for k in range(n):

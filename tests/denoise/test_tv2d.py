@@ -79,11 +79,11 @@ def test_matches_cvxpy_and_certifies_its_gap(shape, lam):
     assert p - ref <= TOL * ref
 
 
-@pytest.mark.parametrize("shape", [(2, 40), (40, 2), (30, 47)])
+@pytest.mark.parametrize("shape", [(2, 40), (40, 2), (30, 47), (9, 17), (17, 8), (2, 9)])
 @pytest.mark.parametrize("lam", [0.05, 0.5, 3.0])
 def test_matches_the_min_cut_exact_solver(shape, lam):
     """Same objective as the exact min-cut decomposition, and (a tight tolerance) the same
-    fused groups: equal levels to rounding."""
+    fused groups: equal levels to rounding.  Widths around the column blocks of 8 too."""
     y = blocks(shape, 11)
     d = incidence(shape)
     exact = gtv.graph_tv(y, as_graph(lattice_edges(shape), y.size).edges, lam)

@@ -108,6 +108,7 @@ _COLD_BELOW = 0.5
 _CHECK_EVERY = 4
 _CHECK_MOST = 10
 BLOCK = 8  # columns per gather (one 64-byte cache line of doubles)
+RETREATS = 8  # wrong jump signs one warm 1-D solve mends locally before a cold scan
 _WARM_SIGNS = True  # a λ of a path starts its 1-D solves from the last λ's jump signs
 # A gap below ROUNDING × (the magnitudes of its terms, and ‖Dβ‖₁·max|y|: the flows are sums
 # of differences of O(|y|) numbers, so (Dβ)ᵀu carries rounding of that size) is rounding.
@@ -150,11 +151,15 @@ def _line(src: Any, n: int, lam: float, dst: Any, sg: Any, warm: bool) -> None:
     u0 = 0.0
     v_prev = 0.0  # the level of the segment before, and the sign of the jump after it
     s_prev = 0
-    kp = 0  # that segment's left end and entry dual, and the level and sign before it
+    kp = -1  # that segment's left end (−1: unknown) and entry dual, the level and sign before
     up = 0.0
     v_pp = 0.0
     s_pp = 0
-    floor = -1  # a wrong sign at or left of this scan start: scan the line cold
+    kpp = -1  # the same for the segment before that
+    upp = 0.0
+    v_ppp = 0.0
+    s_ppp = 0
+    retreats = 0  # at most RETREATS, then the line is scanned cold
     verify = warm
     check_first = False  # the scan's first level must be on the recorded side of v_prev
     hold = False  # no verification after the scan's first segment (after a wrong sign)
@@ -185,6 +190,7 @@ def _line(src: Any, n: int, lam: float, dst: Any, sg: Any, warm: bool) -> None:
                 if hi <= lam and lo >= -lam:
                     if e == n - 1:
                         return
+                    kpp, upp, v_ppp, s_ppp = kp, up, v_pp, s_pp
                     kp, up, v_pp, s_pp = k0, u0, v_prev, s_prev
                     v_prev = v
                     s_prev = s
@@ -255,6 +261,7 @@ def _line(src: Any, n: int, lam: float, dst: Any, sg: Any, warm: bool) -> None:
                 resync = warm and not hold and sg[end] == s
                 hold = False
                 sg[end] = s
+                kpp, upp, v_ppp, s_ppp = kp, up, v_pp, s_pp
                 kp, up, v_pp, s_pp = k0, u0, v_prev, s_prev
                 v_prev = v
                 s_prev = s
@@ -286,11 +293,13 @@ def _line(src: Any, n: int, lam: float, dst: Any, sg: Any, warm: bool) -> None:
                         v_lo = sy - 2.0 * lam
                         u_lo = lam
         if retreat:
-            # a jump of the wrong sign: scan again from the segment before it (which gets
-            # checked against its own predecessor); a second time there, the whole line
-            if kp > floor:
-                floor = kp
+            # a jump of the wrong sign: scan again from the segment before it (checked
+            # against its own predecessor; one more failure there, from the one before)
+            if kp >= 0 and retreats < RETREATS:
+                retreats += 1
                 k0, u0, v_prev, s_prev = kp, up, v_pp, s_pp
+                kp, up, v_pp, s_pp = kpp, upp, v_ppp, s_ppp
+                kpp = -1
                 check_first = s_prev != 0
                 hold = True
             else:

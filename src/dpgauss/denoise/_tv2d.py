@@ -138,8 +138,9 @@ def _line(src: Any, n: int, lam: float, dst: Any, sg: Any, warm: bool) -> None:
     ``±λ`` is that of the sub-signal with ``u₀ = ±λ``), and hands back to the verification
     as soon as it ends a segment where ``sg`` recorded a jump of the same sign.  Where a
     jump has the wrong sign (a level on the wrong side of its predecessor), the scan
-    restarts at the predecessor's left end (a second failure there: the whole line is
-    scanned cold).  Every path ends with the KKT conditions met, so the result is the exact
+    restarts at the predecessor's left end (a failure there: at the one before; after
+    ``RETREATS`` such restarts, or with no predecessor known, the whole line is scanned
+    cold).  Every path ends with the KKT conditions met, so the result is the exact
     solution either way (a verified level is computed with the very operations the scan
     would use); near convergence of the alternating iteration most segments persist, and
     a verification is a branch-free sum and running min/max instead of the scan's

@@ -80,7 +80,7 @@ problem (the residual ``y − β̂`` is shared by the rows and the columns; meas
 (unless the last λ was more than twice larger), and its jump signs; on the default 20-λ
 SURE path of a 300 × 300 image this took 472 iterations in all, against 584 with ``q``
 scaled by the ratio of the λ and 528 from cold starts (before the schedule of checks
-above; now 461).
+above; now 459).
 """
 
 from __future__ import annotations

@@ -36,15 +36,16 @@ conditions of 1-D TV are local).  Where a segment fails, the direct algorithm of
 (2013, as in :mod:`._tv1d`, unweighted) scans from its left end until it ends a segment
 where a jump of the same sign was recorded, and the verification resumes there.  The
 result is the exact solution either way (tested against the cold scan from any sign
-record).  Measured on the 300 × 300 benchmark image at λ ≈ 1: after 20 iterations a
-row or column pass costs 0.4–0.5 of a cold pass (the scan covers 5–20 % of the samples);
-the signs of the last λ start the next λ of a path.
+record).  Measured on the 300 × 300 benchmark image at λ ≈ 1: from iteration 20 a row or
+column pass costs 0.3–0.45 of a cold pass (the scan covers 5–20 % of the samples); on the
+1000 × 1000 one at λ ≈ 1.56 (longer segments, the scan 30–45 %) about 0.5.  The signs of
+the last λ start the next λ of a path.
 
 Memory.  At 10⁶ pixels an iteration is mostly memory traffic: the momentum step is fused
 into the row pass (``q̄`` is never stored), the update of ``q`` and the restart test into
 the column pass, and the columns go 8 at a time (one cache line of each row) through
 contiguous buffers (one at a time, the column pass cost 1.6–1.8× the row pass at
-1000 × 1000; blocked, about 1.1×).
+1000 × 1000; blocked, 1.0–1.25×).
 
 Certificate.  ``u = (u_h, u_v)`` of one iteration is dual feasible with
 ``Dᵀu = p + q⁺ = y − x₂``, so for any candidate β
@@ -62,6 +63,8 @@ relative gap (*) is ``≤ tol`` (or is rounding only: below ``1e-13`` times the 
 its terms plus ``‖Dβ‖₁·max|y|``, as with tiny λ, where ``P`` itself is tiny while the
 flows, prefix sums of differences of ``O(|y|)`` numbers, are rounded relative to ``|y|``).
 ``x₂`` is evaluated only at ``max_iter`` (the fallback when the polish never certifies).
+A polish kept from an earlier check that a later, better dual bound certifies also ends
+the iteration.
 
 A certificate (flows, union-find of the fused groups, the polish, (*)) streams over the
 image once plus two passes for the groups, and costs about one late iteration at

@@ -81,3 +81,17 @@ def test_denoised_mse():
     d = Denoised(np.zeros(4), 2.0, "x")
     assert d.mse == 0.5 and d.params == {}
     assert Denoised(np.zeros(4), None, "x").mse is None
+
+
+@pytest.mark.parametrize("shape", [(2,), (9,), (2, 2), (2, 7), (7, 2), (5, 8), (31, 17)])
+def test_a_grid_lattice_is_written_in_normal_form(shape):
+    """The lattice of a grid shape, built without a sort, equals the normal form that
+    as_graph gives its edge list (sorted, deduplicated pairs u < v)."""
+    from dpgauss.denoise.structure import as_structure, lattice_edges, lattice_graph
+
+    n = int(np.prod(shape))
+    ref = as_graph(lattice_edges(shape), n)
+    got = lattice_graph(shape)
+    assert got.n == n and got.edges.dtype == ref.edges.dtype
+    np.testing.assert_array_equal(got.edges, ref.edges)
+    np.testing.assert_array_equal(as_structure(shape, n).lattice().edges, ref.edges)

@@ -79,11 +79,11 @@ def test_matches_cvxpy_and_certifies_its_gap(shape, lam):
     assert p - ref <= TOL * ref
 
 
-@pytest.mark.parametrize("shape", [(2, 40), (40, 2), (30, 47)])
+@pytest.mark.parametrize("shape", [(2, 40), (40, 2), (30, 47), (9, 17), (17, 8), (2, 9)])
 @pytest.mark.parametrize("lam", [0.05, 0.5, 3.0])
 def test_matches_the_min_cut_exact_solver(shape, lam):
     """Same objective as the exact min-cut decomposition, and (a tight tolerance) the same
-    fused groups: equal levels to rounding."""
+    fused groups: equal levels to rounding.  Widths around the column blocks of 8 too."""
     y = blocks(shape, 11)
     d = incidence(shape)
     exact = gtv.graph_tv(y, as_graph(lattice_edges(shape), y.size).edges, lam)
@@ -200,6 +200,47 @@ def test_an_uncertified_lambda_goes_to_the_min_cuts(monkeypatch):
     assert "minimum-cut decomposition where not certified" in fit.params["algorithm"]
     assert fit.params["rounds"] > 0
     assert np.all(fit.params["path"]["gap"] <= 1e-12)
+
+
+def _line(y: np.ndarray, lam: float, signs: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    tv2d._kernel()
+    x = np.empty(y.size)
+    sg = np.zeros(y.size - 1, dtype=np.int8) if signs is None else signs.astype(np.int8)
+    tv2d._line(y, y.size, lam, x, sg, signs is not None)
+    return x, sg
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    n=st.integers(1, 60),
+    seed=st.integers(0, 2**16),
+    lam=st.sampled_from([1e-3, 0.1, 0.5, 2.0, 50.0]),
+    start=st.sampled_from(["exact", "nearby", "random", "flat"]),
+)
+def test_warm_line_is_exact_whatever_the_recorded_signs(n, seed, lam, start):
+    """A warm 1-D solve (verified segments, Condat's scan where they fail, retreats on a
+    wrong jump sign) returns the exact 1-D TV solution from any sign record: that of the
+    same input, of a nearby one, random signs or none; and records its own jump signs."""
+    from dpgauss.denoise._tv1d import tv1d
+
+    rng = np.random.default_rng(seed)
+    y = np.round(rng.standard_normal(n) * rng.choice([0.3, 1.0, 3.0]), 1)  # ties too
+    cold, cold_signs = _line(y, lam, None)
+    if n >= 2:
+        np.testing.assert_allclose(cold, tv1d(y, lam)[0], rtol=0, atol=1e-12)
+    if start == "exact":
+        signs = cold_signs
+    elif start == "nearby":
+        signs = _line(y + 0.2 * rng.standard_normal(n), lam, None)[1]
+    elif start == "random":
+        signs = rng.integers(-1, 2, max(n - 1, 0))
+    else:
+        signs = np.zeros(max(n - 1, 0))
+    warm, warm_signs = _line(y, lam, signs)
+    np.testing.assert_allclose(warm, cold, rtol=0, atol=1e-12 * (1 + np.abs(y).max()))
+    jump = warm[:-1] - warm[1:]
+    real = np.abs(jump) > 1e-9  # equal levels may carry either sign (a zero jump)
+    np.testing.assert_array_equal(warm_signs[real], np.sign(jump[real]))
 
 
 def test_a_lattice_needs_two_rows_and_columns():

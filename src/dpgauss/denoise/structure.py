@@ -42,8 +42,34 @@ class Structure:
         if self.graph is not None:
             return self.graph
         if self.grid is not None:
-            return as_graph(lattice_edges(self.grid), math.prod(self.grid))
+            return lattice_graph(self.grid)
         return None
+
+
+def lattice_graph(shape: tuple[int, ...]) -> Graph:
+    """The chain or 4-neighbour lattice of ``shape`` as a :class:`Graph`, its edges written
+    directly in the normal form (sorted pairs ``u < v``: node ``k``'s edge to ``k + 1``, then
+    to ``k + W``), which :func:`as_graph` of :func:`lattice_edges` gives by a sort (about
+    1–2.5 s at 10⁶ nodes on a loaded 2-core box)."""
+    n = math.prod(shape)
+    if len(shape) == 1:
+        k = np.arange(n - 1, dtype=np.int64)
+        return Graph(n, np.stack([k, k + 1], axis=1))
+    h, w = shape
+    idx = np.arange(n, dtype=np.int64).reshape(h, w)
+    right = np.zeros((h, w), dtype=bool)
+    right[:, :-1] = True
+    down = np.zeros((h, w), dtype=bool)
+    down[:-1, :] = True
+    count = right.astype(np.int64) + down  # edges leaving each node, in node order
+    start = np.concatenate([[0], np.cumsum(count.ravel())[:-1]]).reshape(h, w)
+    edges = np.empty((int(count.sum()), 2), dtype=np.int64)
+    edges[start[right], 0] = idx[right]
+    edges[start[right], 1] = idx[right] + 1
+    at = start + right  # the down edge follows the right one
+    edges[at[down], 0] = idx[down]
+    edges[at[down], 1] = idx[down] + w
+    return Graph(n, edges)
 
 
 def lattice_edges(shape: tuple[int, ...]) -> np.ndarray:

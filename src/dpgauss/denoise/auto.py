@@ -62,9 +62,9 @@ TF1_MAX_SIZE = 20_000
 
 #: Order-0 trend filtering on a 2-D grid (the 4-neighbour lattice, when no graph is given) is
 #: a candidate up to this many cells; beyond, ``auto`` records it in ``skipped``.  With it, a
-#: whole ``auto`` on a 300 × 300 grid took 24–60 s on this project's shared 2-core machines,
-#: against 0.07 s without it (``python benchmarks/bench_auto.py --cases grid300``; the
-#: lattice solver is being made faster).
+#: whole ``auto`` on a 300 × 300 grid took 1.6 s on this project's shared 2-core machines
+#: (2026-12-02; 24–60 s with the first lattice solver), against 0.04 s without it (``python
+#: benchmarks/bench_auto.py --cases grid300``); there it chose the trend filter.
 LATTICE_TF_MAX_SIZE = 250_000
 
 #: Screening of the trend-filter candidates (``auto``'s docstring, "Screening"): at most

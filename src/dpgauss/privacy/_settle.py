@@ -46,9 +46,11 @@ __all__ = [
     "midpoint_terms",
 ]
 
-_SQRT_HALF_PI = float(np.sqrt(np.pi / 2.0))
-_INV_SQRT2 = float(1.0 / np.sqrt(2.0))
-_HALF_LOG_2PI = float(0.5 * np.log(2.0 * np.pi))
+_SQRT_HALF_PI, _INV_SQRT2, _HALF_LOG_2PI = (
+    _mills._SQRT_HALF_PI,
+    _mills._INV_SQRT2,
+    _mills._HALF_LOG_2PI,
+)
 _HALLEY_STOP = 1e-2
 #: The fast kernel's midpoint branch: μ < FAST_STEP·max(1, |t|) and m < FAST_MAX (there its
 #: series through μ⁴ without the continued fraction is within 3e-10 of D); the direct

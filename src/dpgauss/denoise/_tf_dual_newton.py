@@ -65,6 +65,9 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from ._tf_dual_ipm import BoxIPM
+from ._tf_exact_face import ChainFace
+
 __all__ = ["DualNewton", "DualSolution"]
 
 _MAX_STEPS = 200  # projected Newton steps per λ
@@ -77,6 +80,8 @@ _MAX_BAND = 16  # solve (2) as a banded system when its half-bandwidth is at mos
 _EXACT_GAP = 1e-13  # relative gap at which projected Newton stops without a face step
 _REFINE = 6  # refinement steps of the banded normal equations
 _FACE_RESIDUAL = 1e-13  # accept |Δ_R x| ≤ this × max|Δ|² × max(|x|, |β|)
+_IPM_REDUCTION = (1e-10, 1e-13)  # complementarity / objective at which the IPM stops (2 tries)
+_IPM_STEPS = 80  # interior-point steps per try
 
 
 @dataclass
@@ -147,6 +152,14 @@ class DualNewton:
             low = below >= 0
             band[below[low], gram.col[low]] = gram.data[low]
             self.q_band = band
+        # the interior-point method (rows ↔ edges, order 2: first; order 1: after PDAS)
+        width = int(span.max()) if span.size else 0
+        self.ipm = BoxIPM(
+            mat, self.matrix_t, self.y, self.order_pos, width if self.banded else None
+        )
+        self.interior_first = not ground_rows
+        # order 2 on a chain: fits exactly on their face (_tf_exact_face)
+        self.exact_face = ChainFace(self.n) if ChainFace.matches(mat) else None
 
     # objective pieces --------------------------------------------------------------------
     def beta_of(self, u: np.ndarray) -> np.ndarray:
@@ -302,6 +315,46 @@ class DualNewton:
             u = self._centre(u, loose)
         return u, x
 
+    def settle(
+        self, lam: float, x: np.ndarray, dx: np.ndarray, u: np.ndarray, sign: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, float, float]:
+        """The fit of a face that satisfies the optimality conditions, its ``Δx``, primal
+        objective and certified gap; on a chain of order 2 the point of the face that floating
+        point represents exactly (:mod:`._tf_exact_face`), if its gap is smaller."""
+        r = self.y - x
+        primal = 0.5 * float(r @ r) + lam * float(np.abs(dx).sum())
+        gap = self.gap(lam, x, dx, u)
+        if self.exact_face is not None and gap > _EXACT_GAP * max(primal, 1e-300):
+            snapped = self.exact_face.snap(x, sign)
+            if snapped is not None:
+                dxs = self.matrix @ snapped
+                rs = self.y - snapped
+                primal_s = 0.5 * float(rs @ rs) + lam * float(np.abs(dxs).sum())
+                gap_s = self.gap(lam, snapped, dxs, u)
+                if gap_s < gap:
+                    return snapped, dxs, primal_s, gap_s
+        return x, dx, primal, gap
+
+    def interior(self, lam: float, u0: np.ndarray, tol: float) -> DualSolution | np.ndarray:
+        """The interior-point method (:mod:`._tf_dual_ipm`) from ``u0`` to locate the
+        support, then the active-set method from the rows it finds at their bounds; tried
+        again to a higher accuracy if that does not finish.  Returns the exact solution or a
+        box-feasible point to start projected Newton from."""
+        point = np.clip(u0, -lam, lam)
+        steps = 0
+        for reduction in _IPM_REDUCTION:
+            found = self.ipm.run(lam, u0, reduction, _IPM_STEPS)
+            if found is None:
+                break
+            steps += found.steps
+            sign = found.sign(lam)
+            point = np.where(sign != 0, lam * sign, found.u)
+            res = self.pdas(lam, point, tol)
+            if isinstance(res, DualSolution):
+                res.steps += steps
+                return res
+        return np.clip(point, -lam, lam)
+
     def pdas(self, lam: float, u0: np.ndarray, tol: float) -> DualSolution | np.ndarray:
         """Primal-dual active set (Hintermüller, Ito & Kunisch 2002) from the support of
         ``u0`` (its rows at ``±λ``): solve the face, then drop the rows whose jump has the
@@ -323,9 +376,7 @@ class DualNewton:
             wrong = fixed & (sign * dx < 0)
             enter = ~fixed & (over > 0)
             if not wrong.any() and not enter.any():
-                r = self.y - x
-                primal = 0.5 * float(r @ r) + lam * float(np.abs(dx).sum())
-                gap = self.gap(lam, x, dx, u)
+                x, dx, primal, gap = self.settle(lam, x, dx, u, sign)
                 if gap <= tol * max(primal, 1e-300):
                     return DualSolution(x, u, dx, ~fixed, primal, gap, step, True)
                 break
@@ -350,7 +401,10 @@ class DualNewton:
         """The solution of (1) from the start ``u0`` (clipped into the box): PDAS, then
         projected Newton if it does not finish; None if no point with relative gap
         ``≤ tol`` was reached."""
-        start = self.pdas(lam, np.clip(np.asarray(u0, dtype=np.float64), -lam, lam), tol)
+        u0 = np.clip(np.asarray(u0, dtype=np.float64), -lam, lam)
+        start = self.interior(lam, u0, tol) if self.interior_first else self.pdas(lam, u0, tol)
+        if not isinstance(start, DualSolution) and not self.interior_first:
+            start = self.interior(lam, u0, tol)
         if isinstance(start, DualSolution):
             return start
         u = start

@@ -115,14 +115,17 @@ def _weighted_sum(gamma: np.ndarray, jumps: np.ndarray, rows: np.ndarray) -> int
 def _fix_congruence(
     jumps: np.ndarray, gamma: np.ndarray, rows: np.ndarray, total: int, n: int
 ) -> bool | None:
-    """Change one ``W_a`` (in place) by the smallest ``δ`` with ``γ_a δ ≡ −total (mod n)``,
+    """Change one ``W_a`` (in place) by the ``δ`` with ``γ_a δ ≡ −total (mod n)`` that moves
+    ``x'`` least (``|δ|γ_a``),
     else two of them (``γ_a δ_a + γ_c δ_c ≡ −total``, ``δ_a`` searched); None if neither
     works (the remainder is then not a multiple of the gcd of the ``γ`` and ``n``)."""
     best: tuple[int, int] | None = None
+    cost = math.inf
     for a in rows:
         delta = _solve_congruence(int(gamma[a]), -total, n)
-        if delta is not None and (best is None or abs(delta) < abs(best[1])):
-            best = (int(a), delta)
+        # a unit change of W_a moves x' by about h·n·(n − 1 − a): prefer late rows
+        if delta is not None and abs(delta) * int(gamma[a]) < cost:
+            best, cost = (int(a), delta), abs(delta) * int(gamma[a])
     if best is not None:
         jumps[best[0]] += best[1]
         return True

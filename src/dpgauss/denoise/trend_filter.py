@@ -1707,7 +1707,13 @@ class _Path:
             return None
         self.dual = (lam, res.u)
         self.previous = lam
-        zero = solver.zero_rows(res.dbeta, res.free)
+        if self.newton.exact_face is not None and res.exact:
+            # the fit is exactly on its face (order 2 on a chain, _tf_exact_face): its zero
+            # rows are exact, and a kink's jump may be far below any rounding threshold
+            # (third differences of a 4,000-node fit just below λ_max)
+            zero = res.free | (res.dbeta == 0)
+        else:
+            zero = solver.zero_rows(res.dbeta, res.free)
         sign = np.where(zero, 0.0, np.sign(res.dbeta))
         # an ADMM fallback at the next λ starts from this solution
         self.state = _State(res.dbeta, res.u.copy(), solver.initial_state(lam).log2_rho, sign)

@@ -177,7 +177,7 @@ def test_snapped_random_faces_of_short_chains(n):
 @pytest.mark.parametrize("n", [360, 1024, 4000])
 def test_snapped_solutions_certify(n):
     """On the exact supports of a path (n with many divisors, and a power of two): the
-    snapped fit is exactly on its face and certifies a gap no larger than 10⁻⁹ relative."""
+    snapped fit is exactly on its face and certifies a gap no larger than 10⁻⁸ relative."""
     y = signal("quadratic", n, np.random.default_rng(n))
     mat = chain_operator(n)
     solver = DualNewton(mat, y, np.zeros(n, dtype=np.int64), ground_rows=False)
@@ -195,7 +195,7 @@ def test_snapped_solutions_certify(n):
         assert np.max(np.abs(snapped - x)) <= 1e-4 * np.max(np.abs(x))
         r = y - snapped
         primal = 0.5 * float(r @ r) + lam * float(np.abs(mat @ snapped).sum())
-        assert solver.gap(lam, snapped, mat @ snapped, u) <= 1e-9 * primal
+        assert solver.gap(lam, snapped, mat @ snapped, u) <= 1e-8 * primal
 
 
 def test_chain_face_recognises_only_the_chain_operator():

@@ -63,12 +63,13 @@ class IPMPoint:
     u: np.ndarray  # strictly inside the box
     mu1: np.ndarray  # multipliers of u ≤ λ
     mu2: np.ndarray  # multipliers of −u ≤ λ
+    f1: np.ndarray  # slacks λ − u
+    f2: np.ndarray  # slacks λ + u
     steps: int
 
     def sign(self, lam: float) -> np.ndarray:
         """``±1`` on the rows at their bounds (``μ_r/scale > f_r/λ``), else 0."""
-        f1 = lam - self.u
-        f2 = lam + self.u
+        f1, f2 = self.f1, self.f2
         scale = max(float(np.max(self.mu1 + self.mu2)), 1e-300)
         upper = self.mu1 / scale > f1 / lam
         lower = self.mu2 / scale > f2 / lam
@@ -197,7 +198,8 @@ class BoxIPM:
             u = u + alpha * du
             mu1 = mu1 + alpha * dm1
             mu2 = mu2 + alpha * dm2
-            f1, f2 = lam - u, lam + u
+            f1 = f1 - alpha * du  # not λ ∓ u: near a bound that cancels (ε·λ ≫ f)
+            f2 = f2 + alpha * du
             g = mat @ beta
             if not (np.all(np.isfinite(u)) and np.all(np.isfinite(beta))):
                 return None
@@ -205,7 +207,7 @@ class BoxIPM:
             primal = 0.5 * float(r @ r) + lam * float(np.abs(g).sum())
             if float(mu1 @ f1) + float(mu2 @ f2) <= reduction * primal:
                 break
-        return IPMPoint(beta, u, mu1, mu2, steps)
+        return IPMPoint(beta, np.clip(u, -lam, lam), mu1, mu2, f1, f2, steps)
 
 
 def _max_step(

@@ -32,13 +32,17 @@ corrector; elsewhere by sparse LU (SuperLU).  No dense factorisation is made.
 ``β`` is carried as a variable of its own (the primal residual ``y − β − Δᵀu`` is part of
 (2)), not recomputed as ``y − Δᵀu``: near ``λ_max`` ``|u| ≫ |β|``, and that difference
 would carry a rounding error ``ε‖Δ‖‖u‖`` in every ``(Δβ)_r``, larger than the third
-differences that decide which rows are at their bounds.
+differences that decide which rows are at their bounds.  For the same reason the slacks
+``f₁, f₂`` are variables updated by the steps, not ``λ ∓ u``, which cancel to 0 near a
+bound when ``λ`` is 10¹² (order 2 on 20,000 nodes).
 
 The method is used to locate the solution's support, not to certify it: it stops when the
-mean complementarity ``(μ₁ᵀf₁ + μ₂ᵀf₂)/2m`` has fallen by ``reduction`` and returns the
-rows it sees at their bounds (``μ_r > f_r`` in units of the row's scale, the Tapia-like
-indicator of Wright §7.2 in its simplest form), from which :mod:`._tf_dual_newton` solves
-the face exactly and repairs it by the active-set method.
+complementarity ``μ₁ᵀf₁ + μ₂ᵀf₂`` (the duality gap on the central path) is below
+``reduction`` times the primal objective, and reports the rows it sees at their bounds
+(``μ_r/max μ > f_r/λ``: the multiplier large and the slack small, each in its own scale),
+from which :mod:`._tf_dual_newton` solves the face exactly and repairs it by the active-set
+method.  It is warm-started from the last λ's dual point, pulled to ``0.9λ`` inside the
+box, with multipliers ``max(±Δβ, 0) + η/f`` (``η = 0.1·λ·mean|Δβ|``, a centred start).
 """
 
 from __future__ import annotations
@@ -154,8 +158,9 @@ class BoxIPM:
         return solve_sparse
 
     def run(self, lam: float, u0: np.ndarray, reduction: float, max_steps: int) -> IPMPoint | None:
-        """From ``u0`` (pulled inside the box) until the mean complementarity has fallen
-        below ``reduction`` times ``λ·mean|Δβ|`` of the start (or ``max_steps``)."""
+        """From ``u0`` (pulled inside the box) until the complementarity is below
+        ``reduction`` times the primal objective (or ``max_steps``); None if (2) is
+        singular or the iterates stop being finite."""
         y, mat, mat_t = self.y, self.matrix, self.matrix_t
         m = self.m
         u = np.clip(np.asarray(u0, dtype=np.float64), -0.9 * lam, 0.9 * lam)

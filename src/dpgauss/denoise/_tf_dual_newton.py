@@ -1,4 +1,5 @@
-"""Trend filtering of orders 1 and 2 by projected Newton on the box-constrained dual.
+"""Trend filtering of orders 1 and 2 on the box-constrained dual: interior point, active set,
+projected Newton.
 
 The dual of ``min_β ½‖y − β‖² + λ‖Δβ‖₁`` is
 
@@ -14,13 +15,22 @@ with ``−∇f(u) = Δβ``.  Every step solves a *face*: for the rows ``A`` held
 
 ``β = y − Δᵀu``, ``x`` the face's primal point.
 
-1. Primal-dual active set (Hintermüller, Ito & Kunisch, SIAM J. Optim. 13(3), 2002), from
-   the last λ's support: solve the face, drop rows of ``A`` whose jump has the wrong sign,
-   add free rows with ``|u_r| > λ`` — only those whose excess
-   is the largest among the rows sharing a node with them (a bulge of ``|u| > λ`` is one
-   new kink), at most a quarter of the support at once.  It ends on the exact solution
-   when no row violates the optimality conditions.
-2. If it cycles: projected Newton (Bertsekas, "Projected Newton methods for optimization
+1. Primal-dual active set (Hintermüller, Ito & Kunisch, SIAM J. Optim. 13(3), 2002): solve
+   the face, drop rows of ``A`` whose jump has the wrong sign, add free rows with
+   ``|u_r| > λ`` — only those whose excess is the largest among the rows sharing a node
+   with them (a bulge of ``|u| > λ`` is one new kink), at most a quarter of the support at
+   once.  It ends on the exact solution when no row violates the optimality conditions.
+   It converges locally (in one or two steps from the right support) but not globally:
+   for order 2 on a chain a lone kink wanders along the chain from a poor start.
+2. The interior-point method of :mod:`._tf_dual_ipm` (Mehrotra's predictor-corrector, each
+   step one banded LU of the augmented system there, ``O(n)``) locates the support in
+   15–25 steps from any start; its rows at their bounds start the active-set method, which
+   then finishes in one or two steps.  Order 2 (rows ↔ edges) starts here from the last
+   λ's dual point; order 1 (where the active set from the last λ's support usually
+   finishes at once) comes here only when the active set cycles.  If the active set does
+   not finish from the interior-point support, the interior-point method is run again to a
+   smaller complementarity.
+3. Last resort: projected Newton (Bertsekas, "Projected Newton methods for optimization
    problems with simple constraints", SIAM J. Control Optim. 20(2), 1982) with the
    binding rows ``I = {u_r ≥ λ − ε, (Δβ)_r > 0} ∪ {u_r ≤ −λ + ε, (Δβ)_r < 0}``, the
    Newton step (2) on the others and a scaled gradient step on ``I``, projected onto the
@@ -37,7 +47,8 @@ of ``Δ_F``; with the unknowns interleaved by position (node ``i``, then the row
 centred at ``i``) it is banded on a chain (banded LU with partial pivoting, ``gbsv``), else
 it is factorised by sparse LU (SuperLU).  No dense factorisation is made.  Nothing is
 cached across λ except the dual point, which, scaled by the ratio of the λ, warm-starts the
-next λ of a path.
+next λ of a path (the active set from its support, or the interior-point method from the
+point itself, pulled inside the box).
 
 (2) needs ``Δ_F`` of full row rank.  For order 1 (``Δ = L``) a component's rows are
 dependent only when all of them are free (``Lᵀ1 = 0`` there): one row of each such
@@ -52,7 +63,11 @@ cancel, which matters for tiny λ).  The primal point is the ``x`` of (2) at the
 (``Π_{null(Δ_F)}`` of the current ``y − Δᵀu``), not ``y − Δᵀu`` itself: for large λ
 ``|u| ≫ |β|`` and ``Δ(y − Δᵀu)`` on ``F`` is rounding of the size ``ε‖Δ‖²‖u‖``, which
 ``λ‖·‖₁`` would multiply into a gap of relative size 10⁻³ on a 4,000-node chain, while
-``Δ_F x`` vanishes to rounding relative to ``|β|``.
+``Δ_F x`` vanishes to rounding relative to ``|β|``.  Even that rounding, ``ε|x|`` per free
+row, is ``10⁻⁶`` of the objective for order 2 near ``λ_max`` on a 4,000-node chain (``λ``
+is 10¹⁰ there); on such a chain the fit is therefore replaced by a nearby point of its face
+that floating point represents exactly (:mod:`._tf_exact_face`: ``Δ_F x = 0`` without
+rounding), whose gap is 10⁻⁸ of the objective or less and whose zero rows are exact.
 """
 
 from __future__ import annotations

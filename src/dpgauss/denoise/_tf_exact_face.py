@@ -25,7 +25,13 @@ integer exactly when ``Σ_a (n − 1 − a) W_a ≡ 0 (mod n)``, which one adjus
 (a linear congruence, solvable when ``gcd(n − 1 − a, n)`` divides the remainder).
 
 ``x' − x`` lies in the face, where the objective is stationary at the face's minimiser, so
-it costs only ``½‖x' − x‖²`` — of the order ``(h n³)²`` per entry, far below ``tol``.
+it costs only ``½‖x' − x‖²``.  The adjustment that restores the congruence moves ``x'`` by
+up to ``h·n³/2``-ish (so the row changed is the one that moves it least, ``|δ|(n − 1 − a)``):
+about 10⁻⁵ of ``max|x|`` on 4,000 nodes, a certified gap of 10⁻⁸ of the objective or less.
+The representable points of a face with few kinks are that sparse intrinsically (one kink:
+the face is ``span{1, v}`` with ``v`` an integer vector of size ``n³``), so on much longer
+chains (20,000 nodes) a fit near ``λ_max`` is certified neither rounded nor snapped, and
+such a λ goes to ADMM.
 """
 
 from __future__ import annotations

@@ -59,6 +59,7 @@ __all__ = ["BoxIPM", "IPMPoint"]
 
 _STEP_TO_BOUNDARY = 0.99  # fraction of the step to the boundary of the positive orthant
 _CENTRE = 0.1  # the start's complementarity relative to λ·mean|Δβ|
+_PULL = 0.9  # the start is pulled inside the box to |u| ≤ this × λ
 
 
 @dataclass
@@ -163,7 +164,7 @@ class BoxIPM:
         singular or the iterates stop being finite."""
         y, mat, mat_t = self.y, self.matrix, self.matrix_t
         m = self.m
-        u = np.clip(np.asarray(u0, dtype=np.float64), -0.9 * lam, 0.9 * lam)
+        u = np.clip(np.asarray(u0, dtype=np.float64), -_PULL * lam, _PULL * lam)
         beta = y - mat_t @ u
         g = mat @ beta
         scale = max(float(np.mean(np.abs(g))), 1e-300)

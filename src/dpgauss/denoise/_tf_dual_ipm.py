@@ -48,6 +48,7 @@ box, with multipliers ``max(±Δβ, 0) + η/f`` (``η = 0.1·λ·mean|Δβ|``, a
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,6 +57,8 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 __all__ = ["BoxIPM", "IPMPoint"]
+
+_Solve = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
 _STEP_TO_BOUNDARY = 0.99  # fraction of the step to the boundary of the positive orthant
 _CENTRE = 0.1  # the start's complementarity relative to λ·mean|Δβ|
@@ -127,7 +130,7 @@ class BoxIPM:
                 shape=(size, size),
             )
 
-    def _factor(self, jac: np.ndarray):
+    def _factor(self, jac: np.ndarray) -> _Solve | None:
         """A solver of (2) for ``J = diag(jac)``; None if singular."""
         n = self.n
         if self.band is not None:

@@ -1,4 +1,5 @@
-"""Trend filtering of orders 1 and 2 by projected Newton on the box-constrained dual.
+"""Trend filtering of orders 1 and 2 on the box-constrained dual: interior point, active set,
+projected Newton.
 
 The dual of ``min_β ½‖y − β‖² + λ‖Δβ‖₁`` is
 
@@ -14,13 +15,22 @@ with ``−∇f(u) = Δβ``.  Every step solves a *face*: for the rows ``A`` held
 
 ``β = y − Δᵀu``, ``x`` the face's primal point.
 
-1. Primal-dual active set (Hintermüller, Ito & Kunisch, SIAM J. Optim. 13(3), 2002), from
-   the last λ's support: solve the face, drop rows of ``A`` whose jump has the wrong sign,
-   add free rows with ``|u_r| > λ`` — only those whose excess
-   is the largest among the rows sharing a node with them (a bulge of ``|u| > λ`` is one
-   new kink), at most a quarter of the support at once.  It ends on the exact solution
-   when no row violates the optimality conditions.
-2. If it cycles: projected Newton (Bertsekas, "Projected Newton methods for optimization
+1. Primal-dual active set (Hintermüller, Ito & Kunisch, SIAM J. Optim. 13(3), 2002): solve
+   the face, drop rows of ``A`` whose jump has the wrong sign, add free rows with
+   ``|u_r| > λ`` — only those whose excess is the largest among the rows sharing a node
+   with them (a bulge of ``|u| > λ`` is one new kink), at most a quarter of the support at
+   once.  It ends on the exact solution when no row violates the optimality conditions.
+   It converges locally (in one or two steps from the right support) but not globally:
+   for order 2 on a chain a lone kink wanders along the chain from a poor start.
+2. The interior-point method of :mod:`._tf_dual_ipm` (Mehrotra's predictor-corrector, each
+   step one banded LU of the augmented system there, ``O(n)``) locates the support in
+   15–25 steps from any start; its rows at their bounds start the active-set method, which
+   then finishes in one or two steps.  Order 2 (rows ↔ edges) starts here from the last
+   λ's dual point; order 1 (where the active set from the last λ's support usually
+   finishes at once) comes here only when the active set cycles.  If the active set does
+   not finish from the interior-point support, the interior-point method is run again to a
+   smaller complementarity.
+3. Last resort: projected Newton (Bertsekas, "Projected Newton methods for optimization
    problems with simple constraints", SIAM J. Control Optim. 20(2), 1982) with the
    binding rows ``I = {u_r ≥ λ − ε, (Δβ)_r > 0} ∪ {u_r ≤ −λ + ε, (Δβ)_r < 0}``, the
    Newton step (2) on the others and a scaled gradient step on ``I``, projected onto the
@@ -37,7 +47,8 @@ of ``Δ_F``; with the unknowns interleaved by position (node ``i``, then the row
 centred at ``i``) it is banded on a chain (banded LU with partial pivoting, ``gbsv``), else
 it is factorised by sparse LU (SuperLU).  No dense factorisation is made.  Nothing is
 cached across λ except the dual point, which, scaled by the ratio of the λ, warm-starts the
-next λ of a path.
+next λ of a path (the active set from its support, or the interior-point method from the
+point itself, pulled inside the box).
 
 (2) needs ``Δ_F`` of full row rank.  For order 1 (``Δ = L``) a component's rows are
 dependent only when all of them are free (``Lᵀ1 = 0`` there): one row of each such
@@ -52,7 +63,11 @@ cancel, which matters for tiny λ).  The primal point is the ``x`` of (2) at the
 (``Π_{null(Δ_F)}`` of the current ``y − Δᵀu``), not ``y − Δᵀu`` itself: for large λ
 ``|u| ≫ |β|`` and ``Δ(y − Δᵀu)`` on ``F`` is rounding of the size ``ε‖Δ‖²‖u‖``, which
 ``λ‖·‖₁`` would multiply into a gap of relative size 10⁻³ on a 4,000-node chain, while
-``Δ_F x`` vanishes to rounding relative to ``|β|``.
+``Δ_F x`` vanishes to rounding relative to ``|β|``.  Even that rounding, ``ε|x|`` per free
+row, is ``10⁻⁶`` of the objective for order 2 near ``λ_max`` on a 4,000-node chain (``λ``
+is 10¹⁰ there); on such a chain the fit is therefore replaced by a nearby point of its face
+that floating point represents exactly (:mod:`._tf_exact_face`: ``Δ_F x = 0`` without
+rounding), whose gap is 10⁻⁸ of the objective or less and whose zero rows are exact.
 """
 
 from __future__ import annotations
@@ -64,6 +79,9 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
+
+from ._tf_dual_ipm import BoxIPM
+from ._tf_exact_face import ChainFace
 
 __all__ = ["DualNewton", "DualSolution"]
 
@@ -77,6 +95,8 @@ _MAX_BAND = 16  # solve (2) as a banded system when its half-bandwidth is at mos
 _EXACT_GAP = 1e-13  # relative gap at which projected Newton stops without a face step
 _REFINE = 6  # refinement steps of the banded normal equations
 _FACE_RESIDUAL = 1e-13  # accept |Δ_R x| ≤ this × max|Δ|² × max(|x|, |β|)
+_IPM_REDUCTION = (1e-10, 1e-13)  # complementarity / objective at which the IPM stops (2 tries)
+_IPM_STEPS = 80  # interior-point steps per try
 
 
 @dataclass
@@ -147,6 +167,14 @@ class DualNewton:
             low = below >= 0
             band[below[low], gram.col[low]] = gram.data[low]
             self.q_band = band
+        # the interior-point method (rows ↔ edges, order 2: first; order 1: after PDAS)
+        width = int(span.max()) if span.size else 0
+        self.ipm = BoxIPM(
+            mat, self.matrix_t, self.y, self.order_pos, width if self.banded else None
+        )
+        self.interior_first = not ground_rows
+        # order 2 on a chain: fits exactly on their face (_tf_exact_face)
+        self.exact_face = ChainFace(self.n) if ChainFace.matches(mat) else None
 
     # objective pieces --------------------------------------------------------------------
     def beta_of(self, u: np.ndarray) -> np.ndarray:
@@ -302,6 +330,46 @@ class DualNewton:
             u = self._centre(u, loose)
         return u, x
 
+    def settle(
+        self, lam: float, x: np.ndarray, dx: np.ndarray, u: np.ndarray, sign: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, float, float]:
+        """The fit of a face that satisfies the optimality conditions, its ``Δx``, primal
+        objective and certified gap; on a chain of order 2 the point of the face that floating
+        point represents exactly (:mod:`._tf_exact_face`), if its gap is smaller."""
+        r = self.y - x
+        primal = 0.5 * float(r @ r) + lam * float(np.abs(dx).sum())
+        gap = self.gap(lam, x, dx, u)
+        if self.exact_face is not None and gap > _EXACT_GAP * max(primal, 1e-300):
+            snapped = self.exact_face.snap(x, sign)
+            if snapped is not None:
+                dxs = self.matrix @ snapped
+                rs = self.y - snapped
+                primal_s = 0.5 * float(rs @ rs) + lam * float(np.abs(dxs).sum())
+                gap_s = self.gap(lam, snapped, dxs, u)
+                if gap_s < gap:
+                    return snapped, dxs, primal_s, gap_s
+        return x, dx, primal, gap
+
+    def interior(self, lam: float, u0: np.ndarray, tol: float) -> DualSolution | np.ndarray:
+        """The interior-point method (:mod:`._tf_dual_ipm`) from ``u0`` to locate the
+        support, then the active-set method from the rows it finds at their bounds; tried
+        again to a higher accuracy if that does not finish.  Returns the exact solution or a
+        box-feasible point to start projected Newton from."""
+        point = np.clip(u0, -lam, lam)
+        steps = 0
+        for reduction in _IPM_REDUCTION:
+            found = self.ipm.run(lam, u0, reduction, _IPM_STEPS)
+            if found is None:
+                break
+            steps += found.steps
+            sign = found.sign(lam)
+            point = np.where(sign != 0, lam * sign, found.u)
+            res = self.pdas(lam, point, tol)
+            if isinstance(res, DualSolution):
+                res.steps += steps
+                return res
+        return np.clip(point, -lam, lam)
+
     def pdas(self, lam: float, u0: np.ndarray, tol: float) -> DualSolution | np.ndarray:
         """Primal-dual active set (Hintermüller, Ito & Kunisch 2002) from the support of
         ``u0`` (its rows at ``±λ``): solve the face, then drop the rows whose jump has the
@@ -323,9 +391,7 @@ class DualNewton:
             wrong = fixed & (sign * dx < 0)
             enter = ~fixed & (over > 0)
             if not wrong.any() and not enter.any():
-                r = self.y - x
-                primal = 0.5 * float(r @ r) + lam * float(np.abs(dx).sum())
-                gap = self.gap(lam, x, dx, u)
+                x, dx, primal, gap = self.settle(lam, x, dx, u, sign)
                 if gap <= tol * max(primal, 1e-300):
                     return DualSolution(x, u, dx, ~fixed, primal, gap, step, True)
                 break
@@ -350,7 +416,10 @@ class DualNewton:
         """The solution of (1) from the start ``u0`` (clipped into the box): PDAS, then
         projected Newton if it does not finish; None if no point with relative gap
         ``≤ tol`` was reached."""
-        start = self.pdas(lam, np.clip(np.asarray(u0, dtype=np.float64), -lam, lam), tol)
+        u0 = np.clip(np.asarray(u0, dtype=np.float64), -lam, lam)
+        start = self.interior(lam, u0, tol) if self.interior_first else self.pdas(lam, u0, tol)
+        if not isinstance(start, DualSolution) and not self.interior_first:
+            start = self.interior(lam, u0, tol)
         if isinstance(start, DualSolution):
             return start
         u = start

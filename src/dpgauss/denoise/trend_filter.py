@@ -57,16 +57,25 @@ complements (``_tf_order1``); a step adds only the violators that are the larges
 two hops (neighbouring multipliers leave the box together, but one kink suffices), and on
 cycling changes only the worst violator.
 
-Orders 1 and 2 with ``solver="auto"``: projected Newton on the box-constrained dual
-(:mod:`._tf_dual_newton`), warm-started from the last λ's dual point.  A primal-dual active
-set phase with the local-maximum entering rule above solves each face by banded Cholesky of
-the normal equations (refined on the face residual) on chains, or by a sparse LU of the
-augmented system elsewhere; projected Newton (Bertsekas 1982) takes over if it cycles.  No
+Orders 1 and 2 with ``solver="auto"``: the box-constrained dual (:mod:`._tf_dual_newton`),
+warm-started from the last λ's dual point.  An active-set phase with the local-maximum
+entering rule above solves each face by banded Cholesky of the normal equations (refined on
+the face residual) or banded LU of the augmented system on chains, by a sparse LU of the
+augmented system elsewhere.  Order 2 first locates the support by a primal-dual
+interior-point method (Mehrotra's predictor-corrector, :mod:`._tf_dual_ipm`; each step one
+banded LU of the augmented system ``[I Δᵀ; Δ −J]`` on a chain, ``O(n)``, which stays well
+conditioned where the normal equations ``ΔΔᵀ + J``, of condition ``n⁶``, do not), and the
+active set then finishes it in a step or two; order 1 starts with the active set, which
+usually finishes at once from the last support, and calls the interior-point method only
+when it cycles.  Projected Newton (Bertsekas 1982) is the last resort.  For order 2 on a
+chain the fit is finally replaced by a nearby point of its face that floating point
+represents exactly (:mod:`._tf_exact_face`), so that the certified gap is not rounding near
+``λ_max`` (where ``λ`` is 10¹⁰ on 4,000 nodes) and the zero rows, hence df, are exact.  No
 dense factorisation is made on a chain.  On other graphs (order 1) the active-set method
 of the ADMM route above is tried first from the last support (on the pruned Manhattan
-graph it certifies the whole path several times faster), and the dual Newton only where
-it does not certify.  Its fits report ``rounds`` (active-set or Newton steps) and
-``iterations = 0``; a λ it cannot certify within ``tol`` goes to ADMM as above.
+graph it certifies the whole path several times faster), and the dual solver only where it
+does not certify.  Its fits report ``rounds`` (active-set, interior-point or Newton steps)
+and ``iterations = 0``; a λ it cannot certify within ``tol`` goes to ADMM as above.
 
 Order 0 exactly.  With numba installed (``solver="auto"`` or ``"exact"``), order 0 is not
 solved by ADMM but exactly, by divide and conquer on minimum cuts (:mod:`._graph_tv`, cuts
@@ -198,7 +207,7 @@ _LATTICE_MAX_ITER = 2_000
 # (λ_max grows with the order), extended while SURE still falls, at most to LAM_FLOOR.
 _LAM_MIN_RATIO = (1e-3, 1e-3, 1e-4)
 _LAM_FLOOR = 1e-12
-# Orders 1 and 2 by projected Newton on the dual (_tf_dual_newton) with solver="auto": on
+# Orders 1 and 2 on the box-constrained dual (_tf_dual_newton) with solver="auto": on
 # banded operators (chains) of any size, on other graphs up to NEWTON_MAX_N nodes (each step
 # is a sparse LU of the augmented system there).
 _NEWTON_MAX_N = 50_000
@@ -1236,16 +1245,20 @@ def trend_filter(
         where order 0 is solved by accelerated alternating exact 1-D TV over the rows and
         the columns (:mod:`._tv2d`) to a certified gap ``≤ tol``, its df from the fused
         groups of the polished solution (the minimum cuts finish a λ it does not certify);
-        otherwise ADMM with polishing.  Orders 1 and 2 by projected Newton on the dual with
-        banded (chains) or sparse LU factorisations (:mod:`._tf_dual_newton`; order 2 on
-        forests only, and graphs that are not banded up to 50,000 nodes, after the
-        active-set method from the last support), ending on the exact solution of its
-        support, else ADMM with polishing.  ``"exact"`` insists on the exact solver (order
-        0; numba required except on a chain; minimum cuts on lattices too); ``"admm"``
-        always uses ADMM.  A λ whose exact solution is not certified within ``tol`` is
-        handed to ADMM (for orders 1 and 2 this happens when the dual multipliers are so
-        much larger than ``y`` that rounding alone exceeds ``tol``: order 2 near λ_max on
-        chains of thousands of nodes).
+        otherwise ADMM with polishing.  Orders 1 and 2 on the box-constrained dual with
+        banded (chains) or sparse LU factorisations (:mod:`._tf_dual_newton`: an
+        interior-point method to locate the support, first for order 2 and where the
+        active set cycles for order 1, the active set to finish it, projected Newton as a
+        last resort; order 2 on forests only, and graphs that are not banded up to 50,000
+        nodes, after the active-set method from the last support), ending on the exact
+        solution of its support — for order 2 on a chain a fit exactly on its face in
+        floating point, so that the gap is certified near ``λ_max`` too — else ADMM with
+        polishing.  ``"exact"`` insists on the exact solver (order 0; numba required
+        except on a chain; minimum cuts on lattices too); ``"admm"`` always uses ADMM.  A
+        λ whose exact solution is not certified within ``tol`` is handed to ADMM (for
+        orders 1 and 2 this happens when the dual multipliers are so much larger than
+        ``y`` that rounding alone exceeds ``tol``: order 2 near λ_max on chains of tens of
+        thousands of nodes).
 
     Returns
     -------
@@ -1598,7 +1611,7 @@ class _Path:
         newton: DualNewton | None = None,
     ) -> None:
         self.solver = solver
-        self.newton = newton  # orders 1 and 2: projected Newton on the dual
+        self.newton = newton  # orders 1 and 2: the box-constrained dual
         self.dual: tuple[float, np.ndarray] = (lam_max, u_ls)  # its last (λ, u)
         self.lam_max = lam_max
         self.u_ls = u_ls
@@ -1695,7 +1708,7 @@ class _Path:
         )
 
     def solve_newton(self, lam: float) -> _Fit | None:
-        """Orders 1 and 2 by projected Newton on the dual (:mod:`._tf_dual_newton`), from
+        """Orders 1 and 2 on the box-constrained dual (:mod:`._tf_dual_newton`), from
         the last λ's dual point scaled by the ratio of the λ; None (ADMM takes over) unless
         its duality gap is within ``tol``."""
         assert self.newton is not None
@@ -1707,7 +1720,13 @@ class _Path:
             return None
         self.dual = (lam, res.u)
         self.previous = lam
-        zero = solver.zero_rows(res.dbeta, res.free)
+        if self.newton.exact_face is not None and res.exact:
+            # the fit is exactly on its face (order 2 on a chain, _tf_exact_face): its zero
+            # rows are exact, and a kink's jump may be far below any rounding threshold
+            # (third differences of a 4,000-node fit just below λ_max)
+            zero = res.free | (res.dbeta == 0)
+        else:
+            zero = solver.zero_rows(res.dbeta, res.free)
         sign = np.where(zero, 0.0, np.sign(res.dbeta))
         # an ADMM fallback at the next λ starts from this solution
         self.state = _State(res.dbeta, res.u.copy(), solver.initial_state(lam).log2_rho, sign)

@@ -65,6 +65,8 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from ._tf_order1 import FaceSolver
+
 __all__ = ["DualNewton", "DualSolution"]
 
 _MAX_STEPS = 200  # projected Newton steps per λ
@@ -147,6 +149,8 @@ class DualNewton:
             low = below >= 0
             band[below[low], gram.col[low]] = gram.data[low]
             self.q_band = band
+        # order 1 on other graphs: the faces by CG on cached sparse factorisations
+        self.faces = FaceSolver(mat, _FACE_RESIDUAL) if ground_rows and not self.banded else None
 
     # objective pieces --------------------------------------------------------------------
     def beta_of(self, u: np.ndarray) -> np.ndarray:
@@ -199,6 +203,10 @@ class DualNewton:
             d = sol[pos[n + rows]]
             x = sol[node_pos]
         else:
+            if self.faces is not None:
+                fast = self.faces.solve(beta, rows)
+                if fast is not None:
+                    return fast
             local = np.full(self.m, -1, dtype=np.int64)
             local[rows] = np.arange(rows.size)
             lr = n + local[er]

@@ -139,9 +139,9 @@ from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
 
 from .._validation import REAL, as_real_array, check_interval
 from . import _graph_tv, _tv2d
+from ._sparse_spd import ReorderedSPD
+from ._sparse_spd import spd_lu as _spd_lu
 from ._tf_dual_newton import DualNewton
-from ._tf_order1 import ReorderedSPD, SupportSolver
-from ._tf_order1 import spd_lu as _spd_lu
 from ._tf_weighted import WeightedPath
 from ._tv1d import tv1d
 from .graph import Graph
@@ -729,8 +729,6 @@ class _Solver:
         self.y_scale = float(np.max(np.abs(y))) if y.size else 0.0
         # log₂ of the factor by which ρ moves (module constants above)
         self.rho_step = _RHO_STEP_LU0 if op.order == 0 and isinstance(op, _SparseDifference) else 1
-        self.support_solver: SupportSolver | None = None
-        self.last_dual: np.ndarray | None = None  # warm start of the order-1 support solver
 
     # objective and dual -------------------------------------------------------------
     def primal(self, beta: np.ndarray, dbeta: np.ndarray, lam: float) -> float:
@@ -828,13 +826,6 @@ class _Solver:
         """Orders >= 1: the exact solution for the support ``sign`` and, for odd orders, the
         full multiplier vector ``u`` (``u_A = λ s_A``); None if numerically singular."""
         op = self.op
-        if op.order == 1:
-            if self.support_solver is None:
-                self.support_solver = SupportSolver(op, self.y)
-            fast = self.support_solver.solve(lam, sign, self.last_dual)
-            if fast is not None:
-                self.last_dual = fast[1]
-                return fast
         solved = _polish_saddle(op, self.y, lam, sign, zero)
         if solved is None:
             return None
@@ -857,20 +848,6 @@ class _Solver:
         return cand[score[cand] >= best[cand]]
 
     # one λ ---------------------------------------------------------------------------
-    def solve_support(self, lam: float, state: _State) -> _Fit | None:
-        """Odd orders: the active-set method from the exact support ``state.sign`` alone
-        (no ADMM); the fit if its gap is certified within ``tol``, else None."""
-        op, tol = self.op, self.tol
-        if state.sign is None or op.order % 2 == 0 or op.n > _POLISH_MAX_N:
-            return None
-        y = self.y
-        best = _Best(self.primal(y, op.apply(y), lam), y, np.zeros(op.m, dtype=bool))
-        self.absorb(best, lam, self.polish(lam, state.sign, best.d, best.p))
-        if not best.gap <= tol * max(best.p, 1e-300):
-            return None
-        best.prefer_exact(tol)
-        return self.finish(lam, best, 0, state)
-
     def solve(self, lam: float, state: _State) -> _Fit:
         """ADMM from the warm start ``state`` (updated in place) until the gap is certified."""
         y, op, tol = self.y, self.op, self.tol
@@ -1638,16 +1615,6 @@ class _Path:
             if fit is not None:
                 return fit
         if self.newton is not None:
-            if not self.newton.banded and self.state is not None:
-                # general graphs: the active-set method of the ADMM route, from the last
-                # support (one sparse factorisation, small Schur complements), is often
-                # faster; the dual Newton steps in where it does not certify
-                fit = solver.solve_support(lam, self.state)
-                if fit is not None:
-                    self.previous = lam
-                    if solver.last_dual is not None:
-                        self.dual = (lam, np.clip(solver.last_dual, -lam, lam))
-                    return fit
             fit = self.solve_newton(lam)
             if fit is not None:
                 return fit

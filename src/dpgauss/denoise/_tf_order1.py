@@ -45,9 +45,9 @@ from ._sparse_spd import fill_reducing_order, spd_lu
 
 __all__ = ["FaceSolver"]
 
-_REFACTOR_MOVED = 24  # refactorise N when more nodes than this moved since it was made
+_REFACTOR_MOVED = 6  # refactorise N when more nodes than this moved since it was made
 _CG_PER_MOVED = 2  # CG steps allowed per moved node (the rank bound of the module doc) …
-_CG_SLACK = 12  # … and beyond, before refactorising
+_CG_SLACK = 6  # … and beyond, before refactorising
 _CG_FRESH = 8  # CG (refinement) steps allowed with N at the current face
 
 
@@ -67,11 +67,11 @@ class FaceSolver:
         pos = np.empty_like(order)
         pos[order] = np.arange(self.n)
         self.order, self.pos = order, pos
-        coo = q.tocoo()
-        # Q in the fill-reducing order (entries by position), for the factorisations
-        self.q_row = pos[coo.row]
-        self.q_col = pos[coo.col]
-        self.q_val = coo.data
+        # Q in the fill-reducing order, compressed by columns (rows sorted in each)
+        qp = sp.csc_matrix(q[order][:, order])
+        qp.sort_indices()
+        self.q_indptr, self.q_indices, self.q_data = qp.indptr, qp.indices, qp.data
+        self.q_col = np.repeat(np.arange(self.n), np.diff(qp.indptr))
         self.base: np.ndarray | None = None  # R₀ as a mask over the nodes
         self.base_solve = None
         self.factorisations = 0
@@ -80,11 +80,13 @@ class FaceSolver:
         """Factorise ``N`` at the face ``R = rows`` (a mask); False if it fails."""
         keep = rows[self.order]  # by position
         local = np.cumsum(keep) - 1
-        ent = keep[self.q_row] & keep[self.q_col]
+        ent = keep[self.q_indices] & keep[self.q_col]
         size = int(np.count_nonzero(keep))
+        # the principal submatrix keeps CSC order (local is increasing): no sorting
+        indptr = np.zeros(size + 1, dtype=np.int64)
+        np.cumsum(np.bincount(local[self.q_col[ent]], minlength=size), out=indptr[1:])
         mat = sp.csc_matrix(
-            (self.q_val[ent], (local[self.q_row[ent]], local[self.q_col[ent]])),
-            shape=(size, size),
+            (self.q_data[ent], local[self.q_indices[ent]], indptr), shape=(size, size)
         )
         try:
             lu = spd_lu(mat, ordered=True) if size else None

@@ -45,6 +45,7 @@ from ._sparse_spd import fill_reducing_order, spd_lu
 
 __all__ = ["FaceSolver"]
 
+_FACE_RESIDUAL = 1e-13  # accept max|(L x)_R| ≤ this × max|L|² × max(|x|, |β|)
 _REFACTOR_MOVED = 6  # refactorise N when more nodes than this moved since it was made
 _CG_PER_MOVED = 2  # CG steps allowed per moved node (the rank bound of the module doc) …
 _CG_SLACK = 6  # … and beyond, before refactorising
@@ -54,7 +55,7 @@ _CG_FRESH = 8  # CG (refinement) steps allowed with N at the current face
 class FaceSolver:
     """Solves (1) of the module doc for any face of one Laplacian ``L``."""
 
-    def __init__(self, laplacian: sp.spmatrix, face_residual: float) -> None:
+    def __init__(self, laplacian: sp.spmatrix, face_residual: float = _FACE_RESIDUAL) -> None:
         lap = sp.csr_matrix(laplacian, dtype=np.float64)
         self.lap = lap
         self.n = lap.shape[0]

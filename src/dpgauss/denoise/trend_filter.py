@@ -142,6 +142,7 @@ from . import _graph_tv, _tv2d
 from ._sparse_spd import ReorderedSPD
 from ._sparse_spd import spd_lu as _spd_lu
 from ._tf_dual_newton import DualNewton
+from ._tf_order1 import FaceSolver
 from ._tf_weighted import WeightedPath
 from ._tv1d import tv1d
 from .graph import Graph
@@ -729,6 +730,7 @@ class _Solver:
         self.y_scale = float(np.max(np.abs(y))) if y.size else 0.0
         # log₂ of the factor by which ρ moves (module constants above)
         self.rho_step = _RHO_STEP_LU0 if op.order == 0 and isinstance(op, _SparseDifference) else 1
+        self.faces: FaceSolver | None = None  # order 1: the faces of the active-set steps
 
     # objective and dual -------------------------------------------------------------
     def primal(self, beta: np.ndarray, dbeta: np.ndarray, lam: float) -> float:
@@ -826,6 +828,10 @@ class _Solver:
         """Orders >= 1: the exact solution for the support ``sign`` and, for odd orders, the
         full multiplier vector ``u`` (``u_A = λ s_A``); None if numerically singular."""
         op = self.op
+        if op.order == 1:
+            face = self.order1_face(lam, sign)
+            if face is not None:
+                return face
         solved = _polish_saddle(op, self.y, lam, sign, zero)
         if solved is None:
             return None
@@ -834,6 +840,30 @@ class _Solver:
             return beta, None
         u = lam * sign
         u[rows] = mult
+        return beta, u
+
+    def order1_face(self, lam: float, sign: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """Order 1: ``(β, u)`` for the support ``sign`` by :class:`._tf_order1.FaceSolver`
+        (``u = λs`` on the support, 0 at the ground of each component without support
+        nodes, the face's multipliers elsewhere); None if it does not reach rounding."""
+        op = self.op
+        if self.faces is None:
+            self.faces = FaceSolver(op.matrix)
+        comp = op.components
+        fixed = sign != 0
+        n_comp = int(comp.max()) + 1
+        first = np.full(n_comp, -1, dtype=np.int64)
+        first[comp[::-1]] = np.arange(op.n)[::-1]
+        has = np.bincount(comp, weights=fixed.astype(np.float64), minlength=n_comp) > 0
+        fixed = fixed.copy()
+        fixed[first[~has]] = True
+        rows = np.flatnonzero(~fixed)
+        u = lam * sign
+        solved = self.faces.solve(self.y - op.adjoint(u), rows)
+        if solved is None:
+            return None
+        d, beta = solved
+        u[rows] += d
         return beta, u
 
     def local_maxima(self, score: np.ndarray, cand: np.ndarray) -> np.ndarray:

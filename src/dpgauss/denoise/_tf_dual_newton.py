@@ -35,9 +35,12 @@ solved by banded Cholesky (LAPACK ``pbtrf``, ``O(n)``), refined on the face resi
 refinement stalls above rounding, (2) itself is solved: its condition number is only that
 of ``Δ_F``; with the unknowns interleaved by position (node ``i``, then the rows of ``Δ``
 centred at ``i``) it is banded on a chain (banded LU with partial pivoting, ``gbsv``), else
-it is factorised by sparse LU (SuperLU).  No dense factorisation is made.  Nothing is
-cached across λ except the dual point, which, scaled by the ratio of the λ, warm-starts the
-next λ of a path.
+it is factorised by sparse LU (SuperLU).  For order 1 on a graph that is not a chain,
+``Q_FF d = (Δβ)_F`` is first solved by conjugate gradients preconditioned with a cached
+sparse factorisation of a nearby face (:class:`._tf_order1.FaceSolver`), and (2) by sparse
+LU only if that does not reach rounding.  No dense factorisation is made.  Nothing is
+cached across λ except the dual point (and the face solver's factorisation), which, scaled
+by the ratio of the λ, warm-starts the next λ of a path.
 
 (2) needs ``Δ_F`` of full row rank.  For order 1 (``Δ = L``) a component's rows are
 dependent only when all of them are free (``Lᵀ1 = 0`` there): one row of each such

@@ -28,7 +28,7 @@ ADMM (Boyd, Parikh, Chu, Peleato & Eckstein 2011, §3 and §6.4.1 generalised la
 
 The factorisation of ``I + ρΔᵀΔ`` is a sparse LU (SuperLU) computed once per ρ and
 cached; its pattern does not depend on ρ, so the minimum-degree ordering of the first
-factorisation is kept and later ones skip it (``_tf_order1.ReorderedSPD``).  On a 1-D
+factorisation is kept and later ones skip it (``_sparse_spd.ReorderedSPD``).  On a 1-D
 chain or 2-D lattice graph (detected from the edge list) the system is instead
 diagonalised by the orthonormal DCT-II, since the Neumann lattice Laplacian has the DCT
 basis as eigenvectors.  ρ is a power of two and adapts by residual balancing (Boyd et al.
@@ -51,22 +51,33 @@ a sparse saddle-point system ``[I Cᵀ; C 0][β; v] = [y − λΔ_Aᵀs; 0]`` wi
 basis of ``Δ_Z``.  For odd orders the multipliers ``v`` are unique, so ``u = (λs, v)`` is
 an exact dual point, and the support is repaired by the primal-dual active set method
 (Hintermüller, Ito & Kunisch 2002), which on a path warm-started from the previous λ's
-support usually finishes without any ADMM iteration.  For order 1 the systems of all
-active-set steps are solved with one fixed sparse factorisation and small dense Schur
-complements (``_tf_order1``); a step adds only the violators that are the largest within
-two hops (neighbouring multipliers leave the box together, but one kink suffices), and on
-cycling changes only the worst violator.
+support usually finishes without any ADMM iteration.  For order 1 the faces of all
+active-set steps are solved by :class:`._tf_order1.FaceSolver` (conjugate gradients on the
+face's normal equations, preconditioned by a cached sparse factorisation of a nearby face,
+one fill-reducing ordering for all of them; see below); a step adds only the violators
+that are the largest within two hops (neighbouring multipliers leave the box together, but
+one kink suffices), and on cycling changes only the worst violator.
 
 Orders 1 and 2 with ``solver="auto"``: projected Newton on the box-constrained dual
 (:mod:`._tf_dual_newton`), warm-started from the last λ's dual point.  A primal-dual active
-set phase with the local-maximum entering rule above solves each face by banded Cholesky of
-the normal equations (refined on the face residual) on chains, or by a sparse LU of the
-augmented system elsewhere; projected Newton (Bertsekas 1982) takes over if it cycles.  No
-dense factorisation is made on a chain.  On other graphs (order 1) the active-set method
-of the ADMM route above is tried first from the last support (on the pruned Manhattan
-graph it certifies the whole path several times faster), and the dual Newton only where
-it does not certify.  Its fits report ``rounds`` (active-set or Newton steps) and
-``iterations = 0``; a λ it cannot certify within ``tol`` goes to ADMM as above.
+set phase with the local-maximum entering rule above solves each face, and projected Newton
+(Bertsekas 1982) takes over if it cycles.  A face is solved
+
+* on a chain by banded Cholesky of the normal equations (refined on the face residual),
+  else banded LU of the augmented system;
+* for order 1 on any other graph by :class:`._tf_order1.FaceSolver`: the normal equations
+  ``(L²)_RR d = (Lβ)_R`` of the free rows ``R`` by conjugate gradients, preconditioned by a
+  sparse factorisation (SuperLU, no pivoting) of ``(L²)_{R₀R₀}`` for an earlier face ``R₀``,
+  refactorised at the current face when more than a few nodes moved or CG stalls.  Every
+  ``(L²)_RR`` is a principal submatrix of ``L²``, so one minimum-degree ordering of ``L²``
+  (computed once) serves all of them without ordering cost, and the preconditioned matrix is
+  the identity plus a matrix of rank about twice the number of moved nodes;
+* otherwise (order 2 on forests, or when CG does not reach rounding) by sparse LU of the
+  augmented system.
+
+No dense factorisation or dense solve is made on these paths.  Its fits report ``rounds``
+(active-set or Newton steps) and ``iterations = 0``; a λ it cannot certify within ``tol``
+goes to ADMM as above.
 
 Order 0 exactly.  With numba installed (``solver="auto"`` or ``"exact"``), order 0 is not
 solved by ADMM but exactly, by divide and conquer on minimum cuts (:mod:`._graph_tv`, cuts
@@ -1243,10 +1254,11 @@ def trend_filter(
         where order 0 is solved by accelerated alternating exact 1-D TV over the rows and
         the columns (:mod:`._tv2d`) to a certified gap ``≤ tol``, its df from the fused
         groups of the polished solution (the minimum cuts finish a λ it does not certify);
-        otherwise ADMM with polishing.  Orders 1 and 2 by projected Newton on the dual with
-        banded (chains) or sparse LU factorisations (:mod:`._tf_dual_newton`; order 2 on
-        forests only, and graphs that are not banded up to 50,000 nodes, after the
-        active-set method from the last support), ending on the exact solution of its
+        otherwise ADMM with polishing.  Orders 1 and 2 by projected Newton on the dual
+        (:mod:`._tf_dual_newton`; order 2 on forests only, other graphs up to 50,000 nodes
+        unless banded): each face by banded factorisations on chains, for order 1 on other
+        graphs by conjugate gradients preconditioned with cached sparse factorisations
+        (:mod:`._tf_order1`), else by a sparse LU; ending on the exact solution of its
         support, else ADMM with polishing.  ``"exact"`` insists on the exact solver (order
         0; numba required except on a chain; minimum cuts on lattices too); ``"admm"``
         always uses ADMM.  A λ whose exact solution is not certified within ``tol`` is

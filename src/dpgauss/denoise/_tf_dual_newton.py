@@ -168,8 +168,10 @@ class DualNewton:
     # the Newton system (2) ------------------------------------------------------------------
     def newton(self, beta: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """``(d, x)`` with ``(Δ_R Δ_Rᵀ) d = (Δβ)_R`` for the rows ``R`` (their indices,
-        increasing) and ``x = β − Δ_Rᵀd = Π_{null(Δ_R)} β``, through the augmented system
-        (2); None if numerically singular."""
+        increasing) and ``x = β − Δ_Rᵀd = Π_{null(Δ_R)} β``: by banded normal equations on
+        a chain, by the CG face solver for order 1 on other graphs, else (or where those do
+        not reach rounding) through the augmented system (2); None if numerically
+        singular."""
         n = self.n
         if rows.size == 0:
             return np.zeros(0), beta.copy()

@@ -14,7 +14,8 @@ import scipy.sparse as sp
 from scipy.spatial import cKDTree
 
 from dpgauss.denoise import _sparse_spd, _tf_order1, as_graph
-from dpgauss.denoise._tf_dual_newton import DualNewton
+from dpgauss.denoise._tf_dual_newton import DualNewton, DualSolution
+from dpgauss.denoise.structure import graph_of
 from dpgauss.denoise.trend_filter import (
     _degrees_of_freedom,
     _least_norm_dual,
@@ -277,3 +278,23 @@ def test_scrambled_path_matches_the_banded_chain_solver():
     np.testing.assert_allclose(got["lam"], ref["lam"], rtol=1e-9)
     np.testing.assert_allclose(got["objective"], ref["objective"], rtol=2 * RTOL)
     np.testing.assert_array_equal(got["df"], ref["df"])
+
+
+def test_active_set_breaks_a_cycle_by_changing_the_worst_violator():
+    """On a lattice near λ_max the active set from one kink swaps between two single kinks,
+    each of the wrong sign alone; changing only the worst violator (adding the second kink)
+    ends on the exact solution instead of handing the λ to projected Newton."""
+    side = 20
+    rng = np.random.default_rng(0)
+    r, c = np.divmod(np.arange(side * side), side)
+    y = 0.05 * np.abs(r - side / 2) + 3.0 * (c > 0.6 * side) + rng.standard_normal(side * side)
+    op = _make_operator(graph_of((side, side), side * side, "test"), 1)
+    u = _least_norm_dual(op, y)
+    lam_max = float(np.max(np.abs(u)))
+    newton = DualNewton(op.matrix, y, op.components, ground_rows=True)
+    for f in (0.9, 0.8, 0.7, 0.6):  # 0.6 cycled with the chain's rule
+        lam = f * lam_max
+        res = newton.pdas(lam, np.clip(u * f, -lam, lam), RTOL)
+        assert isinstance(res, DualSolution), f
+        assert res.gap <= RTOL * res.primal
+        assert np.all(np.abs(res.u) <= lam)

@@ -18,8 +18,9 @@ with ``−∇f(u) = Δβ``.  Every step solves a *face*: for the rows ``A`` held
    the last λ's support: solve the face, drop rows of ``A`` whose jump has the wrong sign,
    add free rows with ``|u_r| > λ`` — only those whose excess
    is the largest among the rows sharing a node with them (a bulge of ``|u| > λ`` is one
-   new kink), at most a quarter of the support at once.  It ends on the exact solution
-   when no row violates the optimality conditions.
+   new kink), at most a quarter of the support at once; on a graph that is not a chain,
+   a step that would repeat an earlier support changes only the worst violator instead.
+   It ends on the exact solution when no row violates the optimality conditions.
 2. If it cycles: projected Newton (Bertsekas, "Projected Newton methods for optimization
    problems with simple constraints", SIAM J. Control Optim. 20(2), 1982) with the
    binding rows ``I = {u_r ≥ λ − ε, (Δβ)_r > 0} ∪ {u_r ≤ −λ + ε, (Δβ)_r < 0}``, the
@@ -352,6 +353,15 @@ class DualNewton:
             cand = cand[np.argsort(-score[cand])[:cap]]
             new = np.where(wrong, 0.0, sign)
             new[cand] = np.sign(u[cand])
+            if new.tobytes() in seen and not self.banded:
+                # cycling (e.g. two single kinks, each wrong alone, swapping): change only
+                # the worst violator, a multiplier outside the box, else a wrong jump
+                new = sign.copy()
+                if cand.size:
+                    new[cand[0]] = np.sign(u[cand[0]])
+                else:
+                    bad = np.flatnonzero(wrong)
+                    new[bad[np.argmin(sign[bad] * dx[bad])]] = 0.0
             if new.tobytes() in seen:
                 break
             seen.add(new.tobytes())

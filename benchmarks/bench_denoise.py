@@ -32,8 +32,8 @@ have ADMM only.  The numba kernel is compiled (or loaded from its cache) before 
 Times are medians of repeats and depend on the machine and its load; compare the ratios.
 BLAS runs single-threaded unless ``OPENBLAS_NUM_THREADS`` (or ``--blas-threads``) says
 otherwise: Clarabel is single-threaded, and on a loaded machine OpenBLAS threads that wait
-for busy cores make every dense factorisation of the order-1 active-set solver many times
-slower (set ``--blas-threads 0`` to keep the library default and see it).
+for busy cores slow down dense linear algebra many times (set ``--blas-threads 0`` to keep
+the library default and see it; the order-1 solvers no longer factorise dense matrices).
 """
 
 from __future__ import annotations

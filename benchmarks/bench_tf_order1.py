@@ -30,7 +30,14 @@ Clarabel raised ``SolverError`` (timed all the same, left out of the excess).
 
 Cases (``--cases``): chains of 1,000 and 4,000 nodes with a piecewise-linear signal (5
 random kinks) + N(0, σ²) noise at orders 1 and 2, and the Manhattan road graph (4,091
-nodes) at order 1 with a piecewise-constant signal over node-index blocks + noise.
+nodes) at order 1 with a piecewise-constant signal over node-index blocks + noise.  Other
+graph families at order 1, each given as an edge list in a random node order (so that no
+chain or lattice is detected), with a signal of 4 random "tents" ``a·max(0, 1 − h/r)`` in
+the hop distance ``h`` from random centres + noise: ``rgg`` (4,000 random points in the
+unit square, edges shorter than 0.024; a few components), ``grid`` (60 × 65 grid),
+``kings`` (60 × 65 grid with diagonals), ``tree`` (4,000-node random recursive tree) and
+``parts`` (a 30 × 33 grid, a 1,000-point geometric graph, a 1,000-node tree, a 500-node
+path and 10 isolated nodes).
 """
 
 from __future__ import annotations
@@ -45,6 +52,9 @@ import sys
 import time
 
 import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import shortest_path
+from scipy.spatial import cKDTree
 
 from dpgauss.datasets import load_manhattan_graph
 from dpgauss.denoise import as_graph, trend_filter
@@ -68,6 +78,54 @@ def manhattan_case(seed: int) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     levels = np.repeat(rng.normal(0.0, 3.0, 8), -(-g.n // 8))[: g.n]
     return levels + SIGMA * rng.standard_normal(g.n), np.asarray(g.edges)
+
+
+def _grid(h: int, w: int, diagonals: bool = False) -> np.ndarray:
+    idx = np.arange(h * w).reshape(h, w)
+    pairs = [(idx[:, :-1], idx[:, 1:]), (idx[:-1, :], idx[1:, :])]
+    if diagonals:
+        pairs += [(idx[:-1, :-1], idx[1:, 1:]), (idx[:-1, 1:], idx[1:, :-1])]
+    return np.concatenate([np.stack([a.ravel(), b.ravel()], axis=1) for a, b in pairs])
+
+
+def _geometric(n: int, radius: float, rng: np.random.Generator) -> np.ndarray:
+    pts = rng.uniform(size=(n, 2))
+    return np.array(sorted(cKDTree(pts).query_pairs(radius)), dtype=np.int64).reshape(-1, 2)
+
+
+def _tree(n: int, rng: np.random.Generator) -> np.ndarray:
+    parent = np.floor(rng.uniform(size=n - 1) * np.arange(1, n)).astype(np.int64)
+    return np.stack([parent, np.arange(1, n)], axis=1)
+
+
+def family_case(kind: str, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """A graph of the family ``kind`` in a random node order and a noisy tent signal."""
+    rng = np.random.default_rng(seed)
+    if kind == "rgg":
+        n, edges = 4000, _geometric(4000, 0.024, rng)
+    elif kind == "grid":
+        n, edges = 3900, _grid(60, 65)
+    elif kind == "kings":
+        n, edges = 3900, _grid(60, 65, diagonals=True)
+    elif kind == "tree":
+        n, edges = 4000, _tree(4000, rng)
+    elif kind == "parts":
+        path = np.stack([np.arange(499), np.arange(1, 500)], axis=1)
+        blocks = [_grid(30, 33), _geometric(1000, 0.05, rng), _tree(1000, rng), path]
+        offsets = np.cumsum([0, 990, 1000, 1000])
+        edges = np.concatenate([b + o for b, o in zip(blocks, offsets, strict=True)])
+        n = 3500  # the last 10 nodes are isolated
+    else:
+        raise ValueError(kind)
+    edges = rng.permutation(n)[edges]
+    lap = as_graph(edges, n).laplacian
+    adj = abs(lap - sp.diags(lap.diagonal()))
+    centres = rng.choice(n, 4, replace=False)
+    hops = shortest_path(adj, unweighted=True, indices=centres)
+    hops[~np.isfinite(hops)] = np.inf
+    reach = np.median(hops[np.isfinite(hops)])
+    signal = (rng.normal(0.0, 3.0, 4)[:, None] * np.maximum(0.0, 1.0 - hops / reach)).sum(0)
+    return signal + SIGMA * rng.standard_normal(n), edges
 
 
 def ours(y: np.ndarray, edges: np.ndarray, order: int) -> tuple[float, dict]:
@@ -144,7 +202,8 @@ def main() -> None:
     parser.add_argument(
         "--cases",
         default="chain4000-1,manhattan-1,chain1000-2,chain4000-2",
-        help="comma-separated: chain1000-1, chain4000-1, manhattan-1, chain1000-2, chain4000-2",
+        help="comma-separated: chain1000-1, chain4000-1, manhattan-1, chain1000-2, chain4000-2, "
+        "rgg-1, grid-1, kings-1, tree-1, parts-1",
     )
     args = parser.parse_args()
     print(f"# {platform.platform()}, Python {platform.python_version()}")
@@ -154,6 +213,11 @@ def main() -> None:
         "manhattan-1": lambda: ("Manhattan 4,091", *manhattan_case(0), 1),
         "chain1000-2": lambda: ("chain 1,000", *chain_case(1000, 0), 2),
         "chain4000-2": lambda: ("chain 4,000", *chain_case(4000, 0), 2),
+        "rgg-1": lambda: ("geometric 4,000", *family_case("rgg", 0), 1),
+        "grid-1": lambda: ("scrambled grid 60×65", *family_case("grid", 0), 1),
+        "kings-1": lambda: ("grid + diagonals 60×65", *family_case("kings", 0), 1),
+        "tree-1": lambda: ("random tree 4,000", *family_case("tree", 0), 1),
+        "parts-1": lambda: ("5 components 3,500", *family_case("parts", 0), 1),
     }
     names = ["chain1000-1"] if args.quick else args.cases.split(",")
     cases = [builders[name]() for name in names]

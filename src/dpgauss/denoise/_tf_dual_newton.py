@@ -19,7 +19,9 @@ with ``−∇f(u) = Δβ``.  Every step solves a *face*: for the rows ``A`` held
    the face, drop rows of ``A`` whose jump has the wrong sign, add free rows with
    ``|u_r| > λ`` — only those whose excess is the largest among the rows sharing a node
    with them (a bulge of ``|u| > λ`` is one new kink), at most a quarter of the support at
-   once.  It ends on the exact solution when no row violates the optimality conditions.
+   once; on a graph that is not a chain, a step that would repeat an earlier support
+   changes only the worst violator instead.  It ends on the exact solution when no row
+   violates the optimality conditions.
    It converges locally (in one or two steps from the right support) but not globally:
    for order 2 on a chain a lone kink wanders along the chain from a poor start.
 2. The interior-point method of :mod:`._tf_dual_ipm` (Mehrotra's predictor-corrector, each
@@ -45,10 +47,13 @@ solved by banded Cholesky (LAPACK ``pbtrf``, ``O(n)``), refined on the face resi
 refinement stalls above rounding, (2) itself is solved: its condition number is only that
 of ``Δ_F``; with the unknowns interleaved by position (node ``i``, then the rows of ``Δ``
 centred at ``i``) it is banded on a chain (banded LU with partial pivoting, ``gbsv``), else
-it is factorised by sparse LU (SuperLU).  No dense factorisation is made.  Nothing is
-cached across λ except the dual point, which, scaled by the ratio of the λ, warm-starts the
-next λ of a path (the active set from its support, or the interior-point method from the
-point itself, pulled inside the box).
+it is factorised by sparse LU (SuperLU).  For order 1 on a graph that is not a chain,
+``Q_FF d = (Δβ)_F`` is first solved by conjugate gradients preconditioned with a cached
+sparse factorisation of a nearby face (:class:`._tf_order1.FaceSolver`), and (2) by sparse
+LU only if that does not reach rounding.  No dense factorisation is made.  Nothing is
+cached across λ except the dual point (and the face solver's factorisation), which, scaled
+by the ratio of the λ, warm-starts the next λ of a path (the active set from its support,
+or the interior-point method from the point itself, pulled inside the box).
 
 (2) needs ``Δ_F`` of full row rank.  For order 1 (``Δ = L``) a component's rows are
 dependent only when all of them are free (``Lᵀ1 = 0`` there): one row of each such
@@ -82,6 +87,7 @@ import scipy.sparse.linalg as spla
 
 from ._tf_dual_ipm import BoxIPM
 from ._tf_exact_face import ChainFace
+from ._tf_order1 import FaceSolver
 
 __all__ = ["DualNewton", "DualSolution"]
 
@@ -175,6 +181,8 @@ class DualNewton:
         self.interior_first = not ground_rows
         # order 2 on a chain: fits exactly on their face (_tf_exact_face)
         self.exact_face = ChainFace(self.n) if ChainFace.matches(mat) else None
+        # order 1 on other graphs: the faces by CG on cached sparse factorisations
+        self.faces = FaceSolver(mat, _FACE_RESIDUAL) if ground_rows and not self.banded else None
 
     # objective pieces --------------------------------------------------------------------
     def beta_of(self, u: np.ndarray) -> np.ndarray:
@@ -189,8 +197,10 @@ class DualNewton:
     # the Newton system (2) ------------------------------------------------------------------
     def newton(self, beta: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """``(d, x)`` with ``(Δ_R Δ_Rᵀ) d = (Δβ)_R`` for the rows ``R`` (their indices,
-        increasing) and ``x = β − Δ_Rᵀd = Π_{null(Δ_R)} β``, through the augmented system
-        (2); None if numerically singular."""
+        increasing) and ``x = β − Δ_Rᵀd = Π_{null(Δ_R)} β``: by banded normal equations on
+        a chain, by the CG face solver for order 1 on other graphs, else (or where those do
+        not reach rounding) through the augmented system (2); None if numerically
+        singular."""
         n = self.n
         if rows.size == 0:
             return np.zeros(0), beta.copy()
@@ -227,6 +237,10 @@ class DualNewton:
             d = sol[pos[n + rows]]
             x = sol[node_pos]
         else:
+            if self.faces is not None:
+                fast = self.faces.solve(beta, rows)
+                if fast is not None:
+                    return fast
             local = np.full(self.m, -1, dtype=np.int64)
             local[rows] = np.arange(rows.size)
             lr = n + local[er]
@@ -405,6 +419,15 @@ class DualNewton:
             cand = cand[np.argsort(-score[cand])[:cap]]
             new = np.where(wrong, 0.0, sign)
             new[cand] = np.sign(u[cand])
+            if new.tobytes() in seen and not self.banded:
+                # cycling (e.g. two single kinks, each wrong alone, swapping): change only
+                # the worst violator, a multiplier outside the box, else a wrong jump
+                new = sign.copy()
+                if cand.size:
+                    new[cand[0]] = np.sign(u[cand[0]])
+                else:
+                    bad = np.flatnonzero(wrong)
+                    new[bad[np.argmin(sign[bad] * dx[bad])]] = 0.0
             if new.tobytes() in seen:
                 break
             seen.add(new.tobytes())

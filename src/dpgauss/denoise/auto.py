@@ -76,9 +76,9 @@ SCREEN_ROUNDS = 1
 #: ``max_iter``); one that does not converge ends the screening (the full path is computed):
 #: cold solves at small λ that need ADMM cost many times the warm-started path.
 SCREEN_MAX_ITER = 300
-#: Order 1 is probed only at λ whose df lower bound is at most this: a cold solve there sets
-#: up dense systems of the size of the support (active-set steps of ``_tf_order1``), which on
-#: a 4,000-bin chain at df ≈ 3,000 cost several times the whole warm-started path.
+#: Order 1 is probed only at λ whose df lower bound is at most this: a cold solve there takes
+#: many active-set steps from the least-norm dual, which on a 4,000-bin chain at df ≈ 3,000
+#: cost several times the whole warm-started path.
 SCREEN_MAX_DF = 1_000
 #: The default SURE path of ``trend_filter`` (its ``n_lambdas``); ``auto`` passes it.
 _N_LAMBDAS = 20

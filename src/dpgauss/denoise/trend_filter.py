@@ -28,7 +28,7 @@ ADMM (Boyd, Parikh, Chu, Peleato & Eckstein 2011, §3 and §6.4.1 generalised la
 
 The factorisation of ``I + ρΔᵀΔ`` is a sparse LU (SuperLU) computed once per ρ and
 cached; its pattern does not depend on ρ, so the minimum-degree ordering of the first
-factorisation is kept and later ones skip it (``_tf_order1.ReorderedSPD``).  On a 1-D
+factorisation is kept and later ones skip it (``_sparse_spd.ReorderedSPD``).  On a 1-D
 chain or 2-D lattice graph (detected from the edge list) the system is instead
 diagonalised by the orthonormal DCT-II, since the Neumann lattice Laplacian has the DCT
 basis as eigenvectors.  ρ is a power of two and adapts by residual balancing (Boyd et al.
@@ -51,31 +51,42 @@ a sparse saddle-point system ``[I Cᵀ; C 0][β; v] = [y − λΔ_Aᵀs; 0]`` wi
 basis of ``Δ_Z``.  For odd orders the multipliers ``v`` are unique, so ``u = (λs, v)`` is
 an exact dual point, and the support is repaired by the primal-dual active set method
 (Hintermüller, Ito & Kunisch 2002), which on a path warm-started from the previous λ's
-support usually finishes without any ADMM iteration.  For order 1 the systems of all
-active-set steps are solved with one fixed sparse factorisation and small dense Schur
-complements (``_tf_order1``); a step adds only the violators that are the largest within
-two hops (neighbouring multipliers leave the box together, but one kink suffices), and on
-cycling changes only the worst violator.
+support usually finishes without any ADMM iteration.  For order 1 the faces of all
+active-set steps are solved by :class:`._tf_order1.FaceSolver` (conjugate gradients on the
+face's normal equations, preconditioned by a cached sparse factorisation of a nearby face,
+one fill-reducing ordering for all of them; see below); a step adds only the violators
+that are the largest within two hops (neighbouring multipliers leave the box together, but
+one kink suffices), and on cycling changes only the worst violator.
 
 Orders 1 and 2 with ``solver="auto"``: the box-constrained dual (:mod:`._tf_dual_newton`),
 warm-started from the last λ's dual point.  An active-set phase with the local-maximum
-entering rule above solves each face by banded Cholesky of the normal equations (refined on
-the face residual) or banded LU of the augmented system on chains, by a sparse LU of the
-augmented system elsewhere.  Order 2 first locates the support by a primal-dual
-interior-point method (Mehrotra's predictor-corrector, :mod:`._tf_dual_ipm`; each step one
-banded LU of the augmented system ``[I Δᵀ; Δ −J]`` on a chain, ``O(n)``, which stays well
-conditioned where the normal equations ``ΔΔᵀ + J``, of condition ``n⁶``, do not), and the
-active set then finishes it in a step or two; order 1 starts with the active set, which
-usually finishes at once from the last support, and calls the interior-point method only
-when it cycles.  Projected Newton (Bertsekas 1982) is the last resort.  For order 2 on a
-chain the fit is finally replaced by a nearby point of its face that floating point
-represents exactly (:mod:`._tf_exact_face`), so that the certified gap is not rounding near
-``λ_max`` (where ``λ`` is 10¹⁰ on 4,000 nodes) and the zero rows, hence df, are exact.  No
-dense factorisation is made on a chain.  On other graphs (order 1) the active-set method
-of the ADMM route above is tried first from the last support (on the pruned Manhattan
-graph it certifies the whole path several times faster), and the dual solver only where it
-does not certify.  Its fits report ``rounds`` (active-set, interior-point or Newton steps)
-and ``iterations = 0``; a λ it cannot certify within ``tol`` goes to ADMM as above.
+entering rule above solves faces; a face (the free rows ``R`` of the dual) is solved
+
+* on a chain by banded Cholesky of the normal equations (refined on the face residual),
+  else banded LU of the augmented system;
+* for order 1 on any other graph by :class:`._tf_order1.FaceSolver`: the normal equations
+  ``(L²)_RR d = (Lβ)_R`` by conjugate gradients, preconditioned by a sparse factorisation
+  (SuperLU, no pivoting) of ``(L²)_{R₀R₀}`` for an earlier face ``R₀``, refactorised at the
+  current face when more than a few nodes moved or CG stalls.  Every ``(L²)_RR`` is a
+  principal submatrix of ``L²``, so one minimum-degree ordering of ``L²`` (computed once)
+  serves all of them without ordering cost, and the preconditioned matrix is the identity
+  plus a matrix of rank about twice the number of moved nodes;
+* otherwise (order 2 on forests, or when CG does not reach rounding) by sparse LU of the
+  augmented system.
+
+Order 2 first locates the support by a primal-dual interior-point method (Mehrotra's
+predictor-corrector, :mod:`._tf_dual_ipm`; each step one banded LU of the augmented system
+``[I Δᵀ; Δ −J]`` on a chain, ``O(n)``, which stays well conditioned where the normal
+equations ``ΔΔᵀ + J``, of condition ``n⁶``, do not; a sparse LU elsewhere), and the active
+set then finishes it in a step or two; order 1 starts with the active set, which usually
+finishes at once from the last support, and calls the interior-point method only when it
+cycles.  Projected Newton (Bertsekas 1982) is the last resort.  For order 2 on a chain the
+fit is finally replaced by a nearby point of its face that floating point represents
+exactly (:mod:`._tf_exact_face`), so that the certified gap is not rounding near ``λ_max``
+(where ``λ`` is 10¹⁰ on 4,000 nodes) and the zero rows, hence df, are exact.  No dense
+factorisation or dense solve is made on these paths.  Its fits report ``rounds``
+(active-set, interior-point or Newton steps) and ``iterations = 0``; a λ it cannot certify
+within ``tol`` goes to ADMM as above.
 
 Order 0 exactly.  With numba installed (``solver="auto"`` or ``"exact"``), order 0 is not
 solved by ADMM but exactly, by divide and conquer on minimum cuts (:mod:`._graph_tv`, cuts
@@ -148,9 +159,10 @@ from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
 
 from .._validation import REAL, as_real_array, check_interval
 from . import _graph_tv, _tv2d
+from ._sparse_spd import ReorderedSPD
+from ._sparse_spd import spd_lu as _spd_lu
 from ._tf_dual_newton import DualNewton
-from ._tf_order1 import ReorderedSPD, SupportSolver
-from ._tf_order1 import spd_lu as _spd_lu
+from ._tf_order1 import FaceSolver
 from ._tf_weighted import WeightedPath
 from ._tv1d import tv1d
 from .graph import Graph
@@ -738,8 +750,7 @@ class _Solver:
         self.y_scale = float(np.max(np.abs(y))) if y.size else 0.0
         # log₂ of the factor by which ρ moves (module constants above)
         self.rho_step = _RHO_STEP_LU0 if op.order == 0 and isinstance(op, _SparseDifference) else 1
-        self.support_solver: SupportSolver | None = None
-        self.last_dual: np.ndarray | None = None  # warm start of the order-1 support solver
+        self.faces: FaceSolver | None = None  # order 1: the faces of the active-set steps
 
     # objective and dual -------------------------------------------------------------
     def primal(self, beta: np.ndarray, dbeta: np.ndarray, lam: float) -> float:
@@ -838,12 +849,9 @@ class _Solver:
         full multiplier vector ``u`` (``u_A = λ s_A``); None if numerically singular."""
         op = self.op
         if op.order == 1:
-            if self.support_solver is None:
-                self.support_solver = SupportSolver(op, self.y)
-            fast = self.support_solver.solve(lam, sign, self.last_dual)
-            if fast is not None:
-                self.last_dual = fast[1]
-                return fast
+            face = self.order1_face(lam, sign)
+            if face is not None:
+                return face
         solved = _polish_saddle(op, self.y, lam, sign, zero)
         if solved is None:
             return None
@@ -852,6 +860,30 @@ class _Solver:
             return beta, None
         u = lam * sign
         u[rows] = mult
+        return beta, u
+
+    def order1_face(self, lam: float, sign: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """Order 1: ``(β, u)`` for the support ``sign`` by :class:`._tf_order1.FaceSolver`
+        (``u = λs`` on the support, 0 at the ground of each component without support
+        nodes, the face's multipliers elsewhere); None if it does not reach rounding."""
+        op = self.op
+        if self.faces is None:
+            self.faces = FaceSolver(op.matrix)
+        comp = op.components
+        fixed = sign != 0
+        n_comp = int(comp.max()) + 1
+        first = np.full(n_comp, -1, dtype=np.int64)
+        first[comp[::-1]] = np.arange(op.n)[::-1]
+        has = np.bincount(comp, weights=fixed.astype(np.float64), minlength=n_comp) > 0
+        fixed = fixed.copy()
+        fixed[first[~has]] = True
+        rows = np.flatnonzero(~fixed)
+        u = lam * sign
+        solved = self.faces.solve(self.y - op.adjoint(u), rows)
+        if solved is None:
+            return None
+        d, beta = solved
+        u[rows] += d
         return beta, u
 
     def local_maxima(self, score: np.ndarray, cand: np.ndarray) -> np.ndarray:
@@ -866,20 +898,6 @@ class _Solver:
         return cand[score[cand] >= best[cand]]
 
     # one λ ---------------------------------------------------------------------------
-    def solve_support(self, lam: float, state: _State) -> _Fit | None:
-        """Odd orders: the active-set method from the exact support ``state.sign`` alone
-        (no ADMM); the fit if its gap is certified within ``tol``, else None."""
-        op, tol = self.op, self.tol
-        if state.sign is None or op.order % 2 == 0 or op.n > _POLISH_MAX_N:
-            return None
-        y = self.y
-        best = _Best(self.primal(y, op.apply(y), lam), y, np.zeros(op.m, dtype=bool))
-        self.absorb(best, lam, self.polish(lam, state.sign, best.d, best.p))
-        if not best.gap <= tol * max(best.p, 1e-300):
-            return None
-        best.prefer_exact(tol)
-        return self.finish(lam, best, 0, state)
-
     def solve(self, lam: float, state: _State) -> _Fit:
         """ADMM from the warm start ``state`` (updated in place) until the gap is certified."""
         y, op, tol = self.y, self.op, self.tol
@@ -1245,12 +1263,13 @@ def trend_filter(
         where order 0 is solved by accelerated alternating exact 1-D TV over the rows and
         the columns (:mod:`._tv2d`) to a certified gap ``≤ tol``, its df from the fused
         groups of the polished solution (the minimum cuts finish a λ it does not certify);
-        otherwise ADMM with polishing.  Orders 1 and 2 on the box-constrained dual with
-        banded (chains) or sparse LU factorisations (:mod:`._tf_dual_newton`: an
-        interior-point method to locate the support, first for order 2 and where the
-        active set cycles for order 1, the active set to finish it, projected Newton as a
-        last resort; order 2 on forests only, and graphs that are not banded up to 50,000
-        nodes, after the active-set method from the last support), ending on the exact
+        otherwise ADMM with polishing.  Orders 1 and 2 on the box-constrained dual
+        (:mod:`._tf_dual_newton`; order 2 on forests only, other graphs up to 50,000 nodes
+        unless banded): an interior-point method to locate the support (first for order 2,
+        where the active set cycles for order 1), the active set to finish it, projected
+        Newton as a last resort; each face by banded factorisations on chains, for order 1
+        on other graphs by conjugate gradients preconditioned with cached sparse
+        factorisations (:mod:`._tf_order1`), else by a sparse LU; ending on the exact
         solution of its support — for order 2 on a chain a fit exactly on its face in
         floating point, so that the gap is certified near ``λ_max`` too — else ADMM with
         polishing.  ``"exact"`` insists on the exact solver (order 0; numba required
@@ -1651,16 +1670,6 @@ class _Path:
             if fit is not None:
                 return fit
         if self.newton is not None:
-            if not self.newton.banded and self.state is not None:
-                # general graphs: the active-set method of the ADMM route, from the last
-                # support (one sparse factorisation, small Schur complements), is often
-                # faster; the dual Newton steps in where it does not certify
-                fit = solver.solve_support(lam, self.state)
-                if fit is not None:
-                    self.previous = lam
-                    if solver.last_dual is not None:
-                        self.dual = (lam, np.clip(solver.last_dual, -lam, lam))
-                    return fit
             fit = self.solve_newton(lam)
             if fit is not None:
                 return fit

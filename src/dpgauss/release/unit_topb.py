@@ -45,10 +45,12 @@ units in buckets is salted (for string ids, each 8-byte word is folded in by a m
 keyed by the salt), so no id can be chosen to crowd a bucket or a probe sequence on
 purpose; a crowded bucket (one unit with millions of rows) is only slower.
 
-Memory: the three columns (17 bytes a row, plus the string ids as DuckDB hands them over)
-and their partitioned copy (16 bytes a row, plus 16 bytes and the id's words for string
-ids), about 3.3 GB at 10⁸ rows with integer ids (peak 3.8 GB measured,
-``docs/benchmarks.md``); a batch's columns are let go once partitioned; per-thread scratch
+Memory: the three columns (17 bytes a row) and their partitioned copy (16 bytes a row),
+about 3.3 GB at 10⁸ rows with integer ids (peak 3.8 GB measured, ``docs/benchmarks.md``);
+string ids add the ids as DuckDB hands them over (their bytes and 4 of offset), their
+hash (8) and, partitioned, 16 bytes and the id's bytes rounded up to whole words: about
+125 bytes a row with 32-character ids, 12.5 GB at 10⁸ rows (estimated, not measured).
+The batches are let go once all are partitioned; per-thread scratch
 of the largest bucket; the kept keys overwrite the partitioned unit ids, so nothing grows
 with the number of keys times threads.  None of it is under DuckDB's ``memory_limit``.
 The first call in a new environment compiles the kernels (about 10–20 s; cached on disk
@@ -483,8 +485,8 @@ def _select_locked(
     salt: int,
     threads: int,
 ) -> tuple[np.ndarray, int, np.ndarray]:
-    """:func:`select` on the batches' columns, under the lock and the thread count.  Each
-    batch's columns (and string ids) are let go as soon as they are partitioned."""
+    """:func:`select` on the batches' columns, under the lock and the thread count; the
+    columns (and string ids) are let go once every batch is partitioned."""
     n = sum(pk.size for _, pk, _ in columns)
     # at least one bit: a shift by 64 is undefined in LLVM
     bits = min(_MAX_BITS, max(1, int(np.ceil(np.log2(max(1.0, n / BUCKET_ROWS))))))
@@ -538,10 +540,10 @@ def _select_locked(
             pids,
         )
         row += len(hist)
-        columns[i] = None  # partitioned: its memory can go
-        if ids:
-            ids[i] = None
-        del u, pk, c, off, raw, words
+    # Let go of the batches only now: freeing them between the scatters made the scatters
+    # of string ids 2.5x slower (their page faults, 20 M rows).
+    columns.clear()
+    ids.clear()
     edges = np.concatenate(([0], np.cumsum(per_bucket))).astype(np.int64)
     units = int(_select(ou, op, poff, pids, edges, int(b), int(key_bits), key, threads))
     del op, poff, pids

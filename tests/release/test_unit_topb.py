@@ -451,3 +451,85 @@ def test_sliced_string_columns():
     want = string_reference(ids, pk, c, 3, 50)
     np.testing.assert_array_equal(got[0], want[0])
     assert got[1] == want[1]
+
+
+def _available_memory_gb() -> float:
+    try:
+        with open("/proc/meminfo") as f:
+            info = dict(line.split(":", 1) for line in f)
+        return int(info["MemAvailable"].split()[0]) / 2**20
+    except (OSError, KeyError, ValueError):
+        return 0.0
+
+
+@pytest.mark.skipif(_available_memory_gb() < 8, reason="needs about 5 GB of free memory")
+def test_string_ids_of_more_than_2_gib_in_one_batch(tmp_path: Path):
+    """DuckDB exports ``VARCHAR`` as Arrow ``string`` (32-bit offsets) unless
+    ``arrow_large_buffer_size`` is set, and fails a batch whose ids take more than 2³¹ − 1
+    bytes: the kernel path then failed a release the sort serves (a record could make the
+    release fail).  The engine asks for 64-bit offsets."""
+    import duckdb
+
+    src = tmp_path / "big.parquet"
+    duckdb.connect().execute(
+        "COPY (SELECT CASE WHEN i < 1024 THEN repeat('x', 2097152) || (i % 3)::VARCHAR "
+        "ELSE 's' || (i % 7)::VARCHAR END AS uid, i % 50 AS key FROM range(1100) t(i)) "
+        f"TO '{src}'"
+    )
+    got = bounded_aggregate(
+        make_spec(src, max_records_per_unit=2), salt=3, engine=DuckDBEngine(kernel=True)
+    )
+    assert got.rows.in_domain == 1100 and got.rows.units == 10 and got.rows.kept == 20
+    assert got.counts.sum() == 20
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        [],
+        ["SET arrow_large_buffer_size = false"],
+        ["SET arrow_large_buffer_size = true"],
+        ["SET produce_arrow_string_view = true", "SET arrow_output_version = '1.4'"],
+    ],
+)
+def test_string_ids_under_the_connections_arrow_settings(tmp_path: Path, monkeypatch, settings):
+    """Whatever the connection's Arrow export settings, the kernel gets ids with 64-bit
+    offsets (``large_string``, or ``string_view``, read as such), keeps the sort's records,
+    and leaves the connection's settings as they were."""
+    import duckdb
+
+    seen = []
+    real = unit_topb.select
+
+    def spy(batches, *args, **kwargs):
+        batches = list(batches)
+        seen.extend(str(b.column(0).type) for b in batches)
+        return real(batches, *args, **kwargs)
+
+    monkeypatch.setattr(unit_topb, "select", spy)
+    rng = np.random.default_rng(8)
+    n = 3_000
+    names = ["a", "a\x00", "a ", "A", "é", "e\u0301", "p" * 13, "p" * 13 + "\x00", "𝄞" * 9]
+    src = tmp_path / "s.parquet"
+    pq.write_table(
+        pa.table(
+            {
+                "uid": [names[i] for i in rng.integers(0, len(names), n)],
+                "key": rng.integers(0, 50, n),
+            }
+        ),
+        src,
+    )
+    spec = make_spec(src, max_records_per_unit=2)
+    con = duckdb.connect()
+    for s in settings:
+        con.execute(s)
+    names_ = "'arrow_large_buffer_size', 'produce_arrow_string_view', 'arrow_output_version'"
+    query = f"SELECT name, value FROM duckdb_settings() WHERE name IN ({names_}) ORDER BY name"
+    before = con.execute(query).fetchall()
+    kernel = bounded_aggregate(spec, salt=4, engine=DuckDBEngine(con, kernel=True))
+    assert seen and set(seen) <= {"large_string", "string_view"}
+    assert con.execute(query).fetchall() == before
+    general = bounded_aggregate(spec, salt=4, engine=DuckDBEngine(con, kernel=False))
+    np.testing.assert_array_equal(kernel.counts, general.counts)
+    assert kernel.rows == general.rows

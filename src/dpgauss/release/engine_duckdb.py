@@ -503,14 +503,22 @@ class DuckDBEngine:
         sql, more = query.build(kernel=True)
         b = plan.spec.bounds.max_records_per_unit
         assert b is not None  # _kernel_serves
-        reader = con.sql(sql, params={**params, **more}).to_arrow_reader(1 << 20)
         d = plan.domain.size
+        # String ids with 64-bit offsets: DuckDB's default Arrow `string` (32-bit offsets)
+        # fails a batch whose ids take more than 2³¹ − 1 bytes, which the sort serves (a
+        # release must not fail on what records hold).  The connection's own value is put
+        # back once the stream is read (the setting is read as batches are made).
+        ((large,),) = con.execute("SELECT current_setting('arrow_large_buffer_size')").fetchall()
+        con.execute("SET arrow_large_buffer_size = true")
         try:
+            reader = con.sql(sql, params={**params, **more}).to_arrow_reader(1 << 20)
             counts, units, classes = unit_topb.select(
                 reader, b, query.key_bits, d, int(plan.salt), self.threads or 0
             )
         except (OSError, _arrow_error()) as exc:  # DuckDB's error, raised through Arrow
             raise EngineError(AGGREGATION_FAILED, f"duckdb: {_one_line(exc)}") from None
+        finally:
+            con.execute("SET arrow_large_buffer_size = $v", {"v": bool(large)})
         kept = int(counts.sum())
         groups: list[tuple[Any, ...]] = [
             (int(g), int(counts[g]), 0, 0, 0, None) for g in np.flatnonzero(counts)

@@ -533,3 +533,21 @@ def test_string_ids_under_the_connections_arrow_settings(tmp_path: Path, monkeyp
     general = bounded_aggregate(spec, salt=4, engine=DuckDBEngine(con, kernel=False))
     np.testing.assert_array_equal(kernel.counts, general.counts)
     assert kernel.rows == general.rows
+
+
+def test_without_string_view_in_pyarrow(monkeypatch):
+    """``pyarrow.types.is_string_view`` came with pyarrow 16 (the package allows 14): the
+    kernel must still tell its unit columns apart there (it raised AttributeError for
+    every batch, integer ids included)."""
+    monkeypatch.delattr(pa.types, "is_string_view")
+    rng = np.random.default_rng(6)
+    u, pk, c = random_rows(rng, 2_000, 300, 50, ties=True)
+    got = unit_topb.select(batches(u, pk, c, 700), 3, KEY_BITS, 50, 5)
+    want = reference(u, pk, c, 3, 50)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[1] == want[1]
+    ids = [f"u{x % 97}" for x in u.tolist()]
+    got = unit_topb.select(string_batches(ids, pk, c, 700, True), 3, KEY_BITS, 50, 5)
+    want = string_reference(ids, pk, c, 3, 50)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[1] == want[1]

@@ -445,8 +445,17 @@ def _is_text(arrow_type: Any) -> bool:
     return bool(
         pa.types.is_string(arrow_type)
         or pa.types.is_large_string(arrow_type)
-        or pa.types.is_string_view(arrow_type)
+        or _is_string_view(arrow_type)
     )
+
+
+def _is_string_view(arrow_type: Any) -> bool:
+    """Whether ``arrow_type`` is ``string_view`` (a type of pyarrow 16 on; before it, no
+    array can be one)."""
+    import pyarrow as pa
+
+    test = getattr(pa.types, "is_string_view", None)
+    return bool(test is not None and test(arrow_type))
 
 
 def _id_buffers(column: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -457,7 +466,7 @@ def _id_buffers(column: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     which gives the same words, see :func:`_load_word`)."""
     import pyarrow as pa
 
-    if pa.types.is_string_view(column.type):
+    if _is_string_view(column.type):
         column = column.cast(pa.large_string())
     if pa.types.is_large_string(column.type):
         offset_type = np.int64

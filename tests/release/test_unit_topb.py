@@ -551,3 +551,34 @@ def test_without_string_view_in_pyarrow(monkeypatch):
     want = string_reference(ids, pk, c, 3, 50)
     np.testing.assert_array_equal(got[0], want[0])
     assert got[1] == want[1]
+
+
+def test_a_child_forked_while_the_lock_is_held_before_any_use():
+    """A fork while another thread holds the lock, before any parallel region ran (the
+    first call, between taking the lock and marking the kernel used): the child may use the
+    kernel, and must not wait forever for a lock whose holder does not exist there."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        import multiprocessing, numpy as np, pyarrow as pa
+        from dpgauss.release import unit_topb
+        def run():
+            u = np.arange(100, dtype=np.int64)
+            batch = pa.record_batch(
+                [pa.array(u), pa.array(u.view(np.uint64)),
+                 pa.array(np.zeros(100, np.uint8))], names=["u", "pk", "c"])
+            return int(unit_topb.select([batch], 1, 7, 100, 1)[0].sum())
+        if __name__ == "__main__":
+            unit_topb._LOCK.acquire()  # as a thread inside its first call would
+            ctx = multiprocessing.get_context("fork")
+            with ctx.Pool(1) as pool:
+                print("kept", pool.apply_async(run).get(timeout=120))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0 and "kept 100" in done.stdout, done.stderr[-2000:]

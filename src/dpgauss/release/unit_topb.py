@@ -89,8 +89,12 @@ _FORKED_AFTER_USE = False
 
 
 def _after_fork_in_child() -> None:
-    global _FORKED_AFTER_USE
+    # A child has one thread: a lock held at the fork by another thread of the parent
+    # would never be let go there.  Its holder had run no parallel region if ``_USED`` was
+    # still False (else the child does not use the kernel), so a new lock is safe.
+    global _FORKED_AFTER_USE, _LOCK
     _FORKED_AFTER_USE = _FORKED_AFTER_USE or _USED
+    _LOCK = threading.Lock()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

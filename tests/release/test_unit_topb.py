@@ -582,3 +582,41 @@ def test_a_child_forked_while_the_lock_is_held_before_any_use():
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=600
     )
     assert done.returncode == 0 and "kept 100" in done.stdout, done.stderr[-2000:]
+
+
+def test_batches_are_let_go_once_partitioned(monkeypatch):
+    """The selection runs after every batch is partitioned: by then no Arrow buffer of the
+    batches may be held (the last batch was, by the loop that read them: with one batch,
+    nothing was ever let go)."""
+    held = []
+    real = unit_topb._select
+
+    def spy(*args):
+        held.append(pa.total_allocated_bytes())
+        return real(*args)
+
+    monkeypatch.setattr(unit_topb, "_select", spy)
+    rng = np.random.default_rng(12)
+    n = 50_000
+    ids = [f"unit-{x:08d}-{'x' * 40}" for x in rng.integers(0, 5_000, n)]
+    _, pk, c = random_rows(rng, n, 1, 50, ties=False)
+
+    def stream(parts: int):
+        size = -(-n // parts)
+        for lo in range(0, n, size):
+            sl = slice(lo, lo + size)
+            yield pa.record_batch(
+                [
+                    pa.array(ids[sl]),
+                    pa.array(pk[sl].tolist(), pa.uint64()),
+                    pa.array(c[sl].tolist(), pa.uint8()),
+                ],
+                names=["u", "pk", "c"],
+            )
+
+    base = pa.total_allocated_bytes()
+    want = string_reference(ids, pk, c, 3, 50)
+    for parts in (1, 3):
+        got = unit_topb.select(stream(parts), 3, KEY_BITS, 50, 9)
+        np.testing.assert_array_equal(got[0], want[0])
+    assert held == [base, base]

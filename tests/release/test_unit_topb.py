@@ -620,3 +620,38 @@ def test_batches_are_let_go_once_partitioned(monkeypatch):
         got = unit_topb.select(stream(parts), 3, KEY_BITS, 50, 9)
         np.testing.assert_array_equal(got[0], want[0])
     assert held == [base, base]
+
+
+@pytest.mark.parametrize("ids", ["int", "str"])
+@pytest.mark.parametrize(
+    "bounds",
+    [
+        {"max_records_per_unit": 2},
+        {"max_records_per_unit": 2, "max_keys_per_unit": 2},
+        {"max_records_per_unit": 3, "max_records_per_key": 1},
+    ],
+)
+def test_the_connections_default_order_changes_nothing(tmp_path: Path, ids, bounds):
+    """``SET default_order = 'DESC'`` on the caller's connection turned the sort's
+    unqualified ``ORDER BY`` descending: it kept each unit's b *largest* priorities, not the
+    kernel's (and the specification's, and Spark's) b smallest.  Every order is explicit."""
+    import duckdb
+
+    rng = np.random.default_rng(13)
+    n = 3_000
+    uid = rng.integers(0, 300, n)
+    src = tmp_path / "f.parquet"
+    column = uid.tolist() if ids == "int" else [f"u{x}" for x in uid]
+    pq.write_table(pa.table({"uid": column, "key": rng.integers(0, 50, n)}), src)
+    spec = make_spec(src, **bounds)
+    want = bounded_aggregate(spec, salt=6, engine=DuckDBEngine(kernel=False))
+    con = duckdb.connect()
+    con.execute("SET default_order = 'DESC'")
+    for engine in (
+        DuckDBEngine(con, kernel=False),
+        DuckDBEngine(con, kernel=False, fast_path=True),
+        DuckDBEngine(con, kernel=True),
+    ):
+        got = bounded_aggregate(spec, salt=6, engine=engine)
+        np.testing.assert_array_equal(got.counts, want.counts)
+        assert got.rows == want.rows

@@ -451,3 +451,207 @@ def test_sliced_string_columns():
     want = string_reference(ids, pk, c, 3, 50)
     np.testing.assert_array_equal(got[0], want[0])
     assert got[1] == want[1]
+
+
+def _available_memory_gb() -> float:
+    try:
+        with open("/proc/meminfo") as f:
+            info = dict(line.split(":", 1) for line in f)
+        return int(info["MemAvailable"].split()[0]) / 2**20
+    except (OSError, KeyError, ValueError):
+        return 0.0
+
+
+@pytest.mark.skipif(_available_memory_gb() < 8, reason="needs about 5 GB of free memory")
+def test_string_ids_of_more_than_2_gib_in_one_batch(tmp_path: Path):
+    """DuckDB exports ``VARCHAR`` as Arrow ``string`` (32-bit offsets) unless
+    ``arrow_large_buffer_size`` is set, and fails a batch whose ids take more than 2³¹ − 1
+    bytes: the kernel path then failed a release the sort serves (a record could make the
+    release fail).  The engine asks for 64-bit offsets."""
+    import duckdb
+
+    src = tmp_path / "big.parquet"
+    duckdb.connect().execute(
+        "COPY (SELECT CASE WHEN i < 1024 THEN repeat('x', 2097152) || (i % 3)::VARCHAR "
+        "ELSE 's' || (i % 7)::VARCHAR END AS uid, i % 50 AS key FROM range(1100) t(i)) "
+        f"TO '{src}'"
+    )
+    got = bounded_aggregate(
+        make_spec(src, max_records_per_unit=2), salt=3, engine=DuckDBEngine(kernel=True)
+    )
+    assert got.rows.in_domain == 1100 and got.rows.units == 10 and got.rows.kept == 20
+    assert got.counts.sum() == 20
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        [],
+        ["SET arrow_large_buffer_size = false"],
+        ["SET arrow_large_buffer_size = true"],
+        ["SET produce_arrow_string_view = true", "SET arrow_output_version = '1.4'"],
+    ],
+)
+def test_string_ids_under_the_connections_arrow_settings(tmp_path: Path, monkeypatch, settings):
+    """Whatever the connection's Arrow export settings, the kernel gets ids with 64-bit
+    offsets (``large_string``, or ``string_view``, read as such), keeps the sort's records,
+    and leaves the connection's settings as they were."""
+    import duckdb
+
+    seen = []
+    real = unit_topb.select
+
+    def spy(batches, *args, **kwargs):
+        batches = list(batches)
+        seen.extend(str(b.column(0).type) for b in batches)
+        return real(batches, *args, **kwargs)
+
+    monkeypatch.setattr(unit_topb, "select", spy)
+    rng = np.random.default_rng(8)
+    n = 3_000
+    names = ["a", "a\x00", "a ", "A", "é", "e\u0301", "p" * 13, "p" * 13 + "\x00", "𝄞" * 9]
+    src = tmp_path / "s.parquet"
+    pq.write_table(
+        pa.table(
+            {
+                "uid": [names[i] for i in rng.integers(0, len(names), n)],
+                "key": rng.integers(0, 50, n),
+            }
+        ),
+        src,
+    )
+    spec = make_spec(src, max_records_per_unit=2)
+    con = duckdb.connect()
+    for s in settings:
+        con.execute(s)
+    names_ = "'arrow_large_buffer_size', 'produce_arrow_string_view', 'arrow_output_version'"
+    query = f"SELECT name, value FROM duckdb_settings() WHERE name IN ({names_}) ORDER BY name"
+    before = con.execute(query).fetchall()
+    kernel = bounded_aggregate(spec, salt=4, engine=DuckDBEngine(con, kernel=True))
+    assert seen and set(seen) <= {"large_string", "string_view"}
+    assert con.execute(query).fetchall() == before
+    general = bounded_aggregate(spec, salt=4, engine=DuckDBEngine(con, kernel=False))
+    np.testing.assert_array_equal(kernel.counts, general.counts)
+    assert kernel.rows == general.rows
+
+
+def test_without_string_view_in_pyarrow(monkeypatch):
+    """``pyarrow.types.is_string_view`` came with pyarrow 16 (the package allows 14): the
+    kernel must still tell its unit columns apart there (it raised AttributeError for
+    every batch, integer ids included)."""
+    monkeypatch.delattr(pa.types, "is_string_view")
+    rng = np.random.default_rng(6)
+    u, pk, c = random_rows(rng, 2_000, 300, 50, ties=True)
+    got = unit_topb.select(batches(u, pk, c, 700), 3, KEY_BITS, 50, 5)
+    want = reference(u, pk, c, 3, 50)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[1] == want[1]
+    ids = [f"u{x % 97}" for x in u.tolist()]
+    got = unit_topb.select(string_batches(ids, pk, c, 700, True), 3, KEY_BITS, 50, 5)
+    want = string_reference(ids, pk, c, 3, 50)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[1] == want[1]
+
+
+def test_a_child_forked_while_the_lock_is_held_before_any_use():
+    """A fork while another thread holds the lock, before any parallel region ran (the
+    first call, between taking the lock and marking the kernel used): the child may use the
+    kernel, and must not wait forever for a lock whose holder does not exist there."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        import multiprocessing, numpy as np, pyarrow as pa
+        from dpgauss.release import unit_topb
+        def run():
+            u = np.arange(100, dtype=np.int64)
+            batch = pa.record_batch(
+                [pa.array(u), pa.array(u.view(np.uint64)),
+                 pa.array(np.zeros(100, np.uint8))], names=["u", "pk", "c"])
+            return int(unit_topb.select([batch], 1, 7, 100, 1)[0].sum())
+        if __name__ == "__main__":
+            unit_topb._LOCK.acquire()  # as a thread inside its first call would
+            ctx = multiprocessing.get_context("fork")
+            with ctx.Pool(1) as pool:
+                print("kept", pool.apply_async(run).get(timeout=120))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0 and "kept 100" in done.stdout, done.stderr[-2000:]
+
+
+def test_batches_are_let_go_once_partitioned(monkeypatch):
+    """The selection runs after every batch is partitioned: by then no Arrow buffer of the
+    batches may be held (the last batch was, by the loop that read them: with one batch,
+    nothing was ever let go)."""
+    held = []
+    real = unit_topb._select
+
+    def spy(*args):
+        held.append(pa.total_allocated_bytes())
+        return real(*args)
+
+    monkeypatch.setattr(unit_topb, "_select", spy)
+    rng = np.random.default_rng(12)
+    n = 50_000
+    ids = [f"unit-{x:08d}-{'x' * 40}" for x in rng.integers(0, 5_000, n)]
+    _, pk, c = random_rows(rng, n, 1, 50, ties=False)
+
+    def stream(parts: int):
+        size = -(-n // parts)
+        for lo in range(0, n, size):
+            sl = slice(lo, lo + size)
+            yield pa.record_batch(
+                [
+                    pa.array(ids[sl]),
+                    pa.array(pk[sl].tolist(), pa.uint64()),
+                    pa.array(c[sl].tolist(), pa.uint8()),
+                ],
+                names=["u", "pk", "c"],
+            )
+
+    base = pa.total_allocated_bytes()
+    want = string_reference(ids, pk, c, 3, 50)
+    for parts in (1, 3):
+        got = unit_topb.select(stream(parts), 3, KEY_BITS, 50, 9)
+        np.testing.assert_array_equal(got[0], want[0])
+    assert held == [base, base]
+
+
+@pytest.mark.parametrize("ids", ["int", "str"])
+@pytest.mark.parametrize(
+    "bounds",
+    [
+        {"max_records_per_unit": 2},
+        {"max_records_per_unit": 2, "max_keys_per_unit": 2},
+        {"max_records_per_unit": 3, "max_records_per_key": 1},
+    ],
+)
+def test_the_connections_default_order_changes_nothing(tmp_path: Path, ids, bounds):
+    """``SET default_order = 'DESC'`` on the caller's connection turned the sort's
+    unqualified ``ORDER BY`` descending: it kept each unit's b *largest* priorities, not the
+    kernel's (and the specification's, and Spark's) b smallest.  Every order is explicit."""
+    import duckdb
+
+    rng = np.random.default_rng(13)
+    n = 3_000
+    uid = rng.integers(0, 300, n)
+    src = tmp_path / "f.parquet"
+    column = uid.tolist() if ids == "int" else [f"u{x}" for x in uid]
+    pq.write_table(pa.table({"uid": column, "key": rng.integers(0, 50, n)}), src)
+    spec = make_spec(src, **bounds)
+    want = bounded_aggregate(spec, salt=6, engine=DuckDBEngine(kernel=False))
+    con = duckdb.connect()
+    con.execute("SET default_order = 'DESC'")
+    for engine in (
+        DuckDBEngine(con, kernel=False),
+        DuckDBEngine(con, kernel=False, fast_path=True),
+        DuckDBEngine(con, kernel=True),
+    ):
+        got = bounded_aggregate(spec, salt=6, engine=engine)
+        np.testing.assert_array_equal(got.counts, want.counts)
+        assert got.rows == want.rows

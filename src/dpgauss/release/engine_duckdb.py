@@ -17,7 +17,9 @@ in :mod:`dpgauss.release.engine`).  The query is designed for speed:
   ``row_number() OVER (PARTITION BY unit ORDER BY ...)`` or per-unit top-n aggregates
   (``arg_min(x, p, b)``, ``min(x, b)``), whose list states are slow for millions of groups
   (measurements in ``benchmarks/bench_pipeline.py``).  Rows of a unit are contiguous in that
-  order by definition of ORDER BY, so exactly ``min(n_u, b)`` rows per unit pass.
+  order by definition of ORDER BY, so exactly ``min(n_u, b)`` rows per unit pass.  Every
+  order is written ``ASC``: a caller's connection may ``SET default_order = 'DESC'``,
+  which made the sort keep each unit's b *largest* priorities.
 * **One sort key when possible.**  For a count with only ``max_records_per_unit`` and an
   integer-typed unit column, the order (unit, priority) is packed into one ``UHUGEINT``:
   ``(unit − min) << 64 | pk``, with ``pk`` exactly the general path's key-in-priority, so
@@ -503,14 +505,22 @@ class DuckDBEngine:
         sql, more = query.build(kernel=True)
         b = plan.spec.bounds.max_records_per_unit
         assert b is not None  # _kernel_serves
-        reader = con.sql(sql, params={**params, **more}).to_arrow_reader(1 << 20)
         d = plan.domain.size
+        # String ids with 64-bit offsets: DuckDB's default Arrow `string` (32-bit offsets)
+        # fails a batch whose ids take more than 2³¹ − 1 bytes, which the sort serves (a
+        # release must not fail on what records hold).  The connection's own value is put
+        # back once the stream is read (the setting is read as batches are made).
+        ((large,),) = con.execute("SELECT current_setting('arrow_large_buffer_size')").fetchall()
+        con.execute("SET arrow_large_buffer_size = true")
         try:
+            reader = con.sql(sql, params={**params, **more}).to_arrow_reader(1 << 20)
             counts, units, classes = unit_topb.select(
                 reader, b, query.key_bits, d, int(plan.salt), self.threads or 0
             )
         except (OSError, _arrow_error()) as exc:  # DuckDB's error, raised through Arrow
             raise EngineError(AGGREGATION_FAILED, f"duckdb: {_one_line(exc)}") from None
+        finally:
+            con.execute("SET arrow_large_buffer_size = $v", {"v": bool(large)})
         kept = int(counts.sum())
         groups: list[tuple[Any, ...]] = [
             (int(g), int(counts[g]), 0, 0, 0, None) for g in np.flatnonzero(counts)
@@ -738,7 +748,7 @@ WITH parsed AS (
          (eu IS NOT NULL AND lag(eu, 1) OVER w IS DISTINCT FROM eu) AS first_u,
          (eu IS NOT NULL AND NOT coalesce(
             lag(eu, {c}) OVER w = eu AND lag({key}, {c}) OVER w = {key}, false)) AS kc
-  FROM {prev} WINDOW w AS (ORDER BY eu ASC NULLS LAST, {key}, {order})
+  FROM {prev} WINDOW w AS (ORDER BY eu ASC NULLS LAST, {key} ASC, {order} ASC)
 )"""
             prev, kept, has_first = "sc", "kc", True
             cols += ", first_u, kc"
@@ -749,7 +759,7 @@ WITH parsed AS (
             sql += f""", sk AS (
   SELECT {cols}, ({kept} AND dense_rank() OVER (
            PARTITION BY CASE WHEN {kept} THEN eu END
-           ORDER BY hash(hash($dp_salt::UBIGINT, $dp_keys, eu, {key})), {key}
+           ORDER BY hash(hash($dp_salt::UBIGINT, $dp_keys, eu, {key})) ASC, {key} ASC
          ) <= {k}) AS kk
   FROM {prev}
 )"""
@@ -774,7 +784,7 @@ WITH parsed AS (
                 kept = "kept"
             sql += f""", sb AS (
   SELECT {cols}, {", ".join(outs)}
-  FROM {prev} WINDOW w AS (ORDER BY {e} ASC NULLS LAST, {order})
+  FROM {prev} WINDOW w AS (ORDER BY {e} ASC NULLS LAST, {order} ASC)
 )"""
             prev = "sb"
         g = f"CASE WHEN eu IS NULL THEN {g_class} WHEN {kept} THEN {g_key} ELSE {DROPPED} END"
@@ -816,7 +826,7 @@ SELECT {", ".join(out)}{extra} FROM {prev}"""
 ), sb AS (
   SELECT s, (lag(s >> 64, {b}) OVER w IS DISTINCT FROM s >> 64) AS kept,
          (lag(s >> 64, 1) OVER w IS DISTINCT FROM s >> 64) AS first_u
-  FROM s0 WINDOW w AS (ORDER BY s)
+  FROM s0 WINDOW w AS (ORDER BY s ASC)
 )
 SELECT CASE WHEN s >> 64 = {span} THEN -((s & {cmask})::BIGINT)
             WHEN kept THEN (s & {mask})::BIGINT ELSE {DROPPED} END AS g,

@@ -91,8 +91,12 @@ _FORKED_AFTER_USE = False
 
 
 def _after_fork_in_child() -> None:
-    global _FORKED_AFTER_USE
+    # A child has one thread: a lock held at the fork by another thread of the parent
+    # would never be let go there.  Its holder had run no parallel region if ``_USED`` was
+    # still False (else the child does not use the kernel), so a new lock is safe.
+    global _FORKED_AFTER_USE, _LOCK
     _FORKED_AFTER_USE = _FORKED_AFTER_USE or _USED
+    _LOCK = threading.Lock()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -415,9 +419,26 @@ def select(
     global _USED
     if _numba is None:
         raise RuntimeError("dpgauss: the per-unit top-b kernel needs numba (pip install numba)")
-    columns: list[tuple[Any, np.ndarray, np.ndarray]] = []
-    ids: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-    for batch in batches:  # zero-copy views of DuckDB's Arrow batches (no NULLs)
+    columns, ids = _columns(batches)
+    with _LOCK:
+        _USED = True
+        previous = _numba.get_num_threads()
+        threads = min(int(threads), previous) if threads else previous
+        _numba.set_num_threads(threads)  # this thread's parallel regions only
+        try:
+            return _select_locked(columns, ids, b, key_bits, d, salt, threads)
+        finally:
+            _numba.set_num_threads(previous)
+
+
+def _columns(batches: Any) -> tuple[list[Any], list[Any]]:
+    """The batches' columns (u, pk, c) and, for string ids, their buffers
+    (:func:`_id_buffers`), as zero-copy numpy views of the Arrow batches (no NULLs).  A
+    function of its own so that no batch outlives it but through these views, which
+    :func:`_select_locked` lets go batch by batch."""
+    columns: list[Any] = []
+    ids: list[Any] = []
+    for batch in batches:
         if batch.num_rows:
             if any(batch.column(i).null_count for i in range(3)):  # the query never does
                 raise RuntimeError("dpgauss: internal error: a NULL reached the unit kernel")
@@ -430,15 +451,7 @@ def select(
             columns.append((u, batch.column(1).to_numpy(), batch.column(2).to_numpy()))
     if ids and len(ids) != len(columns):
         raise RuntimeError("dpgauss: internal error: string ids in only some batches")
-    with _LOCK:
-        _USED = True
-        previous = _numba.get_num_threads()
-        threads = min(int(threads), previous) if threads else previous
-        _numba.set_num_threads(threads)  # this thread's parallel regions only
-        try:
-            return _select_locked(columns, ids, b, key_bits, d, salt, threads)
-        finally:
-            _numba.set_num_threads(previous)
+    return columns, ids
 
 
 def _is_text(arrow_type: Any) -> bool:
@@ -447,8 +460,17 @@ def _is_text(arrow_type: Any) -> bool:
     return bool(
         pa.types.is_string(arrow_type)
         or pa.types.is_large_string(arrow_type)
-        or pa.types.is_string_view(arrow_type)
+        or _is_string_view(arrow_type)
     )
+
+
+def _is_string_view(arrow_type: Any) -> bool:
+    """Whether ``arrow_type`` is ``string_view`` (a type of pyarrow 16 on; before it, no
+    array can be one)."""
+    import pyarrow as pa
+
+    test = getattr(pa.types, "is_string_view", None)
+    return bool(test is not None and test(arrow_type))
 
 
 def _id_buffers(column: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -459,7 +481,7 @@ def _id_buffers(column: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     which gives the same words, see :func:`_load_word`)."""
     import pyarrow as pa
 
-    if pa.types.is_string_view(column.type):
+    if _is_string_view(column.type):
         column = column.cast(pa.large_string())
     if pa.types.is_large_string(column.type):
         offset_type = np.int64
@@ -492,14 +514,19 @@ def _select_locked(
     bits = min(_MAX_BITS, max(1, int(np.ceil(np.log2(max(1.0, n / BUCKET_ROWS))))))
     key = np.uint64(salt & (2**64 - 1))
     none = (np.zeros(0, np.int64), np.zeros(0, np.uint8), np.zeros(0, np.uint64))
-    for i, (off, raw, words) in enumerate(ids):  # string ids: their salted hashes
-        hashed = np.empty(off.size - 1, np.uint64)
-        _hash_ids(off, raw, words, key, hashed)
+    # (no loop variable below may hold a batch's column past its loop: each batch's columns
+    # are let go as soon as it is partitioned)
+    for i in range(len(ids)):  # string ids: their salted hashes
+        hashed = np.empty(ids[i][0].size - 1, np.uint64)
+        _hash_ids(*ids[i], key, hashed)
         columns[i] = (hashed, columns[i][1], columns[i][2])
+        del hashed
     hists, sizes, classes = [], [], np.zeros(_CLASSES, np.int64)
-    for i, (u, _, c) in enumerate(columns):
+    for i in range(len(columns)):
+        u, c = columns[i][0], columns[i][2]
         chunks = max(1, min(threads, u.size // 65536))
         hist, cls, used = _histogram(u, c, ids[i][0] if ids else none[0], key, bits, chunks)
+        del u, c
         hists.append(hist)
         sizes.append(used)
         classes += cls.sum(axis=0)

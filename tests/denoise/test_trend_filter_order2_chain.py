@@ -13,6 +13,7 @@ from dpgauss.denoise._tf_dual_ipm import BoxIPM
 from dpgauss.denoise._tf_dual_newton import DualNewton
 from dpgauss.denoise._tf_exact_face import ChainFace, chain_operator
 from dpgauss.denoise.trend_filter import (
+    _DUAL_ALGORITHM,
     _degrees_of_freedom,
     _least_norm_dual,
     _make_operator,
@@ -116,7 +117,7 @@ def test_sure_path_certified_without_admm(n):
     y = signal("linear", n, np.random.default_rng(0))
     fit = trend_filter(y, 1.0, chain(n), order=2, lam="sure")
     path = fit.params["path"]
-    assert fit.params["algorithm"] == "projected Newton on the dual (banded)"
+    assert fit.params["algorithm"] == f"{_DUAL_ALGORITHM} (banded)"
     assert np.all(path["iterations"] == 0)
     assert np.all(path["gap"] <= 1e-6)  # certified at every λ, λ_max included
     assert path["df"][0] == 1 and path["df"][-1] > 1
@@ -249,6 +250,6 @@ def test_no_dense_or_sparse_lu_factorisation(monkeypatch):
     for order in (1, 2):
         y = signal("linear", n, np.random.default_rng(order))
         fit = trend_filter(y, 1.0, chain(n), order=order, lam="sure")
-        assert fit.params["algorithm"] == "projected Newton on the dual (banded)"
+        assert fit.params["algorithm"] == f"{_DUAL_ALGORITHM} (banded)"
         assert np.all(fit.params["path"]["gap"] <= 1e-6)
     assert calls == []

@@ -1415,8 +1415,13 @@ def trend_filter(
     }
     rounds = int(sum(f.rounds for f in fits))
     if k > 0 and solver == "auto" and any(f.rounds > 0 for f in fits):
-        kind = "banded" if newton is not None and newton.banded else "sparse LU"
-        params["algorithm"] = f"projected Newton on the dual ({kind})"
+        if newton is not None and newton.banded:
+            kind = "banded"
+        elif newton is not None and newton.faces is not None:
+            kind = "CG on cached sparse factorisations"
+        else:
+            kind = "sparse LU"
+        params["algorithm"] = f"{_DUAL_ALGORITHM} ({kind})"
         params["rounds"] = rounds
         if any(f.iterations > 0 for f in fits):
             params["algorithm"] += f"; ADMM + polishing ({op.kind}) where not certified"
@@ -1454,6 +1459,10 @@ def trend_filter(
         sigma=s,
         refit=refit if s is not None else None,
     )
+
+
+#: ``params["algorithm"]`` of orders 1 and 2 solved on the dual (:mod:`._tf_dual_newton`).
+_DUAL_ALGORITHM = "active set on the dual, after an interior-point start where needed"
 
 
 def _dual_newton(op: _Operator, y: np.ndarray) -> DualNewton | None:

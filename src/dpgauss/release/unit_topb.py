@@ -41,9 +41,11 @@ neighbouring-dataset fuzzer runs this path as ``duckdb-kernel``, CSV sources inc
 Nothing here looks at other units: a unit's kept rows are a function of its own records
 and the salt, whatever the other units hold — other units only share its bucket or its
 hash, which changes where its rows are stored, not which are kept.  The hash that places
-units in buckets is salted (for string ids, each 8-byte word is folded in by a mixing
-keyed by the salt), so no id can be chosen to crowd a bucket or a probe sequence on
-purpose; a crowded bucket (one unit with millions of rows) is only slower.
+units in buckets is keyed by the secret salt (for string ids, each 8-byte word is folded
+in by a mixing keyed by it), so crowding a bucket or a probe sequence on purpose needs
+the salt — the mixing is not a cryptographic PRF, so this is a defence, not a proof; a
+crowded bucket (one unit with millions of rows, or colliding ids) is only slower, never
+wrong.
 
 Memory: the three columns (17 bytes a row) and their partitioned copy (16 bytes a row),
 about 3.3 GB at 10⁸ rows with integer ids (peak 3.8 GB measured, ``docs/benchmarks.md``);
@@ -245,7 +247,8 @@ def _hash_ids(offsets: Any, data: Any, words: Any, salt: Any, out: Any) -> None:
 
     The id's length, then each 8-byte word (the last one zero-padded) is folded in by
     ``h ← mix(h ⊕ w, salt)``, a bijection of ``h`` for each word whose value depends on the
-    secret salt, so colliding ids cannot be chosen without it.  Equal bytes give equal
+    secret salt, so colliding ids are hard to choose without it (not a cryptographic PRF:
+    a defence, not a proof).  Equal bytes give equal
     hashes; unequal ones may collide (rarely), which costs time, never exactness
     (:func:`_select` compares the bytes)."""
     n = out.size

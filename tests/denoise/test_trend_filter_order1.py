@@ -258,6 +258,20 @@ def test_fill_reducing_order_is_a_permutation_with_little_fill():
     assert ordered.L.nnz < 0.5 * natural.L.nnz
 
 
+def test_spd_lu_panel_size_solves_the_same_system():
+    """``panel_size`` (the faces' narrower SuperLU panels) is passed through: an invalid
+    width is refused, and narrow panels solve a lattice's ``L² + I`` as the default does."""
+    lap = _make_operator(as_graph(grid_edges(15, 17), 255), 1).matrix
+    mat = sp.csc_matrix(lap @ lap + sp.identity(255))
+    b = np.random.default_rng(1).standard_normal(255)
+    expected = np.linalg.solve(mat.toarray(), b)
+    for panel in (None, 1, 4):
+        x = _sparse_spd.spd_lu(mat, panel_size=panel).solve(b)
+        np.testing.assert_allclose(x, expected, rtol=0, atol=1e-10 * np.abs(expected).max())
+    with pytest.raises((ValueError, RuntimeError)):
+        _sparse_spd.spd_lu(mat, panel_size=-3)
+
+
 def test_scrambled_path_matches_the_banded_chain_solver():
     """A 2,000-node path in a random node order is not detected as a chain, and its faces
     are badly conditioned (the multipliers near λ_max are ~10⁶ × |y|): the general route

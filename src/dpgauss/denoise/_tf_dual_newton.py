@@ -88,8 +88,9 @@ import scipy.sparse.linalg as spla
 from ._tf_dual_ipm import BoxIPM
 from ._tf_exact_face import ChainFace
 from ._tf_order1 import FaceSolver
+from .graph import component_roots
 
-__all__ = ["DualNewton", "DualSolution"]
+__all__ = ["DualNewton", "DualSolution", "single_change"]
 
 _MAX_STEPS = 200  # projected Newton steps per λ
 _PDAS_ENTER = 0.25  # at most this fraction of the support enters per PDAS step
@@ -103,6 +104,22 @@ _REFINE = 6  # refinement steps of the banded normal equations
 _FACE_RESIDUAL = 1e-13  # accept |Δ_R x| ≤ this × max|Δ|² × max(|x|, |β|)
 _IPM_REDUCTION = (1e-10, 1e-13)  # complementarity / objective at which the IPM stops (2 tries)
 _IPM_STEPS = 80  # interior-point steps per try
+
+
+def single_change(
+    sign: np.ndarray, enter: np.ndarray, leave: np.ndarray, u: np.ndarray, jump: np.ndarray
+) -> np.ndarray:
+    """The support ``sign`` with only its worst violator changed, for an active-set method
+    that cycles: the first of ``enter`` (rows whose multiplier left the box, worst first)
+    enters with the sign of its ``u``; if none, the row of ``leave`` (jumps ``jump`` of the
+    wrong sign) whose jump is most wrong leaves."""
+    new = sign.copy()
+    if enter.size:
+        new[enter[0]] = np.sign(u[enter[0]])
+    else:
+        bad = np.flatnonzero(leave)
+        new[bad[np.argmin(sign[bad] * jump[bad])]] = 0.0
+    return new
 
 
 @dataclass
@@ -142,13 +159,9 @@ class DualNewton:
         # grounds (order 1, Δ = L with rows ↔ nodes): the first row of each component
         self.ground_rows = ground_rows
         if ground_rows:
-            comp = np.asarray(components, dtype=np.int64)
-            n_comp = int(comp.max()) + 1 if comp.size else 0
-            first = np.full(n_comp, -1, dtype=np.int64)
-            first[comp[::-1]] = np.arange(comp.size)[::-1]
-            self.comp = comp
-            self.n_comp = n_comp
-            self.first = first
+            self.comp = np.asarray(components, dtype=np.int64)
+            self.first = component_roots(self.comp)
+            self.n_comp = self.first.size
         # interleaved order: node i at key i, row r at the mean column of its entries
         count = np.bincount(self.e_row, minlength=self.m).astype(np.float64)
         centre = np.bincount(self.e_row, weights=self.e_col.astype(np.float64), minlength=self.m)
@@ -420,14 +433,8 @@ class DualNewton:
             new = np.where(wrong, 0.0, sign)
             new[cand] = np.sign(u[cand])
             if new.tobytes() in seen and not self.banded:
-                # cycling (e.g. two single kinks, each wrong alone, swapping): change only
-                # the worst violator, a multiplier outside the box, else a wrong jump
-                new = sign.copy()
-                if cand.size:
-                    new[cand[0]] = np.sign(u[cand[0]])
-                else:
-                    bad = np.flatnonzero(wrong)
-                    new[bad[np.argmin(sign[bad] * dx[bad])]] = 0.0
+                # cycling (e.g. two single kinks, each wrong alone, swapping)
+                new = single_change(sign, cand, wrong, u, dx)
             if new.tobytes() in seen:
                 break
             seen.add(new.tobytes())

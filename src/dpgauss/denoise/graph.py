@@ -113,3 +113,13 @@ def as_graph(graph: object, n: int) -> Graph:
             + (f" of shape {arr.shape} and dtype {arr.dtype}" if arr.ndim else "")
         )
     return Graph(n, _normalise_edges(arr.astype(np.int64), n))
+
+
+def component_roots(components: np.ndarray) -> np.ndarray:
+    """The first node (smallest index) of each connected component, from the labels
+    ``0 … c−1`` of :attr:`Graph.components`: the node a grounded Laplacian or a dual with one
+    dependent row per component holds fixed."""
+    comp = np.asarray(components, dtype=np.int64)
+    roots = np.full(int(comp.max()) + 1 if comp.size else 0, -1, dtype=np.int64)
+    roots[comp[::-1]] = np.arange(comp.size)[::-1]
+    return roots

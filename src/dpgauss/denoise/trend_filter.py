@@ -161,11 +161,11 @@ from .._validation import REAL, as_real_array, check_interval
 from . import _graph_tv, _tv2d
 from ._sparse_spd import ReorderedSPD
 from ._sparse_spd import spd_lu as _spd_lu
-from ._tf_dual_newton import DualNewton
+from ._tf_dual_newton import DualNewton, single_change
 from ._tf_order1 import FaceSolver
 from ._tf_weighted import WeightedPath
 from ._tv1d import tv1d
-from .graph import Graph
+from .graph import Graph, component_roots
 from .result import Denoised, check_noise
 from .structure import graph_of
 
@@ -311,12 +311,8 @@ class _SparseDifference:
         the columns of an ``n × k`` array), by a grounded Laplacian (one node per component
         removed; its sparse LU is cached)."""
         if self._grounded is None:
-            comp = self.components
-            n_comp = int(comp.max()) + 1
-            first = np.full(n_comp, -1, dtype=np.int64)
-            first[comp[::-1]] = np.arange(self.n)[::-1]
             keep = np.ones(self.n, dtype=bool)
-            keep[first] = False
+            keep[component_roots(self.components)] = False
             idx = np.flatnonzero(keep)
             solve = _spd_lu(sp.csc_matrix(self._laplacian[idx][:, idx])).solve if idx.size else None
             self._grounded = (idx, solve)
@@ -579,10 +575,8 @@ def _basis_rows(op: _Operator, zero: np.ndarray) -> np.ndarray:
     comp = op.components
     n_comp = int(comp.max()) + 1
     has_active = np.bincount(comp, weights=(~zero).astype(np.float64), minlength=n_comp) > 0
-    first = np.full(n_comp, -1, dtype=np.int64)
-    first[comp[::-1]] = np.arange(op.n)[::-1]
     keep = zero.copy()
-    keep[first[~has_active]] = False  # one dependent row per all-zero component
+    keep[component_roots(comp)[~has_active]] = False  # one dependent row per all-zero component
     return np.flatnonzero(keep)
 
 
@@ -827,15 +821,8 @@ class _Solver:
                 cap = max(_PDAS_MIN_ENTER, math.ceil(_PDAS_ENTER * np.count_nonzero(~zero)))
                 enter = enter[np.argsort(-np.abs(u[enter]))[:cap]]
                 new[enter] = np.sign(u[enter])
-            if new.tobytes() in seen:
-                # cycling: change only the worst violator (a multiplier outside the box,
-                # else a jump of the wrong sign)
-                new = sign.copy()
-                if enter.size:
-                    new[enter[0]] = np.sign(u[enter[0]])
-                else:
-                    leaving = np.flatnonzero(leave)
-                    new[leaving[np.argmin(sign[leaving] * dbeta[leaving])]] = 0.0
+            if new.tobytes() in seen:  # cycling: change only the worst violator
+                new = single_change(sign, enter, leave, u, dbeta)
                 if new.tobytes() in seen:
                     break
             sign = new
@@ -870,13 +857,10 @@ class _Solver:
         if self.faces is None:
             self.faces = FaceSolver(op.matrix)
         comp = op.components
+        roots = component_roots(comp)
         fixed = sign != 0
-        n_comp = int(comp.max()) + 1
-        first = np.full(n_comp, -1, dtype=np.int64)
-        first[comp[::-1]] = np.arange(op.n)[::-1]
-        has = np.bincount(comp, weights=fixed.astype(np.float64), minlength=n_comp) > 0
-        fixed = fixed.copy()
-        fixed[first[~has]] = True
+        has = np.bincount(comp, weights=fixed.astype(np.float64), minlength=roots.size) > 0
+        fixed[roots[~has]] = True
         rows = np.flatnonzero(~fixed)
         u = lam * sign
         solved = self.faces.solve(self.y - op.adjoint(u), rows)

@@ -4,8 +4,8 @@ The bounding query of :mod:`dpgauss.release.engine_duckdb` keeps, for every priv
 ``b`` records of smallest priority, by one global sort on (unit, priority) and a streaming
 ``lag``.  For the commonest release (a ``count`` whose only bound is
 ``max_records_per_unit``, over integer unit ids, or string ids read from files) this module
-makes the *same* selection without sorting the rows, in 0.5–0.7× the sort's CPU time with
-integer ids and about 0.55× with 32-character string ids (20 M rows,
+makes the *same* selection without sorting the rows, in 0.36–0.7× the sort's CPU time with
+integer ids and 0.58× with 32-character string ids (2 M and 20 M rows,
 ``python benchmarks/bench_pipeline.py [--string-units]``).  DuckDB still reads, classifies,
 keys and hashes every record (one statement of the semantics); it hands over, row by row,
 the unit ``u`` (an integer id's 64-bit pattern, or the string id itself), the
@@ -438,7 +438,7 @@ def _columns(batches: Any) -> tuple[list[Any], list[Any]]:
     """The batches' columns (u, pk, c) and, for string ids, their buffers
     (:func:`_id_buffers`), as zero-copy numpy views of the Arrow batches (no NULLs).  A
     function of its own so that no batch outlives it but through these views, which
-    :func:`_select_locked` lets go batch by batch."""
+    :func:`_select_locked` lets go once every batch is partitioned."""
     columns: list[Any] = []
     ids: list[Any] = []
     for batch in batches:
@@ -517,8 +517,8 @@ def _select_locked(
     bits = min(_MAX_BITS, max(1, int(np.ceil(np.log2(max(1.0, n / BUCKET_ROWS))))))
     key = np.uint64(salt & (2**64 - 1))
     none = (np.zeros(0, np.int64), np.zeros(0, np.uint8), np.zeros(0, np.uint64))
-    # (no loop variable below may hold a batch's column past its loop: each batch's columns
-    # are let go as soon as it is partitioned)
+    # (no loop variable below may hold a batch's column past the partitioning, after which
+    # the batches are let go)
     for i in range(len(ids)):  # string ids: their salted hashes
         hashed = np.empty(ids[i][0].size - 1, np.uint64)
         _hash_ids(*ids[i], key, hashed)

@@ -44,11 +44,16 @@ def spd_lu(matrix: sp.csc_matrix, ordered: bool = False, panel_size: int | None 
 def fill_reducing_order(matrix: sp.spmatrix) -> np.ndarray:
     """A minimum-degree order of a symmetric positive definite ``matrix`` (SuperLU's, on
     ``Aᵀ + A``): ``order[k]`` is the row eliminated ``k``-th."""
-    lu = spd_lu(sp.csc_matrix(matrix))
-    inverse = np.asarray(lu.perm_c, dtype=np.int64)  # row i is eliminated perm_c[i]-th
+    return _elimination_order(spd_lu(sp.csc_matrix(matrix)))[0]
+
+
+def _elimination_order(lu: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(order, inverse)`` of a factorisation's column permutation: ``order[k]`` is the row
+    eliminated ``k``-th, ``inverse[i]`` when row ``i`` is (SuperLU's ``perm_c``)."""
+    inverse = np.asarray(lu.perm_c, dtype=np.int64)
     order = np.empty_like(inverse)
     order[inverse] = np.arange(inverse.size)
-    return order
+    return order, inverse
 
 
 class ReorderedSPD:
@@ -71,10 +76,8 @@ class ReorderedSPD:
         eye = sp.identity(self.n, format="csc")
         if self._order is None:
             lu = spd_lu(sp.csc_matrix(eye + rho * self.gram))
-            inverse = np.asarray(lu.perm_c, dtype=np.int64)
-            order = np.empty_like(inverse)
-            order[inverse] = np.arange(self.n)
-            self._order = (order, inverse)
+            self._order = _elimination_order(lu)
+            order = self._order[0]
             self._permuted = sp.csc_matrix(self.gram[order][:, order])
             return lu.solve
         order, inverse = self._order

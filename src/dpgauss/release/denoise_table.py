@@ -38,7 +38,7 @@ from .._optional import require
 from ..denoise import Denoised, Structure, as_graph
 from ..denoise.intervals import public_seed
 from ..denoise.registry import entry
-from ..denoise.structure import lattice_edges
+from ..denoise.structure import lattice_graph
 from .outputs import OutputGroup, write_csv
 from .report import json_ready
 
@@ -148,7 +148,7 @@ def _structure(
     if chain:
         if n < 2:
             raise ValueError(f"--chain needs at least 2 rows; the table has {n}")
-        return Structure(graph=as_graph(lattice_edges((n,)), n), grid=(n,)), f"chain of {n}"
+        return Structure(graph=lattice_graph((n,)), grid=(n,)), f"chain of {n}"
     if grid is not None:
         shape = tuple(int(g) for g in grid)
         if len(shape) != 2 or min(shape) < 2 or math.prod(shape) != n:
@@ -157,7 +157,7 @@ def _structure(
                 f"row-major order); got {' x '.join(map(str, shape))}"
             )
         return (
-            Structure(graph=as_graph(lattice_edges(shape), n), grid=shape),
+            Structure(graph=lattice_graph(shape), grid=shape),
             f"{shape[0]} x {shape[1]} grid",
         )
     if graph is None and edges is None:

@@ -218,6 +218,10 @@ def log_delta_terms(mu: float, eps: float, exact: bool = True) -> tuple[float, f
     return math.log1p(-(0.5 * math.erfc(-t * _INV_SQRT2) + far)), t, log_phi
 
 
+#: :func:`.profile.log_delta_error` for ``t ≥ −1``: ``ERROR_ABS + ERROR_REL·|log δ|`` (one
+#: definition for the scalar, the array and the streamlined array kernels).
+ERROR_ABS = 1e-13
+ERROR_REL = 2e-15
 #: :func:`.profile.log_delta_error`'s absolute bound where ``1 − δ`` is below SUBNORMAL_TAIL
 #: (the ``t < −1`` kernel's factors are subnormal there).
 SUBNORMAL_TAIL = 1e-290
@@ -232,7 +236,7 @@ def log_delta_error(log_d: float, t: float) -> float:
         tail = -math.expm1(log_d)
         err = 1e-15 * (1.0 + t * t) * tail + 4e-16 * abs(log_d)
         return err + SUBNORMAL_TAIL_ERROR if tail < SUBNORMAL_TAIL else err
-    return 1e-13 + 2e-15 * abs(log_d)
+    return ERROR_ABS + ERROR_REL * abs(log_d)
 
 
 def _safe_log_delta(mu: float, eps: float) -> float:

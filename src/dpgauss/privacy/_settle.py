@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import erfcx
 
-from . import _mills, _solve
+from . import _mills, _scalar, _solve
 
 __all__ = [
     "FAST_MAX",
@@ -75,9 +75,8 @@ def _safe_newton(
     root of ``g + 2 err``, moved down by the curvature term and the rounding pad; and the
     mask of the points whose curvature term is too large for the step to be final
     (compared with ``CURVATURE_OK`` itself, not times ``max(1, |x|)``: stricter)."""
-    err = 1e-13 + 2e-15 * np.abs(log_d)
-    step = (g + 2.0 * err) / g1
-    curvature = 2.0 * np.abs(c) * step * step
+    err = _scalar.ERROR_ABS + _scalar.ERROR_REL * np.abs(log_d)
+    step, curvature = _solve.safe_step(g, g1, c, err)
     again = curvature > _solve.CURVATURE_OK
     new = x - step - curvature - 1e-15 * (1.0 + np.abs(x))
     return new, again

@@ -92,6 +92,16 @@ def solve_safe(
     return x
 
 
+def safe_step(
+    g: np.ndarray, g1: np.ndarray, c: np.ndarray, err: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The exact Newton step onto the root of ``g + 2·err`` (the safe side of the root of
+    ``g`` for an evaluation error up to ``err``) and its curvature term ``2|c|·step²``, by
+    which the step is moved further to the safe side (module doc)."""
+    step = (g + 2.0 * err) / g1
+    return step, 2.0 * np.abs(c) * step * step
+
+
 def exact_newton(
     kernel: Kernel,
     x: np.ndarray,
@@ -107,8 +117,7 @@ def exact_newton(
         xi = x if sub.size == x.size else x[sub]
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
             g, g1, c, err = kernel(xi, idx, True)
-            step = (g + 2.0 * err) / g1
-            curvature = 2.0 * np.abs(c) * step * step
+            step, curvature = safe_step(g, g1, c, err)
             again = curvature > CURVATURE_OK * np.maximum(1.0, np.abs(xi))
             widen = np.where(again, 0.0, curvature + pad(xi))
             new = xi - step - np.sign(g1) * widen

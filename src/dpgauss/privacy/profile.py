@@ -78,7 +78,7 @@ def log_delta_error(log_d: np.ndarray, t: np.ndarray) -> np.ndarray:
         tail = -np.expm1(log_d)
         left = 1e-15 * (1.0 + t * t) * tail + 4e-16 * np.abs(log_d)
         left = np.where(tail < _SUBNORMAL_TAIL, left + SUBNORMAL_TAIL_ERROR, left)
-        err = np.where(t < -1.0, left, 1e-13 + 2e-15 * np.abs(log_d))
+        err = np.where(t < -1.0, left, _scalar.ERROR_ABS + _scalar.ERROR_REL * np.abs(log_d))
     # log δ = −inf (δ below every double) is exact as a bound: nothing to add.
     return np.where(np.isfinite(log_d), err, 0.0)
 

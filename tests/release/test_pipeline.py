@@ -414,6 +414,10 @@ def test_release_writes_the_exact_aggregate_with_the_hook(tmp_path: Path) -> Non
     assert res.diagnostics["rows"]["kept"] == truth.sum()
     assert res.diagnostics["ledger"]["status"]["charges"] == 1
     assert report["charge"]["mu"] == pytest.approx(report["privacy"]["mu"])
+    # the entry's number is ledger state: confidential (issue #25, finding 7)
+    assert "charge_id" not in report["charge"] and "#1" not in res.summary
+    assert "charge #1" not in Path(res.report_path).read_text()
+    assert res.diagnostics["ledger"]["entry"]["id"] == 1 and "charge #1" in res.diagnostics_text
     assert report["spec"]["bounds"]["max_records_per_unit"] == 5
     assert report["denoise"]["estimated_error"] == pytest.approx(10 * sigma**2)
     assert sorted(os.listdir(tmp_path)) == sorted(

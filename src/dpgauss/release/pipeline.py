@@ -656,7 +656,9 @@ def _public_report(
     spec, sens = plan.spec, plan.sensitivity
     charge: dict[str, Any] = {"charged": entry is not None}
     if entry is not None:
-        charge.update({"dataset": spec.privacy.dataset, "charge_id": entry.id, "mu": entry.mu})
+        # The entry's number is ledger state (how many charges came before): confidential,
+        # it goes to the diagnostics only (Diagnostics.ledger).
+        charge.update({"dataset": spec.privacy.dataset, "mu": entry.mu})
     return PublicReport(
         version=dpgauss_version,
         spec=plan.public_spec,

@@ -179,8 +179,7 @@ class PublicReport:
             )
         if ch.get("charged"):
             lines.append(
-                f"charge     : dataset {ch['dataset']!r}, charge #{ch['charge_id']}, "
-                f"mu={ch['mu']:.6g}"
+                f"charge     : dataset {ch['dataset']!r}, mu={ch['mu']:.6g}"
             )
         else:
             lines.append("charge     : none (not charged to any ledger)")
@@ -258,6 +257,9 @@ class Diagnostics:
             )
         for key, value in self.paths.items():
             lines.append(f"{key:<11}: {value}")
+        entry = self.ledger.get("entry")
+        if entry:
+            lines.append(f"ledger     : charge #{entry['id']}")
         status = self.ledger.get("status")
         if status:
             lines.append(

@@ -153,3 +153,55 @@ def test_categorical_columns_are_read_as_their_text(tmp_path: Path) -> None:
                 df, {**SPEC, "domain": domain}, out=tmp_path / f"c{i}.csv", ledger=ledger
             )
         assert res.columns["released"].tolist() == want
+
+
+class _NoText:
+    def __str__(self) -> str:
+        raise RuntimeError("SSN 123-45-6789")
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    ["\ud800 lone surrogate", 10**5000, _NoText(), "ok"],
+    ids=["surrogate", "huge-int", "str-raises", "control"],
+)
+@pytest.mark.parametrize("column", ["uid", "zone", "note"])
+def test_a_value_without_a_text_is_invalid_for_its_row_alone(
+    tmp_path: Path, hostile: object, column: str
+) -> None:
+    """Issue #25, finding 4: a value whose text cannot be made (``__str__`` raises, an int
+    past Python's digit limit, a lone surrogate) made ``release_frame`` raise and quote it.
+    It is now NULL for its own row: the release is the one without that row's value."""
+    df = frame(400).astype(object)
+    df["note"] = pd.Series(["n"] * len(df), dtype=object)
+    eve = pd.DataFrame({"uid": [10**6], "zone": [3], "note": ["n"]}, dtype=object)
+    eve.loc[0, column] = hostile
+    data = pd.concat([eve, df], ignore_index=True)
+    ledger = make_ledger(tmp_path)
+    spec = {**SPEC, "denoise": {"method": "none"}}
+    with pipeline._noise_off():
+        got = release_frame(data, dict(spec), out=tmp_path / "o.csv", ledger=ledger)
+        want = release_frame(
+            pd.concat([eve.assign(**{column: None}) if hostile != "ok" else eve, df]),
+            dict(spec),
+            out=tmp_path / "w.csv",
+            ledger=ledger,
+        )
+    assert np.array_equal(got.columns["released"], want.columns["released"])
+    base = np.bincount(df.zone.astype(int), minlength=6)[1:5]
+    # eve counts at zone 3 only when every column she needs has a text
+    eve_counts = column == "note" or (hostile == "ok" and column == "uid")
+    assert np.array_equal(got.columns["released"] - base, [0, 0, int(eve_counts), 0])
+    assert "123-45" not in got.summary and charges(ledger) == 2
+
+
+def test_a_python_backed_string_column_with_a_lone_surrogate(tmp_path: Path) -> None:
+    """The ``string`` dtype stored as Python objects can hold a lone surrogate too."""
+    df = frame(400)
+    df["uid"] = pd.array([str(u) for u in df.uid], dtype="string[python]")
+    df.loc[0, "uid"] = "\udcff"
+    ledger = make_ledger(tmp_path)
+    with pipeline._noise_off():
+        res = release_frame(df, dict(SPEC), out=tmp_path / "o.csv", ledger=ledger)
+    base = np.bincount(df.zone[1:], minlength=6)[1:5]
+    assert np.array_equal(res.columns["released"], base)  # the row without a unit is dropped

@@ -18,12 +18,14 @@ release is then exactly :func:`~dpgauss.release.pipeline.run_release` (plan, cha
 ``object`` column from a sample of its rows, so one record's value could change how every
 other record of the column is read (or make the scan fail): a switch decided on the whole
 source, which the privacy invariant forbids (``docs/security.md``).  So every pandas
-``object`` column is first mapped, value by value, to its text (``str(v)``; missing values —
-``None``, ``NaN``, ``NaT``, ``pd.NA`` — to NULL), and read as text by the rules every CSV
-field follows.  Columns of every other dtype (numbers, booleans, timestamps, pandas strings)
-are scanned as they are; a categorical is DuckDB's ENUM, whose values are read as their
-text.  A Polars ``Object`` column is refused (before the budget is touched: it is the
-schema, not the data).
+``object`` column (and a ``string`` column stored as Python objects) is first mapped, value
+by value, to its text (``str(v)``; missing values — ``None``, ``NaN``, ``NaT``, ``pd.NA`` — to
+NULL), and read as text by the rules every CSV field follows.  A value without a text (its
+``__str__`` raises, an int past ``sys.get_int_max_str_digits()``, a lone surrogate) is NULL
+for its own row: it never stops the release nor appears in a message.  Columns of every
+other dtype (numbers, booleans, timestamps, Arrow-backed strings) are scanned as they are;
+a categorical is DuckDB's ENUM, whose values are read as their text.  A Polars ``Object``
+column is refused (before the budget is touched: it is the schema, not the data).
 """
 
 from __future__ import annotations
@@ -60,14 +62,12 @@ def _scannable(data: Any, kind: str) -> Any:
     if kind == "pandas":
         import pandas as pd
 
-        objects = [c for c in data.columns if data[c].dtype == object]
+        objects = [c for c in data.columns if _python_objects(data[c].dtype)]
         if not objects:
             return data
         out = data.copy(deep=False)
         for c in objects:
-            out[c] = pd.array(
-                [None if _missing(v) else str(v) for v in data[c].tolist()], dtype="string"
-            )
+            out[c] = pd.array([_text(v) for v in data[c].tolist()], dtype="string")
         return out
     if kind == "polars":
         import polars as pl
@@ -80,6 +80,33 @@ def _scannable(data: Any, kind: str) -> Any:
             )
         return data.to_arrow()
     return data
+
+
+def _python_objects(dtype: Any) -> bool:
+    """Whether a pandas column holds Python objects: ``object``, or the ``string`` dtype
+    stored as Python ``str`` objects (which may hold lone surrogates)."""
+    if str(dtype) == "object":
+        return True
+    return type(dtype).__name__ == "StringDtype" and getattr(dtype, "storage", "") == "python"
+
+
+def _text(v: object) -> str | None:
+    """The text of one value, or None (NULL) where it has none; never raises.
+
+    A missing value is NULL.  A value without a UTF-8 text is NULL too, for its own row
+    alone: an object whose ``__str__`` raises, an int longer than Python's
+    ``int_max_str_digits``, a string holding a lone surrogate.  Raising there would let one
+    record stop the release and quote itself in the error (``docs/security.md``); its row is
+    then read like any other row whose column is empty (no unit, an invalid key or value).
+    """
+    try:
+        if _missing(v):
+            return None
+        text = str.__str__(str(v))  # an exact str, even from a str subclass's __str__
+        str.encode(text, "utf-8")  # a lone surrogate has no UTF-8 text
+        return text
+    except Exception:  # any failure is this value's alone
+        return None
 
 
 def _missing(v: object) -> bool:

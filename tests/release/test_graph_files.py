@@ -162,6 +162,97 @@ def test_bad_graphml_is_refused_naming_the_file(tmp_path: Path, case: str) -> No
     assert message in str(info.value) and "\n" not in str(info.value)
 
 
+NS = ' xmlns="http://graphml.graphdrawing.org/xmlns"'
+KEYS = (
+    '<key id="y" for="node" attr.name="y" attr.type="string"/>'
+    '<key id="x" for="node" attr.name="x" attr.type="string"/>'
+)
+NODE_A = '<node id="a"><data key="y">60</data><data key="x">24</data></node>'
+NODE_B = '<node id="b"><data key="y">60.001</data><data key="x">24</data></node>'
+INNER = f'<graph id="inner" edgedefault="undirected">{NODE_B.replace("b", "c")}</graph>'
+SEVERAL_GRAPHS = {
+    "two top-level graphs": (
+        f'<graph edgedefault="undirected">{NODE_A}</graph>'
+        f'<graph edgedefault="undirected">{NODE_B}</graph>',
+        "has more than one <graph> element",
+    ),
+    "a graph nested in a node": (
+        f'<graph edgedefault="undirected"><node id="a"><data key="y">60</data>'
+        f'<data key="x">24</data>{INNER}</node>{NODE_B}</graph>',
+        "has a <graph> nested in a <node>",
+    ),
+    "a graph nested in an edge": (
+        f'<graph edgedefault="undirected">{NODE_A}{NODE_B}'
+        f'<edge source="a" target="b">{INNER}</edge></graph>',
+        "has a <graph> nested in an <edge>",
+    ),
+}
+
+
+@pytest.mark.parametrize("namespace", [NS, ""], ids=["namespace", "no namespace"])
+@pytest.mark.parametrize("case", sorted(SEVERAL_GRAPHS))
+def test_several_or_nested_graphs_are_refused(tmp_path: Path, case: str, namespace: str) -> None:
+    """Finding 8 (issue #25): networkx reads only the first graph of a file (and a nested one
+    is read or dropped silently); a file with several graphs or a nested graph is refused with
+    one line naming the file, of its structure only."""
+    body, message = SEVERAL_GRAPHS[case]
+    p = tmp_path / "several.graphml"
+    p.write_text(f'<?xml version="1.0"?><graphml{namespace}>{KEYS}{body}</graphml>')
+    with pytest.raises(ValueError, match=str(p).replace(".", r"\.")) as info:
+        read_graphml(p)
+    text = str(info.value)
+    assert message in text and "\n" not in text
+    assert "60.001" not in text and "inner" not in text  # no content dumped
+
+
+def test_a_prefixed_namespace_and_comments_are_seen_through(tmp_path: Path) -> None:
+    """A prefix for the GraphML namespace still names a <graph>; a commented-out graph, or a
+    'graph' element of another namespace inside <data>, is not one."""
+    p = tmp_path / "g.graphml"
+    ns = "http://graphml.graphdrawing.org/xmlns"
+    p.write_text(
+        f'<g:graphml xmlns:g="{ns}" xmlns:y="urn:other">'
+        '<g:key id="y" for="node" attr.name="y" attr.type="string"/>'
+        '<g:key id="x" for="node" attr.name="x" attr.type="string"/>'
+        '<g:graph edgedefault="undirected"><g:node id="a"><g:data key="y">60</g:data>'
+        '<g:data key="x">24</g:data></g:node></g:graph>'
+        '<g:graph edgedefault="undirected"/></g:graphml>'
+    )
+    with pytest.raises(ValueError, match="has more than one <graph> element"):
+        read_graphml(p)
+    p.write_text(
+        f'<graphml xmlns="{ns}" xmlns:y="urn:other">{KEYS}<!-- <graph/> -->'
+        '<key id="d0" for="node" attr.name="shape" attr.type="string"/>'
+        '<graph edgedefault="undirected"><!-- <graph><node id="z"/></graph> -->'
+        '<node id="a"><data key="y">60</data><data key="x">24</data>'
+        '<data key="d0">box<y:graph/></data></node>'
+        f'{NODE_B}<edge source="a" target="b"/></graph><!-- <graph/> --></graphml>'
+    )
+    g = read_graphml(p)
+    assert g.ids.tolist() == ["a", "b"] and g.edges.tolist() == [[0, 1]]
+
+
+def test_a_file_without_a_graph_is_refused_in_one_line(tmp_path: Path) -> None:
+    for namespace in (NS, ""):
+        p = tmp_path / "none.graphml"
+        p.write_text(f'<?xml version="1.0"?><graphml{namespace}>{KEYS}<!-- <graph/> --></graphml>')
+        with pytest.raises(ValueError, match=r"none\.graphml: has no GraphML <graph> element") as i:
+            read_graphml(p)
+        assert "\n" not in str(i.value)
+
+
+def test_a_single_graph_reads_unchanged_with_and_without_namespace(tmp_path: Path) -> None:
+    p = tmp_path / "one.graphml"
+    for namespace in (NS, ""):
+        p.write_text(
+            f'<graphml{namespace}>{KEYS}<graph edgedefault="undirected">{NODE_A}{NODE_B}'
+            '<edge source="b" target="a"/></graph></graphml>'
+        )
+        g = read_graphml(p)
+        assert g.ids.tolist() == ["a", "b"] and g.edges.tolist() == [[0, 1]]
+        assert g.lat.tolist() == [60.0, 60.001] and g.lon.tolist() == [24.0, 24.0]
+
+
 def test_files_that_are_not_graphs(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="no such file"):
         read_graphml(tmp_path / "missing.graphml")
@@ -170,7 +261,7 @@ def test_files_that_are_not_graphs(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="is not XML"):
         read_graphml(p)
     p.write_text("<html><body/></html>")
-    with pytest.raises(ValueError, match=r"the graph has no nodes|is not a GraphML graph"):
+    with pytest.raises(ValueError, match=r"x\.graphml: has no GraphML <graph> element"):
         read_graphml(p)
 
 
@@ -285,6 +376,16 @@ def test_the_cli_refuses_a_bad_graph_before_the_budget(tmp_path: Path) -> None:
     bad.write_text("<graphml><graph><node id='a'/></graph></graphml>")
     domain = {"kind": "graph", "graph": str(bad), "lat": "lat", "lon": "lon"}
     message = "bad.graphml: node 'a' has no attribute 'y'"
+    assert_cli_refuses_uncharged(tmp_path, src, domain, message, bound=3)
+
+
+def test_the_cli_refuses_a_graphml_file_of_two_graphs_before_the_budget(tmp_path: Path) -> None:
+    src, _ = records(tmp_path)
+    two = tmp_path / "two.graphml"
+    body = SEVERAL_GRAPHS["two top-level graphs"][0]
+    two.write_text(f"<graphml{NS}>{KEYS}{body}</graphml>")
+    domain = {"kind": "graph", "graph": str(two), "lat": "lat", "lon": "lon"}
+    message = "two.graphml: has more than one <graph> element"
     assert_cli_refuses_uncharged(tmp_path, src, domain, message, bound=3)
 
 

@@ -25,7 +25,10 @@ else text; an edge names its nodes by the same text.
 not exist or cannot be parsed, a missing column or attribute, a duplicate or empty node id, a
 node without coordinates or with coordinates that are not finite degrees
 (``lat ∈ [−90, 90]``, ``lon ∈ [−180, 180]``), an edge to an unknown node, a graph without
-nodes.  Disconnected graphs and isolated nodes are allowed: every node is a key.
+nodes; for GraphML also a file with no ``<graph>`` element, with more than one, or with a
+``<graph>`` nested in a node or an edge (only one graph is read, never the first of several
+silently), with or without the GraphML namespace (comments are not elements).  Disconnected
+graphs and isolated nodes are allowed: every node is a key.
 
 The graph is public: nothing here depends on the records.  Edge weights are not read (the
 graph denoisers are unweighted).
@@ -200,20 +203,55 @@ def _build(
     return PublicGraph(_ids(texts), la, lo, ends.astype(np.int64), name)
 
 
+_GRAPHML_NS = "{http://graphml.graphdrawing.org/xmlns}"
+
+
+def _graphml_tag(tag: object) -> str | None:
+    """The local name of a GraphML element (the GraphML namespace or none), else ``None``."""
+    if not isinstance(tag, str):
+        return None
+    if tag.startswith(_GRAPHML_NS):
+        return tag[len(_GRAPHML_NS) :]
+    return None if tag.startswith("{") else tag
+
+
 def read_graphml(path: str | Path, *, lat: str = "y", lon: str = "x") -> PublicGraph:
     """The graph of a GraphML file, coordinates in the node attributes ``lat`` and ``lon``.
 
     Directed graphs and multigraphs are read as undirected simple graphs (module docstring).
-    A node declared twice, which ``networkx`` would merge silently, is refused.
+    A node declared twice, which ``networkx`` would merge silently, is refused, and so is a
+    file of several ``<graph>`` elements or a nested one (``networkx`` reads the first graph
+    only) or of none: one streaming pass over the file before ``networkx`` reads it.
     """
     import xml.etree.ElementTree as ET
 
     nx = require("networkx", "graphs", "a GraphML graph", error=ValueError)
     p = str(path)
     declared: list[str] = []
+    graphs = 0  # top-level <graph> elements
+    open_: list[str] = []  # the GraphML elements enclosing this one (a streaming parse)
     try:
-        for _, elem in ET.iterparse(p, events=("end",)):
-            tag = elem.tag.rsplit("}", 1)[-1]
+        for event, elem in ET.iterparse(p, events=("start", "end")):
+            tag = _graphml_tag(elem.tag)
+            if tag is None:
+                continue  # another namespace's element (inside <data>), e.g. yEd's
+            if event == "start":
+                if tag == "graph":
+                    if "graph" in open_:
+                        where = next((t for t in reversed(open_) if t in ("node", "edge")), "graph")
+                        raise _fail(
+                            p,
+                            f"has a <graph> nested in {'an' if where == 'edge' else 'a'} "
+                            f"<{where}>: nested graphs are not read (one graph per file)",
+                        )
+                    graphs += 1
+                    if graphs > 1:
+                        raise _fail(
+                            p, "has more than one <graph> element: one graph per file is read"
+                        )
+                open_.append(tag)
+                continue
+            open_.pop()
             if tag == "node":
                 declared.append(str(elem.get("id")))
             if tag in ("node", "edge"):
@@ -224,6 +262,8 @@ def read_graphml(path: str | Path, *, lat: str = "y", lon: str = "x") -> PublicG
         raise _fail(p, f"cannot be read: {exc.strerror or exc}") from None
     except ET.ParseError as exc:
         raise _fail(p, f"is not XML: {exc}") from None
+    if graphs == 0:
+        raise _fail(p, "has no GraphML <graph> element")
     seen: set[str] = set()
     for t in declared:
         if t in seen:

@@ -20,7 +20,9 @@ from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 
 from .test_pipeline import charges, make_ledger  # noqa: E402
 
+TYPES = {"uid": "int64", "zone": "int64"}
 SPEC = {
+    "source": {"table": "records", "types": TYPES},
     "unit": {"column": "uid"},
     "domain": {"kind": "values", "column": "zone", "values": [1, 2, 3, 4]},
     "bounds": {"max_records_per_unit": 2},
@@ -56,7 +58,9 @@ def test_an_object_column_is_read_as_text_value_by_value(tmp_path: Path) -> None
     df = frame()
     df["zone"] = df["zone"].astype(object)
     eve = pd.DataFrame({"uid": [10**6, 10**6], "zone": ["three", 3.0]}, dtype=object)
-    spec = ReleaseSpec.from_dict({**SPEC, "source": {"table": "records"}})
+    # zone as text: "3.0" is the key 3 by the keymap's reading of a number (as a CSV field)
+    source = {"table": "records", "types": {"uid": "int64", "zone": "string"}}
+    spec = ReleaseSpec.from_dict({**SPEC, "source": source})
     with_eve = pd.concat([eve, df], ignore_index=True)  # first: inside any type sample
     ledger = make_ledger(tmp_path)
     outs = []
@@ -136,6 +140,7 @@ def test_categorical_columns_are_read_as_their_text(tmp_path: Path) -> None:
         [
             ({"kind": "values", "column": "zone", "values": [1, 2]}, [3.0, 2.0]),
             ({"kind": "values", "column": "zone", "values": ["1", "x"]}, [3.0, 1.0]),
+            ({"kind": "values", "column": "t", "values": ["x", "epoch"]}, [1.0, 1.0]),
             (
                 {
                     "kind": "range",
@@ -148,9 +153,16 @@ def test_categorical_columns_are_read_as_their_text(tmp_path: Path) -> None:
             ),
         ]
     ):
+        types = {"uid": "int64", "zone": "string", "t": "string"}
+        if domain["kind"] == "range":
+            types["t"] = "timestamp"  # the categorical's text, by the timestamp grammar
+        source = {"table": "records", "types": types}
         with pipeline._noise_off():
             res = release_frame(
-                df, {**SPEC, "domain": domain}, out=tmp_path / f"c{i}.csv", ledger=ledger
+                df,
+                {**SPEC, "source": source, "domain": domain},
+                out=tmp_path / f"c{i}.csv",
+                ledger=ledger,
             )
         assert res.columns["released"].tolist() == want
 
@@ -178,7 +190,8 @@ def test_a_value_without_a_text_is_invalid_for_its_row_alone(
     eve.loc[0, column] = hostile
     data = pd.concat([eve, df], ignore_index=True)
     ledger = make_ledger(tmp_path)
-    spec = {**SPEC, "denoise": {"method": "none"}}
+    types = {"uid": "string", "zone": "int64", "note": "string"}  # note: in the hash
+    spec = {**SPEC, "source": {"table": "records", "types": types}}
     with pipeline._noise_off():
         got = release_frame(data, dict(spec), out=tmp_path / "o.csv", ledger=ledger)
         want = release_frame(

@@ -77,7 +77,7 @@ from typing import Any
 import numpy as np
 
 from .._optional import install_hint
-from . import csv_format, unit_topb
+from . import csv_format, schema, unit_topb
 from .engine import Aggregate, AggregationPlan, RowCounts, source_columns
 from .keymap import DUCKDB, INT_LITERAL, TIMESTAMP_TEXT, Column, range_key_sql, value_tables
 from .spec import DomainSpec, ReleaseSpec
@@ -391,25 +391,65 @@ class DuckDBEngine:
         params: dict[str, Any] = {"dp_paths": list(src.paths)}
         return "read_parquet($dp_paths, union_by_name = true)", params, None
 
+    def _typed(
+        self, con: Any, spec: ReleaseSpec, tag: str
+    ) -> tuple[str, dict[str, Any], _CsvScan | None, dict[str, str]]:
+        """(relation, parameters, CSV scan, column → DuckDB type) of the source as the query
+        reads it.  With ``[source] types`` (:mod:`dpgauss.release.schema`) that is a view of
+        the declared columns only, each converted value by value to its declared type (a
+        source column whose type cannot hold it is refused here, before any record is
+        read); without, the source as it is."""
+        source, params, csv = self._source(con, spec, tag)
+        if csv is not None:
+            physical = csv.types
+        else:
+            rows = con.execute(f"DESCRIBE SELECT * FROM {source}", params).fetchall()
+            physical = {str(r[0]): str(r[1]) for r in rows}
+        declared = spec.source.types
+        if declared is None:
+            return source, params, csv, physical
+        schema.check(declared, physical, schema.duckdb_family)
+        # a CSV relation holds the columns the release reads (its content is the line)
+        names = [c for c in declared if csv is None or c in source_columns(spec)]
+        cols = [
+            f"{schema.duckdb_conversion(quote_ident(c), physical[c], declared[c])} "
+            f"AS {quote_ident(c)}"
+            for c in names
+        ]
+        if csv is not None:
+            cols += [csv.line, csv.bad]
+        types = {c: schema.DUCKDB_TYPES[declared[c]] for c in names}
+        return f"(SELECT {', '.join(cols)} FROM {source}) AS dp_typed", params, csv, types
+
     def describe(self, spec: ReleaseSpec) -> dict[str, str]:
         """Column name → DuckDB type of the source (binds the scan; reads no records).
 
         For CSV: every column is ``VARCHAR``; the names come from the header (of the first
-        file; every file's first line must be that header) or ``[source] columns``."""
+        file; every file's first line must be that header) or ``[source] columns``.  With
+        ``[source] types``: the declared columns in their declared types, once the source's
+        own types are found to hold them (:mod:`dpgauss.release.schema`; else a
+        ``ValueError`` naming the column)."""
+        declared = spec.source.types
         if spec.source.file_format == "csv":
-            return dict.fromkeys(_csv_layout(spec)[1], "VARCHAR")
+            physical = dict.fromkeys(_csv_layout(spec)[1], "VARCHAR")
+            if declared is None:
+                return physical
+            schema.check(declared, physical, schema.duckdb_family)
+            return {c: schema.DUCKDB_TYPES[t] for c, t in declared.items()}
         duckdb = _duckdb()
         con, owned = self._connect()
         tag = secrets.token_hex(4)
         try:
-            source, params, _ = self._source(con, spec, tag)
-            rows = con.execute(f"DESCRIBE SELECT * FROM {source}", params).fetchall()
+            source, params, _, types = self._typed(con, spec, tag)
+            if declared is None:
+                return types
+            con.execute(f"DESCRIBE SELECT * FROM {source}", params).fetchall()  # it binds
         except duckdb.Error as exc:
             where = f" {', '.join(spec.source.paths)}" if spec.source.paths else ""
             raise EngineError(f"cannot read the source{where}: {_one_line(exc)}") from None
         finally:
             self._cleanup(con, owned, tag)
-        return {str(r[0]): str(r[1]) for r in rows}
+        return types
 
     def _cleanup(self, con: Any, owned: bool, tag: str, axes: int = 1) -> None:
         if owned:
@@ -540,14 +580,8 @@ class DuckDBEngine:
         con, owned = self._connect()
         tag = secrets.token_hex(4)
         try:
-            source, params, csv = self._source(con, plan.spec, tag)
-            if csv is not None:  # the line reader is scanned once, by the query below
-                types = csv.types
-            else:
-                types = {
-                    str(r[0]): str(r[1])
-                    for r in con.execute(f"DESCRIBE SELECT * FROM {source}", params).fetchall()
-                }
+            # a CSV's line reader is scanned once, by the query below
+            source, params, csv, types = self._typed(con, plan.spec, tag)
             if self.kernel and unit_topb.available() and _kernel_serves(plan, types, con):
                 groups, spread = self._run_kernel(plan, con, source, params, types, tag, csv)
             else:

@@ -6,26 +6,37 @@
     from dpgauss.release import release_frame
 
     trips = pd.read_parquet("trips.parquet")
-    result = release_frame(trips, "spec.toml", out="pickups.csv", ledger="budget.sqlite")
+    spec = {
+        "source": {"types": {"driver": "string", "zone": "int64"}},
+        "unit": {"column": "driver"},
+        ...
+    }
+    result = release_frame(trips, spec, out="pickups.csv", ledger="budget.sqlite")
 
 The spec is a TOML path, a dict shaped like the TOML file, or a
-:class:`~dpgauss.release.spec.ReleaseSpec`; its ``[source]`` may be left out (or be ``table =
-"<name>"``, the name the frame is scanned under).  The frame is registered in a private
-in-memory DuckDB connection and scanned in place, without a copy, by the DuckDB engine; the
-release is then exactly :func:`~dpgauss.release.pipeline.run_release` (plan, charge, write).
+:class:`~dpgauss.release.spec.ReleaseSpec`.  Its ``[source]`` is ``table = "<name>"`` (the
+name the frame is scanned under; a dict spec may leave it out) and **must declare**
+``types``: every column the release reads, each taken in its declared type
+(:mod:`dpgauss.release.schema`).  The frame is registered in a private in-memory DuckDB
+connection and scanned in place, without a copy, by the DuckDB engine; the release is then
+exactly :func:`~dpgauss.release.pipeline.run_release` (plan, charge, write).
 
-**A column's type is the schema's, never the records'.**  DuckDB would type a pandas
-``object`` column from a sample of its rows, so one record's value could change how every
-other record of the column is read (or make the scan fail): a switch decided on the whole
-source, which the privacy invariant forbids (``docs/security.md``).  So every pandas
-``object`` column (and a ``string`` column stored as Python objects) is first mapped, value
-by value, to its text (``str(v)``; missing values — ``None``, ``NaN``, ``NaT``, ``pd.NA`` — to
-NULL), and read as text by the rules every CSV field follows.  A value without a text (its
-``__str__`` raises, an int past ``sys.get_int_max_str_digits()``, a lone surrogate) is NULL
-for its own row: it never stops the release nor appears in a message.  Columns of every
-other dtype (numbers, booleans, timestamps, Arrow-backed strings) are scanned as they are;
-a categorical is DuckDB's ENUM, whose values are read as their text.  A Polars ``Object``
-column is refused (before the budget is touched: it is the schema, not the data).
+**A column's type is the spec's, never the records'.**  A frame's dtypes are a function of
+its records: one missing value widens int64 to float64 (``DataFrame(records)``, ``concat``,
+``to_pandas()``), ``pd.read_csv`` types a column from all its rows, a categorical's codes
+come from the sorted distinct values, and DuckDB would type a pandas ``object`` column from
+a sample of its rows.  Each would be a switch decided on the whole source, which the
+privacy invariant forbids (``docs/security.md``).  So each declared column is converted
+value by value to its declared type, and a frame column whose dtype cannot hold the
+declared type exactly (float64 for int64) is refused before the budget is touched, with
+the sentence of :func:`~dpgauss.release.schema.refusal`.  A pandas ``object`` column (and a
+``string`` column stored as Python objects) is first mapped, value by value, to its text
+(``str(v)``; missing values — ``None``, ``NaN``, ``NaT``, ``pd.NA`` — to NULL) and then read
+by the declared type's text rule.  A value without a text (its ``__str__`` raises, an int
+past ``sys.get_int_max_str_digits()``, a lone surrogate) is NULL for its own row: it never
+stops the release nor appears in a message.  A categorical is read by its value's text.  A
+Polars ``Object`` column is refused (before the budget is touched: it is the schema, not
+the data).
 """
 
 from __future__ import annotations
@@ -147,7 +158,10 @@ def release_frame(
         spec = load_spec(spec_path)
     if isinstance(spec, dict):
         d = dict(spec)
-        d.setdefault("source", {"table": name})
+        src = dict(d.get("source") or {})
+        if not any(k in src for k in ("path", "table", "bundled")):
+            src["table"] = name
+        d["source"] = src
         spec = ReleaseSpec.from_dict(d)
     if not isinstance(spec, ReleaseSpec):
         raise TypeError(f"spec must be a ReleaseSpec, a dict or a TOML path; got {type(spec)}")
@@ -156,6 +170,13 @@ def release_frame(
         raise ValueError(
             f"[source] of a DataFrame release is table = {name!r} (or left out of a dict spec); "
             "got a spec that reads another source"
+        )
+    if src.types is None:
+        raise ValueError(
+            "a DataFrame release needs [source] types, e.g. types = { uid = \"int64\", "
+            "key = \"string\" }: every column it reads, declared, because a frame's dtypes "
+            "are a function of its records (one missing value widens int64 to float64; "
+            "dpgauss.release.schema)"
         )
     frame = _scannable(data, kind)
     con = duckdb.connect()

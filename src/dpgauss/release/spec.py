@@ -49,7 +49,11 @@ Every table and key
     ``bundled = "trips"`` (the TaxiVis trips shipped with dpgauss) — exactly one.
     ``format`` = ``"auto"`` (by extension: ``.parquet``/``.pq`` is Parquet, anything else CSV),
     ``"csv"`` or ``"parquet"``.  ``database``: a DuckDB database file holding ``table``
-    (opened read-only).  CSV only (the format is :mod:`dpgauss.release.csv_format`: one record
+    (opened read-only).  ``types``: the declared schema, a table ``column = "type"``
+    (``int64``, ``float64``, ``string``, ``bool``, ``date``, ``timestamp``, … —
+    :mod:`dpgauss.release.schema`): every column the release reads, each taken in its
+    declared type, never in a type inferred from the records; required for a DataFrame,
+    allowed for every source.  CSV only (the format is :mod:`dpgauss.release.csv_format`: one record
     per line, RFC-4180 quoting within a line, no line breaks inside fields): ``delimiter``
     (default ``","``; one character, not ``"``, CR, LF or U+FFFD), ``header`` (default true:
     the first line of the first file names the columns, and every file starts with that same
@@ -169,6 +173,7 @@ from ..denoise.registry import DENOISERS as _REGISTRY
 from .csv_format import delimiter_problem
 from .graph_files import BUNDLED_GRAPHS
 from .keymap import MAX_KEYS, RangeBins, brief
+from .schema import declared_types
 
 __all__ = [
     "BoundsSpec",
@@ -310,7 +315,9 @@ def _build(where: str, cls: type, data: object) -> Any:
 class SourceSpec:
     """``[source]``: where the records are (exactly one of ``path``, ``table``, ``bundled``).
 
-    CSV sources (:mod:`dpgauss.release.csv_format`) take ``delimiter``, ``header``,
+    ``types`` (column → declared type, :mod:`dpgauss.release.schema`) is the schema every
+    column the release reads is taken in: required for a DataFrame, allowed for every
+    source.  CSV sources (:mod:`dpgauss.release.csv_format`) take ``delimiter``, ``header``,
     ``columns`` and ``on_malformed``.  ``columns`` lists the column names in order: required
     with ``header = false`` (the files then hold records only), optional with a header (it
     must then equal the header, which the engines check before anything is charged).
@@ -325,9 +332,11 @@ class SourceSpec:
     header: bool = True
     columns: tuple[str, ...] | None = None
     on_malformed: str = "drop"
+    types: dict[str, str] | None = None
 
     def __post_init__(self) -> None:
         w = "source"
+        object.__setattr__(self, "types", declared_types(self.types))
         given = [k for k in ("path", "table", "bundled") if getattr(self, k) is not None]
         if len(given) != 1:
             raise ValueError(
@@ -1183,6 +1192,8 @@ class ReleaseSpec:
                 raise TypeError(f"[{key}] must be a {cls.__name__}; got {type(value).__name__}")
         if self.name is not None:
             _text("release", "name", self.name)
+        if self.source.types is not None:
+            _check_declared(self)
         d = self.domain
         method = self.denoise.method
         if method == "wavelet" and d.kind != "range":
@@ -1217,6 +1228,29 @@ class ReleaseSpec:
                 continue
             out[key] = _plain(asdict(getattr(self, key)))
         return out
+
+
+def _check_declared(spec: ReleaseSpec) -> None:
+    """With ``[source] types``, every column the release reads must be declared."""
+    types = spec.source.types or {}
+    wanted = [("[unit] column", spec.unit.column)]
+    for d in spec.domain.axes:
+        if d.locates:
+            wanted += [(f"[{d.where}] lat", d.lat), (f"[{d.where}] lon", d.lon)]
+        else:
+            wanted.append((f"[{d.where}] column", d.column))
+    if spec.statistic.column is not None:
+        wanted.append(("[statistic] column", spec.statistic.column))
+    if spec.filter is not None:
+        wanted.append(("[filter] column", spec.filter.column))
+    for col in spec.bounds.record_columns or ():
+        wanted.append(("[bounds] record_columns", col))
+    for key, col in wanted:
+        if col not in types:
+            raise ValueError(
+                f"{key} {col!r} is not declared in [source] types: with types, every column "
+                f"the release reads is declared (declared: {', '.join(types)})"
+            )
 
 
 def _plain(value: Any) -> Any:

@@ -173,8 +173,8 @@ def release_frame(
         )
     if src.types is None:
         raise ValueError(
-            "a DataFrame release needs [source] types, e.g. types = { uid = \"int64\", "
-            "key = \"string\" }: every column it reads, declared, because a frame's dtypes "
+            'a DataFrame release needs [source] types, e.g. types = { uid = "int64", '
+            'key = "string" }: every column it reads, declared, because a frame\'s dtypes '
             "are a function of its records (one missing value widens int64 to float64; "
             "dpgauss.release.schema)"
         )

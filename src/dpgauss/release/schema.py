@@ -75,11 +75,14 @@ from typing import Any
 from .keymap import INT_LITERAL, TIMESTAMP_TEXT, WS
 
 __all__ = [
+    "DATE_TEXT",
     "DECLARED",
     "DUCKDB_TYPES",
     "canonical",
-    "duckdb_family",
+    "check",
+    "declared_types",
     "duckdb_conversion",
+    "duckdb_family",
     "refusal",
     "rule",
 ]
@@ -172,8 +175,7 @@ def canonical(column: str, name: object) -> str:
     ``column``; a one-line error naming the key and the allowed names otherwise."""
     if not isinstance(name, str):
         raise TypeError(
-            f"[source] types.{column} must be a type name (a string); got "
-            f"{type(name).__name__}"
+            f"[source] types.{column} must be a type name (a string); got {type(name).__name__}"
         )
     key = re.sub(r"\s+", "", name.lower())
     if key in DUCKDB_TYPES:
@@ -321,7 +323,10 @@ def duckdb_conversion(column_sql: str, physical: str, declared: str) -> str:
     if declared == "bool":
         return f"CASE lower({c}) WHEN 'true' THEN true WHEN 'false' THEN false END"
     if declared == "date":
-        return f"CASE WHEN regexp_full_match({c}, {_literal(DATE_TEXT)}) THEN TRY_CAST({c} AS DATE) END"
+        return (
+            f"CASE WHEN regexp_full_match({c}, {_literal(DATE_TEXT)}) "
+            f"THEN TRY_CAST({c} AS DATE) END"
+        )
     return (
         f"CASE WHEN regexp_full_match({c}, {_literal(TIMESTAMP_TEXT)}) "
         f"THEN TRY_CAST({c} AS {target}) END"

@@ -952,8 +952,10 @@ FROM ({rows_sql}) GROUP BY g"""
             c, t = f"CAST({c} AS VARCHAR)", "VARCHAR"
         if t == "VARCHAR":
             self.params["dp_ts_re"] = TIMESTAMP_TEXT
+            # trimmed: DuckDB casts '2020-01-02 03:04 ' but not '2020-01-02 ' (Spark both)
             return (
-                f"CASE WHEN regexp_full_match({c}, $dp_ts_re) THEN TRY_CAST({c} AS TIMESTAMP) END"
+                f"CASE WHEN regexp_full_match({c}, $dp_ts_re) "
+                f"THEN TRY_CAST(trim({c}, {_literal(schema.WS_CHARS)}) AS TIMESTAMP) END"
             )
         return f"TRY_CAST({c} AS TIMESTAMP)"
 

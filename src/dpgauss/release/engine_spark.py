@@ -65,7 +65,7 @@ from typing import Any
 
 import numpy as np
 
-from . import csv_format
+from . import csv_format, schema
 from .engine import Aggregate, AggregationPlan, RowCounts, source_columns
 from .engine_duckdb import AGGREGATION_FAILED, EngineError
 from .keymap import INT_LITERAL, SPARK, TIMESTAMP_TEXT, Column, range_key_sql, value_tables
@@ -278,6 +278,27 @@ class SparkEngine:
         df = spark.read.option("mergeSchema", "true").parquet(*paths)
         return df, list(df.columns), None
 
+    def _typed(self, spec: ReleaseSpec) -> tuple[Any, list[str], tuple[str, str] | None]:
+        """:meth:`_read`, and with ``[source] types`` (:mod:`dpgauss.release.schema`) the
+        declared columns only, each converted value by value to its declared type as the
+        DuckDB engine converts it (a source column whose type cannot hold it is refused,
+        before any record is read)."""
+        df, names, csv = self._read(spec)
+        declared = spec.source.types
+        if declared is None:
+            return df, names, csv
+        fields = {f.name: f.dataType for f in df.schema.fields}
+        if csv is not None:  # the CSV relation holds the columns the release reads
+            physical = dict.fromkeys(names, "string")
+        else:
+            physical = {n: fields[n].simpleString() for n in names}
+        schema.check(declared, physical, lambda t: _family(t))
+        keep = [c for c in declared if csv is None or c in source_columns(spec)]
+        cols = [f"{_conversion(_ident(c), fields[c], declared[c])} AS {_ident(c)}" for c in keep]
+        if csv is not None:
+            cols += [_ident(c) for c in csv]
+        return df.selectExpr(*cols), keep, csv
+
     # ------------------------------------------------------------------------ CSV
 
     def _local(self, pattern: str) -> bool:
@@ -409,9 +430,13 @@ class SparkEngine:
         For CSV: every column is ``string``; the names come from the header (of the first
         file; every local file's first line must be that header) or ``[source] columns``."""
         if self._dataframe is None and spec.source.file_format == "csv":
-            return dict.fromkeys(self._csv_layout(spec)[1], "string")
+            physical = dict.fromkeys(self._csv_layout(spec)[1], "string")
+            if spec.source.types is None:
+                return physical
+            schema.check(spec.source.types, physical, _family)
+            return {c: schema.DUCKDB_TYPES[t] for c, t in spec.source.types.items()}
         try:
-            df, names, _ = self._read(spec)
+            df, names, _ = self._typed(spec)
             types = {f.name: f.dataType.simpleString() for f in df.schema.fields}
         except _spark_errors() as exc:
             raise EngineError(f"cannot read the source: {_one_line(exc)}") from None
@@ -422,12 +447,84 @@ class SparkEngine:
     def aggregate(self, plan: AggregationPlan) -> Aggregate:
         """The bounded aggregate of ``plan`` (semantics: :mod:`dpgauss.release.engine`)."""
         try:
-            df, names, csv = self._read(plan.spec)
+            df, names, csv = self._typed(plan.spec)
             job = _Job(plan, df, names, csv).build()
             rows = [tuple(r) for r in job.collect()]
         except _spark_errors() as exc:
             raise EngineError(AGGREGATION_FAILED, f"spark: {_one_line(exc)}") from None
         return _collect(plan, rows)
+
+
+# ------------------------------------------------------------------ declared types
+
+#: Each declared type (:mod:`dpgauss.release.schema`) as a Spark SQL type.
+_SPARK_TYPES = {
+    "int8": "TINYINT",
+    "int16": "SMALLINT",
+    "int32": "INT",
+    "int64": "BIGINT",
+    "float64": "DOUBLE",
+    "string": "STRING",
+    "bool": "BOOLEAN",
+    "date": "DATE",
+    "timestamp": "TIMESTAMP_NTZ",
+}
+
+
+def _family(t: Any) -> str:
+    """The :func:`dpgauss.release.schema.duckdb_family` of a Spark type (a ``DataType`` or
+    its ``simpleString``).  Spark's ``timestamp`` (with the session's time zone) is
+    ``other``, as DuckDB's ``TIMESTAMP WITH TIME ZONE`` is."""
+    name = t if isinstance(t, str) else t.simpleString()
+    name = name.lower()
+    if name in ("tinyint", "smallint", "int", "bigint"):
+        return "int"
+    m = re.fullmatch(r"decimal\((\d+),(\d+)\)", name)
+    if m:
+        return "decimal0" if int(m.group(2)) == 0 else "decimal"
+    return {
+        "boolean": "bool",
+        "float": "float32",
+        "double": "float64",
+        "string": "string",
+        "date": "date",
+        "timestamp_ntz": "timestamp",
+        "void": "null",
+    }.get(name, "other" if not name.startswith(("varchar", "char")) else "string")
+
+
+def _conversion(c: str, t: Any, declared: str) -> str:
+    """Spark SQL of one declared column read from a source column of Spark type ``t``: the
+    same values, row by row, as :func:`dpgauss.release.schema.duckdb_conversion`."""
+    how = schema.rule(_family(t), declared)
+    if declared not in _SPARK_TYPES:
+        raise EngineError(
+            f"[source] types: the Spark engine does not read {declared!r} columns "
+            "(unsigned and nanosecond types are DuckDB's): use --engine duckdb"
+        )
+    target = _SPARK_TYPES[declared]
+    if how == "null":
+        return f"CAST(NULL AS {target})"
+    if how == "same":
+        return c
+    if how == "cast":
+        return f"try_cast({c} AS {target})"
+    assert how == "text"
+    if declared in schema.INTEGERS:
+        return (
+            f"CASE WHEN {c} RLIKE {_text(INT_LITERAL)} "
+            f"THEN try_cast(try_cast(replace({c}, '_', '') AS DECIMAL(38, 0)) AS {target}) END"
+        )
+    if declared == "float64":
+        x = f"try_cast(replace({c}, '_', '') AS DOUBLE)"
+        return (
+            f"CASE WHEN {c} RLIKE {_text(_NUMBER)} AND NOT (isnan({x}) OR abs({x}) = "
+            f"double('inf')) THEN {x} END"
+        )
+    if declared == "bool":
+        return f"CASE lower({c}) WHEN 'true' THEN true WHEN 'false' THEN false END"
+    grammar = schema.DATE_TEXT if declared == "date" else TIMESTAMP_TEXT
+    return f"CASE WHEN {c} RLIKE {_text(grammar)} THEN try_cast({c} AS {target}) END"
 
 
 # ---------------------------------------------------------------------------- the job

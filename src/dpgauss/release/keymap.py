@@ -87,12 +87,13 @@ INT_LIMIT = 10**38
 WS = r"[ \t\n\x0B\f\r]"
 INT_LITERAL = rf"^{WS}*[+-]?[0-9]+(_[0-9]+)*{WS}*$"
 #: The text of a timestamp, as both engines read it (a ``[filter]`` window, a timestamp
-#: range): ``YYYY-MM-DD``, optionally ``[ T]hh:mm[:ss[.fraction]]`` and a ``±hh[:mm]`` offset
-#: (which both engines ignore).  DuckDB's ``TRY_CAST`` alone also reads ``Z``, ``UTC``, ``BC``,
+#: range): ``YYYY-MM-DD``, optionally ``[ T]hh:mm[:ss[.fraction][±hh[:mm]]]`` — a UTC offset
+#: (which both engines ignore) only after the seconds: Spark reads no offset after
+#: ``hh:mm`` (DuckDB does).  DuckDB's ``TRY_CAST`` alone also reads ``Z``, ``UTC``, ``BC``,
 #: ``epoch`` and hour 24, Spark's not: only text of this grammar is cast, on both.
 TIMESTAMP_TEXT = (
     rf"^{WS}*[0-9]{{4}}-[0-9]{{1,2}}-[0-9]{{1,2}}"
-    r"([ T]([01]?[0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9]([.][0-9]*)?)?([+-][0-9]{2}(:?[0-9]{2})?)?)?"
+    r"([ T]([01]?[0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9]([.][0-9]*)?([+-][0-9]{2}(:?[0-9]{2})?)?)?)?"
     rf"{WS}*$"
 )
 _DBL_MAX = Fraction(sys.float_info.max)

@@ -178,9 +178,7 @@ class PublicReport:
                 "values"
             )
         if ch.get("charged"):
-            lines.append(
-                f"charge     : dataset {ch['dataset']!r}, mu={ch['mu']:.6g}"
-            )
+            lines.append(f"charge     : dataset {ch['dataset']!r}, mu={ch['mu']:.6g}")
         else:
             lines.append("charge     : none (not charged to any ledger)")
         if self.noise_off:

@@ -46,8 +46,8 @@ declared        aliases                     a source column of type … is read
 ``int64``,      ``integer``,              the same integer, NULL outside the declared
 ``uint8`` …     ``bigint``, ``utinyint`` …  range; text: an integer literal of
 ``uint64``      ``ubigint``                 :data:`~dpgauss.release.keymap.INT_LITERAL`
-``float64``     ``double``, ``float8``      a float, integer or decimal: the nearest
-                                            double; text: as both engines parse a number
+``float64``     ``double``, ``float8``      a float or integer: the nearest double;
+                                            text: as both engines parse a number
                                             (``nan``, ``inf``: NULL)
 ``string``      ``varchar``, ``text``,      text as it is; a categorical by its value's
                 ``utf8``, ``large_string``  text; integers, decimals, booleans, dates and
@@ -78,6 +78,7 @@ __all__ = [
     "DATE_TEXT",
     "DECLARED",
     "DUCKDB_TYPES",
+    "WS_CHARS",
     "canonical",
     "check",
     "declared_types",
@@ -131,6 +132,8 @@ _ALIASES = {
     "timestamp[ns]": "timestamp_ns",
 }
 
+#: The characters of :data:`~dpgauss.release.keymap.WS`, for ``trim``.
+WS_CHARS = " \t\n\x0b\f\r"
 #: DATE text, as both engines read it (then cast).
 DATE_TEXT = rf"^{WS}*[0-9]{{4}}-[0-9]{{1,2}}-[0-9]{{1,2}}{WS}*$"
 
@@ -145,8 +148,6 @@ _RULES: dict[str, dict[str, str]] = {
         "float64": "same",
         "float32": "cast",
         "int": "cast",
-        "decimal0": "cast",
-        "decimal": "cast",
         "string": "text",
     },
     "string": {
@@ -327,7 +328,9 @@ def duckdb_conversion(column_sql: str, physical: str, declared: str) -> str:
             f"CASE WHEN regexp_full_match({c}, {_literal(DATE_TEXT)}) "
             f"THEN TRY_CAST({c} AS DATE) END"
         )
+    # trimmed: DuckDB reads '2020-01-02 ' as no timestamp, '2020-01-02 03:04 ' as one;
+    # Spark reads both
     return (
         f"CASE WHEN regexp_full_match({c}, {_literal(TIMESTAMP_TEXT)}) "
-        f"THEN TRY_CAST({c} AS {target}) END"
+        f"THEN TRY_CAST(trim({c}, {_literal(WS_CHARS)}) AS {target}) END"
     )

@@ -261,6 +261,8 @@ def rule(family: str, declared: str) -> str | None:
 def refusal(column: str, declared: str, physical: str) -> str:
     """The one sentence that refuses a source column whose type cannot hold the declared
     type's values exactly (it names the schema only, never a value)."""
+    if physical.upper().startswith("ENUM("):
+        physical = "ENUM"  # its type string lists the values: data, never in a message
     pandas = {
         "string": "'string'",
         "bool": "'boolean'",

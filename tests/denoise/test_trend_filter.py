@@ -408,3 +408,31 @@ def test_solver_choice_without_numba(monkeypatch):
     )
     with pytest.raises(ImportError, match=r"'\.\[fast\]'"):
         trend_filter(y, None, nx.cycle_graph(5), lam=0.05, solver="exact")
+
+
+# ------------------------------------------------- the SURE path reaches the raw release
+
+
+@pytest.mark.parametrize("order", [0, 1, 2])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_the_sure_path_ends_at_the_raw_release(order: int, seed: int, weighted: bool) -> None:
+    """Issue #26, item 3: every default λ path includes λ = 0 (β̂ = y, SURE = Σσᵢ²), so the
+    fit chosen by SURE is never worse than the raw release by its own SURE.  A rough signal
+    far above the noise (every difference a jump) is where a path that stopped at a positive
+    λ had nothing to fall back on."""
+    if weighted and order > 0:
+        pytest.skip("one σ per key: order 0 only")
+    rng = np.random.default_rng(seed)
+    g = nx.grid_2d_graph(6, 7) if seed != 1 else nx.path_graph(40)
+    n = g.number_of_nodes()
+    theta = rng.choice([-50.0, 0.0, 80.0], size=n) * rng.uniform(0.5, 1.5, size=n)
+    sigma = rng.uniform(0.5, 2.0, size=n) if weighted else 1.0
+    y = theta + rng.normal(size=n) * sigma
+    res = trend_filter(y, sigma, as_graph(g), order=order)
+    lams = np.asarray(res.params["path"]["lam"])
+    assert lams[-1] == 0.0 and np.all(lams[:-1] > 0)
+    raw = float(np.sum(np.broadcast_to(np.asarray(sigma) ** 2, (n,))))
+    assert res.risk <= raw * (1 + 1e-12)
+    if res.params["lam"] == 0.0:  # chosen: exactly the raw release, with df = d
+        assert np.array_equal(res.estimate, y) and res.params["df"] == n

@@ -1228,7 +1228,9 @@ def trend_filter(
         ``SURE = ‖y − β̂‖² − dσ² + 2σ² df`` over ``n_lambdas`` geometric values from
         ``λ_max`` (the smallest λ whose solution is the per-component mean) down to
         ``lam_min_ratio · λ_max``, continued further down while SURE still decreases at
-        the end (at most ``n_lambdas`` more values); or a sequence of candidate λ.
+        the end (at most ``n_lambdas`` more values), and ``λ = 0`` (``β̂ = y``, the raw
+        release: so the choice is never worse than it by SURE); or a sequence of
+        candidate λ.
     n_lambdas, lam_min_ratio
         The default SURE path; ``lam_min_ratio`` defaults to 1e-3 for orders 0 and 1 and
         1e-4 for order 2.
@@ -1479,7 +1481,13 @@ def _sure_path(
 ) -> list[Any]:
     """The fits of the default SURE path: ``n_lambdas`` geometric λ from ``λ_max`` down to
     ``ratio · λ_max``, extended (by at most ``n_lambdas`` more steps, never below
-    ``_LAM_FLOOR · λ_max``) while SURE is still falling at its end."""
+    ``_LAM_FLOOR · λ_max``) while SURE is still falling at its end, and then ``λ = 0``.
+
+    The path ends at ``λ = 0``, where ``β̂ = y`` and ``SURE = Σσᵢ²`` (``‖y − y‖² = 0``,
+    ``df = d``), the raw release's exact risk.  So the fit chosen by SURE is never worse than
+    the raw release by its own SURE: a geometric path stops at a positive λ (issue #26: one
+    that stopped at 7·10⁻⁷ λ_max published a map worse than the raw one, RMSE 5.01 against
+    4.20, with nothing to fall back on)."""
     fits = [solve(float(v)) for v in lam_max * np.geomspace(1.0, ratio, n_lambdas)]
     step = ratio ** (1.0 / max(n_lambdas - 1, 1))
     extra = 0
@@ -1491,6 +1499,7 @@ def _sure_path(
     ):
         fits.append(solve(fits[-1].lam * step))
         extra += 1
+    fits.append(solve(0.0))
     return fits
 
 

@@ -70,9 +70,7 @@ class DenoisedTable:
         r = self.report
         iv = r["intervals"]
         n = r["rows"]
-        risk, upper = r["estimated_error"], r["estimated_error_upper95"]
-        rmse = None if risk is None else math.sqrt(max(risk, 0.0) / n)
-        up = None if upper is None else math.sqrt(upper / n)
+        rmse, up = r["rmse_per_key"], r["rmse_per_key_upper95"]
         return "\n".join(
             [
                 f"denoised   : {n:,} rows of {r['value_column']!r} with "
@@ -84,6 +82,22 @@ class DenoisedTable:
                 f"output     : {self.output}; report {self.report_path}",
             ]
         )
+
+
+def _errors(risk: float | None, sd: float | None, upper: float, n: int) -> dict[str, Any]:
+    """The report's error fields (:func:`dpgauss.release.report.error_fields`: never a
+    zero or negative error)."""
+    from .report import error_fields
+
+    err = error_fields(risk, upper, n)
+    out = {
+        "estimated_error": err["estimated_error"],
+        "estimated_error_sd": sd,
+        "estimated_error_upper95": upper,
+    }
+    if "estimated_error_note" in err:
+        out["estimated_error_note"] = err["estimated_error_note"]
+    return out | {k: err[k] for k in ("sure", "rmse_per_key", "rmse_per_key_upper95")}
 
 
 def _read(path: str) -> dict[str, list[Any]]:
@@ -327,9 +341,7 @@ def denoise_table(
                 else {}
             )
             | ({"skipped": res.params["skipped"]} if "skipped" in res.params else {}),
-            "estimated_error": risk,
-            "estimated_error_sd": bars.risk_sd,
-            "estimated_error_upper95": bars.risk_upper(0.95),
+            **_errors(risk, bars.risk_sd, bars.risk_upper(0.95), n),
             "raw_error": float(np.sum(sig_all**2)),
             "raw_rmse_per_key": float(math.sqrt(np.mean(sig_all**2))),
             "intervals": {

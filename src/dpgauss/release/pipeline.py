@@ -85,7 +85,7 @@ from .engine import Aggregate, AggregationPlan, Engine
 from .keymap import key_array
 from .outputs import OutputGroup, write_csv
 from .plan import LEDGER_ENV, ReleasePlan, make_engine, plan_release, value_offset
-from .report import NOT_PRIVATE_WARNING, Diagnostics, PublicReport, json_ready
+from .report import NOT_PRIVATE_WARNING, Diagnostics, PublicReport, error_fields, json_ready
 from .sensitivity import Sensitivity, derive_sensitivity
 from .spec import MAX_EPSILON, ReleaseSpec
 
@@ -788,13 +788,20 @@ def _den_info(den: Denoised, bars: ErrorBars, sigma: float, d: int, level: float
     # replicates' own SURE (dpgauss.denoise.intervals), 0 for an exact (linear) estimator.
     upper = bars.risk_upper(0.95)
     lo, hi = bars.interval(level)
+    err = error_fields(risk, upper, d)  # never a zero or negative error
     info: dict[str, Any] = {
         "method": den.method,
-        "estimated_error": risk,
+        "estimated_error": err["estimated_error"],
         "estimated_error_sd": bars.risk_sd,
         "estimated_error_upper95": upper,
-        "rmse_per_key": math.sqrt(max(risk, 0.0) / d) if math.isfinite(risk) and d else None,
-        "rmse_per_key_upper95": math.sqrt(upper / d) if d else None,
+        **(
+            {"estimated_error_note": err["estimated_error_note"]}
+            if "estimated_error_note" in err
+            else {}
+        ),
+        "sure": err["sure"],
+        "rmse_per_key": err["rmse_per_key"],
+        "rmse_per_key_upper95": err["rmse_per_key_upper95"],
         "raw_error": d * sigma * sigma,
         "raw_rmse_per_key": sigma,
         "intervals": {

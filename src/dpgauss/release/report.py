@@ -188,12 +188,46 @@ class PublicReport:
         return "\n".join(lines)
 
 
+#: Why a report gives no point estimate of the error (``estimated_error_note``).
+BELOW_RESOLUTION = (
+    "SURE is below its own resolution (at most 1 % of its 95 % upper bound, or negative): "
+    "no point estimate; the error is at most estimated_error_upper95"
+)
+
+
+def error_fields(risk: float | None, upper: float | None, d: int) -> dict[str, Any]:
+    """The report's error estimate: ``estimated_error`` (SURE) and ``rmse_per_key``, never
+    zero or negative.
+
+    SURE is unbiased but noisy (its standard deviation is about ``σ²√(2d)``), so it can be
+    negative, or 0, for a good estimate of a flat map: published as the error, it would
+    claim a release better than perfect (issue #26: ``rmse_per_key: 0.0`` beside
+    ``estimated_error: -18006``).  Where SURE is at most 1 % of its one-sided 95 % bound
+    ``upper`` (an RMSE below a tenth of the bound's), or not finite, both are ``None`` with
+    ``estimated_error_note`` saying why, and the bound is the answer; SURE itself stays in
+    ``sure``.  ``d`` is the number of keys."""
+    ok = risk is not None and math.isfinite(risk)
+    up_ok = upper is not None and math.isfinite(upper)
+    out: dict[str, Any] = {
+        "sure": risk if ok else None,
+        "estimated_error": None,
+        "rmse_per_key": None,
+        "rmse_per_key_upper95": math.sqrt(max(upper, 0.0) / d) if up_ok and d else None,
+    }
+    if ok and d and risk > 0.0 and (not up_ok or risk > 0.01 * upper):  # type: ignore[operator]
+        out["estimated_error"] = risk
+        out["rmse_per_key"] = math.sqrt(risk / d)  # type: ignore[operator]
+    else:
+        out["estimated_error_note"] = BELOW_RESOLUTION if ok else "no SURE for this estimator"
+    return out
+
+
 def rmse_text(rmse: float | None, upper: float | None) -> str:
     """SURE's RMSE with its one-sided 95 % bound; "≤ bound" when SURE is below its own
-    resolution (an estimate of 0 would claim a perfect release)."""
-    if rmse is None or upper is None:
+    resolution (an estimate of 0 would claim a perfect release: :func:`error_fields`)."""
+    if upper is None:
         return "n/a"
-    if rmse <= 0.0 or rmse < 0.1 * upper:
+    if rmse is None or rmse <= 0.0 or rmse < 0.1 * upper:
         return f"<= {upper:.4g} (95 % upper bound; SURE below its resolution)"
     return f"{rmse:.4g} (SURE; 95 % upper bound {upper:.4g})"
 

@@ -425,11 +425,12 @@ def test_the_sure_path_ends_at_the_raw_release(order: int, seed: int, weighted: 
         pytest.skip("one σ per key: order 0 only")
     rng = np.random.default_rng(seed)
     g = nx.grid_2d_graph(6, 7) if seed != 1 else nx.path_graph(40)
+    g = nx.convert_node_labels_to_integers(g)
     n = g.number_of_nodes()
     theta = rng.choice([-50.0, 0.0, 80.0], size=n) * rng.uniform(0.5, 1.5, size=n)
     sigma = rng.uniform(0.5, 2.0, size=n) if weighted else 1.0
     y = theta + rng.normal(size=n) * sigma
-    res = trend_filter(y, sigma, as_graph(g), order=order)
+    res = trend_filter(y, sigma, as_graph(g, n), order=order)
     lams = np.asarray(res.params["path"]["lam"])
     assert lams[-1] == 0.0 and np.all(lams[:-1] > 0)
     raw = float(np.sum(np.broadcast_to(np.asarray(sigma) ** 2, (n,))))

@@ -691,10 +691,7 @@ class _Query:
         pair, about 1.5× faster in DuckDB.
         """
         spec, dom = self.spec, self.plan.domain
-        unit = quote_ident(spec.unit.column)
-        bad_unit = f"{unit} IS NULL"
-        if self.types.get(spec.unit.column, "").upper() == "VARCHAR":
-            bad_unit = f"({unit} IS NULL OR {unit} = '')"
+        unit, bad_unit = self._unit()
         d_parsed, bad_d = self._domain_parse()
         v_parsed, bad_v, value = self._value_parse()
         out_f = self._filter()
@@ -903,6 +900,37 @@ FROM ({rows_sql}) GROUP BY g"""
 
     # -------------------------------------------------------------- expressions
 
+    def _unit(self) -> tuple[str, str]:
+        """(the unit id as rows are grouped by it, the no-unit condition), by its value:
+        a categorical (ENUM) by its text — DuckDB compares and hashes an ENUM by its code,
+        and pandas derives the codes from the sorted distinct values, so one record's new
+        category would renumber every unit (issue #25, finding 2); text ids empty or NULL
+        have no unit; a float id NaN or ±inf has none either (DuckDB's sort puts all NaN
+        ids together, as one unit: finding 3), and −0.0 is the unit 0.0 (equal values)."""
+        c = quote_ident(self.spec.unit.column)
+        t = self.types.get(self.spec.unit.column, "").upper()
+        if t.startswith("ENUM("):
+            c, t = f"CAST({c} AS VARCHAR)", "VARCHAR"
+        if t == "VARCHAR":
+            return c, f"({c} IS NULL OR {c} = '')"
+        if t in ("FLOAT", "DOUBLE", "REAL"):
+            return (
+                f"CASE WHEN isfinite({c}) THEN {c} + 0.0 END",
+                f"({c} IS NULL OR NOT isfinite({c}))",
+            )
+        return c, f"{c} IS NULL"
+
+    def _hashed(self, names: list[str]) -> str:
+        """The columns ``names`` as the record priority hashes them: each by its value (an
+        ENUM by its text, not by its code: issue #25, finding 2)."""
+        out = []
+        for n in names:
+            c = quote_ident(n)
+            out.append(
+                f"CAST({c} AS VARCHAR)" if self.types.get(n, "").upper().startswith("ENUM(") else c
+            )
+        return ", ".join(out)
+
     def _priority(self) -> str:
         """``hash(hash(salt, record columns))``: every column by default; with
         ``record_columns``, those plus the unit, domain and value columns, so that equal
@@ -910,14 +938,14 @@ FROM ({rows_sql}) GROUP BY g"""
         cols = self.spec.bounds.record_columns
         if cols is None and self.csv is not None:
             args = self.csv.line  # a CSV record's content is its line (csv_format, rule 6)
-        elif cols is None:
-            args = "*COLUMNS(*)"
+        elif cols is None:  # every column of the source, in its order
+            args = self._hashed(list(self.types))
         else:
             spec = self.spec
             wanted = [*cols, spec.unit.column, *spec.domain.columns]
             if spec.statistic.column is not None:
                 wanted.append(spec.statistic.column)
-            args = ", ".join(quote_ident(c) for c in dict.fromkeys(wanted))
+            args = self._hashed(list(dict.fromkeys(wanted)))
         return f"hash(hash($dp_salt::UBIGINT, {args}))"
 
     def _filter(self) -> str:

@@ -773,6 +773,11 @@ class _Job:
         unit = spec.unit.column
         u = _ident(unit)
         bad_u = f"({u} IS NULL OR {u} = '')" if self._is(unit, "string") else f"{u} IS NULL"
+        u_value = u
+        if isinstance(self.types.get(unit), (self.spt.FloatType, self.spt.DoubleType)):
+            # NaN and ±inf ids have no unit, −0.0 is the unit 0.0 (as the DuckDB engine)
+            bad_u = f"({u} IS NULL OR isnan({u}) OR abs({u}) = double('inf'))"
+            u_value = f"CASE WHEN NOT {bad_u} THEN {u} + 0.0 END"
         d_parsed, bad_d = self._domain_parse()
         v_parsed, bad_v, value = self._value_parse()
         salt = sf.lit(_signed(int(plan.salt)))
@@ -792,7 +797,7 @@ class _Job:
 
         # 1. Parse (one projection over the source).
         parsed = self.df.select(
-            sf.col(u).alias("u"),
+            sf.expr(u_value).alias("u"),
             sf.expr(bad_u).alias("bad_u"),
             p.alias("p"),
             *([] if record_cols is None else [whole.alias("h")]),

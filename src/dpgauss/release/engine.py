@@ -12,7 +12,8 @@ Semantics every engine implements (the sensitivity proof in
 1. **Classification**, in this order; each row lands in exactly one class:
    ``outside_filter`` (a ``[filter]`` is given and the row's filter column, read as a
    timestamp or a number, is missing, unparseable or outside ``[start, stop)``),
-   ``null_unit`` (the unit id is NULL, or an empty string), ``invalid_domain`` (the domain
+   ``null_unit`` (the unit id is NULL, an empty string, or a float NaN or ±inf; −0.0 is
+   the unit 0.0, and a categorical id is its value's text), ``invalid_domain`` (the domain
    column is missing or unparseable, or the coordinates are not finite, outside
    [−90, 90] × [−180, 180] or outside the bounding box), ``invalid_value`` (sum/mean: the value
    is missing, unparseable or not finite), ``outside_domain`` (a valid value that maps to no
@@ -21,8 +22,9 @@ Semantics every engine implements (the sensitivity proof in
    number of fields, …) is one ``malformed_lines``; a line equal to the header line is no
    row at all.  The format is line-local: a line's bytes only ever decide that line's row.
 2. **Priorities.**  Each in-domain record gets the priority ``H(salt, record)``, a keyed hash
-   of the columns that tell a unit's records apart (all the source's columns by default; for
-   CSV, the record's line), and each (unit, key) pair the priority
+   of the columns that tell a unit's records apart (all the source's columns by default —
+   with ``[source] types``, the declared ones; for CSV, the record's line — each by its
+   value: a categorical by its text, never by a code that other records decide), and each (unit, key) pair the priority
    ``H(salt, 'keys', unit, key)``; the salt is a fresh 64-bit secret per release
    (``secrets``).  A priority depends only on the record's own content and the salt — never
    on the record's position or on other units' records — so which records a unit keeps is a

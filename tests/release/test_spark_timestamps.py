@@ -160,30 +160,41 @@ HOURS = {
 
 
 def one_record_a_unit(tmp_path: Path, utc: bool) -> tuple[Path, np.ndarray]:
-    t = edge_times()
-    t = np.concatenate([t, [np.datetime64("NaT")]])
-    src = write_ns(tmp_path / "e.parquet", utc, uid=np.arange(t.size), k=np.zeros(t.size, int), t=t)
+    # NaT (a null), and DuckDB's ±infinity: the int64s ±(2**63 - 1) (pandas' Timestamp.max)
+    extremes = np.array([2**63 - 1, -(2**63) + 1], dtype=np.int64).view("datetime64[ns]")
+    t = np.concatenate([edge_times(), extremes, [np.datetime64("NaT")]])
+    n = np.arange(t.size)
+    src = write_ns(tmp_path / "e.parquet", utc, uid=n, k=n, t=t)  # a record: its own key
     return src, t
 
 
+@pytest.mark.parametrize("window", ["start and stop", "start", "stop"])
 @pytest.mark.parametrize("utc", [False, True])
-def test_a_nanosecond_filter_column_agrees_with_duckdb(tmp_path: Path, engine, utc: bool) -> None:
+def test_a_nanosecond_filter_column_agrees_with_duckdb(
+    tmp_path: Path, engine, utc: bool, window: str
+) -> None:
     """``[filter]`` on a ``TIMESTAMP(NANOS)`` column, values a few ns around its edges: the
     same records inside on both engines.  Without a time zone DuckDB compares nanoseconds
     (01:00 − 1 ns is outside); a UTC-adjusted column it casts to TIMESTAMP, rounding to the
-    microsecond, and the Spark engine does the same."""
+    microsecond, and the Spark engine does the same.  ±infinity is inside a window open on
+    its side."""
     src, t = one_record_a_unit(tmp_path, utc)
+    ends = {k: v for k, v in WINDOW.items() if k == "column" or k in window.split()}
     spec = make_spec(
         src,
-        domain={"kind": "values", "column": "k", "values": [0]},
-        filter=WINDOW,
+        domain={"kind": "values", "column": "k", "values": list(range(t.size))},
+        filter=ends,
         bounds={"max_records_per_unit": 1},
     )
     duck, agg = both(spec, engine)
     assert_same(duck, agg)
     if not utc:
-        ok = (t >= T0) & (t < T0 + HOUR)
-        assert agg.counts.tolist() == [float(ok.sum())]
+        ok = ~np.isnat(t)
+        if "start" in ends:
+            ok &= t.view(np.int64) >= T0.view(np.int64)
+        if "stop" in ends:
+            ok &= t.view(np.int64) < (T0 + HOUR).view(np.int64)
+        assert agg.counts.tolist() == ok.astype(float).tolist()
         assert agg.rows.outside_filter == t.size - int(ok.sum())
 
 
@@ -198,9 +209,10 @@ def test_a_nanosecond_time_domain_agrees_with_duckdb(tmp_path: Path, engine, utc
     assert_same(duck, agg)
     if not utc:
         ok = ~np.isnat(t)
+        ok[-3:] = False  # ±infinity and NaT
         hour = (t[ok] - (T0 - HOUR)) // HOUR
         assert agg.counts.tolist() == np.bincount(hour, minlength=3).tolist()
-        assert agg.rows.invalid_domain == 1  # NaT
+        assert agg.rows.invalid_domain == 3  # ±infinity (DuckDB: no epoch) and NaT
 
 
 @pytest.mark.parametrize("role", ["value", "values domain", "number filter", "unit"])
@@ -323,3 +335,28 @@ def test_a_spark_release_prints_nothing_from_the_jvm(tmp_path: Path) -> None:
     assert len(rest) == 1 and rest[0].startswith("dpgauss: error: "), proc.stderr
     for word in ("WARN", "ERROR", "at org.apache", "Exception", "log4j", "SLF4J"):
         assert word not in "\n".join(rest), proc.stderr
+
+
+def test_spark_failing_to_start_is_one_line_with_the_launchers_words(tmp_path: Path) -> None:
+    """No Java (``JAVA_HOME`` pointing nowhere): one line, quoting what ``spark-class`` said
+    on the JVM's stderr (drained, not printed)."""
+    from .test_pipeline import small_spec_toml
+
+    src = write_ns(tmp_path / "s.parquet", uid=[1, 2], key=[0, 1], when=[T0, T0 + NS])
+    spec = small_spec_toml(tmp_path / "spec.toml", src, "none")
+    env = {k: v for k, v in os.environ.items() if k != "PYSPARK_SUBMIT_ARGS"}
+    env["JAVA_HOME"] = str(tmp_path / "no-java")
+    main = "import sys; from dpgauss.cli import main; sys.exit(main())"
+    argv = ["release", str(spec), "--engine", "spark", "--out", str(tmp_path / "r.csv")]
+    proc = subprocess.run(
+        [sys.executable, "-c", main, *argv, "--ledger", str(make_ledger(tmp_path))],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 2
+    rest = _not_python_warnings(proc.stderr)
+    assert len(rest) == 1, proc.stderr
+    assert rest[0].startswith("dpgauss: error: cannot start Spark (is Java 17+ installed")
+    assert "no-java" in rest[0]  # the launcher's own words

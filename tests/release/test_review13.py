@@ -111,8 +111,8 @@ def test_text_timestamps_bin_alike_on_duckdb_and_spark(spark, tmp_path: Path, te
 def test_nanosecond_timestamps_are_not_rounded_into_the_next_bin(tmp_path: Path) -> None:
     """Finding (item 2, bin edges): DuckDB's ``TRY_CAST(TIMESTAMP_NS AS TIMESTAMP)`` *rounds*
     to the microsecond, so 00:59:59.999999999 (pyarrow's default ``ns`` unit) lands in the
-    01:00 bin, not in [00:00, 01:00) where it is.  (Spark cannot read such a Parquet file at
-    all: ``PARQUET_TYPE_ILLEGAL``, an EngineError before the charge.)"""
+    01:00 bin, not in [00:00, 01:00) where it is.  (Spark reads such a file as LONG
+    nanoseconds and floors them alike: ``test_spark_timestamps``.)"""
     t = np.array(["1970-01-01T00:59:59.999999999"], dtype="datetime64[ns]")
     src = tmp_path / "ns.parquet"
     pq.write_table(pa.table({"uid": [1], "t": pa.array(t)}), src)

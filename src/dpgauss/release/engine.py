@@ -24,11 +24,11 @@ Semantics every engine implements (the sensitivity proof in
 2. **Priorities.**  Each in-domain record gets the priority ``H(salt, record)``, a keyed hash
    of the columns that tell a unit's records apart (all the source's columns by default —
    with ``[source] types``, the declared ones; for CSV, the record's line — each by its
-   value: a categorical by its text, never by a code that other records decide), and each (unit, key) pair the priority
-   ``H(salt, 'keys', unit, key)``; the salt is a fresh 64-bit secret per release
-   (``secrets``).  A priority depends only on the record's own content and the salt — never
-   on the record's position or on other units' records — so which records a unit keeps is a
-   function of that unit's records alone.
+   value: a categorical by its text, never by a code that other records decide), and each
+   (unit, key) pair the priority ``H(salt, 'keys', unit, key)``; the salt is a fresh 64-bit
+   secret per release (``secrets``).  A priority depends only on the record's own content
+   and the salt — never on the record's position or on other units' records — so which
+   records a unit keeps is a function of that unit's records alone.
 3. **Bounding**, in this order, each step among the records still kept:
    ``max_records_per_key`` c: per (unit, key), the c records of smallest priority;
    ``max_keys_per_unit`` k: per unit, the k keys of smallest key priority;

@@ -26,6 +26,24 @@ How the job is built (DataFrame API; SQL text only for the parsing expressions):
   ``fs.defaultFS`` is not local) are listed with Hadoop's ``globStatus`` (Hadoop's glob
   syntax), and only the first file's header is read.  A malformed line is the first row
   class; lines equal to the header are dropped; a record's priority hashes its line.
+* **Nanosecond timestamps.**  Spark refuses a Parquet ``TIMESTAMP(NANOS)`` column (what
+  pandas writes for ``datetime64[ns]``) with ``PARQUET_TYPE_ILLEGAL``, even when the spec does
+  not read it.  The engine reads Parquet with ``spark.sql.legacy.parquet.nanosAsLong`` (set
+  on the session for the call, then restored), which gives such a column as a LONG of
+  nanoseconds since 1970.  The record priority hashes that LONG (a function of the record
+  alone); a column the spec reads as more than an id (``[filter]``, domain, value) is looked
+  up in the files' footers, and then read as DuckDB reads ``TIMESTAMP_NS`` /
+  ``TIMESTAMPTZ_NS``: a ``[filter]`` compares nanoseconds, a time domain floors to the
+  microsecond; a UTC-adjusted column is rounded to the microsecond (half away from zero, as
+  DuckDB's cast to ``TIMESTAMP``) and shifted to the session's time zone; as a number it is
+  invalid.  DuckDB's ±infinity (the LONGs ``±(2⁶³ − 1)``) are kept apart.  A column that is
+  nanoseconds in some files and something else in others is refused in one line.  Without
+  a JVM (Spark Connect) the setting is left alone.
+* **The JVM off stderr.**  A session this engine starts itself launches the JVM with its
+  stderr drained into memory (the last lines only, quoted if Spark fails to start): Java's
+  warnings, log4j and executor stack traces never reach the terminal, and every Spark error
+  surfaces as one :class:`EngineError` line.  A session given to the engine (or already
+  running) keeps its own logging.
 * **Parsing like DuckDB.**  Numbers are parsed from text only when they look like what
   DuckDB's ``TRY_CAST`` accepts (digits with ``_`` separators, a decimal point, an exponent,
   ``inf``/``infinity``/``nan``); Spark alone would also take ``5d`` or ``0x1p3``.  Timestamps
@@ -58,9 +76,15 @@ in the last bits.
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import math
 import os
 import re
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -87,6 +111,12 @@ _NUMBER = (
 )
 _INTEGER = rf"^\s*[+-]?{_DIGITS}\s*$"
 # Timestamps as DuckDB reads them (date, optional time, optional UTC offset).
+
+#: Spark's setting that reads Parquet TIMESTAMP(NANOS) as LONG nanoseconds (Spark 3.2.4+).
+NANOS_AS_LONG = "spark.sql.legacy.parquet.nanosAsLong"
+# DuckDB's TIMESTAMP_NS infinity and -infinity, as LONG nanoseconds.
+_INFINITIES_NS = f"(CAST('{2**63 - 1}' AS BIGINT), CAST('{-(2**63) + 1}' AS BIGINT))"
+_EPOCH = datetime(1970, 1, 1)
 
 
 def _pyspark() -> Any:
@@ -116,14 +146,21 @@ def _signed(salt: int) -> int:
     return salt - 2**64 if salt >= 2**63 else salt
 
 
+_JAVA_CLASS = re.compile(r"^(?:Caused by: )?(?:[A-Za-z_$][\w$]*\.)+[A-Z][\w$]*: ")
+
+
 def _one_line(exc: BaseException) -> str:
-    """The first meaningful lines of a Spark/Py4J error, on one line."""
+    """The first meaningful lines of a Spark/Py4J error, on one line (without the Java class
+    names that prefix a JVM exception's message: ``org.apache.spark.SparkException: ``)."""
     lines = []
     for raw in str(exc).splitlines():
         line = raw.strip()
         if not line or line.startswith(("at ", "An error occurred while calling", "JVM stack")):
             continue
-        lines.append(line.lstrip(": "))
+        line = _JAVA_CLASS.sub("", line.lstrip(": "))
+        if not line:
+            continue
+        lines.append(line)
         if len(lines) == 2:
             break
     text = " ".join(" ".join(lines).split()) or type(exc).__name__
@@ -158,6 +195,69 @@ def _spark_errors() -> tuple[type[BaseException], ...]:
     except ImportError:  # pragma: no cover - Spark Connect without py4j
         pass
     return tuple(errors)
+
+
+def _epoch_ns(when: datetime) -> int:
+    """A naive datetime as nanoseconds since 1970 (exact: a datetime has microseconds)."""
+    return (when - _EPOCH) // timedelta(microseconds=1) * 1000
+
+
+def _micros_of_nanos(column: str, rounding: str) -> str:
+    """The SQL of a LONG of nanoseconds as microseconds, exactly, in integer arithmetic:
+    ``floor`` (as the DuckDB engine floors a ``TIMESTAMP_NS`` time domain) or ``round``
+    (half away from zero: DuckDB's cast of ``TIMESTAMPTZ_NS`` to ``TIMESTAMP``); NULL at
+    DuckDB's ±infinity.  ``div`` truncates and ``%`` takes the dividend's sign."""
+    q, r = f"({column} div 1000)", f"({column} % 1000)"
+    if rounding == "floor":
+        step = f"CASE WHEN {r} < 0 THEN 1 ELSE 0 END"
+    else:
+        step = f"CASE WHEN {r} >= 500 THEN -1 WHEN {r} <= -500 THEN 1 ELSE 0 END"
+    return f"CASE WHEN {column} NOT IN {_INFINITIES_NS} THEN {q} - {step} END"
+
+
+def _drain(fd: int, tail: collections.deque[str]) -> None:
+    """Read the JVM's stderr to its end, keeping the last lines in ``tail``."""
+    with os.fdopen(fd, "rb") as stream:
+        for raw in stream:
+            tail.append(raw.decode("utf-8", "replace").rstrip())
+
+
+def _launch_quiet_jvm(conf: Any, tail: collections.deque[str]) -> bool:
+    """Start the JVM of a new session with its stderr drained into memory (module docstring,
+    "The JVM off stderr"), its last lines in ``tail`` (also when it fails to start), unless a
+    JVM is running already (its stderr is not ours to take): whether one was launched.
+
+    pyspark's own ``launch_gateway`` starts it, with ``popen_kwargs`` (its documented hook
+    for capturing the JVM's output); ``SparkContext._ensure_initialized`` then adopts that
+    gateway, as ``SparkContext(gateway=...)`` would.  The settings in ``conf`` reach
+    ``spark-submit`` as for ``builder.getOrCreate()``."""
+    from pyspark import SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if getattr(SparkContext, "_gateway", None) is not None or not hasattr(
+        SparkContext, "_ensure_initialized"
+    ):
+        return False
+    read, write = os.pipe()
+    drain = threading.Thread(target=_drain, args=(read, tail), daemon=True, name="dpgauss-jvm")
+    drain.start()
+    try:
+        gateway = launch_gateway(conf, popen_kwargs={"stderr": write})
+    except BaseException:
+        os.close(write)
+        drain.join(timeout=5)  # the JVM has exited: its last words are in the pipe
+        raise
+    os.close(write)
+    SparkContext._ensure_initialized(gateway=gateway, conf=conf)
+    return True
+
+
+def _jvm(spark: Any) -> Any:
+    """The session's Py4J JVM view, or None (Spark Connect)."""
+    try:
+        return spark._jvm
+    except Exception:
+        return None
 
 
 def priority_column(columns: list[str], salt: Any) -> Any:
@@ -232,19 +332,29 @@ class SparkEngine:
                 self._spark = SparkSession.getActiveSession()
                 if self._spark is not None:
                     return self._spark
+            from pyspark import SparkConf
+
             # No console progress bar: its stage and task counts depend on the data's size.
-            builder = SparkSession.builder.appName(self.app_name).config(
-                "spark.ui.showConsoleProgress", "false"
-            )
+            settings = {"spark.app.name": self.app_name, "spark.ui.showConsoleProgress": "false"}
             if self.master is not None:
-                builder = builder.master(self.master)
-            for key, value in self.config.items():
+                settings["spark.master"] = self.master
+            settings.update(self.config)
+            builder = SparkSession.builder
+            for key, value in settings.items():
                 builder = builder.config(key, value)
+            tail: collections.deque[str] = collections.deque(maxlen=40)
             try:
+                conf = SparkConf()
+                for key, value in settings.items():
+                    conf.set(key, value)
+                _launch_quiet_jvm(conf, tail)
                 self._spark = builder.getOrCreate()
             except (*_spark_errors(), RuntimeError, OSError) as exc:
+                # the JVM's (or spark-class's) last words, e.g. "…/bin/java: No such file"
+                said = "; ".join(line.strip() for line in list(tail)[-2:] if line.strip())
+                why = _one_line(exc) + (f" ({said[:300]})" if said else "")
                 raise EngineError(
-                    f"cannot start Spark (is Java 17+ installed, JAVA_HOME set?): {_one_line(exc)}"
+                    f"cannot start Spark (is Java 17+ installed, JAVA_HOME set?): {why}"
                 ) from None
         return self._spark
 
@@ -278,12 +388,18 @@ class SparkEngine:
         df = spark.read.option("mergeSchema", "true").parquet(*paths)
         return df, list(df.columns), None
 
-    def _typed(self, spec: ReleaseSpec) -> tuple[Any, list[str], tuple[str, str] | None]:
-        """:meth:`_read`, and with ``[source] types`` (:mod:`dpgauss.release.schema`) the
-        declared columns only, each converted value by value to its declared type as the
+    def _typed(
+        self,
+        spec: ReleaseSpec,
+        df: Any,
+        names: list[str],
+        csv: tuple[str, str] | None,
+        nanos: dict[str, bool],
+    ) -> tuple[Any, list[str], tuple[str, str] | None]:
+        """What :meth:`_read` gave, and with ``[source] types`` (:mod:`dpgauss.release.schema`)
+        the declared columns only, each converted value by value to its declared type as the
         DuckDB engine converts it (a source column whose type cannot hold it is refused,
-        before any record is read)."""
-        df, names, csv = self._read(spec)
+        before any record is read; a nanosecond column, ``nanos``, is ``timestamp_ns``)."""
         declared = spec.source.types
         if declared is None:
             return df, names, csv
@@ -291,13 +407,106 @@ class SparkEngine:
         if csv is not None:  # the CSV relation holds the columns the release reads
             physical = dict.fromkeys(names, "string")
         else:
-            physical = {n: fields[n].simpleString() for n in names}
+            physical = {
+                n: "timestamp_ns" if n in nanos else fields[n].simpleString() for n in names
+            }
         schema.check(declared, physical, lambda t: _family(t))
         keep = [c for c in declared if csv is None or c in source_columns(spec)]
         cols = [f"{_conversion(_ident(c), fields[c], declared[c])} AS {_ident(c)}" for c in keep]
         if csv is not None:
             cols += [_ident(c) for c in csv]
         return df.selectExpr(*cols), keep, csv
+
+    # -------------------------------------------------------- Parquet nanoseconds
+
+    @contextlib.contextmanager
+    def _parquet_settings(self, spec: ReleaseSpec) -> Iterator[bool]:
+        """For a Parquet source read by this engine: ``spark.sql.legacy.parquet.nanosAsLong``
+        on for the call (reading the schema and running the job), the session's own value
+        restored after; yields whether it is on.  Left alone without a JVM (Spark Connect:
+        the footers cannot be read, so a nanosecond column stays refused by Spark)."""
+        if (
+            self._dataframe is not None
+            or spec.source.file_format != "parquet"
+            or _jvm(self.spark) is None
+        ):
+            yield False
+            return
+        conf = self.spark.conf
+        before = conf.get(NANOS_AS_LONG, None)
+        conf.set(NANOS_AS_LONG, "true")
+        try:
+            yield True
+        finally:
+            if before is None:
+                conf.unset(NANOS_AS_LONG)
+            else:
+                conf.set(NANOS_AS_LONG, before)
+
+    def _nanos(self, spec: ReleaseSpec, df: Any) -> dict[str, bool]:
+        """The columns read as LONG nanoseconds that the spec reads as more than an id (the
+        ``[filter]``, domain and value columns) → whether UTC-adjusted.
+
+        Spark's schema says LONG for both an integer and a ``TIMESTAMP(NANOS)``; the
+        files' footers tell them apart (read only when such a column is a LONG, on the
+        driver, a few at a time).  The unit and ``record_columns`` need no look-up: equal
+        LONGs are equal timestamps.  A column of several types across the files is refused
+        (DuckDB cannot read such files together either)."""
+        from pyspark.sql import types as spt
+
+        typed = [*spec.domain.columns]
+        if spec.filter is not None:
+            typed.append(spec.filter.column)
+        if spec.statistic.column is not None:
+            typed.append(spec.statistic.column)
+        longs = {f.name for f in df.schema.fields if isinstance(f.dataType, spt.LongType)}
+        wanted = [c for c in dict.fromkeys(str(c) for c in typed) if c in longs]
+        if not wanted:
+            return {}
+        jvm, conf = _jvm(self.spark), self.spark._jsc.hadoopConfiguration()
+        parquet = jvm.org.apache.parquet.hadoop
+
+        def kinds(uri: str) -> dict[str, str]:
+            path = jvm.org.apache.hadoop.fs.Path(uri)
+            reader = parquet.ParquetFileReader.open(
+                parquet.util.HadoopInputFile.fromPath(path, conf)
+            )
+            try:
+                schema = reader.getFooter().getFileMetaData().getSchema()
+            finally:
+                reader.close()
+            out = {}
+            for c in wanted:
+                if not schema.containsField(c):
+                    continue  # a column this file lacks: NULL (mergeSchema)
+                field = schema.getType(c)
+                ann = field.getLogicalTypeAnnotation() if field.isPrimitive() else None
+                out[c] = {"TIMESTAMP(NANOS,false)": "ns", "TIMESTAMP(NANOS,true)": "utc"}.get(
+                    "" if ann is None else str(ann.toString()), "long"
+                )
+            return out
+
+        files = list(df.inputFiles())
+        with ThreadPoolExecutor(max_workers=max(1, min(8, len(files)))) as pool:
+            found = list(pool.map(kinds, files))
+        labels = {
+            "ns": "a nanosecond timestamp (TIMESTAMP(NANOS))",
+            "utc": "a UTC-adjusted nanosecond timestamp (TIMESTAMP(NANOS, UTC))",
+            "long": "an integer",
+        }
+        nanos: dict[str, bool] = {}
+        for c in wanted:
+            seen = {k[c] for k in found if c in k}
+            if not seen & {"ns", "utc"}:
+                continue
+            if len(seen) > 1:
+                shown = " in some files, ".join(sorted(labels[k] for k in seen))
+                raise EngineError(
+                    f"column {c!r} is {shown} in others: the Spark engine reads a column the "
+                    "spec uses only with one type in every file (rewrite the files alike)"
+                )
+            nanos[c] = "utc" in seen
+        return nanos
 
     # ------------------------------------------------------------------------ CSV
 
@@ -428,7 +637,8 @@ class SparkEngine:
         """Column name → Spark type of the source (reads the schema or a CSV header only).
 
         For CSV: every column is ``string``; the names come from the header (of the first
-        file; every local file's first line must be that header) or ``[source] columns``."""
+        file; every local file's first line must be that header) or ``[source] columns``.
+        A Parquet ``TIMESTAMP(NANOS)`` column is ``bigint`` (nanoseconds since 1970)."""
         if self._dataframe is None and spec.source.file_format == "csv":
             physical = dict.fromkeys(self._csv_layout(spec)[1], "string")
             if spec.source.types is None:
@@ -436,8 +646,12 @@ class SparkEngine:
             schema.check(spec.source.types, physical, _family)
             return {c: schema.DUCKDB_TYPES[t] for c, t in spec.source.types.items()}
         try:
-            df, names, _ = self._typed(spec)
-            types = {f.name: f.dataType.simpleString() for f in df.schema.fields}
+            with self._parquet_settings(spec) as on:
+                df, names, csv = self._read(spec)
+                # refuses a column of several types, before a charge
+                nanos = self._nanos(spec, df) if on else {}
+                df, names, _ = self._typed(spec, df, names, csv, nanos)
+                types = {f.name: f.dataType.simpleString() for f in df.schema.fields}
         except _spark_errors() as exc:
             raise EngineError(f"cannot read the source: {_one_line(exc)}") from None
         return {n: types[n] for n in names}
@@ -447,9 +661,12 @@ class SparkEngine:
     def aggregate(self, plan: AggregationPlan) -> Aggregate:
         """The bounded aggregate of ``plan`` (semantics: :mod:`dpgauss.release.engine`)."""
         try:
-            df, names, csv = self._typed(plan.spec)
-            job = _Job(plan, df, names, csv).build()
-            rows = [tuple(r) for r in job.collect()]
+            with self._parquet_settings(plan.spec) as on:
+                df, names, csv = self._read(plan.spec)
+                nanos = self._nanos(plan.spec, df) if on else {}
+                df, names, csv = self._typed(plan.spec, df, names, csv, nanos)
+                job = _Job(plan, df, names, csv, nanos).build()
+                rows = [tuple(r) for r in job.collect()]
         except _spark_errors() as exc:
             raise EngineError(AGGREGATION_FAILED, f"spark: {_one_line(exc)}") from None
         return _collect(plan, rows)
@@ -489,6 +706,7 @@ def _family(t: Any) -> str:
         "string": "string",
         "date": "date",
         "timestamp_ntz": "timestamp",
+        "timestamp_ns": "timestamp_ns",  # a Parquet TIMESTAMP(NANOS) read as nanoseconds
         "void": "null",
     }.get(name, "other" if not name.startswith(("varchar", "char")) else "string")
 
@@ -534,10 +752,16 @@ class _Job:
     """Builds the one Spark job of an aggregation (module docstring for the design)."""
 
     def __init__(
-        self, plan: AggregationPlan, df: Any, names: list[str], csv: tuple[str, str] | None
+        self,
+        plan: AggregationPlan,
+        df: Any,
+        names: list[str],
+        csv: tuple[str, str] | None,
+        nanos: dict[str, bool] | None = None,
     ):
         from pyspark.sql import types as spt
 
+        self.nanos = dict(nanos or {})  # LONG nanosecond columns → UTC-adjusted (_nanos)
         self.plan = plan
         self.spec = plan.spec
         self.df = df
@@ -556,7 +780,10 @@ class _Job:
             "number": (spt.NumericType, spt.BooleanType),
             "ts_ntz": (spt.TimestampNTZType,),
             "ts": (spt.TimestampType, spt.DateType),
+            "nanos": (),  # _nanos' columns, by name
         }
+        if column in self.nanos:  # a LONG of nanoseconds is a timestamp, not a number
+            return "nanos" in kinds
         t = self.types.get(column)
         return any(isinstance(t, classes[k]) for k in kinds)
 
@@ -574,6 +801,9 @@ class _Job:
 
     def _timestamp(self, column: str) -> str:
         c = _ident(column)
+        if self._is(column, "nanos"):  # as DuckDB casts TIMESTAMP[TZ]_NS to TIMESTAMP
+            us = _micros_of_nanos(c, "round")
+            return f"CAST(timestamp_micros({us}) AS TIMESTAMP_NTZ)"
         if self._is(column, "string"):
             ok = f"{c} RLIKE {_text(TIMESTAMP_TEXT)}"
             return f"CASE WHEN {ok} THEN try_cast({c} AS TIMESTAMP_NTZ) END"
@@ -587,6 +817,8 @@ class _Job:
         f = self.spec.filter
         if f is None:
             return "false"
+        if f.kind == "timestamp" and f.column in self.nanos:
+            return self._out_filter_nanos()
         if f.kind == "timestamp":
             x = self._timestamp(f.column)
             lit = "CAST({} AS TIMESTAMP_NTZ)"
@@ -605,12 +837,47 @@ class _Job:
             conds.append(f"({x}) < {lit.format(text['stop'])}")
         return f"NOT coalesce({' AND '.join(conds)}, false)"
 
+    def _out_filter_nanos(self) -> str:
+        """The condition "outside the window" on a LONG nanosecond column, as DuckDB's.
+
+        Without a time zone DuckDB compares ``TIMESTAMP_NS`` in nanoseconds (so 00:59:59.9999999
+        is outside a window from 01:00): here the LONG against the bounds' nanoseconds, in
+        DECIMAL (exact, also for bounds beyond the LONG's years 1677–2262, where DuckDB's
+        cast of the bound fails).  UTC-adjusted, DuckDB casts to ``TIMESTAMP`` (rounded to
+        the microsecond, in the session's zone), and so does :meth:`_timestamp`; its
+        ±infinity, beyond every bound, is inside a window open on that side."""
+        f = self.spec.filter
+        assert f is not None
+        c = _ident(f.column)
+        ends = {k: v for k in ("start", "stop") if (v := f.bound(k)) is not None}
+        if not self.nanos[f.column]:
+            x = f"CAST({c} AS DECIMAL(20, 0))"
+            ns = {k: f"CAST('{_epoch_ns(v)}' AS DECIMAL(38, 0))" for k, v in ends.items()}
+            conds = [f"{x} >= {ns['start']}"] if "start" in ns else []
+            conds += [f"{x} < {ns['stop']}"] if "stop" in ns else []
+            return f"NOT coalesce({' AND '.join(conds)}, false)"
+        x = self._timestamp(f.column)
+        ts = {k: f"CAST({_text(v.isoformat(sep=' '))} AS TIMESTAMP_NTZ)" for k, v in ends.items()}
+        conds = [f"({x}) >= {ts['start']}"] if "start" in ts else []
+        conds += [f"({x}) < {ts['stop']}"] if "stop" in ts else []
+        pos, neg = (f"CAST('{v}' AS BIGINT)" for v in (2**63 - 1, -(2**63) + 1))
+        inside = (
+            f"CASE WHEN {c} = {pos} THEN {'stop' not in ends} "
+            f"WHEN {c} = {neg} THEN {'start' not in ends} "
+            f"ELSE coalesce({' AND '.join(conds)}, false) END"
+        )
+        return f"NOT coalesce({inside}, false)"
+
     def _column(self, d: DomainSpec) -> Column:
         """How a domain column's Spark type is read (:class:`keymap.Column`); a timestamp
-        range reads its column as microseconds since 1970 (an exact integer)."""
+        range reads its column as microseconds since 1970 (an exact integer).  A LONG of
+        nanoseconds is a timestamp without a text (DuckDB's ``TIMESTAMP_NS``): no key of a
+        values or numeric range domain."""
         spt = self.spt
         if d.is_time:
             return Column("int", -(2**63), 2**63 - 1)
+        if str(d.column) in self.nanos:
+            return Column("other")
         t = self.types.get(str(d.column))
         bounds = {
             spt.ByteType: (-(2**7), 2**7 - 1),
@@ -650,6 +917,10 @@ class _Job:
         ``int``, the microseconds since 1970 of the timestamp as the ``[filter]`` reads it."""
         col = self._column(d)
         c = _ident(str(d.column))
+        if d.is_time and self.nanos.get(str(d.column)) is False:
+            # floored to the microsecond, as DuckDB's TIMESTAMP_NS (a cast would round up
+            # into the next bin)
+            return {"int": _micros_of_nanos(c, "floor")}
         if d.is_time:
             ts = self._timestamp(str(d.column))
             return {"int": f"timestampdiff(MICROSECOND, TIMESTAMP_NTZ'1970-01-01 00:00:00', {ts})"}

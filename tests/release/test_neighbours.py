@@ -119,7 +119,9 @@ PARQUET_FEATURES = ("int", "int-fast", "str", "str-nullflip", "float-nan")
 #: where polars is installed), ``category`` (the uid and the unnamed ``n`` as categoricals),
 #: ``hostile`` (object columns of values without a text, str subclasses, bytes, lists,
 #: numpy scalars, Decimal, NaN) — all with ``[source] types`` — and ``category-untyped``
-#: (categorical uid and ``n``, no declared types: the engine's own reading, finding 2).
+#: (categorical string uid and ``n``, no declared types: the engine's own reading, finding 2)
+#: and ``category-int-untyped`` (the same with integer ids: a known violation, see
+#: :data:`KNOWN_ON_MAIN`).
 FRAME_FEATURES = (
     "readcsv",
     "records",
@@ -128,6 +130,7 @@ FRAME_FEATURES = (
     "category",
     "hostile",
     "category-untyped",
+    "category-int-untyped",
 )
 #: Frame features whose records are text (the CSV strategies), the others typed values.
 TEXT_FRAMES = ("readcsv", "polars")
@@ -141,7 +144,7 @@ KERNEL_FEATURES = (
     ("parquet", "int-fast"),
     ("parquet", "str"),
     ("parquet", "str-nullflip"),
-    *(("frame", f) for f in FRAME_FEATURES if f != "category-untyped"),
+    *(("frame", f) for f in FRAME_FEATURES if "untyped" not in f),
 )
 #: the ids of the sources of issue #25 that run in the CI slice (a few examples each, under
 #: ``duckdb-general``); every engine runs them with --fuzz-long.
@@ -151,7 +154,15 @@ NEW_CI_EXAMPLES = 6
 #: (engine, source, feature) → why it fails.  Empty: the violations the fuzzer found on the
 #: code before the hardening (DuckDB's CSV reader was not line-local; string ids were hashed
 #: only when the hash was injective on the whole source) are fixed, and these ids pass.
-KNOWN_ON_MAIN: dict[tuple[str, str, str], str] = {}
+KNOWN_ON_MAIN: dict[tuple[str, str, str], str] = {
+    (engine, "frame", "category-int-untyped"): (
+        "without [source] types, DuckDB scans a registered pandas categorical of Int64 "
+        "categories as BIGINT when it has no missing value and as DOUBLE when it has one: "
+        "one row without a unit re-types every unit's id and redraws their records "
+        "(test_an_int_categorical_id_is_not_retyped_by_a_missing_id)"
+    )
+    for engine in ("duckdb-fast", "duckdb-general")
+}
 
 
 def _combos() -> list[Any]:
@@ -1052,8 +1063,10 @@ def cases(draw: Any, combo: tuple[str, str, str], n_salts: int) -> Case:
     ids = "int" if feature in ("int", "int-fast") else "str"
     if feature == "float-nan":
         ids = "float"
-    if source == "frame" and feature != "hostile":
+    if source == "frame" and feature not in ("hostile", "category-untyped"):
         ids = draw(st.sampled_from(["int", "str"]))
+    if feature == "category-int-untyped":
+        ids = "int"
     order = tuple(draw(st.permutations(COLUMNS))) if source == "csv" else COLUMNS
     typed = source == "parquet" or (source == "frame" and feature not in TEXT_FRAMES)
     x_type = draw(st.sampled_from(X_TYPES[dkind])) if typed else "string"
@@ -1200,7 +1213,8 @@ def cases(draw: Any, combo: tuple[str, str, str], n_salts: int) -> Case:
     elif source == "parquet":
         case.row_group = draw(st.sampled_from([1, 2, 3, 64]))
     else:
-        case.types = None if feature == "category-untyped" else draw(declared_types(ctx))
+        untyped = feature.endswith("-untyped")
+        case.types = None if untyped else draw(declared_types(ctx))
         case.frame = draw(frame_options(ctx))
     return case
 
@@ -1272,9 +1286,9 @@ def frame_options(draw: Any, ctx: Ctx) -> dict[str, Any]:
         if f == "category" and ctx.ids == "int" and draw(st.booleans()):
             cols = sorted({*cols, "uid"})
         out["casts"] = {c: nullable[c] for c in cols}
-    if f == "category-untyped":
+    if f.endswith("-untyped"):
         out["casts"] = nullable
-    if f in ("category", "category-untyped"):
+    if f.startswith("category"):
         extra = ["x"] if draw(st.booleans()) else []
         out["categorical"] = ["uid", "n", *extra]
     if f == "arrow":
@@ -1393,7 +1407,7 @@ class Files:
             if c == "f" or (c == "x" and not rows):
                 continue
             df[c] = pd.array(cols[c], dtype=dtype)
-        if feature == "category-untyped" and ctx.filter_kind == "number":
+        if feature.endswith("-untyped") and ctx.filter_kind == "number":
             df["f"] = pd.array(cols["f"], dtype="Float64")
         for c in opts.get("categorical", []):
             df[c] = df[c].astype("category")
@@ -1426,6 +1440,7 @@ class Checker:
         self.con = con  # the engine's DuckDB connection (frames are registered in it)
         self.refused = 0  # (pair, salt) not checked: a frame refused by its schema
         self.frames: dict[int, Any] = {}  # id(rows) → the frame built for them
+        self.described: dict[int, Any] = {}  # id(rows) → the frame's DuckDB schema
         self.files = Files(root, case)
         self.paths: dict[int, str] = {}  # id(rows) → the file written for them
         self.stats = [0, 0, 0, 0]  # rows read, rows in the domain, aggregations, bounds bit
@@ -1476,6 +1491,7 @@ class Checker:
         if frame is None:
             frame = self.frames[id(rows)] = self.files.frame(rows)
         self.con.register("records", frame)
+        self.described[id(rows)] = self.con.execute("DESCRIBE records").fetchall()
         try:
             a = bounded_aggregate(self._spec("records"), salt=salt, engine=self.engine)
         except ValueError as exc:
@@ -1574,7 +1590,15 @@ class Checker:
             if old is None or new is None or u_old is None or u_new is None:
                 self.refused += 1  # a frame refused: the pair is not checked
                 continue
-            self.additive(new, old, u_new, u_old)
+            try:
+                self.additive(new, old, u_new, u_old)
+            except AssertionError as exc:
+                if self.described:
+                    for name, rows in (("D_old", full_old), ("D_new", full_new)):
+                        exc.add_note(f"{name}: {self.described.get(id(rows))}")
+                    for name, rows in (("U_old", c.old), ("U_new", c.new)):
+                        exc.add_note(f"{name}: {self.described.get(id(rows))}")
+                raise
             checked += 1
             if first is None:
                 first = (salt, new if c.new else old)

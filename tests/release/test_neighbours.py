@@ -40,13 +40,37 @@ with only ``max_records_per_unit``: DuckDB's one-key fast path, and the per-unit
 ``dpgauss.release.unit_topb`` as the engine ``duckdb-kernel``, which runs such counts on
 every CSV feature and on string ids too), ``str`` (string ids, empty
 but never NULL: DuckDB sorts them by a hash in every file of the case) and ``str-nullflip``
-(string ids, ``D`` without NULL ids and a neighbour that brings some).
+(string ids, ``D`` without NULL ids and a neighbour that brings some) and ``float-nan``
+(float ids: NaN and ±inf are rows without a unit, −0.0 the unit 0.0).
+
+Frame sources (issue #25) are DataFrames built the way users build them, registered in the
+engine's DuckDB connection as ``release_frame`` scans them
+(:func:`dpgauss.release.frames._scannable`), each with ``[source] types`` the generator
+draws (the type each column is meant to have, sometimes a wider one): ``readcsv``
+(``pd.read_csv`` of the case's clean CSV, without dtypes), ``records``
+(``pd.DataFrame(records)`` with None, some columns built with nullable dtypes), ``arrow``
+(``pa.Table.to_pandas()`` of nullable columns, with or without a types mapper),
+``polars`` (``pl.read_csv``; skipped where polars is not installed), ``category`` (uid,
+``n`` — never named by the spec — and sometimes x as categoricals) and ``hostile`` (uid, x
+and ``n`` as object columns of lone surrogates, ints past
+``sys.get_int_max_str_digits()``, objects whose ``__str__`` raises, str subclasses, bytes,
+lists, dicts, numpy scalars, Decimal and NaN: each valid or invalid for its own row; a
+unit's rows carry its id as any object whose text is the id).  A frame whose dtype cannot
+hold its declared type is refused by ``schema.check`` (a ``ValueError``, before any record
+is read): a pair with a refused frame is *not checked* (counted apart in the summary), and
+every pair whose frames are accepted is checked like the others.  ``category-untyped`` and
+``category-int-untyped`` register categorical frames *without* declared types (the engine's
+own reading of an ENUM id, finding 2).  A new CSV source (an RFC 4180 reader with quoted
+line breaks, ``csv-rfc4180``) is a feature of :data:`CSV_FEATURES` with its hazards in
+:data:`HAZARDS` (the lines are built by :func:`lines`, the file by :class:`Files`).
 
 Each engine/source/feature combination is its own test id; the ones that fail on main's code
-for a known reason would be marked ``xfail(strict=False)`` in :data:`KNOWN_ON_MAIN` (empty
-now: every id passes).  By default a fixed, derandomized slice runs (CI); ``pytest
+for a known reason are marked ``xfail(strict=False)`` in :data:`KNOWN_ON_MAIN`
+(``frame-category-int-untyped``: its deterministic reproducer is at the end).  By default a fixed, derandomized slice runs (CI); ``pytest
 --fuzz-long`` runs thousands of pairs with random seeds, and the terminal summary says how
-many pairs were checked per engine and source (``tests/conftest.py``).
+many pairs were checked per engine and source, and how many were not because a frame was
+refused (``tests/conftest.py``).  The new sources run a few examples under
+``duckdb-general`` in the CI slice, every DuckDB engine with ``--fuzz-long``.
 
 The tests after the fuzzer are deterministic reproducers of violations found on main's code,
 each the smallest neighbour found: a unit's sample that depends on the span of the other

@@ -66,11 +66,12 @@ line breaks, ``csv-rfc4180``) is a feature of :data:`CSV_FEATURES` with its haza
 
 Each engine/source/feature combination is its own test id; the ones that fail on main's code
 for a known reason are marked ``xfail(strict=False)`` in :data:`KNOWN_ON_MAIN`
-(``frame-category-int-untyped``: its deterministic reproducer is at the end).  By default a fixed, derandomized slice runs (CI); ``pytest
---fuzz-long`` runs thousands of pairs with random seeds, and the terminal summary says how
-many pairs were checked per engine and source, and how many were not because a frame was
-refused (``tests/conftest.py``).  The new sources run a few examples under
-``duckdb-general`` in the CI slice, every DuckDB engine with ``--fuzz-long``.
+(``frame-category-int-untyped``: its deterministic reproducer is at the end).  By default
+a fixed, derandomized slice runs (CI); ``pytest --fuzz-long`` runs thousands of pairs with
+random seeds, and the terminal summary says how many pairs were checked per engine and
+source, and how many were not because a frame was refused (``tests/conftest.py``).  The
+new sources run a few examples under ``duckdb-general`` in the CI slice, every DuckDB engine
+with ``--fuzz-long``.
 
 The tests after the fuzzer are deterministic reproducers of violations found on main's code,
 each the smallest neighbour found: a unit's sample that depends on the span of the other

@@ -463,6 +463,8 @@ class _Str(str):
 class _HugeInt(int):
     """An int past ``sys.get_int_max_str_digits()`` (``str`` raises), shown short."""
 
+    __str__ = int.__repr__  # raises (else ``str`` would fall back to the short repr)
+
     def __repr__(self) -> str:
         return "_HugeInt(10**N)"
 
@@ -1639,8 +1641,10 @@ class Checker:
         with_junk = _insert(shuffled if self.fold else rows, c.junk, c.junk_at)
         if not self.fold:
             got = self.agg(shuffled, salt)
-            assert got is not None, "a frame refused once its rows are shuffled"
-            self.same(got, ref, f"salt {salt}: shuffled rows")
+            # pd.read_csv's dtype can depend on the row order (x = 10**29 before "0.0": text;
+            # after: float64), so a shuffled frame may be refused: a schema-level refusal
+            if got is not None:
+                self.same(got, ref, f"salt {salt}: shuffled rows")
         what = "shuffled rows with junk rows" if self.fold else "junk rows"
         got = self.agg(with_junk, salt)
         if got is not None:  # a junk row may widen a frame's dtype: then refused

@@ -174,7 +174,7 @@ KERNEL_FEATURES = (
 #: the ids of the sources of issue #25 that run in the CI slice (a few examples each, under
 #: ``duckdb-general``); every engine runs them with --fuzz-long.
 NEW_CI = {("parquet", "float-nan"), *(("frame", f) for f in FRAME_FEATURES)}
-NEW_CI_EXAMPLES = 7
+NEW_CI_EXAMPLES = 6
 
 #: (engine, source, feature) → why it fails.  Empty: the violations the fuzzer found on the
 #: code before the hardening (DuckDB's CSV reader was not line-local; string ids were hashed

@@ -43,6 +43,15 @@ def test_calibrate_classical_invalid_is_null(capsys):
     assert code == 0 and "not valid" in out
 
 
+def test_calibrate_huge_epsilon(capsys):
+    # "valid for every epsilon >= 0": 1e100 used to end in FloatingPointError
+    code, out, err = run(capsys, "calibrate", "--epsilon", "1e100", "--delta", "1e-5", "--json")
+    assert code == 0 and err == ""
+    obj = json.loads(out)
+    assert obj["sigma"] == dpgauss.analytic_gaussian_sigma(1e100, 1e-5)
+    assert 0 < obj["sigma"] < 1e-50
+
+
 def test_profile_both_directions(capsys):
     code, out, _ = run(capsys, "profile", "--sigma", "3", "--epsilon", "1", "--json")
     assert code == 0 and json.loads(out)["delta"] == dpgauss.gaussian_delta(3.0, 1.0)

@@ -99,6 +99,37 @@ def test_demo_prints_the_summary_of_run_demo(capsys, monkeypatch, tmp_path):
     assert code == 0 and out == "five\nlines\n" and seen == [str(tmp_path / "d")]
 
 
+def _one_line_error(capsys, *argv: str) -> str:
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "", (code, out, err)
+    assert err.count("\n") == 1 and err.startswith("dpgauss: error: "), err
+    return err
+
+
+def test_demo_unwritable_out_is_one_line(capsys, tmp_path):
+    afile = tmp_path / "somefile"
+    afile.write_text("not a directory")
+    for target in (afile / "out", "/proc/dpgauss-demo-out"):
+        err = _one_line_error(capsys, "demo", "--out", str(target))
+        assert "--out" in err and str(target) in err
+    assert afile.read_text() == "not a directory"
+
+
+def test_demo_refusal_names_out_only_when_it_was_not_passed(capsys, tmp_path, monkeypatch):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("precious")
+    err = _one_line_error(capsys, "demo", "--out", str(mine))
+    assert "was not made by dpgauss demo" in err and "pass --out" not in err
+    assert err.startswith("dpgauss: error: --out: ")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dpgauss-demo").mkdir()
+    (tmp_path / "dpgauss-demo" / "notes.txt").write_text("mine")
+    err = _one_line_error(capsys, "demo")
+    assert "dpgauss-demo exists" in err and "--out DIR" in err
+    assert (mine / "thesis.tex").read_text() == "precious"
+
+
 def test_console_script_exit_status():
     """The installed entry point returns the status to the shell."""
     proc = subprocess.run(

@@ -96,9 +96,17 @@ def _profile(args: argparse.Namespace) -> str:
 
 
 def _demo(args: argparse.Namespace) -> str:
-    from .demo import run_demo
+    from .demo import DEMO_DIR, OutputDirError, run_demo
 
-    return run_demo(args.out).summary
+    out = DEMO_DIR if args.out is None else args.out
+    try:
+        return run_demo(out).summary
+    except OutputDirError as exc:
+        if args.out is None:
+            raise ValueError(f"{exc} (--out DIR)") from None
+        raise ValueError(f"--out: {exc}") from None
+    except OSError as exc:  # a write after the directory was made (disk full, ...)
+        raise ValueError(f"--out: cannot write the demo's outputs to {out}: {exc}") from None
 
 
 def _build_parser() -> _Parser:
@@ -138,7 +146,9 @@ def _build_parser() -> _Parser:
         "one busy window with the secure analytic Gaussian mechanism, denoise with auto, and "
         "write the table, report and heat maps to OUT (default dpgauss-demo/).",
     )
-    demo.add_argument("--out", default="dpgauss-demo", help="output directory (replaced)")
+    demo.add_argument(
+        "--out", default=None, help="output directory (replaced; default dpgauss-demo)"
+    )
     demo.set_defaults(run=_demo)
 
     add_budget_parser(sub)

@@ -634,6 +634,24 @@ def test_cli_init_show(path: Path):
         _cli("budget", "init", "taxi", "--epsilon", "2", "--delta", "1e-6", "--ledger", str(path))
 
 
+@pytest.mark.parametrize(
+    "bad",
+    [
+        ["--epsilon", "-1", "--delta", "1e-6"],
+        ["--epsilon", "1", "--delta", "1.5"],
+        ["--epsilon", "0", "--delta", "1e-6"],
+    ],
+)
+def test_cli_refused_init_leaves_no_file(path: Path, bad: list[str]):
+    with pytest.raises(ValueError, match=r"epsilon|delta"):
+        _cli("budget", "init", "taxi", *bad, "--ledger", str(path))
+    assert not path.exists()
+    assert list(path.parent.iterdir()) == []
+    with pytest.raises(ValueError, match="dataset"):
+        _cli("budget", "init", "", "--epsilon", "1", "--delta", "1e-6", "--ledger", str(path))
+    assert not path.exists()
+
+
 def test_cli_show_never_creates(path: Path):
     with pytest.raises(LedgerError, match="no ledger at"):
         _cli("budget", "show", "taxi", "--ledger", str(path))

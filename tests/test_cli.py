@@ -130,6 +130,16 @@ def test_demo_refusal_names_out_only_when_it_was_not_passed(capsys, tmp_path, mo
     assert (mine / "thesis.tex").read_text() == "precious"
 
 
+@pytest.mark.parametrize("command", ["calibrate", "profile", "demo"])
+def test_command_help_has_a_description(capsys, command):
+    with pytest.raises(SystemExit) as exc:
+        main([command, "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    between = out.split("\n\n")[1]  # usage, then the description, then the options
+    assert not between.startswith("options:") and len(between.split()) >= 8, out
+
+
 def test_console_script_exit_status():
     """The installed entry point returns the status to the shell."""
     proc = subprocess.run(

@@ -701,3 +701,14 @@ def test_cli_main_wiring(path: Path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no budget for dataset 'nope'" in err
     assert cli.main(["budget", "plan", "--epsilon", "1", "--delta", "2", "--queries", "3"]) == 2
+
+
+def test_the_ledger_page_matches_the_code():
+    """docs/ledger.md: the schema version is the code's, and its example records delivery
+    (else its charges stay "not yet delivered" in `budget show`)."""
+    import re
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "ledger.md").read_text()
+    assert re.findall(r"`user_version` (\d+)", page) == [str(ledger_module.SCHEMA_VERSION)]
+    example = re.findall(r"```python\n(.*?)```", page, re.S)[0]
+    assert example.count("record_delivery(") >= 2 and '"delivered"' in example

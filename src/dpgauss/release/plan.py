@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from .._optional import install_hint
 from ..denoise import Denoised
 from .domain import KeyDomain
 from .engine import Engine, get_engine
@@ -223,7 +224,7 @@ def _plot_decision(spec: ReleaseSpec, domain: KeyDomain) -> str | None:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        return "not drawn: matplotlib is not installed (pip install '.[plot]')"
+        return f"not drawn: matplotlib is not installed ({install_hint('plot')})"
     return None
 
 
@@ -294,7 +295,7 @@ def plan_release(
             import pyarrow.parquet  # noqa: F401
         except ImportError:
             raise ValueError(
-                "[output] format 'parquet' needs pyarrow (pip install '.[data]' from a clone)"
+                "[output] format 'parquet' needs pyarrow: " + install_hint("data")
             ) from None
 
     # 4. the source's columns.

@@ -40,16 +40,11 @@ def test_the_clone_is_detected_from_the_package_location():
     assert _optional._checkout() == expected
 
 
-# engine_duckdb.py and engine_spark.py still carry their own hint (issue #28, item C: left
-# to those files' owners)
-_PENDING = {"engine_duckdb.py", "engine_spark.py"}
-
-
 def test_no_module_hints_an_install_from_the_current_directory():
     src = Path(dpgauss.__file__).resolve().parent
     bad = []
     for path in src.rglob("*.py"):
-        if path.name in _PENDING or path.name == "_optional.py":
+        if path.name == "_optional.py":
             continue
         for n, line in enumerate(path.read_text().splitlines(), 1):
             if re.search(r"pip install '\.\[|pip install numba", line):

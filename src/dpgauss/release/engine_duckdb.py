@@ -153,9 +153,8 @@ def _duckdb() -> Any:
     try:
         import duckdb
     except ImportError:  # pragma: no cover - the data extra is missing
-        raise EngineError(
-            "the DuckDB engine needs the 'data' extra: pip install '.[data]'"
-        ) from None
+        hint = install_hint("data")
+        raise EngineError(f"the DuckDB engine needs the 'data' extra: {hint}") from None
     return duckdb
 
 

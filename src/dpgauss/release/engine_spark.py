@@ -89,6 +89,7 @@ from typing import Any
 
 import numpy as np
 
+from .._optional import install_hint
 from . import csv_format, schema
 from .engine import Aggregate, AggregationPlan, RowCounts, source_columns
 from .engine_duckdb import AGGREGATION_FAILED, EngineError
@@ -126,7 +127,7 @@ def _pyspark() -> Any:
     except ImportError:  # the spark extra is missing
         raise EngineError(
             "the Spark engine is not available: it needs the 'spark' extra "
-            "(pip install '.[spark]') and Java 17+"
+            f"({install_hint('spark')}) and Java 17+"
         ) from None
     return pyspark
 

@@ -16,7 +16,8 @@ import shutil
 import pytest
 
 #: engine/source → [pairs checked, seconds, rows read, rows in the domain, aggregations,
-#: aggregations where a bound dropped rows]; filled by the fuzzer, printed at the end.
+#: aggregations where a bound dropped rows, pairs not checked because a frame was refused
+#: by its declared schema]; filled by the fuzzer, printed at the end.
 FUZZ_PAIRS = pytest.StashKey[dict]()
 
 
@@ -82,11 +83,12 @@ def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Co
     write(f"mode: {'long run, random seeds' if long else 'CI slice, derandomized'}")
     totals: dict[str, list[float]] = {}
     for key in sorted(pairs):
-        n, seconds, read, in_domain, aggs, bit = pairs[key]
+        n, seconds, read, in_domain, aggs, bit, *rest = pairs[key]
+        refused = f"; {rest[0]} pairs not checked: a frame refused by its schema" if rest else ""
         write(
             f"{key:<24} {n:>7} pairs checked in {seconds:7.1f} s ({aggs} aggregations; "
             f"{in_domain / max(read, 1):.0%} of rows in the domain, a bound dropped rows in "
-            f"{bit / max(aggs, 1):.0%})"
+            f"{bit / max(aggs, 1):.0%}{refused})"
         )
         engine = key.split("/")[0]
         for name in {engine, engine.split("-")[0]}:

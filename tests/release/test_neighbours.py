@@ -40,13 +40,38 @@ with only ``max_records_per_unit``: DuckDB's one-key fast path, and the per-unit
 ``dpgauss.release.unit_topb`` as the engine ``duckdb-kernel``, which runs such counts on
 every CSV feature and on string ids too), ``str`` (string ids, empty
 but never NULL: DuckDB sorts them by a hash in every file of the case) and ``str-nullflip``
-(string ids, ``D`` without NULL ids and a neighbour that brings some).
+(string ids, ``D`` without NULL ids and a neighbour that brings some) and ``float-nan``
+(float ids: NaN and ±inf are rows without a unit, −0.0 the unit 0.0).
+
+Frame sources (issue #25) are DataFrames built the way users build them, registered in the
+engine's DuckDB connection as ``release_frame`` scans them
+(:func:`dpgauss.release.frames._scannable`), each with ``[source] types`` the generator
+draws (the type each column is meant to have, sometimes a wider one): ``readcsv``
+(``pd.read_csv`` of the case's clean CSV, without dtypes), ``records``
+(``pd.DataFrame(records)`` with None, some columns built with nullable dtypes), ``arrow``
+(``pa.Table.to_pandas()`` of nullable columns, with or without a types mapper),
+``polars`` (``pl.read_csv``; skipped where polars is not installed), ``category`` (uid,
+``n`` — never named by the spec — and sometimes x as categoricals) and ``hostile`` (uid, x
+and ``n`` as object columns of lone surrogates, ints past
+``sys.get_int_max_str_digits()``, objects whose ``__str__`` raises, str subclasses, bytes,
+lists, dicts, numpy scalars, Decimal and NaN: each valid or invalid for its own row; a
+unit's rows carry its id as any object whose text is the id).  A frame whose dtype cannot
+hold its declared type is refused by ``schema.check`` (a ``ValueError``, before any record
+is read): a pair with a refused frame is *not checked* (counted apart in the summary), and
+every pair whose frames are accepted is checked like the others.  ``category-untyped`` and
+``category-int-untyped`` register categorical frames *without* declared types (the engine's
+own reading of an ENUM id, finding 2).  A new CSV source (an RFC 4180 reader with quoted
+line breaks, ``csv-rfc4180``) is a feature of :data:`CSV_FEATURES` with its hazards in
+:data:`HAZARDS` (the lines are built by :func:`lines`, the file by :class:`Files`).
 
 Each engine/source/feature combination is its own test id; the ones that fail on main's code
-for a known reason would be marked ``xfail(strict=False)`` in :data:`KNOWN_ON_MAIN` (empty
-now: every id passes).  By default a fixed, derandomized slice runs (CI); ``pytest
---fuzz-long`` runs thousands of pairs with random seeds, and the terminal summary says how
-many pairs were checked per engine and source (``tests/conftest.py``).
+for a known reason are marked ``xfail(strict=False)`` in :data:`KNOWN_ON_MAIN`
+(``frame-category-int-untyped``: its deterministic reproducer is at the end).  By default
+a fixed, derandomized slice runs (CI); ``pytest --fuzz-long`` runs thousands of pairs with
+random seeds, and the terminal summary says how many pairs were checked per engine and
+source, and how many were not because a frame was refused (``tests/conftest.py``).  The
+new sources run a few examples under ``duckdb-general`` in the CI slice, every DuckDB engine
+with ``--fuzz-long``.
 
 The tests after the fuzzer are deterministic reproducers of violations found on main's code,
 each the smallest neighbour found: a unit's sample that depends on the span of the other
@@ -58,12 +83,15 @@ invalid UTF-8 (too rare for the CI slice of the Spark ids to draw).
 from __future__ import annotations
 
 import functools
+import io
 import itertools
 import math
 import shutil
+import sys
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +102,7 @@ pytest.importorskip("hypothesis")
 pytest.importorskip("duckdb")
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
+pd = pytest.importorskip("pandas")
 
 import duckdb  # noqa: E402
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
@@ -82,6 +111,7 @@ from hypothesis import strategies as st  # noqa: E402
 from dpgauss.datasets import load_manhattan_graph  # noqa: E402
 from dpgauss.release.domain import resolve_domain  # noqa: E402
 from dpgauss.release.engine_duckdb import DuckDBEngine, EngineError  # noqa: E402
+from dpgauss.release.frames import _scannable  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate, sensitivity_of  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 
@@ -106,7 +136,29 @@ HAZARDS = {
     "bytes": frozenset({"bytes"}),
     "all": frozenset({"fields", "unterminated", "midquote", "cr", "crlf", "bytes"}),
 }
-PARQUET_FEATURES = ("int", "int-fast", "str", "str-nullflip")
+PARQUET_FEATURES = ("int", "int-fast", "str", "str-nullflip", "float-nan")
+#: Frames as users build them, registered as ``release_frame`` scans them (issue #25):
+#: ``readcsv`` (``pd.read_csv`` of the case's CSV, no dtypes), ``records``
+#: (``pd.DataFrame(records)``, missing values None, some columns cast to nullable dtypes),
+#: ``arrow`` (``pa.Table.to_pandas()`` of nullable columns), ``polars`` (``pl.read_csv``;
+#: where polars is installed), ``category`` (the uid and the unnamed ``n`` as categoricals),
+#: ``hostile`` (object columns of values without a text, str subclasses, bytes, lists,
+#: numpy scalars, Decimal, NaN) — all with ``[source] types`` — and ``category-untyped``
+#: (categorical string uid and ``n``, no declared types: the engine's own reading, finding 2)
+#: and ``category-int-untyped`` (the same with integer ids: a known violation, see
+#: :data:`KNOWN_ON_MAIN`).
+FRAME_FEATURES = (
+    "readcsv",
+    "records",
+    "arrow",
+    "polars",
+    "category",
+    "hostile",
+    "category-untyped",
+    "category-int-untyped",
+)
+#: Frame features whose records are text (the CSV strategies), the others typed values.
+TEXT_FRAMES = ("readcsv", "polars")
 DUCKDB_ENGINES = ("duckdb-fast", "duckdb-general", "duckdb-kernel")
 #: the features the per-unit kernel (dpgauss.release.unit_topb) serves: integer ids, and
 #: string ids from Parquet and CSV (every CSV column is text); under ``duckdb-kernel`` every
@@ -117,12 +169,25 @@ KERNEL_FEATURES = (
     ("parquet", "int-fast"),
     ("parquet", "str"),
     ("parquet", "str-nullflip"),
+    *(("frame", f) for f in FRAME_FEATURES if "untyped" not in f),
 )
+#: the ids of the sources of issue #25 that run in the CI slice (a few examples each, under
+#: ``duckdb-general``); every engine runs them with --fuzz-long.
+NEW_CI = {("parquet", "float-nan"), *(("frame", f) for f in FRAME_FEATURES)}
+NEW_CI_EXAMPLES = 7
 
 #: (engine, source, feature) → why it fails.  Empty: the violations the fuzzer found on the
 #: code before the hardening (DuckDB's CSV reader was not line-local; string ids were hashed
 #: only when the hash was injective on the whole source) are fixed, and these ids pass.
-KNOWN_ON_MAIN: dict[tuple[str, str, str], str] = {}
+KNOWN_ON_MAIN: dict[tuple[str, str, str], str] = {
+    (engine, "frame", "category-int-untyped"): (
+        "without [source] types, DuckDB scans a registered pandas categorical of Int64 "
+        "categories as BIGINT when it has no missing value and as DOUBLE when it has one: "
+        "one row without a unit re-types every unit's id and redraws their records "
+        "(test_an_int_categorical_id_is_not_retyped_by_a_missing_id)"
+    )
+    for engine in ("duckdb-fast", "duckdb-general")
+}
 
 
 def _combos() -> list[Any]:
@@ -131,8 +196,13 @@ def _combos() -> list[Any]:
     for engine in engines:
         features = [("csv", f) for f in CSV_FEATURES]
         features += [("parquet", f) for f in PARQUET_FEATURES]
-        if engine == "spark":  # the DuckDB-specific features are not Spark's
-            features = [x for x in features if x[1] not in ("int-fast", "str-nullflip")]
+        features += [("frame", f) for f in FRAME_FEATURES]
+        if engine == "spark":  # the DuckDB-specific features are not Spark's, nor frames
+            features = [
+                x
+                for x in features
+                if x[1] not in ("int-fast", "str-nullflip", "float-nan") and x[0] != "frame"
+            ]
         if engine == "duckdb-kernel":  # its other features take the general query
             features = list(KERNEL_FEATURES)
         for source, feature in features:
@@ -224,13 +294,18 @@ X_TYPES = {
 class Ctx:
     """What the record strategies need to know about one case."""
 
-    source: str  # "csv" or "parquet"
-    ids: str  # "str" or "int"
+    source: str  # "csv", "parquet" or "frame"
+    ids: str  # "str", "int" or "float"
     feature: str
     spec: dict
     dkind: str
     x_type: str  # Parquet type of x (CSV: all text)
     order: tuple[str, ...]  # column order
+
+    @property
+    def text(self) -> bool:
+        """Whether the records are text (a CSV file, a frame read from one)."""
+        return self.source == "csv" or (self.source == "frame" and self.feature in TEXT_FRAMES)
 
     @property
     def hazards(self) -> frozenset[str]:
@@ -362,6 +437,81 @@ _U_STR_IDS = [
 # Ids only the `bytes` feature uses (CSV): NUL, invalid UTF-8 (surrogateescape), separators.
 _U_BYTE_IDS = ["x\udcffy", "x\udcfey", "x\x00y", "\x00", "1\u2028", "1\x85", "\udcc3"]
 _U_INT_IDS = [31, 32, 1000, -1, 2**31, 2**36, 2**40, -(2**62), 2**63 - 1, -(2**63), 0]
+# Float ids (Parquet ``float-nan``): NaN and ±inf are rows without a unit, −0.0 is unit 0.0.
+_U_FLOAT_IDS = [0.5, -1.5, 1e308, -1e308, 2.0**53, 2.0**53 + 2, 5e-324, 31.0, 1e-300, -0.0]
+_NO_FLOAT_IDS = [None, math.nan, math.inf, -math.inf]
+
+
+# Hostile Python objects (frame ``hostile``), in object columns of a pandas frame.
+class _Raises:
+    """An object whose ``__str__`` raises."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+    def __repr__(self) -> str:
+        return "_Raises()"
+
+
+class _Str(str):
+    """A str subclass (its text is its value)."""
+
+    def __repr__(self) -> str:
+        return f"_Str({str.__repr__(self)})"
+
+
+class _HugeInt(int):
+    """An int past ``sys.get_int_max_str_digits()`` (``str`` raises), shown short."""
+
+    def __repr__(self) -> str:
+        return "_HugeInt(10**N)"
+
+
+def _huge() -> int:
+    digits = sys.get_int_max_str_digits() or 4300
+    return _HugeInt(10 ** (digits + 1))
+
+
+def _textless() -> list[Any]:
+    """Values without a text: the row reads them as NULL (no unit, an invalid key)."""
+    return ["\ud800", "a\udcffb", _huge(), _Raises(), math.nan, np.float64("nan"), None]
+
+
+#: ids of the ``hostile`` feature whose text an object carries: the unit's rows carry the
+#: object (or the text, or a str subclass of it); the text is the unit.
+_CARRIERS: dict[str, list[Any]] = {
+    "b'a'": [b"a"],
+    "[1, 'a']": [[1, "a"]],
+    "{'k': 1}": [{"k": 1}],
+    "1E+2": [Decimal("1E+2")],
+    "0.5": [np.float64(0.5), 0.5, Decimal("0.5")],
+    "7": [np.int64(7), 7, Decimal(7), np.uint8(7)],
+    "True": [True, np.bool_(True)],
+    "nan": [np.str_("nan")],
+}
+
+
+def _hostile_values() -> list[Any]:
+    """Values of a domain or unnamed column: each is valid or invalid for its own row."""
+    return [
+        *_textless(),
+        _Str("1"),
+        _Str("a"),
+        b"1",
+        [1],
+        {"a": 1},
+        np.float64(0.5),
+        np.int64(1),
+        np.int32(-3),
+        Decimal("0.5"),
+        Decimal("1"),
+        Decimal("NaN"),
+        np.str_("1"),
+        True,
+        "x\ud800",
+        1.0,
+        2,
+    ]
 
 
 def _fmt(x: float | int) -> str:
@@ -497,7 +647,7 @@ def _lat_lon(ctx: Ctx) -> tuple[st.SearchStrategy, st.SearchStrategy]:
         edges,
     )
     valid = _weighted((3, near), (1, anywhere))
-    if ctx.source == "csv":
+    if ctx.text:
 
         def text(pair: tuple[Any, Any]) -> tuple[str | None, str | None]:
             return tuple(None if v is None else _fmt(v) for v in pair)  # type: ignore[return-value]
@@ -514,7 +664,7 @@ def _value(ctx: Ctx) -> tuple[st.SearchStrategy, st.SearchStrategy]:
     inside = st.floats(lo, hi)
     huge = [1e308, -1e308, 5e-324, float(2**63)]
     floats = st.floats(allow_nan=False, allow_infinity=False, width=64)
-    if ctx.source == "csv":
+    if ctx.text:
         valid = st.one_of(st.sampled_from([_fmt(x) for x in edges]), inside.map(_fmt))
         bad = st.one_of(
             st.sampled_from([_fmt(x) for x in huge]),
@@ -534,7 +684,7 @@ def _value(ctx: Ctx) -> tuple[st.SearchStrategy, st.SearchStrategy]:
 def _window_values(ctx: Ctx) -> tuple[st.SearchStrategy, st.SearchStrategy]:
     f = ctx.spec.get("filter") or {}
     kind = ctx.filter_kind or "number"
-    csv = ctx.source == "csv"
+    csv = ctx.text
     if kind == "number":
         start, stop = f.get("start"), f.get("stop")
         lo = -5.0 if start is None else float(start)
@@ -589,7 +739,7 @@ def _columns(ctx: Ctx, adversarial: bool) -> dict[str, st.SearchStrategy]:
     cache = ctx.__dict__.setdefault("_strategies", {})
     if key not in cache:
         w = 3 if adversarial else 9
-        x = _text_x(ctx) if ctx.source == "csv" else _typed_x(ctx)
+        x = _text_x(ctx) if ctx.text else _typed_x(ctx)
         cache[key] = {
             "x": _mix(*x, w),
             "latlon": _mix(*_lat_lon(ctx), w),
@@ -615,7 +765,7 @@ def records(draw: Any, ctx: Ctx, uid: Any, adversarial: bool = True) -> dict[str
         "t": draw(st.integers(0, 9)),
         "n": draw(cols["n"]),
     }
-    if ctx.source == "csv":
+    if ctx.text:
         rec["t"] = str(rec["t"])
     return rec
 
@@ -654,10 +804,14 @@ def junk_records(
     reason = draw(st.sampled_from(_junk_reasons(ctx, nulls=nulls)))
     uid = draw(st.sampled_from(ids)) if ids else ("1" if ctx.ids == "str" else 1)
     rec = draw(records(ctx, uid))
-    csv = ctx.source == "csv"
+    csv = ctx.text
     d = _x_domain(ctx.spec)  # a composite record is junk when its x part is
     if reason == "null_id":
         rec["uid"] = None
+        if ctx.ids == "float":
+            rec["uid"] = draw(st.sampled_from(_NO_FLOAT_IDS))
+        elif ctx.feature == "hostile":
+            rec["uid"] = draw(st.sampled_from([None, *_textless()]))
     elif reason == "empty_id":
         rec["uid"] = ""
     elif reason == "outside_filter":
@@ -905,6 +1059,8 @@ class Case:
     final_lf: list[bool] = field(default_factory=list)  # per file written (CSV)
     header_term: bytes = b"\n"
     row_group: int = 64
+    types: dict[str, str] | None = None  # a frame's [source] types (None: undeclared)
+    frame: dict[str, Any] = field(default_factory=dict)  # how a frame is built
 
     def __repr__(self) -> str:
         show = (
@@ -920,7 +1076,8 @@ class Case:
             + f"\n  salts={self.salts}\n  base={show(self.base)}\n  old={show(self.old)} at "
             f"{self.old_at}\n  new={show(self.new)} at {self.new_at}\n  junk={show(self.junk)} "
             f"({self.junk_reasons}) at {self.junk_at}\n  final_lf={self.final_lf} "
-            f"header_term={self.header_term!r} row_group={self.row_group}\n  order={self.order})"
+            f"header_term={self.header_term!r} row_group={self.row_group}\n  order={self.order}"
+            f"\n  types={self.types} frame={self.frame})"
         )
 
 
@@ -929,9 +1086,17 @@ def cases(draw: Any, combo: tuple[str, str, str], n_salts: int) -> Case:
     engine, source, feature = combo
     spec, dkind = draw(spec_dicts(source, feature, fast=engine == "duckdb-kernel"))
     ids = "int" if feature in ("int", "int-fast") else "str"
+    if feature == "float-nan":
+        ids = "float"
+    if source == "frame" and feature not in ("hostile", "category-untyped"):
+        ids = draw(st.sampled_from(["int", "str"]))
+    if feature == "category-int-untyped":
+        ids = "int"
     order = tuple(draw(st.permutations(COLUMNS))) if source == "csv" else COLUMNS
-    x_type = draw(st.sampled_from(X_TYPES[dkind])) if source == "parquet" else "string"
+    typed = source == "parquet" or (source == "frame" and feature not in TEXT_FRAMES)
+    x_type = draw(st.sampled_from(X_TYPES[dkind])) if typed else "string"
     ctx = Ctx(source, ids, feature, spec, dkind, x_type, order)
+    hostile = feature == "hostile"
     csv = source == "csv"
     flip = feature == "str-nullflip"
     # String ids from Parquet without any NULL id: DuckDB's hashed sort of ids stays on for
@@ -940,9 +1105,14 @@ def cases(draw: Any, combo: tuple[str, str, str], n_salts: int) -> Case:
 
     if ids == "int":
         d_id, u_id = st.integers(0, 30), st.one_of(st.sampled_from(_U_INT_IDS), st.integers(0, 60))
+    elif ids == "float":
+        d_id = st.integers(0, 30).map(float)
+        u_id = st.one_of(st.sampled_from(_U_FLOAT_IDS), st.integers(0, 60).map(float))
     else:
-        d_pool = list(_D_STR_IDS)
+        d_pool = list(_D_STR_IDS) + (list(_CARRIERS)[:4] if hostile else [])
         u_pool = _U_STR_IDS + (_U_BYTE_IDS if "bytes" in ctx.hazards else [])
+        if hostile:
+            u_pool = [*u_pool, *_CARRIERS]
         if "cr" in ctx.hazards:
             u_pool = [*u_pool, "u\r1"]
         d_id, u_id = st.sampled_from(d_pool), st.sampled_from(u_pool + d_pool)
@@ -956,9 +1126,33 @@ def cases(draw: Any, combo: tuple[str, str, str], n_salts: int) -> Case:
             return rec
         return draw(lines(ctx, rec, hazards=hazards, inject=tuple(d_lines)))
 
+    def carried(rec: dict[str, Any]) -> dict[str, Any]:
+        """A unit's record with its id as the id's variants (−0.0 for 0.0, an object whose
+        text is the id) and, ``hostile``, hostile values in x and n."""
+        uid = rec["uid"]
+        if ids == "float" and uid == 0.0:
+            rec["uid"] = draw(st.sampled_from([0.0, -0.0]))
+        if hostile:
+            if uid is not None and uid != "":
+                rec["uid"] = draw(st.sampled_from([uid, _Str(uid), *_CARRIERS.get(uid, [])]))
+            for col in ("x", "n"):
+                if draw(st.integers(0, 2)) == 0:
+                    rec[col] = draw(st.sampled_from(_hostile_values()))
+        return rec
+
+    def no_unit() -> Any:
+        """The id of a row without a unit."""
+        if ids == "float":
+            return draw(st.sampled_from(_NO_FLOAT_IDS))
+        if hostile and draw(st.booleans()):
+            return draw(st.sampled_from(_textless()))
+        return None
+
     def unit(uid: Any, adversarial: bool) -> list[Any]:
         n = draw(st.integers(1, 6))
-        rows = [render(draw(records(ctx, uid, adversarial)), adversarial) for _ in range(n)]
+        rows = [
+            render(carried(draw(records(ctx, uid, adversarial))), adversarial) for _ in range(n)
+        ]
         if not adversarial:
             return rows
         for _ in range(draw(st.integers(0, 2))):  # duplicates of its own rows
@@ -967,9 +1161,13 @@ def cases(draw: Any, combo: tuple[str, str, str], n_salts: int) -> Case:
         nulls = draw(st.integers(1 if flip else 0, 2))
         for _ in range(nulls):  # rows it sends without an id (NULL, or empty)
             rec = draw(records(ctx, uid))
-            rec["uid"] = None if (ids == "int" or flip or draw(st.booleans())) else ""
+            rec["uid"] = None if (ids != "str" or flip or draw(st.booleans())) else ""
             if no_nulls:
                 rec["uid"] = ""
+            if rec["uid"] is None:
+                rec["uid"] = no_unit()
+            else:
+                rec = carried(rec) if hostile else rec
             rows.insert(draw(st.integers(0, len(rows))), render(rec, True))
         return rows
 
@@ -1037,9 +1235,93 @@ def cases(draw: Any, combo: tuple[str, str, str], n_salts: int) -> Case:
         case.final_lf = draw(st.lists(st.booleans(), min_size=8, max_size=8))
         if "crlf" in ctx.hazards:
             case.header_term = draw(st.sampled_from([b"\n", b"\r\n"]))
-    else:
+    elif source == "parquet":
         case.row_group = draw(st.sampled_from([1, 2, 3, 64]))
+    else:
+        untyped = feature.endswith("-untyped")
+        case.types = None if untyped else draw(declared_types(ctx))
+        case.frame = draw(frame_options(ctx))
     return case
+
+
+def _read_columns(spec: dict) -> list[str]:
+    """The columns a spec reads (the ones ``[source] types`` must declare), in order."""
+    cols = ["uid"]
+    kinds = {"graph": ["lat", "lon"], "regions": ["lat", "lon"]}
+    d = spec["domain"]
+    parts = d["parts"] if d["kind"] == "product" else [d]
+    for part in parts:
+        cols += kinds.get(part["kind"], ["x"])
+    if d["kind"] == "grid":
+        cols = ["uid", "x", "lat"]
+    if spec["statistic"]["kind"] != "count":
+        cols.append("v")
+    if "filter" in spec:
+        cols.append("f")
+    cols += spec["bounds"].get("record_columns", [])
+    return list(dict.fromkeys(cols))
+
+
+@st.composite
+def declared_types(draw: Any, ctx: Ctx) -> dict[str, str]:
+    """``[source] types``: the type each column the spec reads is meant to have (what the
+    generator drew: int or str ids, x_type), sometimes a wider one that accepts more frames
+    (``string`` for text, ``float64`` for numbers)."""
+    numeric = not ctx.dkind.startswith(("values-str",))
+    out = {}
+    for col in _read_columns(ctx.spec):
+        if col == "uid" and ctx.ids == "str":
+            pool = ["string"]
+        elif col == "uid":  # pd.read_csv and to_pandas() widen an id column with a NULL
+            wide = ctx.text or ctx.feature == "arrow"
+            pool = ["int64", "float64", "float64", "string"] if wide else ["int64", "float64"]
+        elif col == "x":
+            base = ctx.x_type if not ctx.text else draw(st.sampled_from(X_TYPES[ctx.dkind]))
+            pool = [base, base, "string"] + (["float64"] if numeric else [])
+        elif col in ("lat", "lon", "v"):
+            pool = ["float64"]
+        elif col == "f":
+            pool = ["float64"] if ctx.filter_kind == "number" else ["timestamp", "timestamp_ns"]
+        elif col == "t":
+            pool = ["int64", "int64", "string", "float64"]
+        else:
+            pool = ["string"]
+        out[col] = draw(st.sampled_from(pool))
+    return out
+
+
+#: the nullable pandas dtype of each declared/record type
+_NULLABLE = {"int64": "Int64", "float64": "Float64", "string": "string"}
+
+
+@st.composite
+def frame_options(draw: Any, ctx: Ctx) -> dict[str, Any]:
+    """How a case's frames are built (the same for every frame of the case)."""
+    f = ctx.feature
+    out: dict[str, Any] = {}
+    uid_dtype = "Int64" if ctx.ids == "int" else "string"
+    nullable = {
+        "uid": uid_dtype,
+        "x": _NULLABLE[ctx.x_type],
+        "t": "Int64",
+        "n": "string",
+        "v": "Float64",
+        "lat": "Float64",
+        "lon": "Float64",
+    }
+    if f in ("records", "category"):
+        cols = draw(st.lists(st.sampled_from(sorted(nullable)), unique=True, max_size=4))
+        if draw(st.integers(0, 2)) > 0:  # mostly an explicit nullable id (else float64)
+            cols = sorted({*cols, "uid"})
+        out["casts"] = {c: nullable[c] for c in cols}
+    if f.endswith("-untyped"):
+        out["casts"] = nullable
+    if f.startswith("category"):
+        extra = ["x"] if draw(st.booleans()) else []
+        out["categorical"] = ["uid", "n", *extra]
+    if f == "arrow":
+        out["mapper"] = draw(st.sampled_from(["none", "nullable", "nullable", "arrow"]))
+    return out
 
 
 def _insert(base: list[Any], rows: list[Any], at: list[int]) -> list[Any]:
@@ -1075,10 +1357,17 @@ class Files:
             path.write_bytes(data)
             return str(path)
         path = self.root / f"s{i}.parquet"
+        table = pa.Table.from_pylist(self.typed(rows), schema=self.schema())
+        pq.write_table(table, path, row_group_size=c.row_group)
+        return str(path)
+
+    def schema(self) -> Any:
+        ctx = self.case.ctx
         f_type = pa.timestamp("us") if ctx.filter_kind == "timestamp" else pa.float64()
-        schema = pa.schema(
+        uid_type = {"int": pa.int64(), "float": pa.float64()}.get(ctx.ids, pa.string())
+        return pa.schema(
             [
-                ("uid", pa.int64() if ctx.ids == "int" else pa.string()),
+                ("uid", uid_type),
                 ("x", _SCHEMA_TYPES[ctx.x_type]),
                 ("lat", pa.float64()),
                 ("lon", pa.float64()),
@@ -1088,6 +1377,10 @@ class Files:
                 ("n", pa.string()),
             ]
         )
+
+    def typed(self, rows: list[Any]) -> list[dict[str, Any]]:
+        """The records with an f of the filter's kind (a stray one is None)."""
+        ctx = self.case.ctx
         fixed = []
         for r in rows:
             r = dict(r)
@@ -1096,9 +1389,57 @@ class Files:
             if ctx.filter_kind == "timestamp" and isinstance(r["f"], float):
                 r["f"] = None
             fixed.append(r)
-        table = pa.Table.from_pylist(fixed, schema=schema)
-        pq.write_table(table, path, row_group_size=c.row_group)
-        return str(path)
+        return fixed
+
+    def csv_bytes(self, rows: list[Any]) -> bytes:
+        """Text records as a clean RFC 4180 file, one record per line."""
+        ctx = self.case.ctx
+        data = b",".join(_enc(col) for col in ctx.order) + b"\n"
+        return data + b"".join(b",".join(_split_clean(ctx, r)) + b"\n" for r in rows)
+
+    def frame(self, rows: list[Any]) -> Any:
+        """The object DuckDB scans for ``rows``, built as the case's feature says, then
+        :func:`dpgauss.release.frames._scannable` (as ``release_frame`` registers it)."""
+        ctx, opts = self.case.ctx, self.case.frame
+        feature = ctx.feature
+        if feature == "readcsv":
+            return _scannable(pd.read_csv(io.BytesIO(self.csv_bytes(rows))), "pandas")
+        if feature == "polars":
+            pl = pytest.importorskip("polars")
+            data = self.csv_bytes(rows)
+            return _scannable(pl.read_csv(io.BytesIO(data), infer_schema_length=None), "polars")
+        rows = self.typed(rows)
+        if feature == "arrow":
+            table = pa.Table.from_pylist(rows, schema=self.schema())
+            mapper = {
+                "none": None,
+                "nullable": {
+                    pa.int64(): pd.Int64Dtype(),
+                    pa.float64(): pd.Float64Dtype(),
+                    pa.string(): pd.StringDtype(),
+                }.get,
+                "arrow": pd.ArrowDtype,
+            }[opts["mapper"]]
+            return _scannable(table.to_pandas(types_mapper=mapper), "pandas")
+        cols = {c: [r[c] for r in rows] for c in COLUMNS}
+        if feature == "hostile":  # object columns, whatever the values
+            df = pd.DataFrame(
+                {
+                    c: pd.Series(v, dtype=object) if c in ("uid", "x", "n") else v
+                    for c, v in cols.items()
+                }
+            )
+            return _scannable(df, "pandas")
+        df = pd.DataFrame(rows, columns=list(COLUMNS))
+        for c, dtype in opts.get("casts", {}).items():
+            if c == "f" or (c == "x" and not rows):
+                continue
+            df[c] = pd.array(cols[c], dtype=dtype)
+        if feature.endswith("-untyped") and ctx.filter_kind == "number":
+            df["f"] = pd.array(cols["f"], dtype="Float64")
+        for c in opts.get("categorical", []):
+            df[c] = df[c].astype("category")
+        return _scannable(df, "pandas")
 
 
 # ------------------------------------------------------------------------------ checks
@@ -1118,10 +1459,16 @@ class Vec:
 class Checker:
     """Runs one engine on a case's files and checks the properties of the module docstring."""
 
-    def __init__(self, case: Case, engine: Any, root: Path, fold: bool = False) -> None:
+    def __init__(
+        self, case: Case, engine: Any, root: Path, fold: bool = False, con: Any = None
+    ) -> None:
         self.fold = fold  # one aggregation for the order and junk checks (Spark: slow)
         self.case = case
         self.engine = engine
+        self.con = con  # the engine's DuckDB connection (frames are registered in it)
+        self.refused = 0  # (pair, salt) not checked: a frame refused by its schema
+        self.frames: dict[int, Any] = {}  # id(rows) → the frame built for them
+        self.described: dict[int, Any] = {}  # id(rows) → the frame's DuckDB schema
         self.files = Files(root, case)
         self.paths: dict[int, str] = {}  # id(rows) → the file written for them
         self.stats = [0, 0, 0, 0]  # rows read, rows in the domain, aggregations, bounds bit
@@ -1138,9 +1485,18 @@ class Checker:
         self.scale = max(abs(lo - off), abs(hi - off)) if self.stat != "count" else 0.0
 
     def _spec(self, path: str) -> ReleaseSpec:
+        if self.case.ctx.source == "frame":
+            source: dict[str, Any] = {"table": "records"}
+            if self.case.types is not None:
+                source["types"] = self.case.types
+            return ReleaseSpec.from_dict({**self.spec_dict, "source": source})
         return ReleaseSpec.from_dict({**self.spec_dict, "source": {"path": path}})
 
-    def agg(self, rows: list[Any], salt: int) -> Vec:
+    def agg(self, rows: list[Any], salt: int) -> Vec | None:
+        """The engine's bounded aggregate of ``rows``; None where a frame is refused by its
+        schema (a dtype that cannot hold the declared type: ``schema.check``)."""
+        if self.case.ctx.source == "frame":
+            return self._agg_frame(rows, salt)
         path = self.paths.get(id(rows))
         if path is None:
             path = self.paths[id(rows)] = self.files.write(rows)
@@ -1150,10 +1506,36 @@ class Checker:
             data = Path(path).read_bytes() if path.endswith(".csv") else pq.read_table(path)
             exc.add_note(f"the source that failed ({path}, salt {salt}):\n{data!r}")
             raise
+        return self._count(a)
+
+    def _count(self, a: Any) -> Vec:
         r = self.stats
         r[0], r[1], r[2] = r[0] + a.rows.read, r[1] + a.rows.in_domain, r[2] + 1
         r[3] += any(a.rows.dropped_by_bounds.values())
         return Vec(a.counts, a.sums, a.rows.units)
+
+    def _agg_frame(self, rows: list[Any], salt: int) -> Vec | None:
+        frame = self.frames.get(id(rows))
+        if frame is None:
+            frame = self.frames[id(rows)] = self.files.frame(rows)
+        self.con.register("records", frame)
+        self.described[id(rows)] = self.con.execute("DESCRIBE records").fetchall()
+        try:
+            a = bounded_aggregate(self._spec("records"), salt=salt, engine=self.engine)
+        except ValueError as exc:
+            msg = str(exc)
+            if self.case.types is not None and msg.startswith("[source] types declares "):
+                # the schema-level refusal: one sentence naming the schema, never a value
+                assert "\n" not in msg and "cannot hold" in msg, msg
+                return None
+            exc.add_note(f"the frame that failed (salt {salt}):\n{frame!r}")
+            raise
+        except Exception as exc:
+            exc.add_note(f"the frame that failed (salt {salt}):\n{frame!r}")
+            raise
+        finally:
+            self.con.unregister("records")
+        return self._count(a)
 
     def _tol(self, *vs: Vec) -> np.ndarray:
         mass = sum(np.abs(v.counts) for v in vs)
@@ -1224,26 +1606,46 @@ class Checker:
         full_new = _insert(c.base, c.new, c.new_at)
         zero = Vec.zero(self.domain.size, self.stat != "count")
         first = None
+        checked = 0
         for salt in c.salts:
             old = self.agg(full_old, salt)
             new = self.agg(full_new, salt)
             u_old = self.agg(c.old, salt) if c.old else zero
             u_new = self.agg(c.new, salt) if c.new else zero
             for name, u in (("agg(U_old)", u_old), ("agg(U_new)", u_new)):
-                self.bounded(u, f"salt {salt}: {name}")
-            self.additive(new, old, u_new, u_old)
+                if u is not None:
+                    self.bounded(u, f"salt {salt}: {name}")
+            if old is None or new is None or u_old is None or u_new is None:
+                self.refused += 1  # a frame refused: the pair is not checked
+                continue
+            try:
+                self.additive(new, old, u_new, u_old)
+            except AssertionError as exc:
+                if self.described:
+                    for name, rows in (("D_old", full_old), ("D_new", full_new)):
+                        exc.add_note(f"{name}: {self.described.get(id(rows))}")
+                    for name, rows in (("U_old", c.old), ("U_new", c.new)):
+                        exc.add_note(f"{name}: {self.described.get(id(rows))}")
+                raise
+            checked += 1
             if first is None:
                 first = (salt, new if c.new else old)
-        assert first is not None
+        if first is None:
+            assert c.ctx.source == "frame", "only a frame can be refused"
+            return checked
         salt, ref = first
         rows = full_new if c.new else full_old
         shuffled = [rows[i] for i in c.order]
         with_junk = _insert(shuffled if self.fold else rows, c.junk, c.junk_at)
         if not self.fold:
-            self.same(self.agg(shuffled, salt), ref, f"salt {salt}: shuffled rows")
+            got = self.agg(shuffled, salt)
+            assert got is not None, "a frame refused once its rows are shuffled"
+            self.same(got, ref, f"salt {salt}: shuffled rows")
         what = "shuffled rows with junk rows" if self.fold else "junk rows"
-        self.same(self.agg(with_junk, salt), ref, f"salt {salt}: {what} {c.junk_reasons}")
-        return len(c.salts)
+        got = self.agg(with_junk, salt)
+        if got is not None:  # a junk row may widen a frame's dtype: then refused
+            self.same(got, ref, f"salt {salt}: {what} {c.junk_reasons}")
+        return checked
 
 
 # ------------------------------------------------------------------------------ tests
@@ -1272,6 +1674,13 @@ def test_neighbouring_datasets(combo, request, tmp_path_factory, duck_connection
     if engine_name == "duckdb-kernel" and not long and (source, feature) not in KERNEL_CI:
         if request.config.getoption("--fuzz-examples") is None:
             pytest.skip("a duckdb-kernel id outside the CI slice: run with --fuzz-long")
+    fixed = request.config.getoption("--fuzz-examples") is not None
+    if (source, feature) in NEW_CI and not long and not fixed:
+        if engine_name != "duckdb-general":
+            pytest.skip(f"a {engine_name} id of a new source outside the CI slice: --fuzz-long")
+        examples = NEW_CI_EXAMPLES
+    if feature == "polars":
+        pytest.importorskip("polars")
     n_salts = SALTS[family][long]
     if family == "spark":
         from dpgauss.release.engine_spark import SparkEngine
@@ -1284,7 +1693,11 @@ def test_neighbouring_datasets(combo, request, tmp_path_factory, duck_connection
             kernel=engine_name == "duckdb-kernel",
         )
     root = tmp_path_factory.mktemp("neighbours")
-    counter = fuzz_pairs.setdefault(f"{engine_name}/{source}", [0, 0.0, 0, 0, 0, 0])
+    # frames: one counter per feature (the summary's line per source); [..., refused]
+    name = f"{engine_name}/{source}" + (f"-{feature}" if source == "frame" else "")
+    if feature == "float-nan":
+        name += "-float-nan"
+    counter = fuzz_pairs.setdefault(name, [0, 0.0, 0, 0, 0, 0, 0])
     phases = [Phase.explicit, Phase.reuse, Phase.generate] + ([Phase.shrink] if long else [])
 
     @settings(
@@ -1302,12 +1715,13 @@ def test_neighbouring_datasets(combo, request, tmp_path_factory, duck_connection
         where = root / f"c{next(_COUNTER)}"
         where.mkdir()
         start = time.perf_counter()
-        checker = Checker(case, engine, where, fold=family == "spark")
+        checker = Checker(case, engine, where, fold=family == "spark", con=duck_connection)
         try:
             counter[0] += checker.run()
         finally:
             for i, n in enumerate(checker.stats):
                 counter[2 + i] += n
+            counter[6] += checker.refused
             counter[1] += time.perf_counter() - start
             shutil.rmtree(where, ignore_errors=True)
 
@@ -1452,3 +1866,44 @@ def test_spark_a_csv_line_is_one_record_of_its_own_unit(tmp_path: Path, request,
         assert units_u <= 1, f"U's one line makes {units_u} units: {c_u}"
         diff = [x - y for x, y in zip(c_du, c_d, strict=True)]
         assert diff == c_u, f"salt {salt}: D {c_d}, D ∪ U {c_du}, U {c_u}"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason=(
+        "DuckDB scans a registered pandas categorical of Int64 categories as BIGINT without a "
+        "missing value and as DOUBLE with one; without [source] types the engine hashes the "
+        "ids in the type the whole frame decides (fuzzer id frame-category-int-untyped)"
+    ),
+)
+def test_an_int_categorical_id_is_not_retyped_by_a_missing_id() -> None:
+    """Found by the fuzzer (``frame-category-int-untyped``), smallest case: unit 1 has two
+    records (x = 0, x = 1) and b = 1; a row without a unit (a missing id) is added.  Without
+    ``[source] types``, the categorical ``uid`` is BIGINT in the first frame and DOUBLE in
+    the second, and with salt 0 unit 1 keeps the record on key 1, then the one on key 0: a
+    row that belongs to no unit changes a unit's contribution.  (Declared, the DOUBLE column
+    is refused by ``schema.check``: the ``frame-category`` id.)"""
+    spec = ReleaseSpec.from_dict(
+        {
+            "source": {"table": "records"},
+            "unit": {"column": "uid"},
+            "domain": {"kind": "values", "column": "x", "values": [0, 1]},
+            "bounds": {"max_records_per_unit": 1},
+            "privacy": {"epsilon": 1.0, "delta": 1e-6, "dataset": "d"},
+            "denoise": {"method": "none"},
+        }
+    )
+
+    def counts(uid: list[int | None], x: list[int]) -> list[float]:
+        df = pd.DataFrame({"uid": pd.array(uid, dtype="Int64"), "x": pd.array(x, dtype="Int64")})
+        df["uid"] = df["uid"].astype("category")
+        con = duckdb.connect()
+        con.register("records", _scannable(df, "pandas"))
+        try:
+            return bounded_aggregate(spec, salt=0, engine=DuckDBEngine(con)).counts.tolist()
+        finally:
+            con.close()
+
+    d = counts([1, 1], [0, 1])
+    d_junk = counts([1, 1, None], [0, 1, 0])
+    assert d_junk == d, f"unit 1 alone: {d}; with a row without a unit: {d_junk}"

@@ -324,9 +324,10 @@ def check_a_header_of_several_lines(tmp_path: Path, engine: object) -> list:
     agg = run(spec, engine, out)
     assert agg.counts[:5].tolist() == [0.0, 1.0, 1.0, 1.0, 1.0]
     assert (agg.rows.read, agg.rows.malformed_lines) == (4, 0)
-    write(tmp_path / "h3.csv", [b"uid,the", b"key", b"e,5"])  # the header on two records
-    with pytest.raises(EngineError, match=r"h3\.csv: its header \['uid', 'the'\] differs"):
-        engine.describe(spec)
+    other = write(tmp_path / "z3.csv", [b"uid,the", b"key", b"e,5"])  # two records
+    both = spec_of(tmp_path / "h1.csv", source={"path": [str(tmp_path / "h1.csv"), str(other)]})
+    with pytest.raises(EngineError, match=r"z3\.csv: its header \['uid', 'the'\] differs"):
+        engine.describe(both)
     return out
 
 

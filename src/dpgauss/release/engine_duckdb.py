@@ -201,7 +201,9 @@ def _csv_layout(spec: ReleaseSpec) -> tuple[list[str], tuple[str, ...], bytes | 
     """(files, column names, header line) of a CSV source (csv_format, rule 5)."""
     src = spec.source
     try:
-        return csv_format.local_source(src.paths, src.delimiter, src.header, src.columns)
+        return csv_format.local_source(
+            src.paths, src.delimiter, src.header, src.columns, mode=src.csv
+        )
     except csv_format.CsvError as exc:
         raise EngineError(f"cannot read the source: {_one_line(exc)}") from None
 
@@ -217,29 +219,29 @@ def _csv_source(con: Any, spec: ReleaseSpec, tag: str) -> tuple[str, dict[str, A
         if col not in names:
             shown = ", ".join(names[:30]) + (", ..." if len(names) > 30 else "")
             raise EngineError(f"column {col!r} is not a column of the source (columns: {shown})")
-    d, n = spec.source.delimiter, len(names)
-    valid = csv_format.folded_record_regex(d, n)
+    d, n, mode = spec.source.delimiter, len(names), spec.source.csv
+    valid = csv_format.folded_record_regex(d, n, mode=mode)
     line, bad = "dp_line", "dp_malformed"
     while line in names:
         line += "_"
     while bad in names:
         bad += "_"
-    con.register(f"dp_lines_{tag}", csv_format.line_reader(files, d, n))
-    # The reader's kind `k` decides most lines (csv_format._kinds): a RECORD's fields are its
-    # segments, by string_split (so are a GENERAL record's without quotes).  Other GENERAL
-    # lines are matched: regexp_extract of the folded line, at most 4 groups per regex (RE2's
-    # one-pass matcher).
+    con.register(f"dp_lines_{tag}", csv_format.line_reader(files, d, n, mode=mode))
+    # The reader's kind `k` decides most records (csv_format._kinds): a RECORD's fields are
+    # its segments, by string_split (so are a GENERAL record's without quotes).  Other GENERAL
+    # records are matched: regexp_extract of the folded record, at most 4 groups per regex
+    # (RE2's one-pass matcher).
     extracts, cols = [], []
     for c0 in range(0, len(wanted), _GROUPS):
         part = wanted[c0 : c0 + _GROUPS]
-        regex = csv_format.folded_record_regex(d, n, [names.index(c) for c in part])
+        regex = csv_format.folded_record_regex(d, n, [names.index(c) for c in part], mode)
         groups = ", ".join(f"'g{j}'" for j in range(len(part)))
         extracts.append(
             f"CASE WHEN dp_q THEN regexp_extract(dp_f, {_literal(regex)}, [{groups}]) "
             f"END AS dp_x{c0}"
         )
         for j, c in enumerate(part):
-            quoted = csv_format.unquote_sql(f"dp_x{c0}.g{j}")
+            quoted = csv_format.unquote_sql(f"dp_x{c0}.g{j}", mode)
             plain = csv_format.segment_value_sql(f"dp_s[{names.index(c) + 1}]")
             cols.append(f"CASE WHEN dp_q THEN {quoted} ELSE {plain} END AS {quote_ident(c)}")
     params: dict[str, Any] = {"dp_delim": d}
@@ -249,14 +251,14 @@ def _csv_source(con: Any, spec: ReleaseSpec, tag: str) -> tuple[str, dict[str, A
         where = " WHERE l IS NULL OR l <> $dp_header"
     general = (
         f"(contains(dp_l, '{csv_format.REPLACEMENT}') OR NOT "
-        f"regexp_full_match({csv_format.fold_sql('dp_l')}, {_literal(valid)}))"
+        f"regexp_full_match({csv_format.fold_sql('dp_l', mode)}, {_literal(valid)}))"
     )
     sql = f"""(
   SELECT {", ".join(cols)}, dp_l AS {quote_ident(line)}, dp_bad AS {quote_ident(bad)} FROM (
     SELECT dp_l, dp_bad, dp_q, {", ".join(extracts)},
            CASE WHEN NOT (dp_bad OR dp_q) THEN string_split(dp_l, $dp_delim) END AS dp_s
     FROM (
-      SELECT dp_l, dp_bad, dp_q, CASE WHEN dp_q THEN {csv_format.fold_sql("dp_l")} END AS dp_f
+      SELECT dp_l, dp_bad, dp_q, CASE WHEN dp_q THEN {csv_format.fold_sql("dp_l", mode)} END AS dp_f
       FROM (
         SELECT dp_l, dp_bad, k = {csv_format.GENERAL} AND NOT dp_bad AND contains(dp_l, '"')
                  AS dp_q

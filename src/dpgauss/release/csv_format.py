@@ -132,12 +132,13 @@ unquoted or quoted without inner quotes or delimiters, which are most records of
 — and DuckDB tests the other records against the regex and extracts the fields in SQL.
 Under ``rfc4180`` the record ends are found as parallel CSV readers find them, from quote
 parity: in each chunk numpy finds the quotes and the LFs, and an LF ends a record iff the
-quotes before it — in the chunk (``searchsorted`` of the LFs among the quotes) plus the
+quotes before it — in the chunk (a running count over its LFs and quotes in order) plus the
 parity carried from the earlier chunks — are even.  A chunk is cut after its last record end
 and the rest carried to the next, with its parity: a record longer than a chunk is assembled
 once (linear time, however many lines it spans), and only such a record is ever held whole.
-This costs about 1.1× the line reading (``python benchmarks/bench_csv.py``).  It reads local
-files (``.gz`` and ``.bz2`` decompressed).
+On 20 M rows this cost 1.2-1.3× the CPU time of the line reading, and 1.08× for a whole
+bounded count (``python benchmarks/bench_csv.py --rows 20000000``, ``docs/benchmarks.md``).
+It reads local files (``.gz`` and ``.bz2`` decompressed).
 
 The Spark engine reads the lines with ``spark.read.option("lineSep", "\n").text(files)``,
 which splits at LF only, keeps CR and invalid bytes as they are, removes the byte order mark
@@ -501,8 +502,10 @@ def first_record(path: str, mode: str = "lines", limit: int = 1 << 24) -> bytes 
                 if not block:
                     break
                 arr = np.frombuffer(block, dtype=np.uint8)
-                lf = np.flatnonzero(arr == 10)
-                ends = lf if mode == "lines" else _record_ends(arr, lf, parity)
+                if mode == "lines":
+                    ends = np.flatnonzero(arr == 10)
+                else:
+                    ends = _lf_and_ends(arr, parity)[1]
                 if ends.size:
                     cut = size + int(ends[0])
                 else:
@@ -633,16 +636,20 @@ def _quote_parity(arr: np.ndarray) -> int:
     return int(np.count_nonzero(arr == 34)) & 1
 
 
-def _record_ends(arr: np.ndarray, lf: np.ndarray, parity: int = 0) -> np.ndarray:
-    """The LFs among ``lf`` (the positions of the LFs of ``arr``, in order) that end an
-    rfc4180 record (rule 1): those with an even number of quotes before them, counting
-    ``parity`` (the quotes before ``arr``, mod 2) and those of ``arr`` before the LF — the
-    position of the LF among the quote positions (``searchsorted``): one vectorised pass."""
-    quotes = np.flatnonzero(arr == 34)
-    if quotes.size == 0:
-        return lf if parity == 0 else lf[:0]
-    before = np.searchsorted(quotes, lf)
-    return lf[((before + parity) & 1) == 0]
+def _lf_and_ends(arr: np.ndarray, parity: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """(the positions of the LFs of ``arr``, those of them that end an rfc4180 record).
+
+    An LF ends a record (rule 1) iff the quotes before it are even: ``parity`` (the quotes
+    before ``arr``, mod 2) plus those of ``arr`` before it.  One vectorised pass: the
+    *events* (LFs and quotes, in order) and their running count of quotes, read at each
+    LF (an LF is no quote, so the count at it is the count before it)."""
+    events = np.flatnonzero((arr == 10) | (arr == 34))
+    is_lf = arr[events] == 10
+    lf = events[is_lf]
+    if lf.size == events.size:  # no quote: every LF ends a record, or none does
+        return lf, lf if parity == 0 else lf[:0]
+    before = np.cumsum(~is_lf, dtype=np.int64)[is_lf]
+    return lf, lf[((before + parity) & 1) == 0]
 
 
 def _valid_utf8(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray, high: np.ndarray) -> Any:
@@ -806,8 +813,12 @@ def line_batches(
 
     rfc = check_mode(mode) == "rfc4180"
 
-    def ends_of(arr: np.ndarray, lf: np.ndarray, parity: int) -> np.ndarray:
-        return _record_ends(arr, lf, parity) if rfc else lf
+    def ends_of(arr: np.ndarray, parity: int) -> tuple[np.ndarray, np.ndarray]:
+        """(LFs, record ends) of a chunk."""
+        if rfc:
+            return _lf_and_ends(arr, parity)
+        lf = np.flatnonzero(arr == 10)
+        return lf, lf
 
     for path in files:
         f = open_file(path)
@@ -825,7 +836,7 @@ def line_batches(
                 if pending:
                     arr = np.frombuffer(block, dtype=np.uint8)
                     if rfc:
-                        ends = ends_of(arr, np.flatnonzero(arr == 10), parity)
+                        ends = ends_of(arr, parity)[1]
                         if ends.size == 0:  # the pending record goes on
                             pending.append(block)
                             parity ^= _quote_parity(arr)
@@ -837,8 +848,7 @@ def line_batches(
                     block = b"".join(pending)  # starts at a record start: parity 0
                     pending = []
                 arr = np.frombuffer(block, dtype=np.uint8)
-                lf = np.flatnonzero(arr == 10)
-                ends = ends_of(arr, lf, 0)
+                lf, ends = ends_of(arr, 0)
                 if ends.size == 0:
                     pending.append(block)
                     parity = _quote_parity(arr) if rfc else 0

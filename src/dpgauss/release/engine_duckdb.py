@@ -47,21 +47,22 @@ Graph domains call the mapping of :mod:`dpgauss.release.mapping` as vectorised A
 (``dp_nearest``, and ``dp_spread`` for kde, whose list of (node, weight) is unnested and
 summed in SQL).
 
-CSV follows :mod:`dpgauss.release.csv_format` (line-local; DuckDB's own CSV reader, with its
-sniffer and its quoted line breaks, is not used).  The files' lines are streamed as Arrow
-batches by :func:`~dpgauss.release.csv_format.line_reader` (numpy, chunk by chunk),
-registered on the connection and scanned once, by the same query as everything else.  The
-reader checks UTF-8 (an invalid line arrives as NULL) and decides most lines: those whose
-delimiters all separate fields (unquoted fields, or quoted ones without inner quotes or
-delimiters) are records iff they have ``n`` fields, and their values come from
-``string_split``.  Only the other lines are tested in SQL (U+FFFD, the folded line against
-the record regex), their fields extracted by ``regexp_extract`` (at most four groups per
-regex, so that RE2 uses its one-pass matcher) and unquoted.  On the bundled trips repeated
+CSV follows :mod:`dpgauss.release.csv_format` in the mode of ``[source] csv`` (``rfc4180``
+records, found by quote parity, or ``lines``; DuckDB's own CSV reader, with its sniffer, is
+not used).  The files' record texts are streamed as Arrow batches by
+:func:`~dpgauss.release.csv_format.line_reader` (numpy, chunk by chunk), registered on the
+connection and scanned once, by the same query as everything else.  The reader checks UTF-8
+(an invalid record arrives as NULL) and decides most records: those whose delimiters all
+separate fields (unquoted fields, or quoted ones without inner quotes or delimiters) are
+records iff they have ``n`` fields, and their values come from ``string_split``.  Only the
+other records are tested in SQL (U+FFFD, the folded record against the record regex), their
+fields extracted by ``regexp_extract`` (at most four groups per regex, so that RE2 uses its
+one-pass matcher) and unquoted.  On the bundled trips repeated
 to 2M rows this costs about 1.3-1.5× the CPU time of DuckDB's ``read_csv`` in the same
 query, about 1.5× with a non-ASCII field, and 2.1-2.6× with every field quoted.  Every column
-is text (an unparseable number is an invalid value, not a failed read); a malformed line is
-a row of its own class, tested first and counted by the same final ``GROUP BY``; lines equal
-to the header line are dropped.  A record's priority hashes its line, unless
+is text (an unparseable number is an invalid value, not a failed read); a malformed record is
+a row of its own class, tested first and counted by the same final ``GROUP BY``; records
+equal to the header are dropped.  A record's priority hashes its text, unless
 ``record_columns`` is set.
 """
 

@@ -1236,9 +1236,8 @@ class ReleaseSpec:
         return out
 
 
-def _check_declared(spec: ReleaseSpec) -> None:
-    """With ``[source] types``, every column the release reads must be declared."""
-    types = spec.source.types or {}
+def read_columns(spec: ReleaseSpec) -> list[tuple[str, str]]:
+    """(the spec key, the column) of every source column a release reads."""
     wanted = [("[unit] column", spec.unit.column)]
     for d in spec.domain.axes:
         if d.locates:
@@ -1251,7 +1250,13 @@ def _check_declared(spec: ReleaseSpec) -> None:
         wanted.append(("[filter] column", spec.filter.column))
     for col in spec.bounds.record_columns or ():
         wanted.append(("[bounds] record_columns", col))
-    for key, col in wanted:
+    return wanted  # type: ignore[return-value]
+
+
+def _check_declared(spec: ReleaseSpec) -> None:
+    """With ``[source] types``, every column the release reads must be declared."""
+    types = spec.source.types or {}
+    for key, col in read_columns(spec):
         if col not in types:
             raise ValueError(
                 f"{key} {col!r} is not declared in [source] types: with types, every column "

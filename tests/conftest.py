@@ -54,7 +54,7 @@ def spark_missing() -> str | None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "spark: runs the Spark engine (pyspark and Java 17+; pip install '.[spark]')"
+        "markers", "spark: runs the Spark engine (pyspark and Java 17+; pip install -e '.[spark]')"
     )
 
 

@@ -43,6 +43,15 @@ def test_calibrate_classical_invalid_is_null(capsys):
     assert code == 0 and "not valid" in out
 
 
+def test_calibrate_huge_epsilon(capsys):
+    # "valid for every epsilon >= 0": 1e100 used to end in FloatingPointError
+    code, out, err = run(capsys, "calibrate", "--epsilon", "1e100", "--delta", "1e-5", "--json")
+    assert code == 0 and err == ""
+    obj = json.loads(out)
+    assert obj["sigma"] == dpgauss.analytic_gaussian_sigma(1e100, 1e-5)
+    assert 0 < obj["sigma"] < 1e-50
+
+
 def test_profile_both_directions(capsys):
     code, out, _ = run(capsys, "profile", "--sigma", "3", "--epsilon", "1", "--json")
     assert code == 0 and json.loads(out)["delta"] == dpgauss.gaussian_delta(3.0, 1.0)
@@ -88,6 +97,47 @@ def test_demo_prints_the_summary_of_run_demo(capsys, monkeypatch, tmp_path):
     monkeypatch.setattr(dpgauss.demo, "run_demo", lambda out: seen.append(out) or Fake())
     code, out, _ = run(capsys, "demo", "--out", str(tmp_path / "d"))
     assert code == 0 and out == "five\nlines\n" and seen == [str(tmp_path / "d")]
+
+
+def _one_line_error(capsys, *argv: str) -> str:
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "", (code, out, err)
+    assert err.count("\n") == 1 and err.startswith("dpgauss: error: "), err
+    return err
+
+
+def test_demo_unwritable_out_is_one_line(capsys, tmp_path):
+    afile = tmp_path / "somefile"
+    afile.write_text("not a directory")
+    for target in (afile / "out", "/proc/dpgauss-demo-out"):
+        err = _one_line_error(capsys, "demo", "--out", str(target))
+        assert "--out" in err and str(target) in err
+    assert afile.read_text() == "not a directory"
+
+
+def test_demo_refusal_names_out_only_when_it_was_not_passed(capsys, tmp_path, monkeypatch):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("precious")
+    err = _one_line_error(capsys, "demo", "--out", str(mine))
+    assert "was not made by dpgauss demo" in err and "pass --out" not in err
+    assert err.startswith("dpgauss: error: --out: ")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dpgauss-demo").mkdir()
+    (tmp_path / "dpgauss-demo" / "notes.txt").write_text("mine")
+    err = _one_line_error(capsys, "demo")
+    assert "dpgauss-demo exists" in err and "--out DIR" in err
+    assert (mine / "thesis.tex").read_text() == "precious"
+
+
+@pytest.mark.parametrize("command", ["calibrate", "profile", "demo"])
+def test_command_help_has_a_description(capsys, command):
+    with pytest.raises(SystemExit) as exc:
+        main([command, "--help"])
+    assert exc.value.code == 0
+    out = capsys.readouterr().out
+    between = out.split("\n\n")[1]  # usage, then the description, then the options
+    assert not between.startswith("options:") and len(between.split()) >= 8, out
 
 
 def test_console_script_exit_status():

@@ -106,6 +106,6 @@ def test_a_core_only_install_names_the_demo_extra(tmp_path: Path, monkeypatch) -
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *a: None if name == "duckdb" else real(name, *a)
     )
-    with pytest.raises(ValueError, match=r"demo needs duckdb: pip install '\.\[demo\]'"):
+    with pytest.raises(ValueError, match=r"demo needs duckdb: pip install 'dpgauss\[demo\]'"):
         run_demo(tmp_path / "out")
     assert not (tmp_path / "out").exists()

@@ -5,21 +5,38 @@ The core of dpgauss needs numpy and scipy only; everything else is an extra of
 everywhere::
 
     nx = require("networkx", "graphs", "reading GraphML")
-    # ValueError: reading GraphML needs networkx: pip install '.[graphs]'
+    # ValueError: reading GraphML needs networkx: pip install 'dpgauss[graphs]'
+
+Run from a clone of the repository (an editable install, or ``PYTHONPATH=src``), the hint
+adds the clone's own form, ``pip install -e '.[graphs]' in <the clone>``.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
+from pathlib import Path
 from types import ModuleType
 
 __all__ = ["install_hint", "require"]
 
 
+@functools.cache
+def _checkout() -> Path | None:
+    """The clone dpgauss runs from (``<root>/src/dpgauss`` with ``<root>/pyproject.toml``),
+    or None for an installed wheel."""
+    root = Path(__file__).resolve().parents[2]
+    return root if (root / "pyproject.toml").is_file() else None
+
+
 def install_hint(extra: str) -> str:
-    """How to install ``extra``: ``pip install '.[extra]'`` run in the dpgauss checkout (the
-    package installs from its repository; an extra is named in brackets after the path)."""
-    return f"pip install '.[{extra}]' (in the dpgauss checkout)"
+    """How to install ``extra``: ``pip install 'dpgauss[extra]'``, and where dpgauss runs
+    from a clone also ``pip install -e '.[extra]'`` there."""
+    hint = f"pip install 'dpgauss[{extra}]'"
+    root = _checkout()
+    if root is not None:
+        hint += f" (from the clone: pip install -e '.[{extra}]' in {root})"
+    return hint
 
 
 def require(

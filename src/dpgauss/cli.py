@@ -96,9 +96,17 @@ def _profile(args: argparse.Namespace) -> str:
 
 
 def _demo(args: argparse.Namespace) -> str:
-    from .demo import run_demo
+    from .demo import DEMO_DIR, OutputDirError, run_demo
 
-    return run_demo(args.out).summary
+    out = DEMO_DIR if args.out is None else args.out
+    try:
+        return run_demo(out).summary
+    except OutputDirError as exc:
+        if args.out is None:
+            raise ValueError(f"{exc} (--out DIR)") from None
+        raise ValueError(f"--out: {exc}") from None
+    except OSError as exc:  # a write after the directory was made (disk full, ...)
+        raise ValueError(f"--out: cannot write the demo's outputs to {out}: {exc}") from None
 
 
 def _build_parser() -> _Parser:
@@ -115,14 +123,27 @@ def _build_parser() -> _Parser:
         dest="command", required=True, parser_class=_Parser, metavar="COMMAND"
     )
 
-    cal = sub.add_parser("calibrate", help="smallest sigma for (epsilon, delta)-DP")
+    cal = sub.add_parser(
+        "calibrate",
+        help="smallest sigma for (epsilon, delta)-DP",
+        description="Print the smallest Gaussian noise sigma for which adding N(0, sigma^2) "
+        "to a query of the given L2 sensitivity is (epsilon, delta)-DP (the analytic "
+        "Gaussian mechanism, exact up to rounding toward more noise), with the classical "
+        "sigma of Theorem 1 where it applies (0 < epsilon < 1).",
+    )
     cal.add_argument("--epsilon", type=_number, required=True, help="epsilon >= 0")
     cal.add_argument("--delta", type=_number, required=True, help="0 < delta < 1")
     cal.add_argument("--sensitivity", type=_number, default=1.0, help="L2 sensitivity > 0")
     cal.add_argument("--json", action="store_true", help="print one JSON object")
     cal.set_defaults(run=_calibrate)
 
-    prof = sub.add_parser("profile", help="delta for an epsilon, or epsilon for a delta")
+    prof = sub.add_parser(
+        "profile",
+        help="delta for an epsilon, or epsilon for a delta",
+        description="The exact privacy profile of N(0, sigma^2) noise at the given L2 "
+        "sensitivity: with --epsilon, the smallest delta it is (epsilon, delta)-DP for; "
+        "with --delta, the smallest epsilon (both rounded up, never understated).",
+    )
     prof.add_argument("--sigma", type=_number, required=True, help="noise sigma > 0")
     prof.add_argument("--sensitivity", type=_number, default=1.0, help="L2 sensitivity > 0")
     which = prof.add_mutually_exclusive_group(required=True)
@@ -138,7 +159,9 @@ def _build_parser() -> _Parser:
         "one busy window with the secure analytic Gaussian mechanism, denoise with auto, and "
         "write the table, report and heat maps to OUT (default dpgauss-demo/).",
     )
-    demo.add_argument("--out", default="dpgauss-demo", help="output directory (replaced)")
+    demo.add_argument(
+        "--out", default=None, help="output directory (replaced; default dpgauss-demo)"
+    )
     demo.set_defaults(run=_demo)
 
     add_budget_parser(sub)

@@ -46,7 +46,7 @@ from .release.pipeline import ReleaseResult, bounded_aggregate, run_release
 from .release.report import rmse_text
 from .release.spec import ReleaseSpec
 
-__all__ = ["DEMO_DIR", "DemoResult", "demo_spec", "run_demo"]
+__all__ = ["DEMO_DIR", "DemoResult", "OutputDirError", "demo_spec", "run_demo"]
 
 #: Where ``dpgauss demo`` writes, relative to the current directory.
 DEMO_DIR = "dpgauss-demo"
@@ -102,18 +102,28 @@ class DemoResult:
     summary: str
 
 
+class OutputDirError(ValueError):
+    """The demo's output directory is not one it may use (the message says why)."""
+
+
 def _fresh_dir(out: Path) -> None:
-    """Empty ``out`` for a new run; refuse a non-empty directory the demo did not create."""
-    if out.exists():
-        if not out.is_dir():
-            raise ValueError(f"{out} exists and is not a directory")
-        if any(out.iterdir()) and not (out / _MARK).exists():
-            raise ValueError(
-                f"{out} exists and was not made by dpgauss demo; move it away or pass --out"
-            )
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
-    (out / _MARK).write_text("written by dpgauss demo; replaced on every run\n")
+    """Empty ``out`` for a new run; refuse a non-empty directory the demo did not create,
+    and report one that cannot be created or written as :class:`OutputDirError`."""
+    try:
+        if out.exists():
+            if not out.is_dir():
+                raise OutputDirError(f"{out} exists and is not a directory")
+            if any(out.iterdir()) and not (out / _MARK).exists():
+                raise OutputDirError(
+                    f"{out} exists and was not made by dpgauss demo; move it away or "
+                    "choose another output directory"
+                )
+            shutil.rmtree(out)
+        out.mkdir(parents=True)
+        (out / _MARK).write_text("written by dpgauss demo; replaced on every run\n")
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise OutputDirError(f"cannot create the output directory {out}: {reason}") from None
 
 
 def _step(stream: TextIO, text: str, t0: float) -> None:

@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from ._optional import install_hint
+
 __all__ = [
     "PlotUnavailableError",
     "draw_graph_panels",
@@ -37,7 +39,7 @@ def _figure(width: float, height: float) -> Any:
         from matplotlib.figure import Figure
     except ImportError:
         raise PlotUnavailableError(
-            "matplotlib is needed to draw plots; install it with: pip install '.[plot]'"
+            "matplotlib is needed to draw plots; install it with: " + install_hint("plot")
         ) from None
     return Figure(figsize=(width, height), layout="constrained")
 

@@ -175,7 +175,7 @@ def test_missing_pywavelets_gives_install_hint(monkeypatch):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", fake_import)
-    with pytest.raises(ImportError, match=r"pip install '\.\[wavelets\]'"):
+    with pytest.raises(ImportError, match=r"pip install 'dpgauss\[wavelets\]'"):
         wavelet_denoise(np.zeros(8), 1.0)
 
 

@@ -191,8 +191,8 @@ def test_without_matplotlib_csvs_are_still_written(tmp_path, monkeypatch):
     report = run(["1"], quick=True, out=tmp_path, progress=False)
     assert (tmp_path / "fig1_calibration.csv").exists()
     assert not (tmp_path / "fig1_calibration.png").exists()
-    assert any("pip install '.[plot]'" in note for note in report.notes)
-    with pytest.raises(MatplotlibMissingError, match=r"pip install '\.\[plot\]'"):
+    assert any("pip install 'dpgauss[plot]'" in note for note in report.notes)
+    with pytest.raises(MatplotlibMissingError, match=r"pip install 'dpgauss\[plot\]'"):
         run(["1"], quick=True, out=tmp_path, progress=False, plots=True)
 
 

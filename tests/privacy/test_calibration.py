@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+import mpmath
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -141,6 +142,55 @@ def test_gdp_mu_corners(eps, delta):
 def test_large_eps_delta_near_one(eps, delta):
     assert_sigma_ok(eps, delta, 1.0, analytic_gaussian_sigma(eps, delta))
     assert_mu_ok(eps, delta, gdp_mu(eps, delta))
+
+
+# Beyond ε ≈ 1e20 the optimum μ* ≈ √(2ε) is so large that adjacent doubles μ move
+# t = ε/μ − μ/2 by more than the kernel can resolve (and from ε ≈ 1e47 the solver found
+# no finite root at all): there μ is the tail bound −q + √(q² + 2ε), rounded down.
+HUGE_EPS = [1e20, 3.7e24, 1e30, 1e40, 1e47, 1e50, 1e100, 1e200, 1.7976931348623157e308]
+HUGE_DELTA = [5e-324, 1e-300, 1e-5, 0.5, 1 - 2**-53]
+
+
+def assert_tail_safe_and_tight(
+    eps: float, delta: float, mu_num: float, mu_den: float, tight: bool = True
+) -> None:
+    """At μ = mu_num/mu_den (exactly), mpmath, without e^ε (which mpmath cannot form at
+    ε = 1e200): safe, since δ_μ(ε) ≤ Φ(μ/2 − ε/μ) ≤ δ; and within RTOL of the optimum,
+    since at μ(1 + RTOL) δ_μ(ε) ≥ Φ(−t) − φ(t)/(t + μ) > δ (Mills: R(x) ≤ 1/x for x > 0)."""
+    with mpmath.workdps(60 + 2 * int(math.log10(eps))):
+        e = mpf_exact(eps)
+        m = mpf_exact(mu_num) / mpf_exact(mu_den)
+        t = e / m - m / 2
+        # Φ(−t) for t ≫ 0 through its upper bound φ(t)/t (erfc overflows there)
+        tail = mpmath.ncdf(-t) if t < 30 else mpmath.npdf(t) / t
+        assert tail <= delta, f"UNSAFE at eps={eps!r}, delta={delta!r}"
+        if not tight:
+            return
+        m2 = m * (1 + mpmath.mpf(RTOL))
+        t2 = e / m2 - m2 / 2
+        # Φ(−t2) for t2 ≪ 0 through its lower bound 1 − φ(t2)/|t2| (erfc overflows there)
+        upper = mpmath.ncdf(-t2) if t2 > -30 else 1 - mpmath.npdf(t2) / -t2
+        assert upper - mpmath.npdf(t2) / (t2 + m2) > delta, f"not tight at eps={eps!r}"
+
+
+@pytest.mark.parametrize("delta", HUGE_DELTA)
+@pytest.mark.parametrize("eps", HUGE_EPS)
+def test_huge_epsilon_is_finite_safe_and_accurate(eps, delta):
+    for sens in (5e-324, 1e-6, 1.0, 1e6, 1.7976931348623157e308):
+        sigma = analytic_gaussian_sigma(eps, delta, sens)
+        assert type(sigma) is float and 0 < sigma < math.inf
+        # a subnormal σ has too few bits to be tight (σ = Δ/μ* underflows at Δ = 5e-324)
+        assert_tail_safe_and_tight(eps, delta, sens, sigma, tight=sigma > 1e-300)
+    mu = gdp_mu(eps, delta)
+    assert_tail_safe_and_tight(eps, delta, mu, 1.0)
+    # arrays above the scalar size take the vectorised path: the same guarantee
+    mu_a = gdp_mu(np.full(40, eps), np.full(40, delta))
+    assert np.all(mu_a == mu_a[0])
+    assert_tail_safe_and_tight(eps, delta, float(mu_a[0]), 1.0)
+    if eps <= 1e100:  # the general reference still forms e^ε here
+        assert_sigma_ok(eps, delta, 1.0, analytic_gaussian_sigma(eps, delta))
+        assert_mu_ok(eps, delta, mu)
+        assert_mu_ok(eps, delta, float(mu_a[0]))
 
 
 @pytest.mark.parametrize("eps", [0.0, 1e-8, 1.0, 1e3])

@@ -226,6 +226,19 @@ def test_large_call_at_the_extremes_is_safe_and_accurate():
         assert agree(got, gdp_mu(e, d))
 
 
+def test_large_call_with_huge_epsilon_takes_the_closed_form():
+    # ε ≥ calibration.HUGE_EPS among ordinary points of a table-path call: finite, and
+    # the scalar path's value (the same closed form, test_calibration checks it with mpmath)
+    points = [(e, d) for e in (1.0, 1e19, 1e20, 1e50, 1e300) for d in (5e-324, 1e-5, 0.9)]
+    eps, delta = _tiled(points)
+    mu = gdp_mu(eps, delta)
+    assert np.isfinite(mu).all() and (mu > 0).all()
+    for i, (e, d) in enumerate(points):
+        assert agree(mu[i], gdp_mu(e, d)), (e, d)
+        if e >= calibration.HUGE_EPS:
+            assert ref_delta(float(mu[i]), e) <= d if e <= 1e50 else mu[i] < math.sqrt(2 * e)
+
+
 def test_large_random_call_sample_against_mpmath():
     rng = np.random.default_rng(11)
     eps = 10.0 ** rng.uniform(-8.0, 3.0, BIG)

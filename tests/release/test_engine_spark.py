@@ -603,9 +603,66 @@ def test_csv_multi_line_record_is_several_lines(tmp_path: Path, engine) -> None:
     same_as_duckdb(csv_checks.check_multi_line_record_is_several_lines(tmp_path, engine))
 
 
+@pytest.mark.parametrize("mode", csv_format.MODES)
 @pytest.mark.parametrize("delimiter", [",", "\t", "é"])
-def test_csv_line_classes(tmp_path: Path, engine, delimiter: str) -> None:
-    same_as_duckdb(csv_checks.check_line_classes(tmp_path, engine, delimiter))
+def test_csv_line_classes(tmp_path: Path, engine, delimiter: str, mode: str) -> None:
+    same_as_duckdb(csv_checks.check_line_classes(tmp_path, engine, delimiter, mode))
+
+
+def test_csv_a_multi_line_note_is_one_record(tmp_path: Path, engine) -> None:
+    same_as_duckdb(csv_checks.check_a_multi_line_note_is_one_record(tmp_path, engine))
+
+
+def test_csv_files_written_by_standard_tools(tmp_path: Path, engine) -> None:
+    same_as_duckdb(csv_checks.check_files_written_by_standard_tools(tmp_path, engine))
+
+
+def test_csv_an_unterminated_quote_is_the_rest_of_the_file(tmp_path: Path, engine) -> None:
+    same_as_duckdb(csv_checks.check_an_unterminated_quote_is_the_rest_of_the_file(tmp_path, engine))
+
+
+def test_csv_a_header_of_several_lines(tmp_path: Path, engine) -> None:
+    same_as_duckdb(csv_checks.check_a_header_of_several_lines(tmp_path, engine))
+
+
+def test_csv_balanced_texts_add_their_own_contributions(tmp_path: Path, engine) -> None:
+    extra, where = csv_checks.random_extra_records(13, 30)
+    same_as_duckdb(
+        csv_checks.check_one_line_adds_its_own_contribution(
+            tmp_path, engine, extra, where, True, "rfc4180"
+        )
+    )
+
+
+def test_csv_records_across_file_splits(tmp_path: Path, spark, engine) -> None:
+    # Splits of 97 bytes: most records of several lines cross a split boundary, some span
+    # several splits; Spark's text reader reads each split on its own, the stitching orders
+    # the lines by (split start, id) and finds DuckDB's records.  Two files, one gzip (one
+    # split), so that partitions hold lines of several files.
+    rng = np.random.default_rng(5)
+    lines = [b"uid,key,note"]
+    for i in range(400):
+        k = int(rng.integers(0, 4))
+        note = b"\r\n".join(b'x""%d' % j for j in range(k)) if k else b"plain"
+        lines.append(b'u%d,%d,"%s"' % (i, i % 10, note) if k else b"u%d,%d,%s" % (i, i % 10, note))
+    body = b"\n".join(lines) + b"\n"
+    (tmp_path / "a.csv").write_bytes(body)
+    with gzip.open(tmp_path / "b.csv.gz", "wb") as f:
+        f.write(body.replace(b"\nu", b"\nv"))
+    spec = csv_checks.spec_of(tmp_path / "*.csv*")
+    conf = {"spark.sql.files.maxPartitionBytes": "97", "spark.sql.files.openCostInBytes": "0"}
+    old = {key: spark.conf.get(key) for key in conf}
+    try:
+        for key, value in conf.items():
+            spark.conf.set(key, value)
+        assert spark.read.text(str(tmp_path / "a.csv")).rdd.getNumPartitions() > 50
+        duck, agg = both(spec, engine)
+    finally:
+        for key, value in old.items():
+            spark.conf.set(key, value)
+    assert agg.rows.read == 800 and agg.rows.malformed_lines == 0 and agg.rows.units == 800
+    assert agg.counts.tolist() == [80.0] * 10
+    assert_same(duck, agg)
 
 
 def test_csv_files_and_headers(tmp_path: Path, engine) -> None:
@@ -652,9 +709,15 @@ def test_csv_on_a_hadoop_file_system(tmp_path: Path, engine, monkeypatch) -> Non
     (parts / "d.csv").write_bytes(b"\xef\xbb\xbf\n")  # one empty line
     uris = engine._hadoop_files([f"file://{parts}/*.csv*"])
     assert [u.rsplit("/", 1)[1] for u in uris] == ["a.csv", "b.csv.gz", "c.csv", "d.csv"]
+    (parts / "e.csv").write_bytes(b'\xef\xbb\xbfuid,"k\r\ney"\r\nu,1\r\n')  # a header of 2 lines
+    (parts / "f.csv").write_bytes(b'uid,"k\ney\n')  # unterminated: the whole file
+    uris = engine._hadoop_files([f"file://{parts}/*.csv*"])
     for uri in uris:
         local = uri.removeprefix("file:")
         assert engine._hadoop_first_line(uri) == csv_format.first_line(local), uri
+        for mode in csv_format.MODES:
+            first = engine._hadoop_first_record(uri, mode)
+            assert first == csv_format.first_record(local, mode), (uri, mode)
     with pytest.raises(csv_format.CsvError, match="no file matches"):
         engine._hadoop_files([f"file://{parts}/none-*.csv"])
     spec = csv_checks.spec_of(parts / "[ab].csv*")

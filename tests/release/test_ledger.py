@@ -634,6 +634,24 @@ def test_cli_init_show(path: Path):
         _cli("budget", "init", "taxi", "--epsilon", "2", "--delta", "1e-6", "--ledger", str(path))
 
 
+@pytest.mark.parametrize(
+    "bad",
+    [
+        ["--epsilon", "-1", "--delta", "1e-6"],
+        ["--epsilon", "1", "--delta", "1.5"],
+        ["--epsilon", "0", "--delta", "1e-6"],
+    ],
+)
+def test_cli_refused_init_leaves_no_file(path: Path, bad: list[str]):
+    with pytest.raises(ValueError, match=r"epsilon|delta"):
+        _cli("budget", "init", "taxi", *bad, "--ledger", str(path))
+    assert not path.exists()
+    assert list(path.parent.iterdir()) == []
+    with pytest.raises(ValueError, match="dataset"):
+        _cli("budget", "init", "", "--epsilon", "1", "--delta", "1e-6", "--ledger", str(path))
+    assert not path.exists()
+
+
 def test_cli_show_never_creates(path: Path):
     with pytest.raises(LedgerError, match="no ledger at"):
         _cli("budget", "show", "taxi", "--ledger", str(path))
@@ -683,3 +701,14 @@ def test_cli_main_wiring(path: Path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "no budget for dataset 'nope'" in err
     assert cli.main(["budget", "plan", "--epsilon", "1", "--delta", "2", "--queries", "3"]) == 2
+
+
+def test_the_ledger_page_matches_the_code():
+    """docs/ledger.md: the schema version is the code's, and its example records delivery
+    (else its charges stay "not yet delivered" in `budget show`)."""
+    import re
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "ledger.md").read_text()
+    assert re.findall(r"`user_version` (\d+)", page) == [str(ledger_module.SCHEMA_VERSION)]
+    example = re.findall(r"```python\n(.*?)```", page, re.S)[0]
+    assert example.count("record_delivery(") >= 2 and '"delivered"' in example

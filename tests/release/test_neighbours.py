@@ -34,7 +34,10 @@ closes), ``midquote`` (a quote inside an unquoted field, text after a closing qu
 quote in an unquoted field), ``cr`` (bare CRs, quoted or not, or followed by a whole line of
 another unit), ``crlf`` (CRLF line ends),
 ``bytes`` (NUL, invalid UTF-8, U+FFFD, other control and separator characters; ids with them
-too) and ``all`` (every hazard).
+too) and ``all`` (every hazard).  The features whose lines may hold an unbalanced quote
+(``unterminated``, ``midquote``, ``all``) are read with ``[source] csv = "lines"``, the
+reading that is robust to them; the others with the default ``"rfc4180"``, whose writer
+assumption (every record's quotes balance, csv_format) their lines keep.
 Parquet sources have real NULLs and typed columns: ``int`` unit ids, ``int-fast`` (counts
 with only ``max_records_per_unit``: DuckDB's one-key fast path, and the per-unit kernel of
 ``dpgauss.release.unit_topb`` as the engine ``duckdb-kernel``, which runs such counts on
@@ -225,6 +228,9 @@ def _combos() -> list[Any]:
             )
     return out
 
+
+#: The CSV features read line-locally ([source] csv = "lines"): their quotes may not balance.
+LINES_FEATURES = frozenset(f for f, h in HAZARDS.items() if h & {"unterminated", "midquote"})
 
 #: hypothesis examples per test id: (CI slice, --fuzz-long).
 EXAMPLES = {"duckdb": (12, 300), "spark": (1, 25)}
@@ -1492,7 +1498,10 @@ class Checker:
             if self.case.types is not None:
                 source["types"] = self.case.types
             return ReleaseSpec.from_dict({**self.spec_dict, "source": source})
-        return ReleaseSpec.from_dict({**self.spec_dict, "source": {"path": path}})
+        source = {"path": path}
+        if self.case.ctx.feature in LINES_FEATURES:
+            source["csv"] = "lines"
+        return ReleaseSpec.from_dict({**self.spec_dict, "source": source})
 
     def agg(self, rows: list[Any], salt: int) -> Vec | None:
         """The engine's bounded aggregate of ``rows``; None where a frame is refused by its

@@ -4,7 +4,7 @@ The exact order-0 trend filter (:mod:`._graph_tv`) cuts graphs by minimum s–t 
 times per λ.  scipy's :func:`scipy.sparse.csgraph.maximum_flow` needs integer
 capacities and was 5–20× slower than ADMM's whole solve on the Manhattan graph, so this
 module has its own, written for numba (an optional dependency: ``pip install
-'.[fast]'``).  :func:`available` says whether it can run; without numba the caller
+'dpgauss[fast]'``).  :func:`available` says whether it can run; without numba the caller
 keeps to ADMM.
 
 The algorithm is the first phase of push-relabel (Goldberg & Tarjan, J. ACM 35(4), 1988)
@@ -26,6 +26,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+
+from .._optional import install_hint
 
 __all__ = ["available", "maximum_preflow"]
 
@@ -215,7 +217,7 @@ def maximum_preflow(
     """
     global _compiled
     if _numba is None:
-        raise RuntimeError("dpgauss: the compiled minimum cut needs numba (pip install numba)")
+        raise RuntimeError("dpgauss: the compiled minimum cut needs numba: " + install_hint("fast"))
     if source == sink:
         raise ValueError("source and sink must differ")
     if _compiled is None:

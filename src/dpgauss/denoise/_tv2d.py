@@ -94,6 +94,8 @@ from typing import Any
 
 import numpy as np
 
+from .._optional import install_hint
+
 __all__ = ["LatticeTV", "available"]
 
 try:
@@ -695,7 +697,7 @@ def _kernel() -> Any:
     global _compiled
     if _compiled is None:
         if _numba is None:
-            raise ImportError("the lattice TV solver needs numba: pip install '.[fast]'")
+            raise ImportError("the lattice TV solver needs numba: " + install_hint("fast"))
         jit = _numba.njit(cache=True)
         g = globals()
         for name in ("_line", "_find", "_gap"):

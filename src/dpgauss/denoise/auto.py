@@ -22,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from .._optional import install_hint
 from . import _graph_tv
 from .graph import Graph
 from .result import Denoised, check_noise
@@ -200,7 +201,7 @@ def auto(
         ``params`` for every candidate, in the order computed), ``selected`` (the index of
         the chosen one in that list) and ``margin``; and ``skipped``, the candidates not
         computed and why: a missing optional dependency (with a :class:`UserWarning`; the
-        grid wavelets need PyWavelets: ``pip install '.[wavelets]'``) or a size beyond
+        grid wavelets need PyWavelets: ``pip install 'dpgauss[wavelets]'``) or a size beyond
         :data:`TF1_MAX_SIZE` or :data:`LATTICE_TF_MAX_SIZE`; ``screen``; ``screened``, the
         candidates left out by screening (dicts ``name``, ``method``, ``order``,
         ``threshold`` (``best`` above), ``lower_bound`` (the smallest bound over the path),
@@ -309,7 +310,7 @@ def auto(
         elif per_key and not _graph_tv.available():
             skipped.append(
                 "trend_filter order 0 on the lattice (one σ per key is solved by the compiled "
-                "minimum cut: pip install '.[fast]')"
+                f"minimum cut: {install_hint('fast')})"
             )
         else:
             trend(shape, 0, "trend_filter order 0 (lattice)", screenable=True)
@@ -329,7 +330,7 @@ def auto(
             if per_key and not _graph_tv.available():
                 skipped.append(
                     "trend_filter order 0 (one σ per key is solved by the compiled minimum "
-                    "cut: pip install '.[fast]')"
+                    f"cut: {install_hint('fast')})"
                 )
                 continue
             if order == 1 and d > TF1_MAX_SIZE:

@@ -157,6 +157,7 @@ from scipy import ndimage
 from scipy.fft import dctn, idctn
 from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
 
+from .._optional import install_hint
 from .._validation import REAL, as_real_array, check_interval
 from . import _graph_tv, _tv2d
 from ._sparse_spd import ReorderedSPD
@@ -1148,7 +1149,7 @@ def _check_solver(solver: object, order: int, chain: bool) -> bool:
         if not chain and not _graph_tv.available():
             raise ImportError(
                 "solver='exact' needs numba for its compiled minimum cut (except on a chain): "
-                "pip install '.[fast]' (or use solver='auto' or 'admm')"
+                f"{install_hint('fast')} (or use solver='auto' or 'admm')"
             )
         return True
     return solver == "auto" and order == 0 and (chain or _graph_tv.available())
@@ -1533,7 +1534,7 @@ def _check_weighted(order: int, solver: str, chain: bool) -> None:
     if not chain and not _graph_tv.available():
         raise ImportError(
             "trend_filter with one sigma per key needs numba for its compiled minimum cut "
-            "(except on a chain): pip install '.[fast]'"
+            f"(except on a chain): {install_hint('fast')}"
         )
 
 

@@ -7,7 +7,7 @@ minimax over Besov balls (Donoho & Johnstone 1994, 1995) and, as a post-processi
 Gaussian release, costs no privacy (Balle & Wang 2018, Section 4 and the NYC-taxi heat
 maps of Section 5.3; the coordinatewise guarantee is their Thm 12).
 
-Implementation (PyWavelets, an optional extra: ``pip install '.[wavelets]'``):
+Implementation (PyWavelets, an optional extra: ``pip install 'dpgauss[wavelets]'``):
 
 * ``mode="periodization"``: for an orthogonal wavelet and a length divisible by
   ``2**level`` along every axis this is an exactly orthonormal transform (Parseval).  The
@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from .._optional import install_hint
 from .._validation import NONNEGATIVE, as_real_array, check_interval
 from .result import Denoised, check_noise
 from .structure import as_structure
@@ -69,7 +70,8 @@ def _import_pywt() -> ModuleType:
         import pywt
     except ImportError as exc:  # pragma: no cover - exercised only without the extra
         raise ImportError(
-            "wavelet denoising needs PyWavelets, an optional dependency: pip install '.[wavelets]'"
+            "wavelet denoising needs PyWavelets, an optional dependency: "
+            + install_hint("wavelets")
         ) from exc
     return pywt
 

@@ -1,6 +1,6 @@
 """Shared plotting for the experiments; matplotlib is imported only when a plot is drawn.
 
-matplotlib is the ``plot`` extra (``pip install '.[plot]'``).  Figures are drawn with
+matplotlib is the ``plot`` extra (``pip install 'dpgauss[plot]'``).  Figures are drawn with
 matplotlib's object-oriented API (``matplotlib.figure.Figure``, saved through the Agg
 canvas), so nothing here touches pyplot's global state or the user's backend.
 """
@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._optional import install_hint
+
 __all__ = [
     "METHOD_STYLES",
     "MatplotlibMissingError",
@@ -22,7 +24,7 @@ __all__ = [
     "save",
 ]
 
-_HINT = "pip install '.[plot]'"
+_HINT = install_hint("plot")
 
 
 class MatplotlibMissingError(ImportError):

@@ -5,7 +5,7 @@ runner asks it for its grid :class:`Point` s, computes every point (in parallel 
 ``jobs > 1``), and writes into the output directory, per figure:
 
 * ``<name>.csv`` — every plotted number (one row per row returned by the points);
-* ``<name>.png`` — the plot (only when matplotlib is installed: ``pip install '.[plot]'``),
+* ``<name>.png`` — the plot (only when matplotlib is installed: ``pip install 'dpgauss[plot]'``),
   and any further images the figure's ``plot`` writes beside it (it returns their paths);
 * ``<name>.json`` — the measured headline, the paper's claims next to the measured
   numbers, and the settings of the run;
@@ -581,7 +581,7 @@ def run(
             )
     if not make_plots:
         notes.append(
-            "PNGs skipped: matplotlib is not installed (pip install '.[plot]')"
+            f"PNGs skipped: matplotlib is not installed ({install_hint('plot')})"
             if plots is None
             else "PNGs skipped (plots=False)"
         )

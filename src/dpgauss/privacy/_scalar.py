@@ -318,7 +318,25 @@ def _log_mu_start(eps: float, delta: float) -> float:
     return math.log(max(mu_tail, mu_tv))
 
 
+#: From this ε on, μ is the tail bound in closed form (:func:`.calibration._mu_huge_eps`),
+#: lowered by HUGE_EPS_MARGIN relative.
+HUGE_EPS = 1e20
+HUGE_EPS_MARGIN = 4e-15
+SQRT2 = math.sqrt(2.0)
+
+
+def _mu_huge_eps(eps: float, delta: float) -> float:
+    """:func:`.calibration._mu_huge_eps` for one point."""
+    q = -_NORMAL.inv_cdf(delta)
+    q += 1e-9 * (1.0 + abs(q))
+    s = SQRT2 * math.sqrt(eps)
+    r = q / s
+    return s / (r + math.sqrt(r * r + 1.0)) * (1.0 - HUGE_EPS_MARGIN)
+
+
 def _mu(eps: float, delta: float) -> float:
+    if eps >= HUGE_EPS:
+        return _mu_huge_eps(eps, delta)
     if delta < 1e-300 and eps <= 1e-280:
         return math.nextafter(_SQRT_2PI * delta, 0.0)
     log_target = math.log(delta)

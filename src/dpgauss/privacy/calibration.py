@@ -312,14 +312,47 @@ def _settle(eps: np.ndarray, delta: np.ndarray, x: np.ndarray) -> np.ndarray:
     return x
 
 
+#: From this ε on, μ* is the tail bound in closed form (:func:`_mu_huge_eps`).
+HUGE_EPS = _scalar.HUGE_EPS
+
+
+def _mu_huge_eps(eps: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """μ for ε ≥ :data:`HUGE_EPS`: the tail bound ``μ_a = −q + √(q² + 2ε)``, rounded down.
+
+    ``δ_μ(ε) ≤ Φ(μ/2 − ε/μ)``, which is at most δ as soon as ``ε/μ − μ/2 ≥ q = −Φ⁻¹(δ)``,
+    i.e. ``μ ≤ μ_a``: any μ below μ_a is safe.  Here ``μ_a ≥ √(2·1e20) − 38.5 > 1e10``,
+    where the solver cannot work (one ulp of μ moves ``t`` by ``μ·1e-16``, up to 1e138,
+    and from ε ≈ 1e47 it found no finite root), and where nothing is lost: the optimum
+    is ``μ* ≈ μ_a + 1/μ_a`` (the dropped term ``e^ε Φ(−μ/2 − ε/μ)`` is ``≈ q/μ`` of δ),
+    within 1e-20 relative.  Formed as ``s/(r + √(r² + 1))`` with ``s = √2·√ε``,
+    ``r = q/s`` (no overflow up to the largest double), with ``q`` raised by
+    ``1e-9·(1 + |q|)`` (``ndtri`` is within ~1e-15 relative) and the result lowered by
+    4e-15 relative (the ~4 roundings of the formula are below 1e-15): the returned μ is
+    below μ_a, by about 4e-15 of it.
+    """
+    q = -ndtri(delta)
+    q = q + 1e-9 * (1.0 + np.abs(q))
+    s = _scalar.SQRT2 * np.sqrt(eps)
+    r = q / s
+    return s / (r + np.sqrt(r * r + 1.0)) * (1.0 - _scalar.HUGE_EPS_MARGIN)
+
+
 def _mu_flat(eps: np.ndarray, delta: np.ndarray, table: bool) -> np.ndarray:
-    """μ* on flat arrays, with the subnormal corner handled in closed form.
+    """μ* on flat arrays, with the subnormal corner and huge ε handled in closed form.
 
     For tiny δ with tiny ε, μ* is at or below the subnormal range, where μ has too few
     bits for a solver.  There ``δ_μ(ε) ≤ δ_μ(0) = erf(μ/(2√2)) ≈ μ/√(2π)``, so the (0, δ)
     solution ``√(2π) δ``, one subnormal step down, is safe (and optimal up to the spacing
-    of subnormals when ε = 0).
+    of subnormals when ε = 0).  For ε ≥ :data:`HUGE_EPS`, :func:`_mu_huge_eps`.
     """
+    huge = eps >= HUGE_EPS
+    if huge.any():
+        mu = np.empty_like(eps)
+        mu[huge] = _mu_huge_eps(eps[huge], delta[huge])
+        rest = np.flatnonzero(~huge)
+        if rest.size:
+            mu[rest] = _mu_flat(eps[rest], delta[rest], table)
+        return mu
     closed = (delta < 1e-300) & (eps <= 1e-280)
     if not closed.any():
         return _solve_mu(eps, delta, table)
@@ -364,7 +397,9 @@ def analytic_gaussian_sigma(
     Solves ``Φ(Δ/(2σ) − εσ/Δ) − e^ε Φ(−Δ/(2σ) − εσ/Δ) = δ`` for σ, exactly up to rounding,
     which is always toward more noise: the exact profile at the returned σ never exceeds
     δ.  Valid for every ε ≥ 0 (ε = 0 is the (0, δ) case, where the solution is
-    ``σ = Δ / (2√2 erfinv(δ))``), unlike the classical ``Δ√(2 ln(1.25/δ))/ε``.
+    ``σ = Δ / (2√2 erfinv(δ))``; from ε = 1e20 on σ is ``Δ/(−q + √(q² + 2ε))``,
+    ``q = −Φ⁻¹(δ)``, rounded up, within 1e-14 of the optimum), unlike the classical
+    ``Δ√(2 ln(1.25/δ))/ε``.
 
     Parameters
     ----------

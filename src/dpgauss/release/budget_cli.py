@@ -20,7 +20,7 @@ from ..noise.mechanisms import GaussianMechanism
 from ..privacy import gaussian_epsilon
 from ..privacy.accounting import GaussianAccountant, QueryPlan, plan_queries
 from ..privacy.composition import composed_sigma
-from .ledger import BudgetStatus, Ledger, charge_mu
+from .ledger import BudgetStatus, Ledger, _budget_terms, charge_mu
 from .plan import LEDGER_ENV
 
 __all__ = ["LEDGER_ENV", "add_budget_parser"]
@@ -90,6 +90,7 @@ def _list(args: argparse.Namespace) -> str:
 
 def _init(args: argparse.Namespace) -> str:
     path = _ledger_path(args)
+    _budget_terms(args.dataset, args.epsilon, args.delta)  # a refusal creates no ledger file
     with Ledger(path) as ledger:
         status = ledger.create_budget(args.dataset, args.epsilon, args.delta)
     if args.json:

@@ -13,6 +13,15 @@ The spec's policies are what it checks: ``[source] on_malformed``, ``[unit] on_n
 ``[domain] on_invalid`` and ``[statistic] on_invalid`` = ``"fail"`` make ``dpgauss check``
 exit with status 1 when rows of that class exist; ``"drop"`` (the default) only reports
 them.  A release always drops, whatever the policy.
+
+For a CSV source of local files it also reports what the bytes say about the writer that made
+them (:class:`~dpgauss.release.csv_format.CsvShape`): how many records span lines (under
+``rfc4180``) and how many lines hold an odd number of quotes.  ``[source] csv = "rfc4180"``
+(the default) is the data owner's assertion that the writer quotes as RFC 4180 says; a
+writer that does not escape quotes leaves stray quotes, and under ``rfc4180`` each one makes
+its record swallow the following lines (:mod:`dpgauss.release.csv_format`).  These counts
+are how the owner sees which writer it was: an RFC-4180 file has two odd lines per quoted
+field with line breaks and never ends inside a quote.
 """
 
 from __future__ import annotations
@@ -23,6 +32,8 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
+from . import csv_format
+from .csv_format import CsvShape
 from .engine import AggregationPlan, Engine, RowCounts
 from .report import CONFIDENTIAL_NOTE, Diagnostics
 from .spec import ReleaseSpec, load_spec
@@ -35,12 +46,16 @@ class CheckResult:
     """The confidential outcome of :func:`check_source`.
 
     ``rows``: the exact counters; ``violations``: one line per ``"fail"`` policy with rows
-    of its class; ``ok`` is true when there are none.
+    of its class; ``ok`` is true when there are none.  ``csv``: the shape of a CSV source's
+    local files (None for other sources, or files on another file system) and ``csv_mode``
+    its ``[source] csv``.
     """
 
     rows: RowCounts
     violations: tuple[str, ...]
     engine: str
+    csv: CsvShape | None = None
+    csv_mode: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -55,17 +70,60 @@ class CheckResult:
             "violations": list(self.violations),
             "engine": self.engine,
             "rows": self.rows.as_dict(),
+            "csv": None if self.csv is None else {"mode": self.csv_mode, **self.csv.as_dict()},
         }
 
     def text(self) -> str:
         """What ``dpgauss check`` prints."""
         diag = Diagnostics(rows=self.rows.as_dict(), engine=self.engine)
         lines = diag.text().splitlines()  # no delivery: nothing is released
+        lines += self._csv_text()
         if self.violations:
             lines += [f"FAIL: {v}" for v in self.violations]
         else:
             lines.append("ok: no policy = 'fail' is violated (nothing was charged or written)")
         return "\n".join(lines)
+
+    def _csv_text(self) -> list[str]:
+        """The writer's evidence, and what it suggests for ``[source] csv``."""
+        c = self.csv
+        if c is None:
+            return []
+        lines = [
+            f"csv        : [source] csv = {self.csv_mode!r}; {c.files:,} files, {c.lines:,} "
+            f"lines, {c.records:,} RFC 4180 records",
+            f"             {c.spanning_records:,} records span lines ({c.spanning_lines:,} "
+            f"lines); {c.odd_quote_lines:,} lines have an odd number of quotes; "
+            f"{c.unterminated_files:,} files end inside a quote",
+        ]
+        if self.csv_mode == "rfc4180" and c.unterminated_files:
+            lines.append(
+                "             a quote never closes: the rest of such a file is one malformed "
+                "record. A writer that does not escape quotes? Then csv = 'lines'"
+            )
+        elif self.csv_mode == "rfc4180" and c.spanning_records:
+            lines.append(
+                "             records of several lines: quoted line breaks of an RFC 4180 "
+                "writer, or stray quotes of one that does not escape them (csv = 'lines')"
+            )
+        elif self.csv_mode == "lines" and c.spanning_records:
+            lines.append(
+                "             runs of lines whose quotes balance only together: quoted line "
+                "breaks of an RFC 4180 writer? Then csv = 'rfc4180' reads them as records"
+            )
+        return lines
+
+
+def _csv_shape(spec: ReleaseSpec) -> CsvShape | None:
+    """The shape of a CSV source of local files (None for other sources, and for paths the
+    engine read from another file system: Spark's default one, say)."""
+    src = spec.source
+    if src.file_format != "csv" or any(csv_format.is_remote(p) for p in src.paths):
+        return None
+    try:
+        return csv_format.csv_shape(csv_format.expand_paths(src.paths))
+    except csv_format.CsvError:  # the engine read them, so they are not local files
+        return None
 
 
 def _violations(spec: ReleaseSpec, r: RowCounts) -> tuple[str, ...]:
@@ -127,8 +185,13 @@ def check_source(
         if exc.detail is None:
             raise
         raise ValueError(f"CONFIDENTIAL (may quote the data): {exc.detail}") from None
+    shape = _csv_shape(spec)
     return CheckResult(
-        agg.rows, _violations(spec, agg.rows), getattr(eng, "name", type(eng).__name__)
+        agg.rows,
+        _violations(spec, agg.rows),
+        getattr(eng, "name", type(eng).__name__),
+        shape,
+        spec.source.csv if shape is not None else None,
     )
 
 

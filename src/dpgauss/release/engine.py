@@ -17,13 +17,15 @@ Semantics every engine implements (the sensitivity proof in
    column is missing or unparseable, or the coordinates are not finite, outside
    [−90, 90] × [−180, 180] or outside the bounding box), ``invalid_value`` (sum/mean: the value
    is missing, unparseable or not finite), ``outside_domain`` (a valid value that maps to no
-   key), else *in domain*.  Before all of them, a CSV line that is not a record of the CSV
-   format (:mod:`dpgauss.release.csv_format`: invalid UTF-8, an unterminated quote, the wrong
-   number of fields, …) is one ``malformed_lines``; a line equal to the header line is no
-   row at all.  The format is line-local: a line's bytes only ever decide that line's row.
+   key), else *in domain*.  Before all of them, a CSV record text that is not a record of the
+   CSV format (:mod:`dpgauss.release.csv_format`: invalid UTF-8, an unterminated quote, the
+   wrong number of fields, …) is one ``malformed_lines``; one equal to the header is no row at
+   all.  A record's bytes only ever decide that record's row: under ``[source] csv =
+   "lines"`` a record is a line, under ``"rfc4180"`` a run of lines whose quotes balance (the
+   writer is trusted to quote correctly, csv_format).
 2. **Priorities.**  Each in-domain record gets the priority ``H(salt, record)``, a keyed hash
    of the columns that tell a unit's records apart (all the source's columns by default —
-   with ``[source] types``, the declared ones; for CSV, the record's line — each by its
+   with ``[source] types``, the declared ones; for CSV, the record's text — each by its
    value: a categorical by its text, never by a code that other records decide), and each
    (unit, key) pair the priority ``H(salt, 'keys', unit, key)``; the salt is a fresh 64-bit
    secret per release (``secrets``).  A priority depends only on the record's own content

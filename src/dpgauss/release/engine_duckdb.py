@@ -47,21 +47,22 @@ Graph domains call the mapping of :mod:`dpgauss.release.mapping` as vectorised A
 (``dp_nearest``, and ``dp_spread`` for kde, whose list of (node, weight) is unnested and
 summed in SQL).
 
-CSV follows :mod:`dpgauss.release.csv_format` (line-local; DuckDB's own CSV reader, with its
-sniffer and its quoted line breaks, is not used).  The files' lines are streamed as Arrow
-batches by :func:`~dpgauss.release.csv_format.line_reader` (numpy, chunk by chunk),
-registered on the connection and scanned once, by the same query as everything else.  The
-reader checks UTF-8 (an invalid line arrives as NULL) and decides most lines: those whose
-delimiters all separate fields (unquoted fields, or quoted ones without inner quotes or
-delimiters) are records iff they have ``n`` fields, and their values come from
-``string_split``.  Only the other lines are tested in SQL (U+FFFD, the folded line against
-the record regex), their fields extracted by ``regexp_extract`` (at most four groups per
-regex, so that RE2 uses its one-pass matcher) and unquoted.  On the bundled trips repeated
+CSV follows :mod:`dpgauss.release.csv_format` in the mode of ``[source] csv`` (``rfc4180``
+records, found by quote parity, or ``lines``; DuckDB's own CSV reader, with its sniffer, is
+not used).  The files' record texts are streamed as Arrow batches by
+:func:`~dpgauss.release.csv_format.line_reader` (numpy, chunk by chunk), registered on the
+connection and scanned once, by the same query as everything else.  The reader checks UTF-8
+(an invalid record arrives as NULL) and decides most records: those whose delimiters all
+separate fields (unquoted fields, or quoted ones without inner quotes or delimiters) are
+records iff they have ``n`` fields, and their values come from ``string_split``.  Only the
+other records are tested in SQL (U+FFFD, the folded record against the record regex), their
+fields extracted by ``regexp_extract`` (at most four groups per regex, so that RE2 uses its
+one-pass matcher) and unquoted.  On the bundled trips repeated
 to 2M rows this costs about 1.3-1.5× the CPU time of DuckDB's ``read_csv`` in the same
 query, about 1.5× with a non-ASCII field, and 2.1-2.6× with every field quoted.  Every column
-is text (an unparseable number is an invalid value, not a failed read); a malformed line is
-a row of its own class, tested first and counted by the same final ``GROUP BY``; lines equal
-to the header line are dropped.  A record's priority hashes its line, unless
+is text (an unparseable number is an invalid value, not a failed read); a malformed record is
+a row of its own class, tested first and counted by the same final ``GROUP BY``; records
+equal to the header are dropped.  A record's priority hashes its text, unless
 ``record_columns`` is set.
 """
 
@@ -153,9 +154,8 @@ def _duckdb() -> Any:
     try:
         import duckdb
     except ImportError:  # pragma: no cover - the data extra is missing
-        raise EngineError(
-            "the DuckDB engine needs the 'data' extra: pip install '.[data]'"
-        ) from None
+        hint = install_hint("data")
+        raise EngineError(f"the DuckDB engine needs the 'data' extra: {hint}") from None
     return duckdb
 
 
@@ -202,7 +202,9 @@ def _csv_layout(spec: ReleaseSpec) -> tuple[list[str], tuple[str, ...], bytes | 
     """(files, column names, header line) of a CSV source (csv_format, rule 5)."""
     src = spec.source
     try:
-        return csv_format.local_source(src.paths, src.delimiter, src.header, src.columns)
+        return csv_format.local_source(
+            src.paths, src.delimiter, src.header, src.columns, mode=src.csv
+        )
     except csv_format.CsvError as exc:
         raise EngineError(f"cannot read the source: {_one_line(exc)}") from None
 
@@ -218,29 +220,29 @@ def _csv_source(con: Any, spec: ReleaseSpec, tag: str) -> tuple[str, dict[str, A
         if col not in names:
             shown = ", ".join(names[:30]) + (", ..." if len(names) > 30 else "")
             raise EngineError(f"column {col!r} is not a column of the source (columns: {shown})")
-    d, n = spec.source.delimiter, len(names)
-    valid = csv_format.folded_record_regex(d, n)
+    d, n, mode = spec.source.delimiter, len(names), spec.source.csv
+    valid = csv_format.folded_record_regex(d, n, mode=mode)
     line, bad = "dp_line", "dp_malformed"
     while line in names:
         line += "_"
     while bad in names:
         bad += "_"
-    con.register(f"dp_lines_{tag}", csv_format.line_reader(files, d, n))
-    # The reader's kind `k` decides most lines (csv_format._kinds): a RECORD's fields are its
-    # segments, by string_split (so are a GENERAL record's without quotes).  Other GENERAL
-    # lines are matched: regexp_extract of the folded line, at most 4 groups per regex (RE2's
-    # one-pass matcher).
+    con.register(f"dp_lines_{tag}", csv_format.line_reader(files, d, n, mode=mode))
+    # The reader's kind `k` decides most records (csv_format._kinds): a RECORD's fields are
+    # its segments, by string_split (so are a GENERAL record's without quotes).  Other GENERAL
+    # records are matched: regexp_extract of the folded record, at most 4 groups per regex
+    # (RE2's one-pass matcher).
     extracts, cols = [], []
     for c0 in range(0, len(wanted), _GROUPS):
         part = wanted[c0 : c0 + _GROUPS]
-        regex = csv_format.folded_record_regex(d, n, [names.index(c) for c in part])
+        regex = csv_format.folded_record_regex(d, n, [names.index(c) for c in part], mode)
         groups = ", ".join(f"'g{j}'" for j in range(len(part)))
         extracts.append(
             f"CASE WHEN dp_q THEN regexp_extract(dp_f, {_literal(regex)}, [{groups}]) "
             f"END AS dp_x{c0}"
         )
         for j, c in enumerate(part):
-            quoted = csv_format.unquote_sql(f"dp_x{c0}.g{j}")
+            quoted = csv_format.unquote_sql(f"dp_x{c0}.g{j}", mode)
             plain = csv_format.segment_value_sql(f"dp_s[{names.index(c) + 1}]")
             cols.append(f"CASE WHEN dp_q THEN {quoted} ELSE {plain} END AS {quote_ident(c)}")
     params: dict[str, Any] = {"dp_delim": d}
@@ -250,14 +252,14 @@ def _csv_source(con: Any, spec: ReleaseSpec, tag: str) -> tuple[str, dict[str, A
         where = " WHERE l IS NULL OR l <> $dp_header"
     general = (
         f"(contains(dp_l, '{csv_format.REPLACEMENT}') OR NOT "
-        f"regexp_full_match({csv_format.fold_sql('dp_l')}, {_literal(valid)}))"
+        f"regexp_full_match({csv_format.fold_sql('dp_l', mode)}, {_literal(valid)}))"
     )
     sql = f"""(
   SELECT {", ".join(cols)}, dp_l AS {quote_ident(line)}, dp_bad AS {quote_ident(bad)} FROM (
     SELECT dp_l, dp_bad, dp_q, {", ".join(extracts)},
            CASE WHEN NOT (dp_bad OR dp_q) THEN string_split(dp_l, $dp_delim) END AS dp_s
     FROM (
-      SELECT dp_l, dp_bad, dp_q, CASE WHEN dp_q THEN {csv_format.fold_sql("dp_l")} END AS dp_f
+      SELECT dp_l, dp_bad, dp_q, CASE WHEN dp_q THEN {csv_format.fold_sql("dp_l", mode)} END AS dp_f
       FROM (
         SELECT dp_l, dp_bad, k = {csv_format.GENERAL} AND NOT dp_bad AND contains(dp_l, '"')
                  AS dp_q

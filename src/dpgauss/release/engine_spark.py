@@ -14,13 +14,19 @@ How the job is built (DataFrame API; SQL text only for the parsing expressions):
   schemas merged by name), a table of the session's catalog (``[source] table``;
   ``spark.table``), ``bundled = "trips"``, or a DataFrame handed to the engine
   (``SparkEngine(dataframe=df)``, then ``[source] table`` only names it).
-* **CSV, line by line.**  Spark's CSV reader is not used (line by line with ``multiLine``
-  off, as DuckDB's reader was not, it disagreed with DuckDB on quoted line breaks and bare
-  CRs).  ``spark.read.option("lineSep", "\n").text(files)`` splits at LF only, keeps CR and
-  invalid bytes as they are and removes a byte order mark at the start of a file; in SQL the
-  CR is stripped, ``is_valid_utf8`` and U+FFFD test rule 2, the folded line is matched
-  against the record regex and each needed field is one ``regexp_extract`` (the regexes of
-  ``csv_format``, passed as literals, never as SQL text).  Local paths and globs are expanded
+* **CSV, from lines.**  Spark's CSV reader is not used (as DuckDB's reader was not, it
+  disagreed with DuckDB on quoted line breaks and bare CRs).  ``spark.read.option("lineSep",
+  "\n").text(files)`` splits at LF only, keeps CR and invalid bytes as they are and removes a
+  byte order mark at the start of a file.  Under ``[source] csv = "lines"`` each line is a
+  record; under ``"rfc4180"`` (the default) the lines are stitched into records by quote
+  parity: a window over each file's lines, in file order (file split start, then
+  ``monotonically_increasing_id``), counts the quotes, a line ends a record iff the running
+  count is even, and the lines of one record are grouped and joined by LF — one task per
+  file, after one shuffle of the lines by file (``csv_format``, *How the engines run it*, for
+  its scale limits).  In SQL the CR is stripped, ``is_valid_utf8`` and U+FFFD test rule 2,
+  the folded record is matched against the record regex and each needed field is one
+  ``regexp_extract`` (the regexes of ``csv_format``, passed as literals, never as SQL
+  text).  Local paths and globs are expanded
   like DuckDB's (Python's glob, sorted); the first line of every local file must be the
   header.  Paths on other file systems (``s3a://``, ``hdfs://``, or any path when
   ``fs.defaultFS`` is not local) are listed with Hadoop's ``globStatus`` (Hadoop's glob
@@ -89,6 +95,7 @@ from typing import Any
 
 import numpy as np
 
+from .._optional import install_hint
 from . import csv_format, schema
 from .engine import Aggregate, AggregationPlan, RowCounts, source_columns
 from .engine_duckdb import AGGREGATION_FAILED, EngineError
@@ -126,7 +133,7 @@ def _pyspark() -> Any:
     except ImportError:  # the spark extra is missing
         raise EngineError(
             "the Spark engine is not available: it needs the 'spark' extra "
-            "(pip install '.[spark]') and Java 17+"
+            f"({install_hint('spark')}) and Java 17+"
         ) from None
     return pyspark
 
@@ -535,13 +542,13 @@ class SparkEngine:
         try:
             if src.bundled is not None or all(self._local(p) for p in patterns):
                 files, names, header = csv_format.local_source(
-                    patterns, src.delimiter, src.header, src.columns
+                    patterns, src.delimiter, src.header, src.columns, mode=src.csv
                 )
                 return [_file_uri(f) for f in files], names, header
             uris = self._hadoop_files(patterns)
             if not src.header:
                 return uris, csv_format.resolve_columns(None, src.columns, ""), None
-            line = self._hadoop_first_line(uris[0])
+            line = self._hadoop_first_record(uris[0], src.csv)
             found = csv_format.parse_header(line, src.delimiter, uris[0])
             assert line is not None
             return uris, csv_format.resolve_columns(found, src.columns, uris[0]), line
@@ -561,8 +568,12 @@ class SparkEngine:
             found.update(files)
         return sorted(found)
 
-    def _hadoop_first_line(self, uri: str, limit: int = 1 << 24) -> bytes | None:
-        """The first line of a file on a Hadoop file system (rule 1), or None if it has none."""
+    def _hadoop_first_record(
+        self, uri: str, mode: str = "lines", limit: int = 1 << 24
+    ) -> bytes | None:
+        """The first record text (in ``mode``) of a file on a Hadoop file system (rule 1), or
+        None if it has no lines: its lines up to the first whose LF ends a record."""
+        what = "line" if csv_format.check_mode(mode) == "lines" else "record"
         jvm, conf = self.spark._jvm, self.spark._jsc.hadoopConfiguration()
         path = jvm.org.apache.hadoop.fs.Path(uri)
         stream = path.getFileSystem(conf).open(path)
@@ -570,19 +581,36 @@ class SparkEngine:
         if codec is not None:
             stream = codec.createInputStream(stream)
         reader = jvm.org.apache.hadoop.util.LineReader(stream, bytearray(b"\n"))
+        parts: list[bytes] = []
+        size = quotes = 0
         try:
             text = jvm.org.apache.hadoop.io.Text()
-            consumed = int(reader.readLine(text, limit + 4, limit + 4))
-            raw = bytes(text.copyBytes())
+            while True:
+                consumed = int(reader.readLine(text, limit + 4, limit + 4))
+                raw = bytes(text.copyBytes())
+                if not parts and raw.startswith(csv_format.BOM):  # as LineRecordReader
+                    raw, consumed = raw[len(csv_format.BOM) :], consumed - len(csv_format.BOM)
+                if consumed <= 0:
+                    break
+                parts.append(raw)
+                size += len(raw) + 1
+                if size > limit + 1:
+                    raise csv_format.CsvError(
+                        f"{uri}: the first {what} is longer than {limit} bytes"
+                    )
+                quotes += raw.count(b'"')
+                if mode == "lines" or quotes % 2 == 0:
+                    break
         finally:
             reader.close()
-        if len(raw) > limit:
-            raise csv_format.CsvError(f"{uri}: the first line is longer than {limit} bytes")
-        if raw.startswith(csv_format.BOM):  # as Hadoop's LineRecordReader
-            raw, consumed = raw[len(csv_format.BOM) :], consumed - len(csv_format.BOM)
-        if consumed <= 0:
+        if not parts:
             return None
-        return raw[:-1] if raw.endswith(b"\r") else raw
+        record = b"\n".join(parts)
+        return record[:-1] if record.endswith(b"\r") else record
+
+    def _hadoop_first_line(self, uri: str, limit: int = 1 << 24) -> bytes | None:
+        """The first line of a file on a Hadoop file system (rule 1), or None if it has none."""
+        return self._hadoop_first_record(uri, "lines", limit)
 
     def _read_csv(self, spec: ReleaseSpec) -> tuple[Any, list[str], tuple[str, str]]:
         """The records of a CSV source (csv_format): the needed columns as text, the line and
@@ -598,25 +626,30 @@ class SparkEngine:
                 raise EngineError(
                     f"column {col!r} is not a column of the source (columns: {shown})"
                 )
-        d, n = src.delimiter, len(names)
-        lines = self.spark.read.option("lineSep", "\n").text(uris)
+        d, n, mode = src.delimiter, len(names), src.csv
+        if mode == "rfc4180":
+            lines = self._records(uris)
+        else:
+            lines = self.spark.read.option("lineSep", "\n").text(uris)
         v = sf.col("value")
-        if header is not None:  # every line equal to the header line is no record (rule 5)
+        if header is not None:  # every record equal to the header is no record (rule 5)
             text = header.decode("utf-8")
             lines = lines.filter((v != sf.lit(text)) & (v != sf.lit(text + "\r")))
         line = sf.when(v.endswith("\r"), sf.expr("substr(value, 1, length(value) - 1)"))
         lines = lines.select(v, line.otherwise(v).alias("l"))
-        folded = sf.expr(csv_format.fold_sql("l"))
+        folded = sf.expr(csv_format.fold_sql("l", mode))
         bad = (
             ~sf.expr("is_valid_utf8(value)")
             | v.contains(csv_format.REPLACEMENT)
-            | ~folded.rlike(csv_format.folded_record_regex(d, n))
+            | ~folded.rlike(csv_format.folded_record_regex(d, n, mode=mode))
         )
         lines = lines.select("l", bad.alias("bad"), folded.alias("f"))
         groups = [
             sf.when(
                 ~sf.col("bad"),
-                sf.regexp_extract("f", csv_format.folded_record_regex(d, n, [names.index(c)]), 1),
+                sf.regexp_extract(
+                    "f", csv_format.folded_record_regex(d, n, [names.index(c)], mode), 1
+                ),
             ).alias(f"g{j}")
             for j, c in enumerate(wanted)
         ]
@@ -627,11 +660,46 @@ class SparkEngine:
         while bad_col in names:
             bad_col += "_"
         df = lines.select(
-            *[sf.expr(csv_format.unquote_sql(f"g{j}")).alias(c) for j, c in enumerate(wanted)],
+            *[
+                sf.expr(csv_format.unquote_sql(f"g{j}", mode)).alias(c)
+                for j, c in enumerate(wanted)
+            ],
             sf.col("l").alias(line_col),
             sf.col("bad").alias(bad_col),
         )
         return df, list(names), (line_col, bad_col)
+
+    def _records(self, uris: list[str]) -> Any:
+        """The rfc4180 record texts of ``uris`` as a column ``value`` (rule 1, before the CR
+        strip): the lines of the text reader stitched by quote parity.
+
+        A line's place in its file is (``_metadata.file_block_start``, the start of its file
+        split; ``monotonically_increasing_id()``, increasing in the order a split is read), so
+        ``W`` = the lines of a file in that order.  With ``q`` a line's quotes, the line ends a
+        record iff ``Σ_W q`` up to it is even, and its record index ``r`` is the number of
+        record ends before it in ``W``.  The window partitions by file, and the grouping by
+        (file, ``r``) reuses that partitioning (no second shuffle); each record's lines are
+        joined by LF in their order (``array_sort`` of (split start, id, line))."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as sf
+
+        lines = self.spark.read.option("lineSep", "\n").text(uris)
+        lines = lines.select(
+            sf.col("_metadata.file_path").alias("f"),
+            sf.col("_metadata.file_block_start").alias("b"),
+            sf.monotonically_increasing_id().alias("i"),
+            sf.col("value").alias("v"),
+        )
+        quotes = sf.expr("octet_length(v) - octet_length(replace(v, '\"', ''))")
+        w = Window.partitionBy("f").orderBy("b", "i")
+        upto = w.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+        before = w.rowsBetween(Window.unboundedPreceding, -1)
+        ends = (sf.sum(quotes % 2).over(upto) % 2 == 0).cast("long")
+        lines = lines.withColumn("e", ends)
+        lines = lines.withColumn("r", sf.coalesce(sf.sum("e").over(before), sf.lit(0)))
+        parts = sf.array_sort(sf.collect_list(sf.struct("b", "i", "v")))
+        text = sf.array_join(sf.transform(parts, lambda x: x["v"]), "\n")
+        return lines.groupBy("f", "r").agg(text.alias("value")).select("value")
 
     def describe(self, spec: ReleaseSpec) -> dict[str, str]:
         """Column name → Spark type of the source (reads the schema or a CSV header only).

@@ -229,6 +229,20 @@ def _dataset(dataset: object) -> str:
     return dataset
 
 
+def _budget_terms(
+    dataset: object, epsilon: object, delta: object
+) -> tuple[str, float, float, float]:
+    """The checked ``(dataset, ε, δ, μ_B)`` of :meth:`Ledger.create_budget`, which raises
+    here on a bad argument — callable before a ledger is opened (or created)."""
+    name = _dataset(dataset)
+    eps = _scalar(epsilon, "epsilon", POSITIVE)
+    dlt = _scalar(delta, "delta", UNIT_OPEN)
+    mu_budget = float(gdp_mu(eps, dlt))
+    if not (math.isfinite(mu_budget) and mu_budget > 0.0):
+        raise ValueError(f"epsilon={eps!r}, delta={dlt!r} give no usable budget")
+    return name, eps, dlt, mu_budget
+
+
 def _label(label: object) -> str | None:
     if label is None or isinstance(label, str):
         return label
@@ -607,12 +621,7 @@ class Ledger:
         ``μ_B = gdp_mu(ε, δ)``, which is frozen at creation.  Raises :class:`LedgerError` if
         the dataset already has a budget.
         """
-        name = _dataset(dataset)
-        eps = _scalar(epsilon, "epsilon", POSITIVE)
-        dlt = _scalar(delta, "delta", UNIT_OPEN)
-        mu_budget = float(gdp_mu(eps, dlt))
-        if not (math.isfinite(mu_budget) and mu_budget > 0.0):
-            raise ValueError(f"epsilon={eps!r}, delta={dlt!r} give no usable budget")
+        name, eps, dlt, mu_budget = _budget_terms(dataset, epsilon, delta)
         with self._transaction("IMMEDIATE") as conn:
             row = conn.execute(
                 "SELECT epsilon, delta FROM budgets WHERE dataset = ?", (name,)

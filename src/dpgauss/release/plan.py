@@ -34,13 +34,14 @@ from typing import Any
 
 import numpy as np
 
+from .._optional import install_hint
 from ..denoise import Denoised
 from .domain import KeyDomain
 from .engine import Engine, get_engine
 from .outputs import OutputError, OutputGroup, probe_directory
 from .report import public_spec
 from .sensitivity import Sensitivity
-from .spec import ReleaseSpec
+from .spec import ReleaseSpec, read_columns
 
 __all__ = [
     "LEDGER_ENV",
@@ -189,18 +190,7 @@ def plan_denoiser(spec: ReleaseSpec, domain: KeyDomain) -> Denoiser:
 
 def _check_columns(spec: ReleaseSpec, columns: dict[str, str]) -> None:
     names = list(columns)
-    wanted = [("[unit] column", spec.unit.column)]
-    for d in spec.domain.axes:
-        if d.locates:
-            wanted += [(f"[{d.where}] lat", d.lat), (f"[{d.where}] lon", d.lon)]
-        else:
-            wanted.append((f"[{d.where}] column", d.column))
-    if spec.statistic.column is not None:
-        wanted.append(("[statistic] column", spec.statistic.column))
-    if spec.filter is not None:
-        wanted.append(("[filter] column", spec.filter.column))
-    for col in spec.bounds.record_columns or ():
-        wanted.append(("[bounds] record_columns", col))
+    wanted = read_columns(spec)
     shown = ", ".join(names[:30]) + (", ..." if len(names) > 30 else "")
     for key, col in wanted:
         if col not in columns:
@@ -223,7 +213,7 @@ def _plot_decision(spec: ReleaseSpec, domain: KeyDomain) -> str | None:
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        return "not drawn: matplotlib is not installed (pip install '.[plot]')"
+        return f"not drawn: matplotlib is not installed ({install_hint('plot')})"
     return None
 
 
@@ -294,7 +284,7 @@ def plan_release(
             import pyarrow.parquet  # noqa: F401
         except ImportError:
             raise ValueError(
-                "[output] format 'parquet' needs pyarrow (pip install '.[data]' from a clone)"
+                "[output] format 'parquet' needs pyarrow: " + install_hint("data")
             ) from None
 
     # 4. the source's columns.

@@ -53,8 +53,11 @@ Every table and key
     (``int64``, ``float64``, ``string``, ``bool``, ``date``, ``timestamp``, … —
     :mod:`dpgauss.release.schema`): every column the release reads, each taken in its
     declared type, never in a type inferred from the records; required for a DataFrame,
-    allowed for every source.  CSV only (the format is :mod:`dpgauss.release.csv_format`: one record
-    per line, RFC-4180 quoting within a line, no line breaks inside fields): ``delimiter``
+    allowed for every source.  CSV only (the format is :mod:`dpgauss.release.csv_format`):
+    ``csv`` = ``"rfc4180"`` (the default: the file's writer quotes as RFC 4180 says, so a
+    quoted field may hold line breaks and a record ends at an LF outside quotes — the data
+    owner asserts it) or ``"lines"`` (one record per line, for writers that never put a line
+    break in a field: a line with a stray quote is then exactly one malformed line); ``delimiter``
     (default ``","``; one character, not ``"``, CR, LF or U+FFFD), ``header`` (default true:
     the first line of the first file names the columns, and every file starts with that same
     line), ``columns`` (the list of column names: required with ``header = false``; with a
@@ -170,6 +173,7 @@ from pathlib import Path
 from typing import Any
 
 from ..denoise.registry import DENOISERS as _REGISTRY
+from .csv_format import MODES as CSV_MODES
 from .csv_format import delimiter_problem
 from .graph_files import BUNDLED_GRAPHS
 from .keymap import MAX_KEYS, RangeBins, brief
@@ -329,6 +333,7 @@ class SourceSpec:
     format: str = "auto"
     database: str | None = None
     delimiter: str = ","
+    csv: str = "rfc4180"
     header: bool = True
     columns: tuple[str, ...] | None = None
     on_malformed: str = "drop"
@@ -360,6 +365,7 @@ class SourceSpec:
         problem = delimiter_problem(self.delimiter)
         if problem is not None:
             raise _fail(w, "delimiter", problem, self.delimiter)
+        _choice(w, "csv", self.csv, CSV_MODES)
         _flag(w, "header", self.header)
         object.__setattr__(self, "columns", _columns(w, "columns", self.columns))
         _choice(w, "on_malformed", self.on_malformed, POLICIES)
@@ -1230,9 +1236,8 @@ class ReleaseSpec:
         return out
 
 
-def _check_declared(spec: ReleaseSpec) -> None:
-    """With ``[source] types``, every column the release reads must be declared."""
-    types = spec.source.types or {}
+def read_columns(spec: ReleaseSpec) -> list[tuple[str, str]]:
+    """(the spec key, the column) of every source column a release reads."""
     wanted = [("[unit] column", spec.unit.column)]
     for d in spec.domain.axes:
         if d.locates:
@@ -1245,7 +1250,13 @@ def _check_declared(spec: ReleaseSpec) -> None:
         wanted.append(("[filter] column", spec.filter.column))
     for col in spec.bounds.record_columns or ():
         wanted.append(("[bounds] record_columns", col))
-    for key, col in wanted:
+    return wanted  # type: ignore[return-value]
+
+
+def _check_declared(spec: ReleaseSpec) -> None:
+    """With ``[source] types``, every column the release reads must be declared."""
+    types = spec.source.types or {}
+    for key, col in read_columns(spec):
         if col not in types:
             raise ValueError(
                 f"{key} {col!r} is not declared in [source] types: with types, every column "

@@ -71,6 +71,8 @@ from typing import Any
 
 import numpy as np
 
+from .._optional import install_hint
+
 __all__ = ["available", "select"]
 
 try:  # numba is optional (the `fast` extra); without it the general query runs
@@ -421,7 +423,9 @@ def select(
     """
     global _USED
     if _numba is None:
-        raise RuntimeError("dpgauss: the per-unit top-b kernel needs numba (pip install numba)")
+        raise RuntimeError(
+            "dpgauss: the per-unit top-b kernel needs numba: " + install_hint("fast")
+        )
     columns, ids = _columns(batches)
     with _LOCK:
         _USED = True

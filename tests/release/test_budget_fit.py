@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from dpgauss.cli import main
 from dpgauss.privacy import gdp_mu
 from dpgauss.release import pipeline
-from dpgauss.release.domain import resolve_domain
+from dpgauss.release.domains.key_domain import resolve_domain
 from dpgauss.release.ledger import BudgetExceeded, Ledger, _mu_up
 from dpgauss.release.pipeline import run_release
 from dpgauss.release.spec import ReleaseSpec, load_spec

@@ -16,7 +16,7 @@ from dpgauss.cli import main
 from dpgauss.release.denoise_table import denoise_table
 from dpgauss.release.pipeline import run_release
 
-from .test_domains import records
+from .domains.test_key_domain import records
 from .test_pipeline import ENGINE, make_spec, small_release_data
 
 

@@ -112,7 +112,7 @@ from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from dpgauss.datasets import load_manhattan_graph  # noqa: E402
-from dpgauss.release.domain import resolve_domain  # noqa: E402
+from dpgauss.release.domains.key_domain import resolve_domain  # noqa: E402
 from dpgauss.release.engine_duckdb import DuckDBEngine, EngineError  # noqa: E402
 from dpgauss.release.frames import _scannable  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate, sensitivity_of  # noqa: E402

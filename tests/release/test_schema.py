@@ -20,9 +20,9 @@ pq = pytest.importorskip("pyarrow.parquet")
 duckdb = pytest.importorskip("duckdb")
 
 from dpgauss.release import pipeline, release_frame, schema  # noqa: E402
+from dpgauss.release.domains.keys import INT_LITERAL  # noqa: E402
 from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
 from dpgauss.release.frames import _scannable  # noqa: E402
-from dpgauss.release.keymap import INT_LITERAL  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 

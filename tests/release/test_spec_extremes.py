@@ -19,7 +19,7 @@ import pytest
 
 from dpgauss.cli import main
 from dpgauss.release import pipeline
-from dpgauss.release.domain import resolve_domain
+from dpgauss.release.domains.key_domain import resolve_domain
 from dpgauss.release.ledger import Ledger
 from dpgauss.release.spec import ReleaseSpec
 
@@ -249,7 +249,7 @@ def test_bin_count_is_exact_everywhere(start, stop, step, size, tmp_path: Path) 
 
 
 def test_labels_are_the_exact_edges() -> None:
-    from dpgauss.release.keymap import RangeBins
+    from dpgauss.release.domains.keys import RangeBins
 
     # Integers: exact beyond 2**53 and beyond int64.
     bins = RangeBins.of(2**53 + 3, 2**53 + 7, 1)
@@ -277,7 +277,7 @@ def test_labels_are_the_exact_edges() -> None:
 
 
 def test_float_bins_at_edges() -> None:
-    from dpgauss.release.keymap import RangeBins
+    from dpgauss.release.domains.keys import RangeBins
 
     bins = RangeBins.of(0.0, 1.0, 0.25)
     assert bins.key(Fraction(0.5)) == 2  # at an edge: the bin above

@@ -167,7 +167,7 @@ def check_source(
     Never charges, never writes.  Raises ``ValueError`` for a spec or a source that cannot
     be read at all (as planning a release would).
     """
-    from .domain import resolve_domain
+    from .domains.key_domain import resolve_domain
     from .pipeline import sensitivity_of
     from .plan import _check_columns, make_engine, value_offset
 

@@ -183,12 +183,12 @@ def _structure(
     if len(index) != n:
         raise ValueError(f"{path}: the key column {key!r} repeats a key")
     if edges is not None:
-        from .graph_files import read_edge_pairs
+        from .domains.graph_files import read_edge_pairs
 
         pairs = read_edge_pairs(edges, set(keys))
         ends = np.array([[index[a], index[b]] for a, b in pairs], dtype=np.int64).reshape(-1, 2)
         return Structure(graph=as_graph(ends, n)), f"edge table, {len(pairs):,} edges"
-    from .graph_files import BUNDLED_GRAPHS, read_graphml
+    from .domains.graph_files import BUNDLED_GRAPHS, read_graphml
 
     assert graph is not None
     if graph in BUNDLED_GRAPHS:

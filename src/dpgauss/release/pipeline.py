@@ -80,9 +80,9 @@ from ..privacy import (
     gaussian_epsilon,
 )
 from ..privacy.accounting import GaussianAccountant
-from .domain import KeyDomain, resolve_domain
+from .domains.key_domain import KeyDomain, resolve_domain
+from .domains.keys import key_array
 from .engine import Aggregate, AggregationPlan, Engine
-from .keymap import key_array
 from .outputs import OutputGroup, write_csv
 from .plan import LEDGER_ENV, ReleasePlan, make_engine, plan_release, value_offset
 from .report import NOT_PRIVATE_WARNING, Diagnostics, PublicReport, error_fields, json_ready

@@ -36,7 +36,7 @@ import numpy as np
 
 from .._optional import install_hint
 from ..denoise import Denoised
-from .domain import KeyDomain
+from .domains.key_domain import KeyDomain
 from .engine import Engine, get_engine
 from .outputs import OutputError, OutputGroup, probe_directory
 from .report import public_spec
@@ -246,7 +246,7 @@ def plan_release(
     Raises ``ValueError``/``TypeError`` with a one-line message naming what is wrong;
     :class:`~dpgauss.release.ledger.BudgetExceeded` if the release does not fit.
     """
-    from .domain import resolve_domain
+    from .domains.key_domain import resolve_domain
     from .pipeline import _calibrate, sensitivity_of
 
     if not isinstance(spec, ReleaseSpec):

@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from .graph_files import BUNDLED_GRAPHS
-from .regions import BUNDLED_REGIONS
+from .domains.graph_files import BUNDLED_GRAPHS
+from .domains.regions import BUNDLED_REGIONS
 
 __all__ = [
     "CONFIDENTIAL_NOTE",

@@ -74,9 +74,9 @@ Every table and key
     * ``"values"``: ``column`` and ``values`` (a non-empty list of integers, numbers or
       strings, distinct as numbers: ``1`` and ``1.0`` are the same key).  A record's key is the
       one equal to its value of ``column`` in exact arithmetic (string keys: its text); the
-      rules for every column type are in :mod:`dpgauss.release.keymap`.  Or ``values_from =
+      rules for every column type are in :mod:`dpgauss.release.domains.keys`.  Or ``values_from =
       "keys.csv"``: a CSV or Parquet file of one column of keys, for large domains
-      (:mod:`dpgauss.release.key_files`).
+      (:mod:`dpgauss.release.domains.key_files`).
     * ``"range"``: ``column``, ``start``, ``stop``, ``step`` (default 1), ``|start|`` and
       ``|stop|`` at most 1e36: the bins ``[start + i·step, start + (i+1)·step)`` for
       ``i = 0 … ⌈(stop − start)/step⌉ − 1`` (at most 50,000,000), in exact rational arithmetic on
@@ -91,7 +91,7 @@ Every table and key
       ``nodes = "nodes.csv"`` (columns ``id``, ``lat``, ``lon``; CSV or Parquet) with
       ``edges = "edges.csv"`` (columns ``u``, ``v``), other names with ``node_columns = { id
       = "…", lat = "…", lon = "…" }`` and ``edge_columns = { u = "…", v = "…" }`` — the keys are
-      then the file's node ids (:mod:`dpgauss.release.graph_files`); ``lat``, ``lon``
+      then the file's node ids (:mod:`dpgauss.release.domains.graph_files`); ``lat``, ``lon``
       (the records' columns, degrees); ``mapping`` =
       ``"nearest"`` (the nearest junction within ``cutoff`` metres, default 150) or ``"kde"``
       (the record's unit mass spread over its ``neighbors`` nearest junctions within
@@ -105,13 +105,13 @@ Every table and key
       records placed by point in polygon on ``lat``, ``lon`` (a point on a shared border goes
       to the first region of the file) or by a ``column`` holding the region id; structure
       ``adjacency = "queen"`` (default), ``"rook"``, ``"none"``, or ``edges = "file.csv"``
-      (columns ``u``, ``v``; ``edge_columns`` to rename) (:mod:`dpgauss.release.regions`).
+      (columns ``u``, ``v``; ``edge_columns`` to rename) (:mod:`dpgauss.release.domains.regions`).
     * ``"grid"``: ``x`` and ``y``, each a table ``{ column, start, stop, step }`` of a range;
       the keys are the cells in row-major order (``y`` outer), the structure the lattice.
     * ``"product"``: ``[[domain.parts]]``, two or more values, range, graph (``nearest``
       mapping) or regions tables, each with an optional ``name`` (its output column); the
       keys are every combination, the first part outermost; the structure the Cartesian
-      product graph (:mod:`dpgauss.release.domain`).
+      product graph (:mod:`dpgauss.release.domains.key_domain`).
 
     A ``range`` over a timestamp column: ``start``/``stop`` TOML datetimes or ISO strings
     (no time zone), ``step`` a duration (``"15min"``, ``"1h"``, ``"1d"``; units ``us``,
@@ -175,8 +175,8 @@ from typing import Any
 from ..denoise.registry import DENOISERS as _REGISTRY
 from .csv_format import MODES as CSV_MODES
 from .csv_format import delimiter_problem
-from .graph_files import BUNDLED_GRAPHS
-from .keymap import MAX_KEYS, RangeBins, brief
+from .domains.graph_files import BUNDLED_GRAPHS
+from .domains.keys import MAX_KEYS, RangeBins, brief
 from .schema import declared_types
 
 __all__ = [
@@ -729,7 +729,8 @@ class DomainSpec:
     @property
     def size(self) -> int:
         """The number of keys, where it is known from the spec alone (values, ranges, grids);
-        a graph's comes from its file (:func:`~dpgauss.release.domain.resolve_domain`)."""
+        a graph's comes from its file
+        (:func:`~dpgauss.release.domains.key_domain.resolve_domain`)."""
         if self.kind == "values":
             return len(self.values or ()) or 1  # values_from: known once its file is read
         if self.kind == "range":
@@ -842,7 +843,7 @@ class DomainSpec:
 
     @property
     def bins(self) -> RangeBins:
-        """The exact bins of a ``range`` domain (:class:`~dpgauss.release.keymap.RangeBins`);
+        """The exact bins of a ``range`` domain (:class:`~dpgauss.release.domains.keys.RangeBins`);
         for a timestamp range, over microseconds since 1970-01-01 00:00 (no time zone)."""
         if self.kind != "range":
             raise ValueError(f"[{self.where}] kind = {self.kind!r} has no bins")

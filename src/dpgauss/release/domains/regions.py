@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from .._optional import require
+from ..._optional import require
 from .graph_files import _digest, _fail, _show, check_text
 
 __all__ = [
@@ -189,7 +189,7 @@ def load_public_regions(domain: Any) -> PublicRegions:
     """The regions of a ``kind = "regions"`` :class:`~dpgauss.release.spec.DomainSpec`."""
     name = str(domain.regions)
     if name in BUNDLED_REGIONS:
-        from ..datasets.neighbourhoods import nyc_neighbourhoods_path
+        from ...datasets.neighbourhoods import nyc_neighbourhoods_path
 
         r = read_geojson(nyc_neighbourhoods_path(), "id")
         return PublicRegions(r.ids, r.geoms, name)

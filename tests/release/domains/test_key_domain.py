@@ -21,12 +21,13 @@ pytest.importorskip("duckdb")
 
 from dpgauss.datasets import load_manhattan_graph  # noqa: E402
 from dpgauss.release import pipeline  # noqa: E402
-from dpgauss.release.domain import product_edges, resolve_domain  # noqa: E402
+from dpgauss.release.domains.axes import product_edges  # noqa: E402
+from dpgauss.release.domains.key_domain import resolve_domain  # noqa: E402
 from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate, run_release, sensitivity_of  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 
-from .test_pipeline import cli, make_ledger  # noqa: E402
+from ..test_pipeline import cli, make_ledger  # noqa: E402
 
 ENGINE = DuckDBEngine(threads=2)
 T0 = np.datetime64("2013-01-13T00:00:00", "us")

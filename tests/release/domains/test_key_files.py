@@ -12,12 +12,12 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 pytest.importorskip("duckdb")
 
-from dpgauss.release.domain import resolve_domain  # noqa: E402
-from dpgauss.release.key_files import read_values  # noqa: E402
+from dpgauss.release.domains.key_domain import resolve_domain  # noqa: E402
+from dpgauss.release.domains.key_files import read_values  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 
-from .test_pipeline import assert_cli_refuses_uncharged  # noqa: E402
+from ..test_pipeline import assert_cli_refuses_uncharged  # noqa: E402
 
 
 def keys(tmp_path: Path, text: str) -> tuple:

@@ -20,15 +20,15 @@ pq = pytest.importorskip("pyarrow.parquet")
 pytest.importorskip("duckdb")
 
 from dpgauss.release import pipeline  # noqa: E402
-from dpgauss.release.domain import resolve_domain  # noqa: E402
+from dpgauss.release.domains.graph_files import read_graph_tables, read_graphml  # noqa: E402
+from dpgauss.release.domains.key_domain import resolve_domain  # noqa: E402
+from dpgauss.release.domains.mapping import EARTH_RADIUS_M  # noqa: E402
 from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
-from dpgauss.release.graph_files import read_graph_tables, read_graphml  # noqa: E402
-from dpgauss.release.mapping import EARTH_RADIUS_M  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate, run_release, sensitivity_of  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 
+from ..test_pipeline import assert_cli_refuses_uncharged, cli, make_ledger  # noqa: E402
 from .test_mapping import haversine  # noqa: E402
-from .test_pipeline import assert_cli_refuses_uncharged, cli, make_ledger  # noqa: E402
 
 ENGINE = DuckDBEngine(threads=2)
 LAT0, LON0 = 60.17, 24.94
@@ -449,7 +449,7 @@ def test_the_documented_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyP
     """docs/release.md: examples/user_graph.py, then `dpgauss release user_graph.toml`."""
     import runpy
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     monkeypatch.chdir(tmp_path)
     runpy.run_path(str(root / "examples" / "user_graph.py"), run_name="example").get("main")()
     make_ledger(tmp_path, dataset="city")

@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from .._optional import require
+from ..._optional import require
 
 __all__ = [
     "BUNDLED_GRAPHS",
@@ -400,7 +400,7 @@ def load_public_graph(domain: Any) -> PublicGraph:
         )
     name = str(domain.graph)
     if name in BUNDLED_GRAPHS:
-        from ..datasets import load_manhattan_graph
+        from ...datasets import load_manhattan_graph
 
         g = load_manhattan_graph(prune_dead_ends=name == "manhattan-pruned")
         return PublicGraph(

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from dpgauss.datasets import load_manhattan_graph, snap_to_nodes
-from dpgauss.release.mapping import EARTH_RADIUS_M, GraphMapper
+from dpgauss.release.domains.mapping import EARTH_RADIUS_M, GraphMapper
 
 
 @pytest.fixture(scope="module")

@@ -4,21 +4,21 @@ A domain is what a ``[domain]`` table of the spec resolves to (:func:`resolve_do
 any record is read.  It knows
 
 * its **keys**, in a fixed order: every key is released, zeros included;
-* how a record **maps** to a key — the engines' part (:mod:`dpgauss.release.engine`): exact
-  SQL for values and ranges (:mod:`dpgauss.release.keymap`), a vectorised nearest-node or kde
-  UDF for graphs (:mod:`dpgauss.release.mapping`);
-* its **public structure**, the only structure a denoiser may use: ``edges`` over the keys
-  and ``grid`` (a lattice shape).  A domain declares what it has and nothing more: a
-  ``values`` domain has none, so ``auto`` compares structure-free estimators only;
+* how a record **maps** to a key — the engines' part (:mod:`dpgauss.release.engine`): exact SQL
+  for values and ranges (:mod:`dpgauss.release.domains.keys`), a vectorised nearest-node or kde
+  UDF for graphs (:mod:`dpgauss.release.domains.mapping`);
+* its **public structure**, the only structure a denoiser may use: ``edges`` over the keys and
+  ``grid`` (a lattice shape). A domain declares what it has and nothing more: a ``values``
+  domain has none, so ``auto`` compares structure-free estimators only;
   :attr:`KeyDomain.structure` names it in the report.
 
-Every domain is a product of one or more **axes** (:class:`Axis`): ``values`` (a list of
-public keys; no structure), ``range`` (public bins of a numeric or timestamp column; the
-chain of neighbouring bins) and ``graph`` (the nodes of a public graph — bundled, GraphML, or
-node and edge tables, :mod:`dpgauss.release.graph_files`; its edges) and ``regions``
-(the features of a GeoJSON file, :mod:`dpgauss.release.regions`; their adjacency).  ``grid``
-is the product
-of two ranges ``(y, x)``, ``product`` the product of its parts in order.
+Every domain is a product of one or more **axes** (:class:`~.axes.Axis`, :mod:`.axes`):
+``values`` (a list of public keys; no structure), ``range`` (public bins of a numeric or
+timestamp column; the chain of neighbouring bins) and ``graph`` (the nodes of a public graph —
+bundled, GraphML, or node and edge tables, :mod:`dpgauss.release.domains.graph_files`; its
+edges) and ``regions`` (the features of a GeoJSON file, :mod:`dpgauss.release.domains.regions`;
+their adjacency). ``grid`` is the product of two ranges ``(y, x)``, ``product`` the product of
+its parts in order.
 
 **Composite keys.**  With axis sizes ``n₀ … n_{a−1}``, the key of a record whose axis keys are
 ``k₀ … k_{a−1}`` is ``Σ kᵢ·sᵢ`` with ``sᵢ = n_{i+1}···n_{a−1}`` (row-major: the first axis
@@ -37,47 +37,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
 
-from .graph_files import load_public_graph
-from .keymap import RangeBins
+from ..spec import DomainSpec, ReleaseSpec
+from .axes import Axis, product_edges, resolve_axis
+from .keys import MAX_KEYS
 from .mapping import GraphMapper
-from .spec import DomainSpec, ReleaseSpec
 
-__all__ = ["Axis", "KeyDomain", "product_edges", "resolve_domain"]
-
-
-@dataclass(frozen=True, eq=False)
-class Axis:
-    """One factor of a domain: ``size`` keys, written as ``labels`` in the output column
-    ``name``; ``edges`` its structure (None: none); ``mapper`` for a graph, whose nodes are
-    at ``node_lat``, ``node_lon``."""
-
-    spec: DomainSpec
-    name: str
-    size: int
-    labels: np.ndarray
-    edges: np.ndarray | None = None
-    mapper: GraphMapper | None = None
-    node_lat: np.ndarray | None = None
-    node_lon: np.ndarray | None = None
-    source: str | None = None
-    regions: Any = None
-
-    @property
-    def words(self) -> str:
-        if self.spec.kind == "graph":
-            m = 0 if self.edges is None else len(self.edges)
-            return f"graph of {self.size} nodes and {m} edges ({self.source})"
-        if self.spec.kind == "regions":
-            m = 0 if self.edges is None else len(self.edges)
-            return f"{self.size} regions with {m} edges ({self.source})"
-        if self.spec.kind == "range":
-            return f"chain of {self.size} ordered bins" if self.edges is not None else "1 bin"
-        return f"{self.size} values without order"
+__all__ = ["KeyDomain", "resolve_domain"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -155,114 +124,14 @@ class KeyDomain:
         return {}
 
 
-def product_edges(sizes: list[int], edges: list[np.ndarray | None]) -> np.ndarray | None:
-    """The Cartesian product graph's edges ``(u, v)``, ``u < v``, sorted (module docstring)."""
-    if not any(e is not None and len(e) for e in edges):
-        return None
-    n = math.prod(sizes)
-    keys = np.arange(n, dtype=np.int64).reshape(sizes)
-    out = []
-    for axis, e in enumerate(edges):
-        if e is None or not len(e):
-            continue
-        a = np.take(keys, e[:, 0], axis=axis).ravel()
-        b = np.take(keys, e[:, 1], axis=axis).ravel()
-        out.append(np.stack([np.minimum(a, b), np.maximum(a, b)], axis=1))
-    pairs = np.concatenate(out)
-    order = np.lexsort((pairs[:, 1], pairs[:, 0]))
-    return pairs[order]
-
-
-def _time_labels(bins: RangeBins) -> np.ndarray:
-    """A timestamp range's bins (microseconds since 1970) as text: ``"2013-01-13 00:00:00"``
-    (microseconds if any)."""
-    start, step = int(bins.start), int(bins.step)
-    epoch = datetime(1970, 1, 1)
-    return np.array(
-        [
-            (epoch + timedelta(microseconds=start + i * step)).isoformat(sep=" ")
-            for i in range(bins.size)
-        ],
-        dtype=object,
-    )
-
-
-def _axis(part: DomainSpec, name: str) -> Axis:
-    if part.kind == "values":
-        values = part.values
-        if part.values_from is not None:
-            from .key_files import read_values
-
-            values = read_values(part.values_from, part.where)
-        labels = np.asarray(values, dtype=object)
-        return Axis(part, name, len(labels), labels)
-    if part.kind == "range":
-        # Exact: n = ⌈(stop − start)/step⌉ in rationals, labels the exact lower edges
-        # (integers, or each edge rounded once to the nearest double; timestamps as text).
-        bins = part.bins
-        n = bins.size
-        labels = _time_labels(bins) if part.is_time else bins.labels()
-        edges = np.stack([np.arange(n - 1), np.arange(1, n)], axis=1) if n >= 2 else None
-        return Axis(part, name, n, labels, edges=edges)
-    if part.kind == "regions":
-        return _regions_axis(part, name)
-    graph = load_public_graph(part)
-    mapper = GraphMapper(
-        graph.lat,
-        graph.lon,
-        mapping=part.mapping,
-        cutoff=part.effective_cutoff,
-        bandwidth=part.bandwidth,
-        neighbors=part.neighbors,
-        bbox=part.bbox,
-    )
-    return Axis(
-        part,
-        name,
-        graph.n,
-        graph.ids,
-        edges=graph.edges,
-        mapper=mapper,
-        node_lat=graph.lat,
-        node_lon=graph.lon,
-        source=graph.name,
-    )
-
-
-def _regions_axis(part: DomainSpec, name: str) -> Axis:
-    """Regions: keys the features' ids, structure their adjacency (or an edge table)."""
-    from .graph_files import edge_index, read_edge_pairs
-    from .regions import RegionMapper, adjacency, load_public_regions
-
-    regions = load_public_regions(part)
-    if part.edges is not None:
-        texts = [str(v) for v in regions.ids.tolist()]
-        pairs = read_edge_pairs(part.edges, set(texts), part.edge_columns)
-        edges: np.ndarray | None = edge_index(pairs, texts)
-        how = "edges from a table"
-    else:
-        rule = part.adjacency or "queen"
-        edges = adjacency(regions, rule)
-        how = f"{rule} adjacency"
-    return Axis(
-        part,
-        name,
-        regions.n,
-        regions.ids,
-        edges=edges,
-        mapper=RegionMapper(regions) if part.locates else None,
-        source=f"{regions.name}; {how}",
-        regions=regions,
-    )
-
-
 def resolve_domain(spec: ReleaseSpec) -> KeyDomain:
     """The public domain of ``spec``: its keys, their labels and its public structure.
 
     Reads public files only (a user graph); raises ``ValueError`` naming the file for a bad one.
     """
     d = spec.domain
-    axes = tuple(_axis(part, part.output_name if len(d.axes) > 1 else "key") for part in d.axes)
+    names = [part.output_name if len(d.axes) > 1 else "key" for part in d.axes]
+    axes = tuple(resolve_axis(part, name) for part, name in zip(d.axes, names, strict=True))
     for a in axes:  # every key is written after the charge: it must be writable text
         if a.labels.dtype == object:
             for v in a.labels.tolist():
@@ -291,8 +160,6 @@ def resolve_domain(spec: ReleaseSpec) -> KeyDomain:
         )
     sizes = [a.size for a in axes]
     n = math.prod(sizes)
-    from .keymap import MAX_KEYS
-
     if n > MAX_KEYS:
         raise ValueError(f"[domain] the {d.kind} has {n:,} keys; at most {MAX_KEYS:,} allowed")
     edges = product_edges(sizes, [a.edges for a in axes])

@@ -5,7 +5,7 @@ Each check writes records of one column type (Parquet ``int64``, ``uint64``, ``f
 record got*: every record is its own unit and sums the value ``2**i`` (``i`` its position), so
 the bounded sum of a key is the set of its records, bit by bit — exact, and a record counted
 under two keys would show.  The expected key comes from an independent exact reference
-(``fractions.Fraction``) of the documented rules (:mod:`dpgauss.release.keymap`).
+(``fractions.Fraction``) of the documented rules (:mod:`dpgauss.release.domains.keys`).
 
 The Spark engine runs the same checks (fewer examples) in ``test_engine_spark.py``.
 """
@@ -30,7 +30,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 pytest.importorskip("duckdb")
 
 from dpgauss.release import ReleaseSpec, bounded_aggregate  # noqa: E402
-from dpgauss.release.domain import resolve_domain  # noqa: E402
+from dpgauss.release.domains.key_domain import resolve_domain  # noqa: E402
 from dpgauss.release.engine_duckdb import DuckDBEngine, EngineError  # noqa: E402
 
 DUCK = DuckDBEngine(threads=1)
@@ -163,7 +163,7 @@ LIMITS = {"int64": (-(2**63), 2**63 - 1), "uint64": (0, 2**64 - 1)}
 
 @st.composite
 def range_domains(draw: Any) -> dict:
-    from dpgauss.release.keymap import RangeBins
+    from dpgauss.release.domains.keys import RangeBins
 
     if draw(st.booleans()):
         start = draw(st.sampled_from(INTERESTING_INTS) | st.integers(-(10**20), 10**20))
@@ -268,7 +268,7 @@ SETTINGS = settings(
 @SETTINGS
 @given(data=st.data())
 def test_range_keys_are_exact(tmp_path: Path, data: Any) -> None:
-    from dpgauss.release.keymap import RangeBins
+    from dpgauss.release.domains.keys import RangeBins
 
     domain = data.draw(range_domains())
     bins = RangeBins.of(domain["start"], domain["stop"], domain["step"])

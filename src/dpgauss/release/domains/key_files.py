@@ -3,7 +3,7 @@
 For a ``values`` domain of 10⁵–10⁶ keys (zones, products, postcodes) a TOML list is unwieldy;
 ``values_from`` names a CSV or Parquet file with **one column** of keys, read by pyarrow (the
 ``data`` extra) before any record is read.  The keys are then exactly as if they were listed
-in ``values`` (same order, same exact-match rules of :mod:`dpgauss.release.keymap`, same
+in ``values`` (same order, same exact-match rules of :mod:`dpgauss.release.domains.keys`, same
 checks: distinct as numbers, at most 50,000,000).
 
 Types.  Parquet: an integer, floating-point or text column, as stored.  CSV (a header line,
@@ -22,7 +22,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .._optional import require
+from ..._optional import require
 from .graph_files import check_text
 
 __all__ = ["read_values"]
@@ -44,7 +44,7 @@ def read_values(path: str | Path, where: str = "domain") -> tuple[Any, ...]:
     require("pyarrow", "data", "[domain] values_from", error=ValueError)
     import pyarrow as pa
 
-    from .spec import DomainSpec
+    from ..spec import DomainSpec
 
     p = str(path)
     if not Path(p).is_file():

@@ -19,16 +19,16 @@ from dpgauss.datasets.neighbourhoods import (  # noqa: E402
     nyc_neighbourhoods_path,
 )
 from dpgauss.release import pipeline  # noqa: E402
-from dpgauss.release.domain import resolve_domain  # noqa: E402
+from dpgauss.release.domains.key_domain import resolve_domain  # noqa: E402
+from dpgauss.release.domains.regions import RegionMapper, adjacency, read_geojson  # noqa: E402
 from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate, run_release, sensitivity_of  # noqa: E402
-from dpgauss.release.regions import RegionMapper, adjacency, read_geojson  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 
-from .test_pipeline import assert_cli_refuses_uncharged, make_ledger  # noqa: E402
+from ..test_pipeline import assert_cli_refuses_uncharged, make_ledger  # noqa: E402
 
 ENGINE = DuckDBEngine(threads=2)
-SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
+SHARED = Path(__file__).resolve().parents[4] / "shared" / "data"
 
 
 def square(x0: float, y0: float, w: float = 1.0) -> list:

@@ -36,8 +36,8 @@ import numpy as np
 
 from .._optional import require
 from ..denoise import Denoised, Structure, as_graph
-from ..denoise.intervals import public_seed
 from ..denoise.registry import entry
+from ..denoise.result import public_seed
 from ..denoise.structure import lattice_graph
 from .outputs import OutputGroup, write_csv
 from .report import json_ready

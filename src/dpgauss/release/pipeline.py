@@ -70,7 +70,7 @@ from scipy import special
 
 from .. import __version__ as dpgauss_version
 from ..denoise import Denoised, ErrorBars
-from ..denoise.intervals import public_seed
+from ..denoise.result import public_seed
 from ..noise.mechanisms import GaussianMechanism
 from ..noise.release import NoisePlan, Release
 from ..privacy import (

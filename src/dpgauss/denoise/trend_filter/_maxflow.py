@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from .._optional import install_hint
+from ..._optional import install_hint
 
 __all__ = ["available", "maximum_preflow"]
 

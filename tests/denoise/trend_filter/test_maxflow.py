@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpgauss.denoise import _maxflow
+from dpgauss.denoise.trend_filter import _maxflow
 
 pytestmark = pytest.mark.skipif(not _maxflow.available(), reason="numba is not installed")
 

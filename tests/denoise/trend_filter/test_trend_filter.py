@@ -20,8 +20,8 @@ from dpgauss.denoise.trend_filter import (
     trend_filter,
 )
 
-tf_module = importlib.import_module("dpgauss.denoise.trend_filter")
-_graph_tv = importlib.import_module("dpgauss.denoise._graph_tv")
+_admm = importlib.import_module("dpgauss.denoise.trend_filter._admm")
+_graph_tv = importlib.import_module("dpgauss.denoise.trend_filter._graph_tv")
 cp = pytest.importorskip("cvxpy")
 
 RTOL = 1e-6  # relative objective accuracy required against the reference solver
@@ -191,23 +191,23 @@ def test_rho_moves_by_powers_of_four_for_order_0_with_sparse_lu(monkeypatch):
     four (also along the path); the lattice (free ρ changes) and order 1 keep powers of two."""
     # Coarse steps are an option (off by default: they stalled on real data, see the
     # constant's comment); the machinery must keep ρ on its lattice when it is on.
-    monkeypatch.setattr(tf_module, "_RHO_STEP_LU0", 2)
+    monkeypatch.setattr(_admm, "_RHO_STEP_LU0", 2)
     g = as_graph(nx.connected_watts_strogatz_graph(40, 4, 0.3, seed=1), 40)
     y = np.random.default_rng(0).standard_normal(40)
-    sparse0 = tf_module._Solver(y, _SparseDifference(g, 0), 1e-6, 100)
+    sparse0 = _admm._Solver(y, _SparseDifference(g, 0), 1e-6, 100)
     assert sparse0.rho_step == 2
     for lam in (0.3, 0.7, 1.1, 5.0):
         assert sparse0.initial_state(lam).log2_rho % 2 == 0
-    assert tf_module._Solver(y, _SparseDifference(g, 1), 1e-6, 100).rho_step == 1
-    assert tf_module._Solver(y, _LatticeDifference((5, 8), 0), 1e-6, 100).rho_step == 1
+    assert _admm._Solver(y, _SparseDifference(g, 1), 1e-6, 100).rho_step == 1
+    assert _admm._Solver(y, _LatticeDifference((5, 8), 0), 1e-6, 100).rho_step == 1
     seen = []
-    original = tf_module._Solver.solve
+    original = _admm._Solver.solve
 
     def spy(self, lam, state):
         seen.append(state.log2_rho)
         return original(self, lam, state)
 
-    monkeypatch.setattr(tf_module._Solver, "solve", spy)
+    monkeypatch.setattr(_admm._Solver, "solve", spy)
     fit = trend_filter(y, 1.0, g, order=0, lam="sure", n_lambdas=8, solver="admm")
     assert fit.params["converged"]
     assert seen and all(j % 2 == 0 for j in seen)

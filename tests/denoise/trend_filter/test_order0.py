@@ -15,7 +15,7 @@ from .exact_graph_tv import fused_lasso_dc, fused_lasso_repair
 tf = importlib.import_module("dpgauss.denoise.trend_filter")
 cp = pytest.importorskip("cvxpy")
 NEEDS_NUMBA = pytest.mark.skipif(
-    not importlib.import_module("dpgauss.denoise._graph_tv").available(),
+    not importlib.import_module("dpgauss.denoise.trend_filter._graph_tv").available(),
     reason="numba is not installed",
 )
 
@@ -125,7 +125,7 @@ def test_mincut_path_equals_the_reference_solver(kind):
     fit = tf.trend_filter(y, 1.0, g, order=0, lam="sure", n_lambdas=12, solver="exact")
     path = fit.params["path"]
     assert fit.params["iterations"] == 0
-    if kind == "path":  # a chain goes to the direct 1-D algorithm (tests/denoise/test_tv1d.py)
+    if kind == "path":  # a chain goes to the direct 1-D algorithm (test_tv1d.py)
         assert fit.params["algorithm"].startswith("direct 1-D")
     else:
         assert fit.params["rounds"] > 0
@@ -165,7 +165,7 @@ def test_mincut_extremes_of_scale_and_penalty(lam, scale):
 def test_mincut_repairs_wrong_warm_starts():
     """Jumps and flows fixed at random (many wrong) are released until the solution is
     certified; the result is the reference's."""
-    gtv = importlib.import_module("dpgauss.denoise._graph_tv")
+    gtv = importlib.import_module("dpgauss.denoise.trend_filter._graph_tv")
     edges, n = GRAPHS["random"]()
     g = as_graph(edges, n)
     y = signal(n, 11)
@@ -205,7 +205,7 @@ def test_manhattan_path_matches_the_exact_solver(solver):
 def test_an_uncertified_lambda_goes_to_admm(monkeypatch):
     """If the exact solver fails at some λ (forced here), ADMM solves that λ from the last
     exact solution, the path stays optimal, and params say which solvers ran."""
-    gtv = importlib.import_module("dpgauss.denoise._graph_tv")
+    gtv = importlib.import_module("dpgauss.denoise.trend_filter._graph_tv")
     real = gtv.graph_tv_warm
     calls = []
 

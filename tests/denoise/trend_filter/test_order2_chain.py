@@ -9,9 +9,6 @@ import scipy.linalg.lapack
 import scipy.sparse.linalg
 
 from dpgauss.denoise import as_graph
-from dpgauss.denoise._tf_dual_ipm import BoxIPM
-from dpgauss.denoise._tf_dual_newton import DualNewton
-from dpgauss.denoise._tf_exact_face import ChainFace, chain_operator
 from dpgauss.denoise.trend_filter import (
     _DUAL_ALGORITHM,
     _degrees_of_freedom,
@@ -19,6 +16,9 @@ from dpgauss.denoise.trend_filter import (
     _make_operator,
     trend_filter,
 )
+from dpgauss.denoise.trend_filter._dual_ipm import BoxIPM
+from dpgauss.denoise.trend_filter._dual_newton import DualNewton
+from dpgauss.denoise.trend_filter._exact_face import ChainFace, chain_operator
 
 cp = pytest.importorskip("cvxpy")
 

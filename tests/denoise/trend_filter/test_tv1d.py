@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpgauss.denoise import _tv1d, trend_filter
+from dpgauss.denoise import trend_filter
+from dpgauss.denoise.trend_filter import _tv1d
 
 from .exact_graph_tv import fused_lasso_dc
 

@@ -25,7 +25,7 @@ those normal equations lose every digit of ``dβ``.  (2) is solved as it stands:
 quasi-definite, its primal block is the identity, and ``dβ`` — the part that fixes the fit —
 is as well conditioned as the projection onto a face of ``Δ``.  With the unknowns interleaved
 by position (node ``i``, then the rows of ``Δ`` centred at ``i``; the ordering of
-:mod:`._tf_dual_newton`) it is banded on a chain and is factorised by banded LU with
+:mod:`._dual_newton`) it is banded on a chain and is factorised by banded LU with
 partial pivoting (LAPACK ``gbtrf``, ``O(n)``), once per step for both the predictor and the
 corrector; elsewhere by sparse LU (SuperLU).  No dense factorisation is made.
 
@@ -40,7 +40,7 @@ The method is used to locate the solution's support, not to certify it: it stops
 complementarity ``μ₁ᵀf₁ + μ₂ᵀf₂`` (the duality gap on the central path) is below
 ``reduction`` times the primal objective, and reports the rows it sees at their bounds
 (``μ_r/max μ > f_r/λ``: the multiplier large and the slack small, each in its own scale),
-from which :mod:`._tf_dual_newton` solves the face exactly and repairs it by the active-set
+from which :mod:`._dual_newton` solves the face exactly and repairs it by the active-set
 method.  It is warm-started from the last λ's dual point, pulled to ``0.9λ`` inside the
 box, with multipliers ``max(±Δβ, 0) + η/f`` (``η = 0.1·λ·mean|Δβ|``, a centred start).
 """

@@ -13,16 +13,18 @@ import scipy.linalg
 import scipy.sparse as sp
 from scipy.spatial import cKDTree
 
-from dpgauss.denoise import _sparse_spd, _tf_order1, as_graph
-from dpgauss.denoise._tf_dual_newton import DualNewton, DualSolution
+from dpgauss.denoise import as_graph
 from dpgauss.denoise.structure import graph_of
 from dpgauss.denoise.trend_filter import (
     _DUAL_ALGORITHM,
     _degrees_of_freedom,
     _least_norm_dual,
     _make_operator,
+    _order1,
+    _sparse_spd,
     trend_filter,
 )
+from dpgauss.denoise.trend_filter._dual_newton import DualNewton, DualSolution
 
 cp = pytest.importorskip("cvxpy")
 
@@ -160,7 +162,7 @@ def test_order1_path_on_graphs_makes_no_dense_factorisation(monkeypatch):
 
 
 def augmented(op, beta: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The face by the sparse LU of the augmented system (2) of :mod:`._tf_dual_newton`."""
+    """The face by the sparse LU of the augmented system (2) of :mod:`trend_filter._dual_newton`."""
     newton = DualNewton(op.matrix, np.zeros(op.n), op.components, ground_rows=True)
     newton.faces = None
     solved = newton.newton(beta, rows)
@@ -189,7 +191,7 @@ def test_face_solver_agrees_with_the_augmented_system(name):
     edges, n, y = family(name)
     op = _make_operator(as_graph(edges, n), 1)
     lap = op.matrix
-    faces = _tf_order1.FaceSolver(lap, 1e-13)
+    faces = _order1.FaceSolver(lap, 1e-13)
     rng = np.random.default_rng(7)
     scale = float(np.max(np.abs(y)))
     for size in (1, 2, 4, 30, 31, 60, 58, 5, 0):
@@ -213,10 +215,10 @@ def test_face_solver_refactorises_when_cg_stalls(monkeypatch):
     lap = op.matrix
     u = _least_norm_dual(op, y)
     lam = 0.3 * float(np.max(np.abs(u)))
-    monkeypatch.setattr(_tf_order1, "_CG_SLACK", 0)
-    monkeypatch.setattr(_tf_order1, "_CG_PER_MOVED", 0)
-    monkeypatch.setattr(_tf_order1, "_REFACTOR_MOVED", 10**9)
-    faces = _tf_order1.FaceSolver(lap, 1e-13)
+    monkeypatch.setattr(_order1, "_CG_SLACK", 0)
+    monkeypatch.setattr(_order1, "_CG_PER_MOVED", 0)
+    monkeypatch.setattr(_order1, "_REFACTOR_MOVED", 10**9)
+    faces = _order1.FaceSolver(lap, 1e-13)
     rng = np.random.default_rng(1)
     for k in (3, 9):
         rows = face_rows(op, rng.choice(n, k, replace=False))

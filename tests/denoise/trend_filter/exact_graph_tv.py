@@ -1,10 +1,10 @@
 """Exact order-0 graph trend filtering (graph fused lasso) by divide and conquer on min-cuts.
 
 An independent test reference for the library's solvers: the library's exact solver
-(``dpgauss.denoise._graph_tv``) runs the same decomposition on real capacities with its own
-compiled push-relabel; this one uses scipy's Dinic on scaled integer capacities, the
-minimal source side of each cut and its own rounding, so agreement between the two (same
-objective, same fused groups) checks both.
+(``dpgauss.denoise.trend_filter._graph_tv``) runs the same decomposition on real capacities
+with its own compiled push-relabel; this one uses scipy's Dinic on scaled integer
+capacities, the minimal source side of each cut and its own rounding, so agreement between
+the two (same objective, same fused groups) checks both.
 
 For order 0 the trend filter is graph total-variation denoising
 

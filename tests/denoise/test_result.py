@@ -1,4 +1,5 @@
-"""Error bars of denoised values: exact scales, the calibrated bootstrap, frozen refits.
+"""Denoised results and their error bars (denoise/result.py): exact scales, the calibrated
+bootstrap, frozen refits.
 
 The coverage slice here is small (a few settings, 20 draws); the full table is
 ``benchmarks/bench_coverage.py`` (docs/denoising.md).

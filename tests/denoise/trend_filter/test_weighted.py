@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpgauss.denoise import _graph_tv, _tv1d, as_graph, trend_filter
+from dpgauss.denoise import as_graph, trend_filter
+from dpgauss.denoise.trend_filter import _graph_tv, _tv1d
 
 cp = pytest.importorskip("cvxpy")
 NEEDS_NUMBA = pytest.mark.skipif(not _graph_tv.available(), reason="numba is not installed")

@@ -7,13 +7,13 @@ import numpy as np
 import pytest
 
 from dpgauss.denoise import as_graph
-from dpgauss.denoise._tf_dual_newton import DualNewton
 from dpgauss.denoise.trend_filter import (
     _DUAL_ALGORITHM,
     _least_norm_dual,
     _make_operator,
     trend_filter,
 )
+from dpgauss.denoise.trend_filter._dual_newton import DualNewton
 
 cp = pytest.importorskip("cvxpy")
 

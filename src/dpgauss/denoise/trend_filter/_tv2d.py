@@ -94,7 +94,7 @@ from typing import Any
 
 import numpy as np
 
-from .._optional import install_hint
+from ..._optional import install_hint
 
 __all__ = ["LatticeTV", "available"]
 

@@ -1,6 +1,6 @@
-"""Order 0 on 2-D lattices by accelerated alternating 1-D TV (``dpgauss.denoise._tv2d``):
-against cvxpy + Clarabel, the min-cut exact solver, its own certificate, and in
-``trend_filter``."""
+"""Order 0 on 2-D lattices by accelerated alternating 1-D TV
+(``dpgauss.denoise.trend_filter._tv2d``): against cvxpy + Clarabel, the min-cut exact
+solver, its own certificate, and in ``trend_filter``."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from dpgauss.denoise import as_graph, trend_filter
 from dpgauss.denoise.structure import lattice_edges
 
-tv2d = importlib.import_module("dpgauss.denoise._tv2d")
-gtv = importlib.import_module("dpgauss.denoise._graph_tv")
+tv2d = importlib.import_module("dpgauss.denoise.trend_filter._tv2d")
+gtv = importlib.import_module("dpgauss.denoise.trend_filter._graph_tv")
 tf = importlib.import_module("dpgauss.denoise.trend_filter")
 cp = pytest.importorskip("cvxpy")
 pytestmark = pytest.mark.skipif(not tv2d.available(), reason="numba is not installed")
@@ -221,7 +221,7 @@ def test_warm_line_is_exact_whatever_the_recorded_signs(n, seed, lam, start):
     """A warm 1-D solve (verified segments, Condat's scan where they fail, retreats on a
     wrong jump sign) returns the exact 1-D TV solution from any sign record: that of the
     same input, of a nearby one, random signs or none; and records its own jump signs."""
-    from dpgauss.denoise._tv1d import tv1d
+    from dpgauss.denoise.trend_filter._tv1d import tv1d
 
     rng = np.random.default_rng(seed)
     y = np.round(rng.standard_normal(n) * rng.choice([0.3, 1.0, 3.0]), 1)  # ties too

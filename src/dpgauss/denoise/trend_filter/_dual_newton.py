@@ -24,7 +24,7 @@ with ``−∇f(u) = Δβ``.  Every step solves a *face*: for the rows ``A`` held
    violates the optimality conditions.
    It converges locally (in one or two steps from the right support) but not globally:
    for order 2 on a chain a lone kink wanders along the chain from a poor start.
-2. The interior-point method of :mod:`._tf_dual_ipm` (Mehrotra's predictor-corrector, each
+2. The interior-point method of :mod:`._dual_ipm` (Mehrotra's predictor-corrector, each
    step one banded LU of the augmented system there, ``O(n)``) locates the support in
    15–25 steps from any start; its rows at their bounds start the active-set method, which
    then finishes in one or two steps.  Order 2 (rows ↔ edges) starts here from the last
@@ -49,7 +49,7 @@ of ``Δ_F``; with the unknowns interleaved by position (node ``i``, then the row
 centred at ``i``) it is banded on a chain (banded LU with partial pivoting, ``gbsv``), else
 it is factorised by sparse LU (SuperLU).  For order 1 on a graph that is not a chain,
 ``Q_FF d = (Δβ)_F`` is first solved by conjugate gradients preconditioned with a cached
-sparse factorisation of a nearby face (:class:`._tf_order1.FaceSolver`), and (2) by sparse
+sparse factorisation of a nearby face (:class:`._order1.FaceSolver`), and (2) by sparse
 LU only if that does not reach rounding.  No dense factorisation is made.  Nothing is
 cached across λ except the dual point (and the face solver's factorisation), which, scaled
 by the ratio of the λ, warm-starts the next λ of a path (the active set from its support,
@@ -71,7 +71,7 @@ cancel, which matters for tiny λ).  The primal point is the ``x`` of (2) at the
 ``Δ_F x`` vanishes to rounding relative to ``|β|``.  Even that rounding, ``ε|x|`` per free
 row, is ``10⁻⁶`` of the objective for order 2 near ``λ_max`` on a 4,000-node chain (``λ``
 is 10¹⁰ there); on such a chain the fit is therefore replaced by a nearby point of its face
-that floating point represents exactly (:mod:`._tf_exact_face`: ``Δ_F x = 0`` without
+that floating point represents exactly (:mod:`._exact_face`: ``Δ_F x = 0`` without
 rounding), whose gap is 10⁻⁸ of the objective or less and whose zero rows are exact.
 """
 
@@ -85,10 +85,10 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from ._tf_dual_ipm import BoxIPM
-from ._tf_exact_face import ChainFace
-from ._tf_order1 import FaceSolver
-from .graph import component_roots
+from ..graph import component_roots
+from ._dual_ipm import BoxIPM
+from ._exact_face import ChainFace
+from ._order1 import FaceSolver
 
 __all__ = ["DualNewton", "DualSolution", "single_change"]
 
@@ -192,7 +192,7 @@ class DualNewton:
             mat, self.matrix_t, self.y, self.order_pos, width if self.banded else None
         )
         self.interior_first = not ground_rows
-        # order 2 on a chain: fits exactly on their face (_tf_exact_face)
+        # order 2 on a chain: fits exactly on their face (_exact_face)
         self.exact_face = ChainFace(self.n) if ChainFace.matches(mat) else None
         # order 1 on other graphs: the faces by CG on cached sparse factorisations
         self.faces = FaceSolver(mat, _FACE_RESIDUAL) if ground_rows and not self.banded else None
@@ -362,7 +362,7 @@ class DualNewton:
     ) -> tuple[np.ndarray, np.ndarray, float, float]:
         """The fit of a face that satisfies the optimality conditions, its ``Δx``, primal
         objective and certified gap; on a chain of order 2 the point of the face that floating
-        point represents exactly (:mod:`._tf_exact_face`), if its gap is smaller."""
+        point represents exactly (:mod:`._exact_face`), if its gap is smaller."""
         r = self.y - x
         primal = 0.5 * float(r @ r) + lam * float(np.abs(dx).sum())
         gap = self.gap(lam, x, dx, u)
@@ -378,7 +378,7 @@ class DualNewton:
         return x, dx, primal, gap
 
     def interior(self, lam: float, u0: np.ndarray, tol: float) -> DualSolution | np.ndarray:
-        """The interior-point method (:mod:`._tf_dual_ipm`) from ``u0`` to locate the
+        """The interior-point method (:mod:`._dual_ipm`) from ``u0`` to locate the
         support, then the active-set method from the rows it finds at their bounds; tried
         again to a higher accuracy if that does not finish.  Returns the exact solution or a
         box-feasible point to start projected Newton from."""

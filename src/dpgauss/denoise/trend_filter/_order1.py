@@ -1,7 +1,7 @@
 """The faces of order-1 trend filtering on a general graph, by preconditioned CG.
 
 For order 1 (``Δ = L``, the graph Laplacian, rows ↔ nodes) a face of the dual
-``min ½‖y − Lu‖², |u| ≤ λ`` (:mod:`._tf_dual_newton`) fixes ``u`` on the rows ``S`` (the
+``min ½‖y − Lu‖², |u| ≤ λ`` (:mod:`._dual_newton`) fixes ``u`` on the rows ``S`` (the
 active nodes, and one *ground* node of each component without any) and solves for the
 others, ``R``, from a point ``β = y − Lu``:
 

@@ -736,6 +736,7 @@ def test_cli(tmp_path: Path) -> None:
         ["release", str(spec), "--out", str(tmp_path / "s.csv"), "--ledger", str(ledger)]
     )
     assert code == 0 and text.startswith("release    :") and "charge     :" in text
+    assert "\ndomain     : 10 keys; structure: chain of 10 ordered bins of key from 0 by" in text
     assert "rows" not in text and "CONFIDENTIAL" not in text
     argv = ["release", str(spec), "--out", str(tmp_path / "t.csv"), "--ledger", str(ledger)]
     code, text = cli([*argv, "--diagnostics"])

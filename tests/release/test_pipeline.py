@@ -23,12 +23,12 @@ duckdb = pytest.importorskip("duckdb")
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
+from dpgauss.cli.release import add_release_parser  # noqa: E402
 from dpgauss.release import pipeline  # noqa: E402
 from dpgauss.release.domains.key_domain import resolve_domain  # noqa: E402
 from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
 from dpgauss.release.ledger import BudgetExceeded, Ledger  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate, run_release  # noqa: E402
-from dpgauss.release.release_cli import add_release_parser  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec, load_spec  # noqa: E402
 
 from .test_spec import EXAMPLE  # noqa: E402
@@ -673,7 +673,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def cli(argv: list[str]) -> tuple[int, str]:
-    """What ``dpgauss.cli.main`` does once the lead wires ``release`` in."""
+    """What ``dpgauss.cli.main`` does with ``release``."""
     parser = _Parser(prog="dpgauss")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     add_release_parser(sub)
@@ -736,6 +736,7 @@ def test_cli(tmp_path: Path) -> None:
         ["release", str(spec), "--out", str(tmp_path / "s.csv"), "--ledger", str(ledger)]
     )
     assert code == 0 and text.startswith("release    :") and "charge     :" in text
+    assert "\ndomain     : 10 keys; structure: chain of 10 ordered bins of key from 0 by" in text
     assert "rows" not in text and "CONFIDENTIAL" not in text
     argv = ["release", str(spec), "--out", str(tmp_path / "t.csv"), "--ledger", str(ledger)]
     code, text = cli([*argv, "--diagnostics"])

@@ -26,8 +26,6 @@ field with line breaks and never ends inside a quote.
 
 from __future__ import annotations
 
-import argparse
-import json
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -36,9 +34,9 @@ from . import csv_format
 from .csv_format import CsvShape
 from .engine import AggregationPlan, Engine, RowCounts
 from .report import CONFIDENTIAL_NOTE, Diagnostics
-from .spec import ReleaseSpec, load_spec
+from .spec import ReleaseSpec
 
-__all__ = ["CheckResult", "add_check_parser", "check_source"]
+__all__ = ["CheckResult", "check_source"]
 
 
 @dataclass(frozen=True)
@@ -193,28 +191,3 @@ def check_source(
         shape,
         spec.source.csv if shape is not None else None,
     )
-
-
-def _run(args: argparse.Namespace) -> tuple[str, int]:
-    spec = load_spec(args.spec)
-    result = check_source(spec, engine=args.engine)
-    text = json.dumps(result.as_dict()) if args.json else result.text()
-    return text, 0 if result.ok else 1
-
-
-def add_check_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """Register ``check SPEC [--engine duckdb|spark] [--json]`` (exit 1 on a violation)."""
-    from .engine import ENGINES
-
-    check = subparsers.add_parser(
-        "check",
-        help="the data owner's CONFIDENTIAL check of a source: exact row counts, policies",
-        description="Read, bound and aggregate the spec's source as a release would, print the "
-        "exact row counters (CONFIDENTIAL: not differentially private) and exit with status 1 "
-        "if a policy = 'fail' finds rows of its class. Never charges a budget, never writes.",
-    )
-    check.add_argument("spec", metavar="SPEC.toml", help="the release spec (TOML)")
-    check.add_argument("--engine", choices=ENGINES, default="duckdb", help="default duckdb")
-    check.add_argument("--json", action="store_true", help="print one JSON object")
-    check.set_defaults(run=_run)
-    return check

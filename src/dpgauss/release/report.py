@@ -151,6 +151,7 @@ class PublicReport:
         lines = [
             f"release    : {out['table']} ({out['rows']:,} keys, {out['format']}); report "
             f"{out['report']}" + (f"; plot {out['plot']}" if out.get("plot") else ""),
+            f"domain     : {self.domain['size']:,} keys; structure: {self.domain['structure']}",
             f"sensitivity: {sens['summary']}",
             f"noise      : sigma={priv['sigma']:.6g} ({priv['mechanism']}); analytic sigma="
             f"{priv['analytic_sigma']:.6g}; classical sigma="

@@ -176,7 +176,7 @@ from ..denoise.registry import DENOISERS as _REGISTRY
 from .csv_format import MODES as CSV_MODES
 from .csv_format import delimiter_problem
 from .domains.graph_files import BUNDLED_GRAPHS
-from .domains.keys import MAX_KEYS, RangeBins, brief
+from .domains.keys import MAX_KEYS, RangeBins, WrittenFloat, brief
 from .schema import declared_types
 
 __all__ = [
@@ -1290,7 +1290,7 @@ def load_spec(path: str | Path) -> ReleaseSpec:
             f"cannot read the release spec {str(p)!r}: {exc.strerror or exc}"
         ) from None
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
+        data = tomllib.loads(raw.decode("utf-8"), parse_float=WrittenFloat)
     except UnicodeDecodeError:
         raise ValueError(f"{p}: the release spec is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:

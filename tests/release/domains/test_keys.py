@@ -68,8 +68,18 @@ def read_exact(kind: str, raw: Any) -> Fraction | None:
     return None  # timestamps and other types: not numbers
 
 
+def _as_written(v: Any) -> Fraction:
+    """A spec number as the decimal it was written as (a float: its shortest repr)."""
+    return Fraction(Decimal(repr(v))) if isinstance(v, float) else Fraction(v)
+
+
 def range_reference(domain: dict, x: Fraction | None) -> int | None:
     s, t, p = (Fraction(domain[k]) for k in ("start", "stop", "step"))
+    n = math.ceil((t - s) / p)
+    ws, wt, wp = (_as_written(domain[k]) for k in ("start", "stop", "step"))
+    n_written = math.ceil((wt - ws) / wp)
+    if 1 <= n_written < n:  # counted as written: the range is the n whole bins
+        t = s + n_written * p
     if x is None or not s <= x < t:
         return None
     return math.floor((x - s) / p)
@@ -431,3 +441,78 @@ def test_decimal_scale_beyond_exact_arithmetic_is_a_clear_error(tmp_path: Path) 
     domain = {"kind": "range", "start": 0.1, "stop": 1e6, "step": 0.1}
     with pytest.raises(EngineError, match=r"cannot bin a DECIMAL column of scale 30 exactly"):
         mapped_keys(DUCK, "decimal(38,30)", [Decimal("0.5")], domain, tmp_path)
+
+
+def test_a_decimal_range_is_counted_as_written(tmp_path: Path) -> None:
+    """Issue #28, item 3: 52.5195 to 52.5245 by 0.0005 is 10 bins (the doubles' exact ratio
+    is just above 10, which gave an 11th bin starting at stop); the last edge is 52.524 and
+    stop itself is in no bin, on the engine as in the reference."""
+    from dpgauss.release.domains.keys import RangeBins
+
+    dom = {"kind": "range", "start": 52.5195, "stop": 52.5245, "step": 0.0005}
+    assert Fraction(52.5245) > Fraction(52.5195) + 10 * Fraction(0.0005)  # the trap
+    bins = RangeBins.of(dom["start"], dom["stop"], dom["step"])
+    assert bins.size == 10 and bins.labels()[-1] == 52.524
+    assert bins.stop == Fraction(52.5195) + 10 * Fraction(0.0005)
+    last = float(bins.stop)
+    values = [52.5195, 52.52, 52.524, math.nextafter(last, 0.0), last, 52.5245]
+    values += [math.nextafter(last, math.inf), 52.5194]
+    got = mapped_keys(DUCK, "float64", values, dom, tmp_path)
+    assert got == [range_reference(dom, Fraction(v)) for v in values]
+    assert got[:3] == [0, 1, 9] and got[-1] is None and got[-3] is None
+
+
+def test_toml_ranges_are_read_as_the_decimals_written(tmp_path: Path) -> None:
+    """``load_spec`` keeps each TOML float's text: more digits than the double's repr count
+    (a stop written just above 52.5245 is 11 bins), and the bin count of the summary and the
+    report's structure give the count and the last edge."""
+    from dpgauss.release.domains.key_domain import resolve_domain
+    from dpgauss.release.spec import load_spec
+
+    def spec(stop: str) -> Any:
+        path = tmp_path / "s.toml"
+        path.write_text(
+            '[source]\npath = "x.csv"\n[unit]\ncolumn = "u"\n[domain]\nkind = "range"\n'
+            f'column = "lat"\nstart = 52.5195\nstop = {stop}\nstep = 0.0005\n'
+            '[bounds]\nmax_records_per_unit = 1\n'
+            '[privacy]\nepsilon = 1.0\ndelta = 1e-6\ndataset = "d"\n'
+        )
+        return load_spec(path)
+
+    assert spec("52.5245").domain.bins.size == 10
+    assert spec("52.524500000000000000001").domain.bins.size == 11  # the text, not the repr
+    assert spec("52.524_5").domain.bins.size == 10  # TOML's digit separators
+    structure = resolve_domain(spec("52.5245")).structure
+    assert structure == (
+        "chain of 10 ordered bins of lat from 52.5195 by 0.0005, the last from 52.524"
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    digits=st.integers(0, 12),
+    start=st.integers(-(10**15), 10**15),
+    step=st.integers(1, 10**6),
+    count=st.integers(1, 5000),
+)
+def test_decimal_ranges_have_the_count_as_written(
+    digits: int, start: int, step: int, count: int
+) -> None:
+    """For decimals written with ``digits`` places, ``stop = start + count·step`` exactly in
+    decimal gives ``count`` bins whatever the doubles' rounding, with edges the doubles' exact
+    values (never more than the binary count, never a bin beyond the written stop)."""
+    from dpgauss.release.domains.keys import RangeBins, WrittenFloat
+
+    def text(n: int) -> str:
+        return str(Decimal(n).scaleb(-digits))
+
+    s, t, p = text(start), text(start + count * step), text(step)
+    try:
+        bins = RangeBins.of(WrittenFloat(s), WrittenFloat(t), WrittenFloat(p))
+    except ValueError as exc:  # a step too fine for distinct double edges
+        assert "too fine" in str(exc)
+        return
+    binary = math.ceil((Fraction(float(t)) - Fraction(float(s))) / Fraction(float(p)))
+    assert bins.size == min(count, binary)
+    assert bins.stop <= Fraction(float(t))
+    assert bins.edge(bins.size - 1) < bins.stop

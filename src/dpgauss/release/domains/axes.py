@@ -60,7 +60,15 @@ class Axis:
             m = 0 if self.edges is None else len(self.edges)
             return f"{self.size} regions with {m} edges ({self.source})"
         if self.spec.kind == "range":
-            return f"chain of {self.size} ordered bins" if self.edges is not None else "1 bin"
+            # The count and the last edge as the spec resolved them (a decimal range is
+            # counted as written: keys.RangeBins.of), public like the spec itself.
+            what = f"chain of {self.size} ordered bins" if self.edges is not None else "1 bin"
+            first, last = self.labels[0], self.labels[-1]
+            step = self.spec.step
+            return (
+                f"{what} of {self.spec.column} from {first} by {step}"
+                + (f", the last from {last}" if self.size > 1 else "")
+            )
         return f"{self.size} values without order"
 
 

@@ -86,9 +86,9 @@ class KeyDomain:
             shape = " × ".join(str(a.size) for a in self.axes)
             what = "lattice (y × x)" if self.kind == "grid" else "product"
             return f"{what} of {shape} keys: {inner}; {m} edges in all"
-        if self.kind in ("graph", "regions"):
+        if self.kind in ("graph", "regions") or (self.axes and self.axes[0].spec.kind == "range"):
             return self.axes[0].words
-        if self.grid is not None:
+        if self.grid is not None:  # pragma: no cover - a one-axis grid is a range
             return f"chain of {self.size} ordered bins"
         return "none"
 

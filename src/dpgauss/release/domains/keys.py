@@ -33,7 +33,10 @@ timestamps are invalid with string keys (the engines write them differently).
 **range.**  With ``start``, ``stop`` and ``step`` taken as the exact values written in the spec
 (an integer, or the exact binary value of a float), bin ``i`` is
 ``[start + i·step, start + (i+1)·step) ∩ [start, stop)`` for ``i = 0 … n − 1``,
-``n = ⌈(stop − start)/step⌉``, and a record's value ``x`` falls in bin
+``n = ⌈(stop − start)/step⌉``.  The count is taken from the decimals as written when that is
+fewer (``start = 52.5195, stop = 52.5245, step = 0.0005`` is 10 bins, though the doubles'
+exact ratio is just above 10): then ``stop`` is ``start + n·step`` (the doubles' exact
+values), so the range is the ``n`` whole bins.  A record's value ``x`` falls in bin
 ``⌊(x − start)/step⌋`` if ``start ≤ x < stop`` — all in exact rational arithmetic: a value at
 a bin edge belongs to the bin above, a value just below ``stop`` to the last bin, ``stop``
 itself to none.  Labels (the bins' lower edges) are integers when ``start`` and ``step`` are
@@ -62,6 +65,7 @@ import math
 import numbers
 import sys
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Any
 
@@ -71,6 +75,7 @@ __all__ = [
     "RANGE_LIMIT",
     "Column",
     "RangeBins",
+    "WrittenFloat",
     "key_array",
     "range_key_sql",
     "value_tables",
@@ -142,6 +147,40 @@ def exact_number(where: str, key: str, value: object) -> Fraction:
     return Fraction(x)
 
 
+class WrittenFloat(float):
+    """A float read from a spec's TOML that keeps the text it was written as (``written``).
+
+    :func:`dpgauss.release.spec.load_spec` reads every TOML float as one
+    (``tomllib``'s ``parse_float``), so that a range's bin count can be taken from the
+    decimals the user wrote (:meth:`RangeBins.of`).  It is a float in every other respect.
+    """
+
+    written: str
+
+    def __new__(cls, text: str) -> WrittenFloat:
+        self = super().__new__(cls, text)
+        self.written = text
+        return self
+
+
+def written_decimal(value: object, exact: Fraction) -> Fraction:
+    """The decimal a spec number was written as, exactly: a :class:`WrittenFloat`'s text,
+    else a float's shortest repr (what a Python literal gives back), else ``exact`` (an
+    integer's value).  ``exact`` is the number's binary value, within half a unit in its last
+    place of the decimal; a text with an exponent beyond ±400 falls back to the repr."""
+    if isinstance(value, float) and not isinstance(value, bool):
+        text = getattr(value, "written", None)
+        if text is not None:
+            try:
+                d = Decimal(text)
+            except InvalidOperation:  # pragma: no cover - tomllib's float grammar
+                d = None
+            if d is not None and d.is_finite() and abs(d.adjusted()) <= 400:
+                return Fraction(d)
+        return Fraction(Decimal(repr(float(value))))
+    return exact
+
+
 def _show(q: Fraction) -> str:
     return str(q.numerator) if q.denominator == 1 else repr(float(q))
 
@@ -198,6 +237,14 @@ class RangeBins:
                 f"stop={brief(stop)}"
             )
         n = _ceil((t - s) / p)
+        # The count as the user wrote it: 52.5195 to 52.5245 by 0.0005 is 10 bins, though the
+        # doubles' exact ratio is just above 10.  The bins keep the doubles' exact edges and
+        # end at the lower of stop and start + n·step (module docstring).
+        ws, wt, wp = (written_decimal(v, q) for v, q in ((start, s), (stop, t), (step, p)))
+        if wt > ws and wp > 0:
+            n_written = _ceil((wt - ws) / wp)
+            if 1 <= n_written < n:
+                n, t = n_written, s + n_written * p
         if n > MAX_KEYS:
             raise ValueError(
                 f"[{where}] the range has {_count(n)} bins (ceil((stop - start) / step)); at "

@@ -24,10 +24,10 @@ import argparse
 import json
 import sys
 
-from .engine import ENGINES
-from .pipeline import LEDGER_ENV, run_release
-from .report import NOT_PRIVATE_WARNING
-from .spec import load_spec
+from ..release.engine import ENGINES
+from ..release.pipeline import LEDGER_ENV, run_release
+from ..release.report import NOT_PRIVATE_WARNING
+from ..release.spec import load_spec
 
 __all__ = ["add_release_parser"]
 

@@ -20,27 +20,11 @@ from ..noise.mechanisms import GaussianMechanism
 from ..privacy import gaussian_epsilon
 from ..privacy.accounting import GaussianAccountant, QueryPlan, plan_queries
 from ..privacy.composition import composed_sigma
-from .ledger import BudgetStatus, Ledger, _budget_terms, charge_mu
-from .plan import LEDGER_ENV
+from ..release.ledger import BudgetStatus, Ledger, _budget_terms, charge_mu
+from ..release.plan import LEDGER_ENV
+from ._args import number, whole
 
 __all__ = ["LEDGER_ENV", "add_budget_parser"]
-
-
-def _number(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1; got {value}")
-    return value
 
 
 def _ledger_path(args: argparse.Namespace) -> str:
@@ -244,8 +228,8 @@ def add_budget_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
 
     init = sub.add_parser("init", help="create the (epsilon, delta) budget of a dataset")
     init.add_argument("dataset", help="dataset id")
-    init.add_argument("--epsilon", type=_number, required=True, help="epsilon > 0")
-    init.add_argument("--delta", type=_number, required=True, help="0 < delta < 1")
+    init.add_argument("--epsilon", type=number, required=True, help="epsilon > 0")
+    init.add_argument("--delta", type=number, required=True, help="0 < delta < 1")
     init.add_argument("--ledger", metavar="FILE", help=ledger_help + "; created if missing")
     init.add_argument("--json", action="store_true", help="print one JSON object")
     init.set_defaults(run=_init)
@@ -264,10 +248,10 @@ def add_budget_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     plan = sub.add_parser(
         "plan", help="epsilon and sigma per query so that K releases fit (epsilon, delta)"
     )
-    plan.add_argument("--epsilon", type=_number, required=True, help="total epsilon > 0")
-    plan.add_argument("--delta", type=_number, required=True, help="total 0 < delta < 1")
-    plan.add_argument("--queries", type=_count, required=True, metavar="K", help="K >= 1")
-    plan.add_argument("--sensitivity", type=_number, default=1.0, help="L2 sensitivity > 0")
+    plan.add_argument("--epsilon", type=number, required=True, help="total epsilon > 0")
+    plan.add_argument("--delta", type=number, required=True, help="total 0 < delta < 1")
+    plan.add_argument("--queries", type=whole(1), required=True, metavar="K", help="K >= 1")
+    plan.add_argument("--sensitivity", type=number, default=1.0, help="L2 sensitivity > 0")
     plan.add_argument(
         "--secure",
         action=argparse.BooleanOptionalAction,
@@ -277,7 +261,7 @@ def add_budget_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     )
     plan.add_argument(
         "--keys",
-        type=_count,
+        type=whole(1),
         metavar="N",
         help="also calibrate one release of N keys as the pipeline does and check that K "
         "fit and K+1 do not",

@@ -15,22 +15,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from .runner import DEFAULT_OUT, REGISTRY, run
+from ..experiments.runner import DEFAULT_OUT, REGISTRY, run
+from ._args import whole
 
 __all__ = ["add_reproduce_parser"]
-
-
-def _whole(low: int) -> Any:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"must be at least {low}; got {value}")
-        return value
-
-    return parse
 
 
 def _reproduce(args: argparse.Namespace) -> str:
@@ -76,11 +64,11 @@ def add_reproduce_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--out", default=DEFAULT_OUT, metavar="DIR", help=f"output directory ({DEFAULT_OUT})"
     )
     parser.add_argument(
-        "--seed", type=_whole(0), default=0, metavar="N", help="random seed >= 0 (0)"
+        "--seed", type=whole(0), default=0, metavar="N", help="random seed >= 0 (0)"
     )
     parser.add_argument(
         "--jobs",
-        type=_whole(1),
+        type=whole(1),
         default=1,
         metavar="N",
         help="worker processes over independent grid points (1); results do not depend on it",

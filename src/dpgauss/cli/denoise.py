@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from ..denoise.registry import DENOISERS
-from .denoise_table import NOISE_LAWS, denoise_table
+from ..release.denoise_table import NOISE_LAWS, denoise_table
 
 __all__ = ["add_denoise_parser"]
 

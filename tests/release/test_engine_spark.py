@@ -234,14 +234,14 @@ def test_on_malformed_fail_is_checked_not_enforced(tmp_path: Path, malformed: Pa
     ledger = make_ledger(tmp_path)
     spec = make_spec(
         malformed,
-        source={"on_malformed": "fail"},
+        source={"on_malformed": "check_fails"},
         domain={"kind": "values", "column": "zone", "values": [0, 1]},
     )
     out = tmp_path / "out.csv"
     run_release(spec, out=out, ledger=ledger, engine=engine)
     assert out.exists() and charges(ledger) == 1
     result = check_source(spec, engine=engine)
-    assert result.violations == ("3 malformed lines ([source] on_malformed = 'fail')",)
+    assert result.violations == ("3 malformed lines ([source] on_malformed = 'check_fails')",)
 
 
 # ------------------------------------------------------------------ filter windows

@@ -326,16 +326,16 @@ def test_graph_coordinates_out_of_range(malformed: Path) -> None:
 @pytest.mark.parametrize(
     ("table", "key"),
     [
-        ("unit", {"on_null": "fail"}),
-        ("domain", {"on_invalid": "fail"}),
-        ("statistic", {"on_invalid": "fail"}),
-        ("source", {"on_malformed": "fail"}),
+        ("unit", {"on_null": "check_fails"}),
+        ("domain", {"on_invalid": "check_fails"}),
+        ("statistic", {"on_invalid": "check_fails"}),
+        ("source", {"on_malformed": "check_fails"}),
     ],
 )
 def test_fail_policies_never_stop_a_release_only_the_check(
     tmp_path: Path, malformed: Path, table, key
 ) -> None:
-    """Finding 6 of the hardening issue: a 'fail' policy refused the release, uncharged, with
+    """Finding 6 of the hardening issue: a 'check_fails' policy refused the release, uncharged, with
     an exact count in the message (three shrinking windows located one record for free).
     A release is a total function of the data: it drops, charges and writes; the policy is
     the data owner's `dpgauss check`, which never charges or writes."""
@@ -352,10 +352,10 @@ def test_fail_policies_never_stop_a_release_only_the_check(
     res = run_release(spec, out=out, ledger=ledger, engine=ENGINE)
     assert out.exists() and charges(ledger) == 1
     name = next(iter(key))
-    assert "rows" not in res.summary and "'fail'" not in res.summary
+    assert "rows" not in res.summary and "'check_fails'" not in res.summary
     result = check_source(spec, engine=ENGINE)
     assert not result.ok and len(result.violations) == 1
-    assert f"[{table}] {name} = 'fail'" in result.violations[0]
+    assert f"[{table}] {name} = 'check_fails'" in result.violations[0]
     assert "CONFIDENTIAL" in result.text()
     assert charges(ledger) == 1  # the check charged nothing
 

@@ -1,7 +1,7 @@
 """``dpgauss check SPEC``: the data owner's confidential look at a source.
 
 Thin over :func:`dpgauss.release.check.check_source` (which holds the contract: it never
-charges a budget and never writes a release).  Exit status 1 when a policy ``"fail"`` finds
+charges a budget and never writes a release).  Exit status 1 when a policy ``"check_fails"`` finds
 rows of its class, 0 otherwise.
 """
 
@@ -32,7 +32,8 @@ def add_check_parser(subparsers: argparse._SubParsersAction) -> argparse.Argumen
         help="the data owner's CONFIDENTIAL check of a source: exact row counts, policies",
         description="Read, bound and aggregate the spec's source as a release would, print the "
         "exact row counters (CONFIDENTIAL: not differentially private) and exit with status 1 "
-        "if a policy = 'fail' finds rows of its class. Never charges a budget, never writes.",
+        "if a policy = 'check_fails' finds rows of its class. Never charges a budget, never "
+        "writes.",
     )
     check.add_argument("spec", metavar="SPEC.toml", help="the release spec (TOML)")
     check.add_argument("--engine", choices=ENGINES, default="duckdb", help="default duckdb")

@@ -10,7 +10,7 @@ aggregation as a release (with a fresh salt) and reports the exact row counters,
 *confidential* (for the data owner only; not differentially private).
 
 The spec's policies are what it checks: ``[source] on_malformed``, ``[unit] on_null``,
-``[domain] on_invalid`` and ``[statistic] on_invalid`` = ``"fail"`` make ``dpgauss check``
+``[domain] on_invalid`` and ``[statistic] on_invalid`` = ``"check_fails"`` make ``dpgauss check``
 exit with status 1 when rows of that class exist; ``"drop"`` (the default) only reports
 them.  A release always drops, whatever the policy.
 
@@ -43,7 +43,7 @@ __all__ = ["CheckResult", "check_source"]
 class CheckResult:
     """The confidential outcome of :func:`check_source`.
 
-    ``rows``: the exact counters; ``violations``: one line per ``"fail"`` policy with rows
+    ``rows``: the exact counters; ``violations``: one line per ``"check_fails"`` policy with rows
     of its class; ``ok`` is true when there are none.  ``csv``: the shape of a CSV source's
     local files (None for other sources, or files on another file system) and ``csv_mode``
     its ``[source] csv``.
@@ -57,7 +57,7 @@ class CheckResult:
 
     @property
     def ok(self) -> bool:
-        """Whether every ``"fail"`` policy holds."""
+        """Whether every ``"check_fails"`` policy holds."""
         return not self.violations
 
     def as_dict(self) -> dict[str, Any]:
@@ -79,7 +79,9 @@ class CheckResult:
         if self.violations:
             lines += [f"FAIL: {v}" for v in self.violations]
         else:
-            lines.append("ok: no policy = 'fail' is violated (nothing was charged or written)")
+            lines.append(
+                "ok: no policy = 'check_fails' is violated (nothing was charged or written)"
+            )
         return "\n".join(lines)
 
     def _csv_text(self) -> list[str]:
@@ -148,9 +150,9 @@ def _violations(spec: ReleaseSpec, r: RowCounts) -> tuple[str, ...]:
         ),
     ]
     return tuple(
-        f"{count:,} {what} ({key} = 'fail')"
+        f"{count:,} {what} ({key} = 'check_fails')"
         for policy, count, key, what in checks
-        if policy == "fail" and count
+        if policy == "check_fails" and count
     )
 
 

@@ -37,7 +37,7 @@ Relative paths (source, ledger, output) are used as given, i.e. relative to the 
 working directory, like the ``dpgauss budget`` commands.
 
 **Policies.**  ``on_malformed``, ``on_null`` and ``on_invalid`` are the data owner's checks:
-``"fail"`` makes ``dpgauss check`` (:mod:`dpgauss.release.check`) exit with status 1 when
+``"check_fails"`` makes ``dpgauss check`` (:mod:`dpgauss.release.check`) exit with status 1 when
 rows of that class exist.  A *release* always drops such rows and counts them in its
 confidential diagnostics, whatever the policy: a release is a total function of the data,
 and a refusal that depends on the records would disclose them for free.
@@ -63,10 +63,10 @@ Every table and key
     line), ``columns`` (the list of column names: required with ``header = false``; with a
     header it must equal it), ``on_malformed`` = ``"drop"`` (lines that are not records —
     invalid UTF-8, an unterminated quote, too many or too few fields, … — are skipped and
-    counted; the default) or ``"fail"`` (``dpgauss check`` fails; see *Policies*).
+    counted; the default) or ``"check_fails"`` (``dpgauss check`` fails; see *Policies*).
 ``[unit]``
     ``column``; ``on_null`` = ``"drop"`` (rows without a unit id are dropped and counted; the
-    default) or ``"fail"`` (``dpgauss check`` fails; see *Policies*).
+    default) or ``"check_fails"`` (``dpgauss check`` fails; see *Policies*).
 ``[domain]``
     The public set of output keys; every key is released, zeros included, and records that map
     to no key are dropped and counted.  ``kind``:
@@ -118,7 +118,7 @@ Every table and key
     ``ms``, ``s``, ``min``, ``h``, ``d``, ``w``); the keys are written as
     ``"2013-01-13 00:00:00"``.
 
-    ``on_invalid`` = ``"drop"`` (default) or ``"fail"``: rows whose domain column (or
+    ``on_invalid`` = ``"drop"`` (default) or ``"check_fails"``: rows whose domain column (or
     coordinates) is missing, unparseable or out of range (for every part at once).
 ``[filter]`` (optional)
     A public window on one column: ``column``, ``start`` and/or ``stop``; only records with
@@ -130,7 +130,7 @@ Every table and key
 ``[statistic]``
     ``kind`` = ``"count"``, ``"sum"`` or ``"mean"``; for sum and mean ``column`` and the public
     clamping bounds ``lower < upper`` (every value is clamped to them), ``on_invalid`` =
-    ``"drop"`` (default) or ``"fail"`` for missing, unparseable or non-finite values.
+    ``"drop"`` (default) or ``"check_fails"`` for missing, unparseable or non-finite values.
 ``[bounds]``
     ``max_records_per_unit`` (b), ``max_keys_per_unit`` (k, L0), ``max_records_per_key``
     (c, L∞): integers in [1, 2**53]; b, or c, must be given (k alone bounds nothing).  The L2
@@ -193,7 +193,7 @@ __all__ = [
     "load_spec",
 ]
 
-POLICIES = ("drop", "fail")
+POLICIES = ("drop", "check_fails")
 GRAPHS = BUNDLED_GRAPHS
 DENOISERS = tuple(_REGISTRY)
 BUNDLED = ("trips",)
@@ -241,6 +241,16 @@ def _choice(where: str, key: str, value: object, allowed: tuple[str, ...]) -> st
     if value not in allowed:
         raise _fail(where, key, f"one of {', '.join(map(repr, allowed))}", value)
     return value
+
+
+def _policy(where: str, key: str, value: object) -> str:
+    """A policy: ``"drop"`` or ``"check_fails"`` (module docstring, *Policies*)."""
+    if value == "fail":  # its name before 0.2, which promised a refusal no release makes
+        raise ValueError(
+            f"[{where}] {key} = 'fail' is now named 'check_fails': a release always drops "
+            "and counts such rows; only `dpgauss check` fails on them"
+        )
+    return _choice(where, key, value, POLICIES)
 
 
 def _real(where: str, key: str, value: object, *, optional: bool = False) -> float | None:
@@ -368,7 +378,7 @@ class SourceSpec:
         _choice(w, "csv", self.csv, CSV_MODES)
         _flag(w, "header", self.header)
         object.__setattr__(self, "columns", _columns(w, "columns", self.columns))
-        _choice(w, "on_malformed", self.on_malformed, POLICIES)
+        _policy(w, "on_malformed", self.on_malformed)
         try:
             csv = self.file_format == "csv"
         except ValueError:  # mixed Parquet and other paths: reported by file_format
@@ -421,7 +431,7 @@ class UnitSpec:
     def __post_init__(self) -> None:
         _required("unit", "column", self.column, "the column of the privacy unit id")
         _text("unit", "column", self.column)
-        _choice("unit", "on_null", self.on_null, POLICIES)
+        _policy("unit", "on_null", self.on_null)
 
 
 @dataclass(frozen=True)
@@ -462,7 +472,7 @@ class DomainSpec:
         kinds = ("values", "range", "graph", "regions", "grid", "product")
         _required(w, "kind", self.kind, ", ".join(map(repr, kinds)))
         _choice(w, "kind", self.kind, kinds)
-        _choice(w, "on_invalid", self.on_invalid, POLICIES)
+        _policy(w, "on_invalid", self.on_invalid)
         own = {
             "values": {"column", "values", "values_from", "name"},
             "range": {"column", "start", "stop", "step", "name"},
@@ -1023,7 +1033,7 @@ class StatisticSpec:
     def __post_init__(self) -> None:
         w = "statistic"
         _choice(w, "kind", self.kind, ("count", "sum", "mean"))
-        _choice(w, "on_invalid", self.on_invalid, POLICIES)
+        _policy(w, "on_invalid", self.on_invalid)
         if self.kind == "count":
             for key in ("column", "lower", "upper"):
                 if getattr(self, key) is not None:

@@ -334,7 +334,10 @@ SPEC_ERRORS = [
     ({"kind": "grid", "x": GRID["x"]}, "needs x and y"),
     ({**GRID, "column": "z"}, "[domain] column does not apply to kind = 'grid'"),
     (
-        {"kind": "product", "parts": [HOURS, {**GRID["x"], "kind": "range", "on_invalid": "fail"}]},
+        {
+            "kind": "product",
+            "parts": [HOURS, {**GRID["x"], "kind": "range", "on_invalid": "check_fails"}],
+        },
         "[domain.parts #2] on_invalid is set on [domain]",
     ),
 ]

@@ -93,7 +93,7 @@ def _charge(path: Path, dataset: str, cal: Calibration, label: str) -> Any:
     from .ledger import Ledger
 
     with Ledger(path, create=False) as led:
-        if cal.probe.noise.name == "gaussian":  # continuous noise: exactly Δ/σ-GDP
+        if cal.noise.name == "gaussian":  # continuous noise: exactly Δ/σ-GDP
             entry = led.charge(
                 dataset,
                 sigma=cal.mechanism.sigma,
@@ -247,7 +247,7 @@ def run_release(
 
     label = spec.privacy.label or (
         f"{spec.name or spec.statistic.kind} release of {plan.domain.size} keys "
-        f"(sensitivity {plan.sensitivity.l2:.6g}, {plan.calibration.probe.mechanism})"
+        f"(sensitivity {plan.sensitivity.l2:.6g}, {plan.calibration.label})"
     )
     entry = None
     if plan.ledger is not None:

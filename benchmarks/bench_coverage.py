@@ -158,7 +158,8 @@ def measure(
 def taxi_settings() -> list[tuple[str, np.ndarray, float]]:
     from dpgauss.demo import demo_spec
     from dpgauss.privacy import analytic_gaussian_sigma
-    from dpgauss.release.pipeline import bounded_aggregate, sensitivity_of
+    from dpgauss.release.pipeline import bounded_aggregate
+    from dpgauss.release.plan import sensitivity_of
 
     spec = demo_spec(Path("/tmp/bench-coverage"))
     truth = np.asarray(bounded_aggregate(spec, salt=1).counts, dtype=np.float64)

@@ -6,9 +6,10 @@ module.  The module is skipped when pyspark or Java is missing.
 The engines hash records differently, so they keep different samples when a bound bites.  The
 cross-engine tests therefore use data whose bounded aggregate does not depend on the sample:
 a unit either stays under every bound, or all its records share one key and one value (then
-any ``min(n, bound)`` of them give the same aggregate).  With the private noise-off hook
-(``pipeline._noise_off``) whole releases are compared too.  The key-count bound always
-chooses between different keys; it is compared per unit, as the sorted counts of each unit.
+any ``min(n, bound)`` of them give the same aggregate).  With the ``zero_noise`` fixture
+(the ``estimate.add_noise`` seam replaced) whole releases are compared too.  The key-count
+bound always chooses between different keys; it is compared per unit, as the sorted counts of
+each unit.
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ from dpgauss.release import (  # noqa: E402
     bounded_aggregate,
     csv_format,
     load_spec,
-    pipeline,
 )
 from dpgauss.release.engine import get_engine  # noqa: E402
 from dpgauss.release.engine_duckdb import DuckDBEngine, EngineError  # noqa: E402
@@ -522,13 +522,13 @@ def test_both_engines_bound_keys_per_unit_alike(tmp_path: Path, engine) -> None:
         np.testing.assert_array_equal(np.sort(ga, axis=1), np.sort(gb, axis=1))
 
 
-def test_both_engines_write_the_same_release(tmp_path: Path, engine) -> None:
+def test_both_engines_write_the_same_release(tmp_path: Path, engine, zero_noise) -> None:
     csv, _ = determined_data(tmp_path)
     ledger = make_ledger(tmp_path)
     for name in ("count, range, window, b", "mean, range, window, c, b"):
         spec = make_spec(csv, **DETERMINED[name], denoise={"method": "james_stein"})
         outs = {}
-        with pipeline._noise_off():
+        with zero_noise():
             for label, eng in (("duckdb", DUCK), ("spark", engine)):
                 out = tmp_path / f"{label}-{name[:4]}.csv"
                 outs[label] = run_release(spec, out=out, ledger=ledger, engine=eng)

@@ -16,7 +16,6 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 pytest.importorskip("duckdb")
 
-from dpgauss.release import pipeline  # noqa: E402
 from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate, run_release  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
@@ -315,7 +314,9 @@ PRODUCT_COUNT = {
     ],
     ids=["grid x and y on one column", "grid over a column named sigma", "part count_released"],
 )
-def test_key_columns_are_not_lost_or_overwritten(tmp_path: Path, domain: dict, extra: dict) -> None:
+def test_key_columns_are_not_lost_or_overwritten(
+    tmp_path: Path, domain: dict, extra: dict, zero_noise
+) -> None:
     """Finding (item 6, output shape): ``_check_grid`` does not check its two key column names
     as ``_check_product`` does, and the product's reserved list lacks a mean's
     ``sum_released``/``count_released``.  A grid with x and y over one column writes one key
@@ -328,7 +329,7 @@ def test_key_columns_are_not_lost_or_overwritten(tmp_path: Path, domain: dict, e
         spec = make(src, domain, tmp_path / "r.csv", **extra)
     except ValueError:
         return  # refused in the spec: fine
-    with pipeline._noise_off():
+    with zero_noise():
         res = run_release(spec, ledger=make_ledger(tmp_path), engine=DUCK)
     from dpgauss.release.domains.key_domain import resolve_domain
 

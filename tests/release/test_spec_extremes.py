@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from dpgauss.cli import main
-from dpgauss.release import pipeline
+from dpgauss.release import plan
 from dpgauss.release.domains.key_domain import resolve_domain
 from dpgauss.release.ledger import Ledger
 from dpgauss.release.spec import ReleaseSpec
@@ -440,8 +440,8 @@ def test_sigma_above_the_zero_epsilon_noise_is_kept(workdir: Path, capsys) -> No
     """sigma = 1e7 is more noise than (0, 1e-6) needs (2e6): the release keeps sigma and
     states the smaller delta it achieves, instead of silently using 2e6."""
     spec = spec_with(privacy_={"sigma": 1e7, "delta": 1e-6, "dataset": "d", "secure": False})
-    sens = pipeline.sensitivity_of(spec)
-    cal = pipeline._calibrate(spec, sens, 10)
+    sens = plan.sensitivity_of(spec)
+    cal = plan.calibrate(spec, sens, 10)
     assert cal.mechanism.sigma == pytest.approx(1e7, rel=1e-9) and cal.mechanism.sigma >= 1e7
     assert cal.mechanism.epsilon == 0.0 and cal.mechanism.delta < 1e-6
 

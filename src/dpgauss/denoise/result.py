@@ -385,7 +385,7 @@ def _level_of(result: Denoised) -> float:
 
 
 #: σ lies in this range, so that σ², 1/σ² and the denoisers' sums of squares are finite
-#: (a release's σ is within (1e-100, 1e100): ``dpgauss.release.pipeline.SIGMA_RANGE``).
+#: (a release's σ is within (1e-100, 1e100): ``dpgauss.release.plan.SIGMA_RANGE``).
 SIGMA_LIMITS = _Range(1e-150, 1e150)
 
 #: The denoisers that accept one σ per key (the others need a single σ).

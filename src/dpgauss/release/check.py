@@ -168,8 +168,7 @@ def check_source(
     be read at all (as planning a release would).
     """
     from .domains.key_domain import resolve_domain
-    from .pipeline import sensitivity_of
-    from .plan import _check_columns, make_engine, value_offset
+    from .plan import _check_columns, make_engine, sensitivity_of, value_offset
 
     if not isinstance(spec, ReleaseSpec):
         raise TypeError(f"spec must be a ReleaseSpec; got {type(spec).__name__}")

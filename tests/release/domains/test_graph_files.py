@@ -19,12 +19,12 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 pytest.importorskip("duckdb")
 
-from dpgauss.release import pipeline  # noqa: E402
 from dpgauss.release.domains.graph_files import read_graph_tables, read_graphml  # noqa: E402
 from dpgauss.release.domains.key_domain import resolve_domain  # noqa: E402
 from dpgauss.release.domains.mapping import EARTH_RADIUS_M  # noqa: E402
 from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
-from dpgauss.release.pipeline import bounded_aggregate, run_release, sensitivity_of  # noqa: E402
+from dpgauss.release.pipeline import bounded_aggregate, run_release  # noqa: E402
+from dpgauss.release.plan import sensitivity_of  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 
 from ..test_pipeline import assert_cli_refuses_uncharged, cli, make_ledger  # noqa: E402
@@ -321,11 +321,11 @@ def graph_spec(src: Path, graph: Path, **domain: object) -> ReleaseSpec:
     )
 
 
-def test_a_graphml_release_keys_are_the_users_node_ids(tmp_path: Path) -> None:
+def test_a_graphml_release_keys_are_the_users_node_ids(tmp_path: Path, zero_noise) -> None:
     src, truth = records(tmp_path)
     spec = graph_spec(src, write_graphml(tmp_path / "city.graphml"))
     out = tmp_path / "release.csv"
-    with pipeline._noise_off():
+    with zero_noise():
         res = run_release(spec, out=out, ledger=make_ledger(tmp_path), engine=ENGINE)
     assert res.columns["key"].tolist() == grid_nodes()[0].tolist()
     assert np.array_equal(res.columns["released"], truth)
@@ -337,7 +337,7 @@ def test_a_graphml_release_keys_are_the_users_node_ids(tmp_path: Path) -> None:
     assert report["spec"]["domain"]["graph"] == "(local path: not published)"
 
 
-def test_a_disconnected_table_graph_with_text_ids(tmp_path: Path) -> None:
+def test_a_disconnected_table_graph_with_text_ids(tmp_path: Path, zero_noise) -> None:
     src, truth = records(tmp_path)
     n, e = write_tables(tmp_path, "csv")
     # cut the grid in two (no edge between columns 2 and 3) and add an isolated node
@@ -362,7 +362,7 @@ def test_a_disconnected_table_graph_with_text_ids(tmp_path: Path) -> None:
     dom = resolve_domain(spec)
     assert dom.size == ROWS * COLS + 1 and dom.labels[-1] == "far"
     assert len(dom.edges) == len(grid_edges()) - ROWS
-    with pipeline._noise_off():
+    with zero_noise():
         res = run_release(spec, ledger=make_ledger(tmp_path), engine=ENGINE)
     assert np.array_equal(res.columns["released"], [*truth, 0.0])  # the isolated key: 0
     table = pq.read_table(res.output_path)

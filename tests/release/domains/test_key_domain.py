@@ -20,11 +20,11 @@ pq = pytest.importorskip("pyarrow.parquet")
 pytest.importorskip("duckdb")
 
 from dpgauss.datasets import load_manhattan_graph  # noqa: E402
-from dpgauss.release import pipeline  # noqa: E402
 from dpgauss.release.domains.axes import product_edges  # noqa: E402
 from dpgauss.release.domains.key_domain import resolve_domain  # noqa: E402
 from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
-from dpgauss.release.pipeline import bounded_aggregate, run_release, sensitivity_of  # noqa: E402
+from dpgauss.release.pipeline import bounded_aggregate, run_release  # noqa: E402
+from dpgauss.release.plan import sensitivity_of  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 
 from ..test_pipeline import cli, make_ledger  # noqa: E402
@@ -288,11 +288,11 @@ path = "{tmp_path / "grid.csv"}"
         assert (tmp_path / "grid.csv.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_an_hourly_release_plots_dates(tmp_path: Path) -> None:
+def test_an_hourly_release_plots_dates(tmp_path: Path, zero_noise) -> None:
     pytest.importorskip("matplotlib")
     r = records(tmp_path)
     spec = base(r["src"], HOURS, output={"path": str(tmp_path / "h.csv")})
-    with pipeline._noise_off():
+    with zero_noise():
         res = run_release(spec, ledger=make_ledger(tmp_path), engine=ENGINE)
     assert res.columns["key"][1] == "2013-01-13 01:00:00"
     assert (tmp_path / "h.csv.png").exists()

@@ -18,11 +18,11 @@ from dpgauss.datasets.neighbourhoods import (  # noqa: E402
     convert_data_polygamy,
     nyc_neighbourhoods_path,
 )
-from dpgauss.release import pipeline  # noqa: E402
 from dpgauss.release.domains.key_domain import resolve_domain  # noqa: E402
 from dpgauss.release.domains.regions import RegionMapper, adjacency, read_geojson  # noqa: E402
 from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
-from dpgauss.release.pipeline import bounded_aggregate, run_release, sensitivity_of  # noqa: E402
+from dpgauss.release.pipeline import bounded_aggregate, run_release  # noqa: E402
+from dpgauss.release.plan import sensitivity_of  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 
 from ..test_pipeline import assert_cli_refuses_uncharged, make_ledger  # noqa: E402
@@ -267,13 +267,13 @@ def test_neighbouring_datasets_on_regions(tmp_path: Path) -> None:
         assert np.linalg.norm(u) <= sensitivity_of(spec_for(src, regions)).l2
 
 
-def test_a_regions_release_and_its_choropleth(tmp_path: Path) -> None:
+def test_a_regions_release_and_its_choropleth(tmp_path: Path, zero_noise) -> None:
     regions = grid_regions(tmp_path / "g.geojson")
     src, _, _ = records(tmp_path)
     spec = ReleaseSpec.from_dict(
         {**spec_for(src, regions).to_dict(), "output": {"path": str(tmp_path / "r.csv")}}
     )
-    with pipeline._noise_off():
+    with zero_noise():
         res = run_release(spec, ledger=make_ledger(tmp_path), engine=ENGINE)
     assert res.columns["key"].tolist() == [f"r{r}{c}" for r in range(3) for c in range(3)]
     report = json.loads(Path(res.report_path).read_text())

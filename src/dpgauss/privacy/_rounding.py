@@ -12,8 +12,9 @@ Every ``*_up`` helper returns a double ``≥`` the exact (real) value it stands 
 helper by helper (IEEE 754 binary64, round-to-nearest; ``fl(·)`` the rounded operation,
 correctly rounded for ``+ − × ÷ √`` and for the conversion of an int or ``Fraction``):
 
-* :func:`up` / :func:`down`: the next double above / below ``x``: ``up(x) > x`` for every
-  finite ``x`` (``up(inf) = inf``; NaN stays NaN).  Applied to a correctly rounded
+* :func:`up` / :func:`down`: the next double above ``x`` / below ``x ≥ 0``:
+  ``up(x) > x`` for every finite ``x`` (``up(inf) = inf``; NaN stays NaN), ``down(x) < x``
+  for ``x > 0`` (``down(0) = 0``).  Applied to a correctly rounded
   ``fl(a ∘ b)``, which is within half an ulp of ``a ∘ b``, ``up`` is ``≥ a ∘ b``.
 * :func:`mu_up`: ``up(fl(Δ/σ)) ≥ Δ/σ`` by the previous line (one ulp above the nearest
   double: up to one ulp above the smallest double ``≥ Δ/σ``; an overflow gives ``inf``).
@@ -90,10 +91,13 @@ def up(x: Any) -> Any:
 
 
 def down(x: Any) -> Any:
-    """The next double below ``x`` (the mirror of :func:`up`)."""
+    """The next double below a non-negative ``x``, toward 0 (the mirror of :func:`up`).
+
+    0 stays 0, so a lower bound of a non-negative quantity stays non-negative.
+    """
     if isinstance(x, float | int) and not isinstance(x, bool):
-        return math.nextafter(float(x), -math.inf)
-    return np.nextafter(x, -np.inf)
+        return math.nextafter(float(x), 0.0)
+    return np.nextafter(x, 0.0)
 
 
 def mu_up(sensitivity: np.ndarray, sigma: np.ndarray) -> np.ndarray:

@@ -42,6 +42,7 @@ from .._validation import (
     check_interval,
     plain_number,
 )
+from ._rounding import UNIT_ROUNDOFF, mu_up, sqrt_sum_up, up
 from .calibration import gdp_mu
 from .profile import gaussian_epsilon, gdp_delta, gdp_epsilon
 
@@ -55,7 +56,6 @@ __all__ = [
     "plan_queries",
 ]
 
-_U = 2.0**-53  # unit roundoff
 _DELTA_FLOOR = 1e-300
 
 
@@ -69,19 +69,6 @@ def _count(count: object) -> int:
     if isinstance(count, bool) or not isinstance(count, int | np.integer) or count < 1:
         raise ValueError(f"count must be a positive integer; got {count!r}")
     return int(count)
-
-
-def _mu_up(sensitivity: np.ndarray, sigma: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        return np.nextafter(sensitivity / sigma, np.inf)
-
-
-def _safe_sqrt_sum(squares: np.ndarray, extra_terms: int = 0) -> float:
-    """``√(Σ xᵢ)`` rounded up: any summation of n terms is within ``(n−1)u Σ|xᵢ|``."""
-    n = squares.size + extra_terms
-    total = float(np.sum(squares))
-    bound = total * (1.0 + 2.0 * (n + 1) * _U)
-    return float(np.nextafter(math.sqrt(bound), np.inf))
 
 
 @dataclass(frozen=True)
@@ -121,7 +108,7 @@ class GaussianAccountant:
         """
         fast_s, fast_d = plain_number(sigma, POSITIVE), plain_number(sensitivity, POSITIVE)
         if fast_s is not None and fast_d is not None:  # one release: no array machinery
-            mu = math.nextafter(fast_d / fast_s, math.inf)
+            mu = up(fast_d / fast_s)
             if math.isfinite(mu):
                 self.charges.append(Charge(np.array([mu]), _count(count), label))
                 return mu
@@ -134,7 +121,7 @@ class GaussianAccountant:
                 f"argument shapes do not broadcast: sigma {s.shape}, sensitivity {d.shape}"
             ) from None
         scalar = np.ndim(sigma) == 0 and np.ndim(sensitivity) == 0
-        return self._charge(_mu_up(d, s), count, label, scalar)
+        return self._charge(mu_up(d, s), count, label, scalar)
 
     def add_mu(self, mu: object, count: int = 1, label: str | None = None) -> float | np.ndarray:
         """Charge ``count`` μ-GDP mechanisms (e.g. a discrete release's dominating μ)."""
@@ -183,7 +170,7 @@ class GaussianAccountant:
         squares = [
             np.nextafter(np.nextafter(c.mu * c.mu, np.inf) * c.count, np.inf) for c in self.charges
         ]
-        return _safe_sqrt_sum(np.concatenate(squares))
+        return sqrt_sum_up(np.concatenate(squares))
 
     def epsilon(self, delta: object) -> float | np.ndarray:
         """Smallest ε such that everything charged is (ε, δ)-DP (never rounded down)."""
@@ -223,11 +210,11 @@ def plan(epsilon: float, delta: float, sensitivities: object, weights: object = 
         raise ValueError(f"weights has {w.size} entries but sensitivities has {d.size}")
     mu = gdp_mu(epsilon, delta)
     root_w = np.sqrt(w)
-    total = float(np.sum(d * root_w)) * (1.0 + 2.0 * (d.size + 1) * _U)
-    sigma = np.nextafter(np.sqrt(d / root_w * total / (mu * mu)) * (1.0 + 4 * _U), np.inf)
+    total = float(np.sum(d * root_w)) * (1.0 + 2.0 * (d.size + 1) * UNIT_ROUNDOFF)
+    sigma = up(np.sqrt(d / root_w * total / (mu * mu)) * (1.0 + 4 * UNIT_ROUNDOFF))
     # Verify the composition with the accountant's own rounding; nudge up if ever needed.
     for _ in range(8):
-        if _safe_sqrt_sum(np.nextafter(_mu_up(d, sigma) ** 2, np.inf)) <= mu:
+        if sqrt_sum_up(np.nextafter(mu_up(d, sigma) ** 2, np.inf)) <= mu:
             return sigma
         sigma = np.nextafter(sigma * (1.0 + 1e-15), np.inf)
     raise FloatingPointError("dpgauss internal error: plan could not verify its rounding")
@@ -238,11 +225,11 @@ def plan_equal(epsilon: float, delta: float, k: int, sensitivity: float = 1.0) -
     kk = _count(k)
     d = float(_positive_array(sensitivity, "sensitivity")[0])
     mu = gdp_mu(epsilon, delta)
-    sigma = float(np.nextafter(d * math.sqrt(kk) / mu * (1.0 + 8 * _U), np.inf))
+    sigma = float(np.nextafter(d * math.sqrt(kk) / mu * (1.0 + 8 * UNIT_ROUNDOFF), np.inf))
     for _ in range(8):
-        mu_i = float(_mu_up(np.array(d), np.array(sigma)))
+        mu_i = float(mu_up(np.array(d), np.array(sigma)))
         total = float(np.nextafter(np.nextafter(mu_i * mu_i, np.inf) * kk, np.inf))
-        if float(np.nextafter(math.sqrt(total * (1.0 + 4 * _U)), np.inf)) <= mu:
+        if float(np.nextafter(math.sqrt(total * (1.0 + 4 * UNIT_ROUNDOFF)), np.inf)) <= mu:
             return sigma
         sigma = float(np.nextafter(sigma * (1.0 + 1e-15), np.inf))
     raise FloatingPointError("dpgauss internal error: plan_equal could not verify its rounding")

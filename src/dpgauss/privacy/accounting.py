@@ -44,6 +44,7 @@ from .._validation import (
 )
 from ._rounding import UNIT_ROUNDOFF, mu_up, sqrt_sum_up, up
 from .calibration import gdp_mu
+from .domination import dominating_mu
 from .profile import gaussian_epsilon, gdp_delta, gdp_epsilon
 
 __all__ = [
@@ -55,8 +56,6 @@ __all__ = [
     "plan_equal",
     "plan_queries",
 ]
-
-_DELTA_FLOOR = 1e-300
 
 
 def _positive_array(value: object, name: str) -> np.ndarray:
@@ -333,33 +332,3 @@ def plan_queries(epsilon: float, delta: float, k: int, sensitivity: float = 1.0)
     )
     mu_q = max(float(gdp_mu(eps_q, dlt)), sigma_mu(sigma_q))
     return QueryPlan(kk, eps_q, dlt, sigma_q, sens, mu_q, mu_b, eps_b)
-
-
-def dominating_mu(
-    profile: Callable[[np.ndarray], np.ndarray], mu_guess: float, *, grid: int = 400
-) -> float:
-    """The smallest μ whose GDP profile lies above a mechanism's profile ``δ(ε)``.
-
-    For each ε the μ with ``δ_μ(ε) = δ(ε)`` is found (rounded up), and the largest over a
-    log grid of ε, refined around the maximum, is returned with a relative margin of 1e-9.
-    Domination is certified where ``δ(ε) ≥ 1e-300``: below that, double precision cannot
-    tell the two profiles apart (δ underflows to its floor).  ``profile`` maps an array of
-    ε ≥ 0 to the mechanism's δ(ε) (rounded up); ``mu_guess`` sets the ε range.
-    """
-    eps_max = 0.5 * mu_guess * mu_guess + 40.0 * mu_guess
-    eps = np.concatenate(([0.0], np.geomspace(1e-6, eps_max, grid)))
-    best = _mu_for(profile, eps)
-    i = int(np.argmax(best))
-    lo, hi = eps[max(i - 1, 0)], eps[min(i + 1, eps.size - 1)]
-    fine = np.linspace(lo, hi, 64)
-    return float(max(best.max(), _mu_for(profile, fine).max()) * (1.0 + 1e-9))
-
-
-def _mu_for(profile: Callable[[np.ndarray], np.ndarray], eps: np.ndarray) -> np.ndarray:
-    d = np.asarray(profile(eps), dtype=np.float64)
-    ok = (d >= _DELTA_FLOOR) & (d < 1)
-    out = np.zeros_like(eps)
-    if ok.any():
-        # gdp_mu is the largest μ with δ_μ(ε) ≤ d; one ulp up is the smallest above.
-        out[ok] = np.nextafter(gdp_mu(eps[ok], d[ok]), np.inf)
-    return out

@@ -134,9 +134,9 @@ from .._validation import (
     real_args,
 )
 from ._rounding import TINY, delta_from_log
-from .accounting import dominating_mu
 from .calibration import analytic_gaussian_sigma, gdp_mu
 from .discrete_profile import discrete_gaussian_delta, discrete_gaussian_sigma
+from .domination import dominating_mu
 from .profile import gaussian_delta
 
 __all__ = [

@@ -26,7 +26,7 @@ determined by its privacy profile (Dong, Roth & Su, Prop. 2.12).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
@@ -45,6 +45,16 @@ from .._validation import (
 from ._rounding import UNIT_ROUNDOFF, mu_up, sqrt_sum_up, up
 from .calibration import gdp_mu
 from .domination import dominating_mu
+from .events import (
+    DiscreteGaussianEvent,
+    GaussianEvent,
+    GdpEvent,
+    LaplaceEvent,
+    PrivacyEvent,
+    check_count,
+    event_of,
+    not_gdp,
+)
 from .profile import gaussian_epsilon, gdp_delta, gdp_epsilon
 
 __all__ = [
@@ -62,12 +72,6 @@ def _positive_array(value: object, name: str) -> np.ndarray:
     arr = np.atleast_1d(as_real_array(value, name)).ravel()
     check_interval(arr, name, POSITIVE)
     return arr
-
-
-def _count(count: object) -> int:
-    if isinstance(count, bool) or not isinstance(count, int | np.integer) or count < 1:
-        raise ValueError(f"count must be a positive integer; got {count!r}")
-    return int(count)
 
 
 @dataclass(frozen=True)
@@ -109,7 +113,7 @@ class GaussianAccountant:
         if fast_s is not None and fast_d is not None:  # one release: no array machinery
             mu = up(fast_d / fast_s)
             if math.isfinite(mu):
-                self.charges.append(Charge(np.array([mu]), _count(count), label))
+                self.charges.append(Charge(np.array([mu]), check_count(count), label))
                 return mu
         s = _positive_array(sigma, "sigma")
         d = _positive_array(sensitivity, "sensitivity")
@@ -126,34 +130,63 @@ class GaussianAccountant:
         """Charge ``count`` μ-GDP mechanisms (e.g. a discrete release's dominating μ)."""
         return self._charge(_positive_array(mu, "mu"), count, label, np.ndim(mu) == 0)
 
+    def add_event(self, event: PrivacyEvent, label: str | None = None) -> float:
+        """Charge one typed event (:mod:`dpgauss.privacy.events`), ``event.count`` times.
+
+        Returns the μ of one release of the event.  A :class:`~.events.GaussianEvent`
+        is charged ``μ = Δ/σ`` rounded up (as :meth:`add`), a
+        :class:`~.events.DiscreteGaussianEvent` its dominating μ, a
+        :class:`~.events.GdpEvent` its μ; a :class:`~.events.LaplaceEvent` is not μ-GDP
+        for any finite μ and raises ``TypeError``.
+        """
+        if isinstance(event, GaussianEvent | DiscreteGaussianEvent | GdpEvent):
+            mu = float(event.mu)
+            self.charges.append(Charge(np.array([mu]), event.count, label))
+            return mu
+        if isinstance(event, LaplaceEvent):
+            raise not_gdp(event)
+        raise TypeError(
+            "add_event needs a privacy event (GaussianEvent, DiscreteGaussianEvent, GdpEvent); "
+            f"got {type(event).__name__}"
+        )
+
+    def compose(
+        self, events: Iterable[PrivacyEvent], label: str | None = None
+    ) -> GaussianAccountant:
+        """Charge every event of ``events`` (:meth:`add_event`) and return the accountant,
+        so that ``GaussianAccountant().compose(events).epsilon(δ)`` reads the composition.
+
+        The events are checked before any is charged: a refused event charges nothing.
+        """
+        todo = list(events)
+        for event in todo:
+            if isinstance(event, LaplaceEvent):
+                raise not_gdp(event)
+            if not isinstance(event, GaussianEvent | DiscreteGaussianEvent | GdpEvent):
+                raise TypeError(
+                    "compose needs privacy events (GaussianEvent, DiscreteGaussianEvent, "
+                    f"GdpEvent); got {type(event).__name__}"
+                )
+        for event in todo:
+            self.add_event(event, label)
+        return self
+
     def add_release(self, release: object, label: str | None = None) -> float:
         """Charge a :class:`dpgauss.noise.release.Release` by the μ its noise law gives.
 
         A :class:`~dpgauss.noise.release.NoisePlan` (the law of a release not yet drawn)
-        is charged the same.  Continuous Gaussian noise: ``μ = Δ/σ``.  A law with a
-        ``dominating_mu(sensitivity)`` method (discrete noise) is charged by that valid
-        bound instead; anything else (Laplace) is not μ-GDP for any finite μ and raises
-        ``TypeError``.
+        is charged the same.  A thin wrapper: the release's event
+        (:func:`dpgauss.privacy.events.event_of`) is charged by :meth:`add_event`.
+        Continuous Gaussian noise: ``μ = Δ/σ``.  Discrete Gaussian noise is charged by
+        its dominating μ; anything else (Laplace) is not μ-GDP for any finite μ and
+        raises ``TypeError``.
         """
-        noise = getattr(release, "noise", None)
-        sensitivity = getattr(release, "sensitivity", None)
-        if noise is None or sensitivity is None:
-            raise TypeError(
-                f"add_release needs a Release or NoisePlan; got {type(release).__name__}"
-            )
-        if hasattr(noise, "dominating_mu"):
-            return float(self.add_mu(noise.dominating_mu(sensitivity), label=label))
-        if getattr(noise, "name", None) == "gaussian":
-            return float(self.add(noise.sigma, sensitivity, label=label))
-        raise TypeError(
-            f"a release with {getattr(noise, 'name', type(noise).__name__)} noise is not "
-            "μ-GDP; only Gaussian (and discrete Gaussian) releases can be charged"
-        )
+        return self.add_event(event_of(release), label=label)
 
     def _charge(
         self, mu: np.ndarray, count: object, label: str | None, scalar: bool
     ) -> float | np.ndarray:
-        self.charges.append(Charge(mu.copy(), _count(count), label))
+        self.charges.append(Charge(mu.copy(), check_count(count), label))
         return float(mu[0]) if scalar else mu
 
     @property
@@ -221,7 +254,7 @@ def plan(epsilon: float, delta: float, sensitivities: object, weights: object = 
 
 def plan_equal(epsilon: float, delta: float, k: int, sensitivity: float = 1.0) -> float:
     """σ for each of ``k`` equal queries that together are exactly (ε, δ)-DP: ``Δ√k/μ``."""
-    kk = _count(k)
+    kk = check_count(k)
     d = float(_positive_array(sensitivity, "sensitivity")[0])
     mu = gdp_mu(epsilon, delta)
     sigma = float(np.nextafter(d * math.sqrt(kk) / mu * (1.0 + 8 * UNIT_ROUNDOFF), np.inf))
@@ -307,7 +340,7 @@ def plan_queries(epsilon: float, delta: float, k: int, sensitivity: float = 1.0)
     ``gdp_mu`` bounds.  Raises ``ValueError`` if no ε_q ≥ 0 at this δ fits (k so large
     that even an ε = 0 release is charged too much: plan with a smaller δ per query).
     """
-    kk = _count(k)
+    kk = check_count(k)
     eps_b = float(epsilon)
     dlt = float(delta)
     sens = float(_positive_array(sensitivity, "sensitivity")[0])

@@ -50,6 +50,7 @@ from .._validation import POSITIVE, UNIT_OPEN, as_real_array, check_interval
 from ..privacy import gdp_epsilon, gdp_mu
 from ..privacy._rounding import mu_up_exact, sqrt_down, sum_squares
 from ..privacy.accounting import GaussianAccountant
+from ..privacy.events import GaussianEvent, PrivacyEvent, event_of
 
 __all__ = [
     "APPLICATION_ID",
@@ -62,6 +63,7 @@ __all__ = [
     "LedgerFormatError",
     "UnknownDatasetError",
     "charge_mu",
+    "event_mu",
 ]
 
 #: ``PRAGMA application_id`` of a dpgauss ledger: the bytes ``"DPGL"``.
@@ -253,23 +255,31 @@ def _label(label: object) -> str | None:
 # ---------------------------------------------------------------------- exact arithmetic
 
 
+def event_mu(event: PrivacyEvent) -> float:
+    """The μ that :meth:`Ledger.charge_event` records for one release of ``event``.
+
+    A :class:`~dpgauss.privacy.events.GaussianEvent` (charged with ``sigma=`` and
+    ``sensitivity=``): the smallest double ≥ Δ/σ (:func:`~dpgauss.privacy._rounding.mu_up_exact`,
+    at most one ulp below the accountant's ``Δ/σ`` rounded up).  Any other μ-GDP event
+    (charged with ``mu=``): its μ, as the accountant charges it.  A Laplace event raises
+    ``TypeError`` (like ``GaussianAccountant.add_event``).
+    """
+    if isinstance(event, GaussianEvent):
+        return mu_up_exact(event.sensitivity, event.sigma)
+    return float(GaussianAccountant().add_event(event))  # raises the accountant's error
+
+
 def charge_mu(release: object) -> float:
     """The μ that :meth:`Ledger.charge` records for a release or a
-    :class:`~dpgauss.noise.release.NoisePlan` with Gaussian noise.
+    :class:`~dpgauss.noise.release.NoisePlan` with Gaussian noise: :func:`event_mu` of its
+    event (:func:`dpgauss.privacy.events.event_of`).
 
     Continuous noise (``GaussianNoise(σ)``, charged with ``sigma=`` and ``sensitivity=``):
     the smallest double ≥ Δ/σ.  Discrete noise (charged with ``mu=``): its
     ``dominating_mu(Δ)``.  Anything else raises ``TypeError`` (like
     ``GaussianAccountant.add_release``).
     """
-    noise = getattr(release, "noise", None)
-    sensitivity = getattr(release, "sensitivity", None)
-    if noise is not None and sensitivity is not None:
-        if hasattr(noise, "dominating_mu"):
-            return float(noise.dominating_mu(sensitivity))
-        if getattr(noise, "name", None) == "gaussian":
-            return mu_up_exact(float(sensitivity), float(noise.sigma))
-    return float(GaussianAccountant().add_release(release))  # raises the accountant's error
+    return event_mu(event_of(release))
 
 
 def _now() -> str:
@@ -669,6 +679,22 @@ class Ledger:
             if _before_commit is not None:
                 _before_commit()
         return entry
+
+    def charge_event(
+        self, dataset: str, event: PrivacyEvent, label: str | None = None
+    ) -> LedgerEntry:
+        """Charge one release of a typed ``event`` (:mod:`dpgauss.privacy.events`), as
+        :meth:`charge`: a Gaussian event with its ``sigma`` and ``sensitivity``, any other
+        μ-GDP event with its μ (:func:`event_mu`).  The ledger records one release per
+        charge, so ``event.count`` must be 1; a Laplace event raises ``TypeError``."""
+        if getattr(event, "count", 1) != 1:
+            raise ValueError(
+                f"the ledger charges one release at a time; event.count must be 1, "
+                f"got {event.count!r}"
+            )
+        if isinstance(event, GaussianEvent):
+            return self.charge(dataset, event.sigma, event.sensitivity, label)
+        return self.charge(dataset, label=label, mu=event_mu(event))
 
     def record_delivery(self, charge_id: int, state: str, note: str | None = None) -> None:
         """Record the delivery ``state`` (:data:`DELIVERY_STATES`) of charge ``charge_id``.

@@ -308,3 +308,30 @@ def test_delta_from_log_property(log_d):
     exact = mpmath.exp(mpf(log_d))
     assert mpf(r.delta_from_log(log_d)) >= exact
     assert mpf(float(r.delta_from_log_array(np.array(log_d)))) >= exact
+
+
+@settings(max_examples=300)
+@given(nonneg, positive)
+def test_quotient_up_is_the_smallest_double_above(a, b):
+    exact = mpf(a) / mpf(b)
+    q = r.quotient_up(a, b)
+    if exact > MAX:
+        assert q == math.inf
+        return
+    assert mpf(q) >= exact
+    assert q == 0.0 or mpf(below(q)) < exact
+    if a > 0.0:
+        assert q == r.mu_up_exact(a, b)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "want"),
+    [
+        (0.0, 1.0, 0.0),
+        (SUB, 3.0, SUB),
+        (1.0, 3.0, math.nextafter(1 / 3, 1.0)),
+        (MAX, 0.5, math.inf),
+    ],
+)
+def test_quotient_up_extremes(a, b, want):
+    assert r.quotient_up(a, b) == want

@@ -19,6 +19,7 @@ import numpy as np
 from scipy.special import log_ndtr, ndtri
 
 from .._validation import REAL, Interval, as_real_array, check_interval
+from ..privacy._rounding import quotient_up, up
 from ..privacy.events import (
     DiscreteGaussianEvent,
     GaussianEvent,
@@ -262,13 +263,9 @@ class DiscreteGaussianNoise:
     def lattice_sensitivity(self, sensitivity: float) -> float:
         """L2 sensitivity in lattice units: Δ/γ + √d (rounded up) if the values were
         rounded to the grid, else Δ/γ."""
-        with np.errstate(over="ignore"):
-            sens = sensitivity / self.grid
-        if math.isfinite(sens) and Fraction(sens) * Fraction(self.grid) < Fraction(sensitivity):
-            sens = math.nextafter(sens, math.inf)  # the smallest double ≥ Δ/γ
+        sens = quotient_up(sensitivity, self.grid)  # the smallest double ≥ Δ/γ
         if self.rounded:
-            root = float(np.nextafter(math.sqrt(self.dim), np.inf))
-            sens = float(np.nextafter(np.nextafter(sens + root, np.inf), np.inf))
+            sens = up(up(sens + up(math.sqrt(self.dim))))
         return sens
 
     def dominating_mu(self, sensitivity: float) -> float:

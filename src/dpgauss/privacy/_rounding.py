@@ -2,8 +2,9 @@ r"""The one home of "never under-noise": every rounding toward the safe side.
 
 A privacy guarantee computed in floating point is only a guarantee if every rounding error
 moves the answer toward *more* privacy loss charged (μ, δ, ε up) or *more* noise (σ, Δ, a
-half-width up).  The helpers here are the rounding steps the rest of the library shares;
-nothing else in :mod:`dpgauss` rounds a privacy quantity on its own.
+half-width up).  The shared rounding steps live here, each stated and tested once; code
+elsewhere imports them instead of writing its own (a one-off ``math.nextafter`` on a
+correctly rounded result, inside a formula, is :func:`up` applied in place).
 
 The contract
 ------------
@@ -12,36 +13,39 @@ Every ``*_up`` helper returns a double ``≥`` the exact (real) value it stands 
 helper by helper (IEEE 754 binary64, round-to-nearest; ``fl(·)`` the rounded operation,
 correctly rounded for ``+ − × ÷ √`` and for the conversion of an int or ``Fraction``):
 
-* :func:`up` / :func:`down`: the next double above ``x`` / below ``x ≥ 0``:
+* :func:`up` / :func:`down`: the next double above ``x`` / below ``x ≥ 0``.
   ``up(x) > x`` for every finite ``x`` (``up(inf) = inf``; NaN stays NaN), ``down(x) < x``
-  for ``x > 0`` (``down(0) = 0``).  Applied to a correctly rounded
-  ``fl(a ∘ b)``, which is within half an ulp of ``a ∘ b``, ``up`` is ``≥ a ∘ b``.
+  for ``x > 0`` (``down(0) = 0``).  Applied to a correctly rounded ``fl(a ∘ b)``, which is
+  within half an ulp of ``a ∘ b``, ``up`` gives a double ``≥ a ∘ b``.
 * :func:`mu_up`: ``up(fl(Δ/σ)) ≥ Δ/σ`` by the previous line (one ulp above the nearest
   double: up to one ulp above the smallest double ``≥ Δ/σ``; an overflow gives ``inf``).
-* :func:`mu_up_exact`, :func:`mul_up`, :func:`rational_up`: ``q = fl(exact)`` is the
-  nearest double; the exact comparison ``Fraction(q) < exact`` (rational arithmetic, no
-  rounding) decides whether ``up(q)`` is needed, so the result is the *smallest* double
-  ``≥`` the exact value (an underflow to 0 gives the smallest subnormal, :data:`TINY`).
+* :func:`mu_up_exact`, :func:`quotient_up`, :func:`mul_up`, :func:`rational_up`:
+  ``q = fl(exact)`` is the nearest double; the exact comparison ``Fraction(q) < exact``
+  (rational arithmetic, no rounding) decides whether ``up(q)`` is needed, so the result
+  is the *smallest* double ``≥`` the exact value (an underflow to 0 gives the smallest
+  subnormal, :data:`TINY`).
 * :func:`sqrt_up` / :func:`sqrt_down` (of an exact rational ``x ≥ 0``): a first guess
   ``s`` in double precision, then steps of one ulp until ``Fraction(s)² ≥ x`` (``≤ x``),
-  tested exactly; the guess is within an ulp or two, so the loop ends after a step or two.
+  tested exactly, so the side is certain; the guess is within an ulp or two, so the
+  result is at most an ulp or two from the nearest double on that side (the smallest
+  when ``float(x)`` is exact).
 * :func:`sqrt_sum_up`: a recursive sum of ``n`` non-negative doubles is within
-  ``(n−1)u Σxᵢ`` of the exact sum (u = 2⁻⁵³, Higham, *Accuracy and Stability*, §4.2), the
-  factor ``1 + 2(n+1)u`` covers that and the rounding of the product, and ``up`` covers the
-  correctly rounded ``√``.
+  ``(n−1)u Σxᵢ`` of the exact sum (u = 2⁻⁵³; Higham, *Accuracy and Stability of
+  Numerical Algorithms*, §4.2), the factor ``1 + 2(n+1)u`` covers that and the rounding
+  of the product, and ``up`` covers the correctly rounded ``√``.
 * :func:`delta_from_log` / :func:`delta_from_log_array`: ``exp`` of the libm / NumPy is
-  within one ulp (absolute: one subnormal ulp, :data:`TINY`, below 2⁻¹⁰²²), ``up`` covers it;
-  the result is clipped to ``[TINY, 1]``: a probability is at most 1, and a δ is never
-  rounded down to 0 (a charge of 0 would be a claim of perfect privacy).
+  within one ulp (absolute: one subnormal ulp, :data:`TINY`, below 2⁻¹⁰²²), ``up`` covers
+  it; the result is clipped to ``[TINY, 1]``: a probability is at most 1, and a δ is
+  never rounded down to 0 (a charge of 0 would be a claim of perfect privacy).
 * :func:`sum_squares`: exact (a rational, no rounding at all); it is the ledger's exact
   composition ``Σ μᵢ²`` of μ-GDP charges (Dong, Roth & Su 2019, Cor. 3.3), compared
   exactly with the budget ``μ_B²``.
 
 Two μ = Δ/σ helpers, on purpose: :func:`mu_up` is the accountant's and the privacy
 profile's (vectorised, never raises, one ulp of slack), :func:`mu_up_exact` the ledger's
-(the smallest double ``≥ Δ/σ``, which the ledger records and tests check bit for bit;
-refuses an overflow).  Both are on the safe side; they differ by at most one ulp, and
-keeping both keeps every number the library printed before identical.
+(the smallest double ``≥ Δ/σ``, which the ledger records and its tests check bit for bit;
+it refuses an overflow).  Both are on the safe side; they differ by at most one ulp, and
+keeping both keeps every number the library computed before identical.
 
 The tests (``tests/privacy/test_rounding.py``) check each helper against mpmath at 200
 digits, at 0, subnormals, huge values and ``inf``, and with hypothesis.
@@ -65,6 +69,7 @@ __all__ = [
     "mu_up",
     "mu_up_exact",
     "mul_up",
+    "quotient_up",
     "rational_up",
     "sqrt_down",
     "sqrt_sum_up",
@@ -107,6 +112,16 @@ def mu_up(sensitivity: np.ndarray, sigma: np.ndarray) -> np.ndarray:
     """
     with np.errstate(over="ignore"):
         return np.nextafter(sensitivity / sigma, np.inf)
+
+
+def quotient_up(a: float, b: float) -> float:
+    """The smallest double ≥ a/b for a ≥ 0, b > 0 finite (inf if a/b overflows; exact: the
+    quotient is checked with rationals)."""
+    with np.errstate(over="ignore"):
+        q = float(np.float64(a) / np.float64(b))
+    if math.isfinite(q) and Fraction(q) * Fraction(b) < Fraction(a):
+        q = math.nextafter(q, math.inf)
+    return q
 
 
 def mu_up_exact(sensitivity: float, sigma: float) -> float:

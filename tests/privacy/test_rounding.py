@@ -335,3 +335,23 @@ def test_quotient_up_is_the_smallest_double_above(a, b):
 )
 def test_quotient_up_extremes(a, b, want):
     assert r.quotient_up(a, b) == want
+
+
+@given(
+    st.lists(st.floats(min_value=0.0, max_value=1e100), max_size=10),
+    st.floats(min_value=SUB, max_value=1e100),
+    st.integers(1, 50),
+)
+def test_fits_budget_is_the_exact_comparison(mus, mu_budget, count):
+    exact = count * sum((Fraction(m) ** 2 for m in mus), Fraction(0))
+    assert r.fits_budget(mus, mu_budget, count) == (exact <= Fraction(mu_budget) ** 2)
+
+
+def test_fits_budget_at_the_edge():
+    # ten charges of μ_B/√10 rounded up to a double: a float sum could call it a tie
+    mu_b = 1.0
+    mu = r.sqrt_up(Fraction(1, 10))
+    assert not r.fits_budget([mu] * 10, mu_b)
+    assert r.fits_budget([r.sqrt_down(Fraction(1, 10))] * 10, mu_b)
+    assert r.fits_budget([], mu_b) and r.fits_budget([mu_b], mu_b)
+    assert not r.fits_budget([mu_b, SUB], mu_b)

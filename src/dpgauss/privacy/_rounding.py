@@ -39,7 +39,7 @@ correctly rounded for ``+ − × ÷ √`` and for the conversion of an int or ``
   never rounded down to 0 (a charge of 0 would be a claim of perfect privacy).
 * :func:`sum_squares`: exact (a rational, no rounding at all); it is the ledger's exact
   composition ``Σ μᵢ²`` of μ-GDP charges (Dong, Roth & Su 2019, Cor. 3.3), compared
-  exactly with the budget ``μ_B²``.
+  exactly with the budget ``μ_B²`` by :func:`fits_budget`.
 
 Two μ = Δ/σ helpers, on purpose: :func:`mu_up` is the accountant's and the privacy
 profile's (vectorised, never raises, one ulp of slack), :func:`mu_up_exact` the ledger's
@@ -66,6 +66,7 @@ __all__ = [
     "delta_from_log",
     "delta_from_log_array",
     "down",
+    "fits_budget",
     "mu_up",
     "mu_up_exact",
     "mul_up",
@@ -202,6 +203,16 @@ def sum_squares(values: Iterable[float]) -> Fraction:
     top = max(d.bit_length() for _, d in pairs) - 1
     total = sum((n * n) << (2 * (top - d.bit_length() + 1)) for n, d in pairs)
     return Fraction(total, 1 << (2 * top))
+
+
+def fits_budget(mus: Iterable[float], mu_budget: float, count: int = 1) -> bool:
+    """Whether ``count`` repetitions of the charges ``mus`` fit the budget ``μ_B``:
+    ``count · Σ μᵢ² ≤ μ_B²``, decided exactly in rationals (no rounding either way).
+
+    The ledger's test, which the planners (``plan_queries``, ``dpgauss budget plan``)
+    reproduce so that what they plan is what the ledger accepts.
+    """
+    return count * sum_squares(mus) <= Fraction(mu_budget) ** 2
 
 
 def sqrt_sum_up(squares: np.ndarray, extra_terms: int = 0) -> float:

@@ -29,7 +29,6 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -42,7 +41,7 @@ from .._validation import (
     check_interval,
     plain_number,
 )
-from ._rounding import UNIT_ROUNDOFF, mu_up, sqrt_sum_up, up
+from ._rounding import UNIT_ROUNDOFF, fits_budget, mu_up, sqrt_sum_up, up
 from .calibration import gdp_mu
 from .domination import dominating_mu
 from .events import (
@@ -297,7 +296,7 @@ class QueryPlan:
 
 def _fits(mu: float, k: int, mu_budget: float) -> bool:
     """The ledger's test for k equal charges of μ: k μ² ≤ μ_B², exactly."""
-    return k * Fraction(mu) ** 2 <= Fraction(mu_budget) ** 2
+    return fits_budget([mu], mu_budget, count=k)
 
 
 def _decimals(x: float, up: bool, digits: int = 10) -> tuple[float, float]:

@@ -48,7 +48,7 @@ import numpy as np
 
 from .._validation import POSITIVE, UNIT_OPEN, as_real_array, check_interval
 from ..privacy import gdp_epsilon, gdp_mu
-from ..privacy._rounding import mu_up_exact, sqrt_down, sum_squares
+from ..privacy._rounding import fits_budget, mu_up_exact, sqrt_down, sum_squares
 from ..privacy.accounting import GaussianAccountant
 from ..privacy.events import GaussianEvent, PrivacyEvent, event_of
 
@@ -665,7 +665,7 @@ class Ledger:
         with self._transaction("IMMEDIATE") as conn:
             budget, mus = self._load(conn, name)
             mu_budget = budget[2]
-            if sum_squares(mus) + Fraction(mu_c) ** 2 > Fraction(mu_budget) ** 2:
+            if not fits_budget([*mus, mu_c], mu_budget):
                 raise BudgetExceeded(name, mu_c, self._status(name, budget, mus))
             when = _now()
             cur = conn.execute(
@@ -733,7 +733,7 @@ class Ledger:
             for name, mu_budget in budgets:
                 rows = conn.execute("SELECT mu FROM charges WHERE dataset = ?", (name,))
                 mus = [float(r[0]) for r in rows]
-                if sum_squares(mus) > Fraction(mu_budget) ** 2:
+                if not fits_budget(mus, mu_budget):
                     raise LedgerFormatError(
                         f"{self.path}: the charges of dataset {name!r} exceed its budget"
                     )

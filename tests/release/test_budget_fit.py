@@ -21,9 +21,10 @@ from hypothesis import strategies as st
 
 from dpgauss.cli import main
 from dpgauss.privacy import gdp_mu
+from dpgauss.privacy._rounding import mu_up_exact as _mu_up
 from dpgauss.release import estimate, pipeline
 from dpgauss.release.domains.key_domain import resolve_domain
-from dpgauss.release.ledger import BudgetExceeded, Ledger, _mu_up
+from dpgauss.release.ledger import BudgetExceeded, Ledger
 from dpgauss.release.pipeline import run_release
 from dpgauss.release.plan import Calibration, sensitivity_of
 from dpgauss.release.plan import calibrate as calibrate_spec

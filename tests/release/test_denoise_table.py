@@ -147,6 +147,16 @@ def test_a_number_sigma_and_no_structure(tmp_path: Path, capsys) -> None:
     )
     text = capsys.readouterr().out
     assert code == 0 and "no privacy spent" in text and "james_stein" in text
+    # issue #28, item 7: the σ given as a number is in the output, beside the intervals
+    header, *rows = (tmp_path / "o.csv").read_text().splitlines()
+    assert header == "key,v,sigma,denoised,denoised_lower,denoised_upper"
+    assert all(r.split(",")[2] == "1.5" for r in rows) and len(rows) == 5
+    code = main(["denoise", str(tmp_path / "t.csv"), "--value", "v", "--sigma", "2"])
+    assert code == 2  # --out is required
+    out = str(tmp_path / "o.csv")
+    code = main(["denoise", str(tmp_path / "t.csv"), "--value", "v", "--sigma", "2", "--out", out])
+    err = capsys.readouterr().err
+    assert code == 2 and err.strip().endswith("already exists (to replace it: --overwrite)")
 
 
 def test_a_graphml_graph_by_node_id(tmp_path: Path) -> None:

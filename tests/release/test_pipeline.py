@@ -893,3 +893,32 @@ def test_a_mean_release_has_denoised_intervals_within_the_bounds(tmp_path: Path)
     assert np.all(c["denoised_lower"][ok] <= c["denoised"][ok])
     assert np.all(c["denoised"][ok] <= c["denoised_upper"][ok])
     assert np.all(c["denoised_lower"] >= 0) and np.all(c["denoised_upper"] <= 50)
+
+
+def test_library_errors_name_arguments_and_the_cli_names_flags(tmp_path: Path, capsys) -> None:
+    """Issue #28, item 7: a library error names the argument (``out=``), the command line the
+    flag (``--out PATH``); an existing output is refused naming how to replace it, in each
+    one's words; ``release --overwrite`` replaces it."""
+    from dpgauss.cli import main
+
+    src, _ = small_release_data(tmp_path)
+    ledger = make_ledger(tmp_path)
+    spec_path = small_spec_toml(tmp_path / "spec.toml", src, "none")
+    spec = load_spec(spec_path)
+    with pytest.raises(ValueError, match=r"\(set it in the spec, or give out=\)$"):
+        run_release(spec, ledger=str(ledger))
+    assert main(["release", str(spec_path), "--ledger", str(ledger)]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "dpgauss: error: [output] path is required (set it in the spec, or pass --out PATH)\n"
+    )
+    out = tmp_path / "r.csv"
+    argv = ["release", str(spec_path), "--ledger", str(ledger), "--out", str(out)]
+    assert main(argv) == 0 and out.exists()
+    capsys.readouterr()
+    with pytest.raises(ValueError, match=r"to replace it: \[output\] overwrite = true\)$"):
+        run_release(spec, ledger=str(ledger), out=str(out))
+    assert main(argv) == 2
+    assert capsys.readouterr().err.endswith("already exists (to replace it: --overwrite)\n")
+    before = out.read_bytes()
+    assert main([*argv, "--overwrite"]) == 0 and out.read_bytes() != before

@@ -12,6 +12,7 @@ import math
 import sys
 from collections.abc import Callable, Sequence
 
+from ..errors import cli_message
 from .budget import add_budget_parser
 from .calibrate import add_calibrate_parser, add_profile_parser
 from .check import add_check_parser
@@ -80,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dpgauss: error: {exc}", file=sys.stderr)
         return 2
     except (ValueError, TypeError) as exc:
-        print(f"dpgauss: error: {exc}", file=sys.stderr)
+        print(f"dpgauss: error: {cli_message(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("dpgauss: interrupted", file=sys.stderr)

@@ -14,10 +14,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from fractions import Fraction
 
 from ..noise.mechanisms import GaussianMechanism
 from ..privacy import gaussian_epsilon
+from ..privacy._rounding import fits_budget
 from ..privacy.accounting import GaussianAccountant, QueryPlan, plan_queries
 from ..privacy.composition import composed_sigma
 from ..release.ledger import BudgetStatus, Ledger, _budget_terms, charge_mu
@@ -146,12 +146,11 @@ def _plan(args: argparse.Namespace) -> str:
     checked: dict[str, object] = {"keys": args.keys}
     if args.keys is not None:
         mu_c, noise_sigma = _checked(plan, args.keys, args.secure)
-        budget = Fraction(plan.mu_budget) ** 2
         checked.update(
             charge_per_query=mu_c,
             noise_sigma=noise_sigma,
-            fit=k * Fraction(mu_c) ** 2 <= budget,
-            next_refused=(k + 1) * Fraction(mu_c) ** 2 > budget,
+            fit=fits_budget([mu_c], plan.mu_budget, count=k),
+            next_refused=not fits_budget([mu_c], plan.mu_budget, count=k + 1),
         )
     if args.json:
         return json.dumps(

@@ -21,6 +21,7 @@ DuckDB's bar on long scans) goes to stderr on a terminal, or wherever ``--progre
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 
@@ -34,6 +35,8 @@ __all__ = ["add_release_parser"]
 
 def _run(args: argparse.Namespace) -> str:
     spec = load_spec(args.spec)
+    if args.overwrite:
+        spec = dataclasses.replace(spec, output=dataclasses.replace(spec.output, overwrite=True))
     if not spec.privacy.secure:
         sys.stderr.write(f"dpgauss: WARNING: {NOT_PRIVATE_WARNING}\n")
     show = args.progress if args.progress is not None else sys.stderr.isatty() and not args.json
@@ -92,6 +95,11 @@ def add_release_parser(subparsers: argparse._SubParsersAction) -> argparse.Argum
         "--engine", choices=ENGINES, default="duckdb", help="where to aggregate (default duckdb)"
     )
     release.add_argument("--out", metavar="PATH", help="output path (overrides [output] path)")
+    release.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace existing output files (as [output] overwrite = true)",
+    )
     release.add_argument(
         "--ledger", metavar="FILE", help="budget ledger (overrides [privacy] ledger)"
     )

@@ -354,7 +354,12 @@ def denoise_table(
             },
         }
         report = json_ready(report)
-        new = {
+        new: dict[str, list[Any]] = {}
+        if not isinstance(sigma, str):
+            # σ given as a number: the table carries the σ its intervals were computed with
+            # (replacing a column 'sigma' in place, as the denoised columns do)
+            new["sigma"] = [s] * n
+        new |= {
             "denoised": np.ravel(res.estimate).tolist(),
             "denoised_lower": np.ravel(lo).tolist(),
             "denoised_upper": np.ravel(hi).tolist(),

@@ -37,6 +37,7 @@ import numpy as np
 
 from .._optional import install_hint
 from ..denoise import Denoised
+from ..errors import SettingError
 from ..noise.mechanisms import GaussianMechanism
 from ..noise.release import NoiseLaw, NoisePlan
 from ..privacy import analytic_gaussian_sigma, gaussian_delta, gaussian_epsilon
@@ -284,19 +285,24 @@ def _ledger_path(spec: ReleaseSpec, ledger: str | os.PathLike[str] | None) -> Pa
     given = ledger if ledger is not None else spec.privacy.ledger
     if not spec.privacy.secure:
         if given is not None:
-            raise ValueError(
+            why = (
                 "[privacy] secure = false is floating-point noise, for experiments on public "
                 "or synthetic data only: it is not differentially private and is never "
-                "charged to a ledger; remove the ledger (--ledger or [privacy] ledger) or "
-                "set secure = true"
+                "charged to a ledger; remove the ledger ("
+            )
+            raise SettingError(
+                why + "ledger= or [privacy] ledger) or set secure = true",
+                cli=why + "--ledger or [privacy] ledger) or set secure = true",
             )
         return None  # $DPGAUSS_LEDGER is not consulted for an experiment
     path = given if given is not None else (os.environ.get(LEDGER_ENV) or None)
     if path is None:
-        raise ValueError(
-            f"[privacy] ledger is required: set it in the spec, pass --ledger FILE or set "
-            f"${LEDGER_ENV} (create a budget first: dpgauss budget init DATASET --epsilon E "
-            f"--delta D --ledger FILE)"
+        first = "(create a budget first: dpgauss budget init DATASET --epsilon E --delta D "
+        raise SettingError(
+            f"[privacy] ledger is required: set it in the spec, give ledger= or set "
+            f"${LEDGER_ENV} {first}--ledger FILE)",
+            cli=f"[privacy] ledger is required: set it in the spec, pass --ledger FILE or set "
+            f"${LEDGER_ENV} {first}--ledger FILE)",
         )
     p = Path(os.fspath(path)).expanduser()
     if not p.exists():
@@ -426,7 +432,10 @@ def plan_release(
         raise TypeError(f"spec must be a ReleaseSpec; got {type(spec).__name__}")
     out_path = out if out is not None else spec.output.path
     if out_path is None:
-        raise ValueError("[output] path is required (or pass --out PATH)")
+        raise SettingError(
+            "[output] path is required (set it in the spec, or give out=)",
+            cli="[output] path is required (set it in the spec, or pass --out PATH)",
+        )
     table = Path(os.path.abspath(os.path.expanduser(os.fspath(out_path))))
     report = table.with_name(table.name + ".report.json")
     fmt = spec.output.file_format(str(table))
@@ -475,7 +484,11 @@ def plan_release(
     paths = [table, report, *([plot] if plot is not None else [])]
     diag_dir = diagnostics_dir(ledger_p)
     group = OutputGroup(
-        paths, overwrite=spec.output.overwrite, protected=protected, forbidden_dirs=[diag_dir]
+        paths,
+        overwrite=spec.output.overwrite,
+        protected=protected,
+        forbidden_dirs=[diag_dir],
+        overwrite_how="[output] overwrite = true",
     )
     _check_diagnostics_dir(diag_dir)
     group.check()

@@ -69,6 +69,8 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from typing import Any
 
+from ...privacy._rounding import rational_up
+
 __all__ = [
     "INT_LIMIT",
     "MAX_KEYS",
@@ -115,12 +117,6 @@ def _dyadic(q: Fraction) -> tuple[int, int]:
     return num >> tz, e + tz
 
 
-def up_double(q: Fraction) -> float:
-    """The smallest double ≥ ``q`` (``|q|`` ≤ the largest double)."""
-    f = float(q)  # int / int: correctly rounded
-    if Fraction(f) < q:
-        f = math.nextafter(f, math.inf)
-    return f
 
 
 def _ceil(q: Fraction) -> int:
@@ -256,7 +252,7 @@ class RangeBins:
         bins = cls(s, t, p, n, ints)
         if not ints and not bins._exact_edges():
             top = max(abs(s), abs(s + (n - 1) * p))
-            spacing = math.ulp(up_double(top))
+            spacing = math.ulp(rational_up(top))
             if not p > Fraction(spacing):
                 raise ValueError(
                     f"[{where}] step = {step!r} is too fine for bins near {float(top):.17g}: "
@@ -466,7 +462,7 @@ def _int_key(sql: Dialect, x: str, bins: RangeBins, lo_t: int, hi_t: int) -> str
 def _double_key(sql: Dialect, x: str, bins: RangeBins) -> str:
     """SQL for the key of a double ``x`` (module docstring)."""
     s, p = bins.start, bins.step
-    lo_d, hi_d = up_double(s), up_double(bins.stop)
+    lo_d, hi_d = rational_up(s), rational_up(bins.stop)
     inside = f"{x} >= {sql.dbl(lo_d)} AND {x} < {sql.dbl(hi_d)}"
     if bins.size == 1:
         return f"CASE WHEN {inside} THEN {sql.int_lit(0)} END"

@@ -63,3 +63,26 @@ def test_ratio_range_covers_the_corners() -> None:
     corners = [5.0 + (2.0 + a) / (4.0 + b) for a in (-1, 1) for b in (-1, 1)]
     assert lower[0] == pytest.approx(min(corners)) and upper[0] == pytest.approx(max(corners))
     assert (lower[1], upper[1]) == (0.0, 10.0)  # the count's interval reaches 0: all of it
+
+
+@pytest.mark.parametrize("secure", [True, False])
+def test_the_charge_event_is_what_the_ledger_charged(secure: bool) -> None:
+    """``Calibration.event`` (issue #27: the plan owns the charge event) is charged exactly the
+    μ the ledger charged before events: ``⌈Δ/σ⌉`` for continuous noise, the secure law's
+    dominating μ otherwise; and a μ no smaller than the exact Δ/σ (never under-charged)."""
+    from fractions import Fraction
+
+    from dpgauss.privacy._rounding import mu_up_exact
+    from dpgauss.privacy.events import GaussianEvent, GdpEvent
+    from dpgauss.release.ledger import event_mu
+
+    s = count_spec(secure)
+    cal = calibrate(s, sensitivity_of(s), 5)
+    ev = cal.event
+    if cal.noise.name == "gaussian":
+        assert isinstance(ev, GaussianEvent)
+        assert event_mu(ev) == mu_up_exact(cal.mechanism.sensitivity, cal.mechanism.sigma)
+        assert Fraction(event_mu(ev)) >= Fraction(cal.sensitivity) / Fraction(cal.sigma)
+    else:
+        assert isinstance(ev, GdpEvent) and event_mu(ev) == cal.mu
+    assert secure is (cal.noise.name != "gaussian")

@@ -93,16 +93,7 @@ def _charge(path: Path, dataset: str, cal: Calibration, label: str) -> Any:
     from .ledger import Ledger
 
     with Ledger(path, create=False) as led:
-        if cal.noise.name == "gaussian":  # continuous noise: exactly Δ/σ-GDP
-            entry = led.charge(
-                dataset,
-                sigma=cal.mechanism.sigma,
-                sensitivity=cal.mechanism.sensitivity,
-                label=label,
-            )
-        else:
-            entry = led.charge(dataset, mu=cal.mu, label=label)
-    return entry
+        return led.charge_event(dataset, cal.event, label=label)
 
 
 def _status(plan: ReleasePlan) -> dict[str, Any] | None:

@@ -42,6 +42,7 @@ from ..noise.mechanisms import GaussianMechanism
 from ..noise.release import NoiseLaw, NoisePlan
 from ..privacy import analytic_gaussian_sigma, gaussian_delta, gaussian_epsilon
 from ..privacy.accounting import GaussianAccountant
+from ..privacy.events import GaussianEvent, GdpEvent
 from .domains.key_domain import KeyDomain, resolve_domain
 from .engine import Engine, get_engine
 from .outputs import OutputError, OutputGroup, probe_directory
@@ -164,6 +165,16 @@ class Calibration:
     def label(self) -> str:
         """The mechanism's label (e.g. the secure sampler's name), for the report."""
         return str(self.probe.mechanism)
+
+    @property
+    def event(self) -> GaussianEvent | GdpEvent:
+        """The charge of the release, a typed event (:mod:`dpgauss.privacy.events`) that the
+        ledger composes: continuous Gaussian noise is exactly Δ/σ-GDP
+        (:class:`~dpgauss.privacy.events.GaussianEvent` of σ and Δ); a secure law is charged
+        its dominating μ (:class:`~dpgauss.privacy.events.GdpEvent`, ``mu``)."""
+        if self.noise.name == "gaussian":
+            return GaussianEvent(self.mechanism.sigma, self.mechanism.sensitivity)
+        return GdpEvent(self.mu)
 
 
 def noise_scales(sens: Sensitivity, sigma: float) -> dict[str, float]:

@@ -47,7 +47,8 @@ def test_a_dpgauss_chain_release_is_reproduced(tmp_path: Path) -> None:
     for col in ("denoised_lower", "denoised_upper"):
         np.testing.assert_allclose(_col(out, col), rel.columns[col], atol=1e-9)
     assert res.report["method"] == rel.report["denoise"]["method"]
-    assert list(out)[:6] == ["key", "released", "denoised", "sigma", "lower", "upper"]
+    head = ["key", "released", "denoised", "sigma", "released_lower", "released_upper"]
+    assert list(out)[:6] == head
     assert np.all(_col(out, "denoised_lower") <= _col(out, "denoised"))
     report = json.loads((tmp_path / "d.csv.report.json").read_text())
     assert "costs no privacy" in report["privacy"]

@@ -369,8 +369,8 @@ COLUMNS = [
     "released",
     "denoised",
     "sigma",
-    "lower",
-    "upper",
+    "released_lower",
+    "released_upper",
     "denoised_lower",
     "denoised_upper",
 ]
@@ -398,9 +398,9 @@ def test_release_writes_the_exact_aggregate_with_the_hook(tmp_path: Path, zero_n
     assert np.array_equal(res.columns["key"], np.arange(10))
     sigma = res.columns["sigma"][0]
     assert np.all(res.columns["sigma"] == sigma)
-    width = res.columns["upper"] - res.columns["released"]
+    width = res.columns["released_upper"] - res.columns["released"]
     assert np.allclose(width, width[0]) and width[0] == pytest.approx(1.96 * sigma, rel=0.02)
-    assert np.allclose(res.columns["released"] - res.columns["lower"], width[0])
+    assert np.allclose(res.columns["released"] - res.columns["released_lower"], width[0])
     lines = out.read_text().splitlines()
     assert lines[0] == ",".join(COLUMNS) and len(lines) == 11
     assert float(lines[1].split(",")[1]) == truth[0]
@@ -447,7 +447,7 @@ def test_a_real_release_is_noisy_and_charged(tmp_path: Path) -> None:
     assert report["privacy"]["classical_sigma"] > report["privacy"]["analytic_sigma"]
     released = res.columns["released"]
     assert not np.array_equal(released, truth)
-    assert np.all(res.columns["lower"] < res.columns["upper"])
+    assert np.all(res.columns["released_lower"] < res.columns["released_upper"])
     with Ledger(ledger, create=False) as led:
         (entry,) = led.charges("d")
     assert entry.mu == pytest.approx(report["privacy"]["mu"])
@@ -552,8 +552,9 @@ def test_sum_and_mean(tmp_path: Path, zero_noise) -> None:
     c = res.columns
     assert np.allclose(c["released"], sums / counts, rtol=1e-12)
     assert np.allclose(c["count_released"], counts) and np.allclose(c["sum_released"], sums)
-    assert np.all(c["lower"] <= c["released"]) and np.all(c["released"] <= c["upper"])
-    assert np.all(c["lower"] >= 0) and np.all(c["upper"] <= 50)
+    assert np.all(c["released_lower"] <= c["released"])
+    assert np.all(c["released"] <= c["released_upper"])
+    assert np.all(c["released_lower"] >= 0) and np.all(c["released_upper"] <= 50)
     assert np.all(c["sigma"] > 0)
     s = res.report["sensitivity"]
     assert s["parts"] == {"sum": 125.0, "count": 5.0}

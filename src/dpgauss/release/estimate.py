@@ -12,21 +12,22 @@ replace it (``monkeypatch.setattr(estimate, "add_noise", ...)``) to compare whol
 with exact aggregates; a report built while it is replaced says ``noise_off`` (NOT private).
 
 The output table has one row per key of the domain: ``key, released, denoised, sigma,
-lower, upper, denoised_lower, denoised_upper`` (``[lower, upper]`` covers the true bounded
-value with probability ≥ ``level``, 95 % by default, exactly for the noise law;
+released_lower, released_upper, denoised_lower, denoised_upper`` (``[released_lower,
+released_upper]`` covers the true bounded value with probability ≥ ``level``, 95 % by
+default, exactly for the noise law;
 ``[denoised_lower, denoised_upper]`` is the denoised value's interval at the same level,
 which targets average coverage over keys: :mod:`dpgauss.denoise.result`); graph domains
 add ``lat, lon`` of each node, a ``mean`` adds ``sum_released, count_released``.
 
-Means.  A mean is released as a noisy centred sum ``S'`` and a noisy count ``C`` of the same
+Means. A mean is released as a noisy centred sum ``S'`` and a noisy count ``C`` of the same
 kept records (one Gaussian mechanism on the normalised pair; see
-:mod:`dpgauss.release.sensitivity`), and ``released = clip(m + S'/C, lower, upper)`` where
-``C ≥ 1`` (empty otherwise); ``sigma`` is the delta-method standard error
-``√(σ_S² + (S'/C)² σ_C²)/C`` (an approximation, stated in the report), and ``[lower, upper]``
-is the range of ``m + S/C`` over the two level-``(1+level)/2`` intervals of ``S'`` and ``C``,
+:mod:`dpgauss.release.sensitivity`), and ``released = clip(m + S'/C, lower, upper)`` where ``C
+≥ 1`` (empty otherwise); ``sigma`` is the delta-method standard error ``√(σ_S² + (S'/C)²
+σ_C²)/C`` (an approximation, stated in the report), and ``[released_lower, released_upper]`` is
+the range of ``m + S/C`` over the two level-``(1+level)/2`` intervals of ``S'`` and ``C``,
 clipped to the clamping bounds: it covers the true mean of the kept clamped values with
 probability ≥ ``level`` (union bound), or is the whole ``[lower, upper]`` when the count's
-interval reaches 0.  ``denoised`` is the same ratio of the denoised sum and count, and
+interval reaches 0. ``denoised`` is the same ratio of the denoised sum and count, and
 ``[denoised_lower, denoised_upper]`` the same range over the denoised sum's and count's
 level-``(1+level)/2`` intervals.
 """
@@ -140,8 +141,8 @@ def estimate(
             "released": values,
             "denoised": np.asarray(den.estimate, dtype=np.float64),
             "sigma": np.full(d, rel.sigma),
-            "lower": np.asarray(lower, dtype=np.float64),
-            "upper": np.asarray(upper, dtype=np.float64),
+            "released_lower": np.asarray(lower, dtype=np.float64),
+            "released_upper": np.asarray(upper, dtype=np.float64),
             "denoised_lower": np.asarray(den_lower, dtype=np.float64),
             "denoised_upper": np.asarray(den_upper, dtype=np.float64),
         }
@@ -309,8 +310,8 @@ def _mean_columns(
         "released": released,
         "denoised": denoised,
         "sigma": sigma,
-        "lower": lower,
-        "upper": upper,
+        "released_lower": lower,
+        "released_upper": upper,
         "denoised_lower": den_lower,
         "denoised_upper": den_upper,
         "sum_released": m * c_rel + s_rel,

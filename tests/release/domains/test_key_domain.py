@@ -278,7 +278,7 @@ path = "{tmp_path / "grid.csv"}"
     code, text = cli(["release", str(spec)])
     assert code == 0, text
     lines = (tmp_path / "grid.csv").read_text().splitlines()
-    assert lines[0].startswith("y,x,released,denoised,sigma,lower,upper")
+    assert lines[0].startswith("y,x,released,denoised,sigma,released_lower,released_upper")
     assert len(lines) == 1 + 30 * 20
     report = json.loads((tmp_path / "grid.csv.report.json").read_text())
     assert report["domain"]["structure"].startswith("lattice (y × x) of 30 × 20 keys")

@@ -269,3 +269,32 @@ def test_ledger_charges_events_like_sigma_and_mu(tmp_path):
             led.charge_event("a", GaussianEvent(10.0, count=2))
         with pytest.raises(TypeError, match="not μ-GDP"):
             led.charge_event("a", LaplaceEvent(1.0))
+
+
+def test_an_uncertifiable_discrete_event_is_refused_never_charged_nothing(tmp_path) -> None:
+    """A discrete law far below its grid (ε = 1e15) has no certifiable dominating μ
+    (``dominating_mu`` gives 0): the accountant, ``event_mu`` and the ledger refuse it, as
+    ``add_mu(0)`` always did; no charge of μ = 0 is ever recorded (found merging #27)."""
+    from dpgauss.noise.mechanisms import GaussianMechanism
+    from dpgauss.privacy.accounting import GaussianAccountant
+    from dpgauss.privacy.events import event_of
+    from dpgauss.release.ledger import Ledger, event_mu
+
+    plan = GaussianMechanism(1e15, 1e-6, 5.0).noise_plan(10, secure=True)
+    event = event_of(plan)
+    acc = GaussianAccountant()
+    with pytest.raises(ValueError, match=r"mu must be in \(0, inf\]"):
+        acc.add_event(event)
+    assert acc.charges == [] and acc.mu == 0.0
+    with pytest.raises(ValueError, match=r"mu must be in \(0, inf\]"):
+        event_mu(event)
+    acc = GaussianAccountant()
+    with pytest.raises(ValueError, match=r"mu must be in \(0, inf\]"):
+        acc.compose([GdpEvent(0.5), event])  # checked before any is charged
+    assert acc.charges == []
+    path = tmp_path / "l.sqlite"
+    with Ledger(path) as led:
+        led.create_budget("d", epsilon=1.0, delta=1e-6)
+        with pytest.raises(ValueError):
+            led.charge_event("d", event)
+        assert led.charges("d") == []

@@ -112,7 +112,7 @@ CASES = [
     ({"domain": {"step": 1.7e308}}, None),
     ({"domain": {"step": 10**30}}, None),
     ({"domain": {"step": 1e-6}}, None),
-    # counted as written (issue #28, item 3): 10 / 1e-7 is 10^8 bins; the double 1e-7 gave 10^8 + 1
+    # counted as written (issue #28, item 3): 10 / 1e-7 is 10^8 bins, the doubles' 10^8 + 1
     ({"domain": {"step": 1e-7}}, (ValueError, "[domain] the range has 100,000,000 bins")),
     (
         {"domain": {"step": TINY}},
@@ -230,20 +230,21 @@ def test_every_numeric_key_validates_or_names_itself(tables: dict, outcome: obje
 
 
 @pytest.mark.parametrize(
-    ("start", "stop", "step", "size"),
+    ("start", "stop", "step", "exact", "size"),
     [
-        (0.0, 7.5, 0.15, 51),  # float arithmetic says 50: 7.5 / 0.15 == 50.0
-        (0.0, 1.4000000000000001, 0.1, 15),  # float: 14
-        (-0.7, 12.8, 0.3, 46),  # float: 45
-        (2**53 + 3, 2**53 + 7, 1, 4),  # float(start) = float(stop) - 4: the IndexError case
-        (2**60, 2**60 + 10, 1, 10),
-        (0, 10**36, 10**30, 10**6),
-        (0.0, 1e-320, TINY, 2024),
+        # the doubles' exact ratio is 50.000000000000002 (51 bins) and float arithmetic says
+        # 50.0; as written, 7.5 is the 50th edge: 50 bins, no sliver (issue #28, item 3)
+        (0.0, 7.5, 0.15, 51, 50),
+        (0.0, 1.4000000000000001, 0.1, 15, 15),  # float: 14; as written 14.000000000000001
+        (-0.7, 12.8, 0.3, 46, 45),  # float: 45; as written 45
+        (2**53 + 3, 2**53 + 7, 1, 4, 4),  # float(start) = float(stop) - 4: the IndexError case
+        (2**60, 2**60 + 10, 1, 10, 10),
+        (0, 10**36, 10**30, 10**6, 10**6),
+        (0.0, 1e-320, TINY, 2024, 2024),  # subnormals: "1e-320" is far from its double
     ],
 )
-def test_bin_count_is_exact_everywhere(start, stop, step, size, tmp_path: Path) -> None:
-    exact = math.ceil((Fraction(stop) - Fraction(start)) / Fraction(step))
-    assert exact == size
+def test_bin_count_is_exact_everywhere(start, stop, step, exact, size, tmp_path: Path) -> None:
+    assert math.ceil((Fraction(stop) - Fraction(start)) / Fraction(step)) == exact
     spec = spec_with(domain={"start": start, "stop": stop, "step": step})
     dom = resolve_domain(spec)
     assert dom.size == size == len(dom.labels)

@@ -73,6 +73,19 @@ def _positive_array(value: object, name: str) -> np.ndarray:
     return arr
 
 
+def _certified_mu(event: GaussianEvent | DiscreteGaussianEvent | GdpEvent) -> float:
+    """The μ of one release of ``event``, refused unless it is in (0, ∞]: a discrete law
+    whose domination cannot be certified gives μ = 0, which must never be charged (an
+    infinite μ, from an overflowing Δ/σ, is charged: it spends the whole budget)."""
+    mu = float(event.mu)
+    if not mu > 0:
+        raise ValueError(
+            f"mu must be in (0, inf]: a certified mu-GDP charge; got {mu!r} for "
+            f"{type(event).__name__} (its noise is too far below its grid to certify)"
+        )
+    return mu
+
+
 @dataclass(frozen=True)
 class Charge:
     """One call to the accountant: ``count`` releases of each μ in ``mu``."""
@@ -139,7 +152,9 @@ class GaussianAccountant:
         for any finite μ and raises ``TypeError``.
         """
         if isinstance(event, GaussianEvent | DiscreteGaussianEvent | GdpEvent):
-            mu = float(event.mu)
+            # μ must be certified positive and finite: a discrete law whose domination cannot
+            # be certified gives 0 (dominating_mu), which must refuse, never charge nothing.
+            mu = _certified_mu(event)
             self.charges.append(Charge(np.array([mu]), event.count, label))
             return mu
         if isinstance(event, LaplaceEvent):
@@ -166,6 +181,8 @@ class GaussianAccountant:
                     "compose needs privacy events (GaussianEvent, DiscreteGaussianEvent, "
                     f"GdpEvent); got {type(event).__name__}"
                 )
+        for event in todo:  # every μ certified before any is charged
+            _certified_mu(event)
         for event in todo:
             self.add_event(event, label)
         return self

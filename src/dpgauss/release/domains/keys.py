@@ -33,10 +33,11 @@ timestamps are invalid with string keys (the engines write them differently).
 **range.**  With ``start``, ``stop`` and ``step`` taken as the exact values written in the spec
 (an integer, or the exact binary value of a float), bin ``i`` is
 ``[start + i·step, start + (i+1)·step) ∩ [start, stop)`` for ``i = 0 … n − 1``,
-``n = ⌈(stop − start)/step⌉``.  The count is taken from the decimals as written when that is
-fewer (``start = 52.5195, stop = 52.5245, step = 0.0005`` is 10 bins, though the doubles'
-exact ratio is just above 10): then ``stop`` is ``start + n·step`` (the doubles' exact
-values), so the range is the ``n`` whole bins.  A record's value ``x`` falls in bin
+``n = ⌈(stop − start)/step⌉``, except that a range whose written ``stop`` is exactly its
+``n``-th written edge has ``n`` bins even when the doubles' rounding would add a sliver
+``(n+1)``-th (``start = 52.5195, stop = 52.5245, step = 0.0005`` is 10 bins, though the
+doubles' exact ratio is just above 10): then ``stop`` is ``start + n·step`` in the doubles'
+exact values, so the range is the ``n`` whole bins.  A record's value ``x`` falls in bin
 ``⌊(x − start)/step⌋`` if ``start ≤ x < stop`` — all in exact rational arithmetic: a value at
 a bin edge belongs to the bin above, a value just below ``stop`` to the last bin, ``stop``
 itself to none.  Labels (the bins' lower edges) are integers when ``start`` and ``step`` are
@@ -234,13 +235,16 @@ class RangeBins:
             )
         n = _ceil((t - s) / p)
         # The count as the user wrote it: 52.5195 to 52.5245 by 0.0005 is 10 bins, though the
-        # doubles' exact ratio is just above 10.  The bins keep the doubles' exact edges and
-        # end at the lower of stop and start + n·step (module docstring).
+        # doubles' exact ratio is just above 10.  Only that sliver bin is dropped: when the
+        # written stop is exactly the n-th written edge and the doubles' rounding alone adds
+        # an (n+1)-th bin; the bins keep the doubles' exact edges and end at start + n·step
+        # (module docstring).
         ws, wt, wp = (written_decimal(v, q) for v, q in ((start, s), (stop, t), (step, p)))
         if wt > ws and wp > 0:
-            n_written = _ceil((wt - ws) / wp)
-            if 1 <= n_written < n:
-                n, t = n_written, s + n_written * p
+            ratio = (wt - ws) / wp
+            if ratio.denominator == 1 and n == ratio.numerator + 1:
+                n = ratio.numerator
+                t = s + n * p
         if n > MAX_KEYS:
             raise ValueError(
                 f"[{where}] the range has {_count(n)} bins (ceil((stop - start) / step)); at "

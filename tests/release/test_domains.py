@@ -22,7 +22,7 @@ pytest.importorskip("duckdb")
 from dpgauss.datasets import load_manhattan_graph  # noqa: E402
 from dpgauss.release import pipeline  # noqa: E402
 from dpgauss.release.domain import product_edges, resolve_domain  # noqa: E402
-from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
+from dpgauss.release.engines.duckdb import DuckDBEngine  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate, run_release, sensitivity_of  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 

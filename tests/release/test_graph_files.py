@@ -21,7 +21,7 @@ pytest.importorskip("duckdb")
 
 from dpgauss.release import pipeline  # noqa: E402
 from dpgauss.release.domain import resolve_domain  # noqa: E402
-from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
+from dpgauss.release.engines.duckdb import DuckDBEngine  # noqa: E402
 from dpgauss.release.graph_files import read_graph_tables, read_graphml  # noqa: E402
 from dpgauss.release.mapping import EARTH_RADIUS_M  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate, run_release, sensitivity_of  # noqa: E402

@@ -25,7 +25,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 
 from dpgauss.release import pipeline  # noqa: E402
 from dpgauss.release.domain import resolve_domain  # noqa: E402
-from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
+from dpgauss.release.engines.duckdb import DuckDBEngine  # noqa: E402
 from dpgauss.release.ledger import BudgetExceeded, Ledger  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate, run_release  # noqa: E402
 from dpgauss.release.release_cli import add_release_parser  # noqa: E402

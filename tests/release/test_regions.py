@@ -20,7 +20,7 @@ from dpgauss.datasets.neighbourhoods import (  # noqa: E402
 )
 from dpgauss.release import pipeline  # noqa: E402
 from dpgauss.release.domain import resolve_domain  # noqa: E402
-from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
+from dpgauss.release.engines.duckdb import DuckDBEngine  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate, run_release, sensitivity_of  # noqa: E402
 from dpgauss.release.regions import RegionMapper, adjacency, read_geojson  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402

@@ -81,7 +81,7 @@ from ..privacy import (
 )
 from ..privacy.accounting import GaussianAccountant
 from .domain import KeyDomain, resolve_domain
-from .engine import Aggregate, AggregationPlan, Engine
+from .engines.base import Aggregate, AggregationPlan, Engine
 from .keymap import key_array
 from .outputs import OutputGroup, write_csv
 from .plan import LEDGER_ENV, ReleasePlan, make_engine, plan_release, value_offset

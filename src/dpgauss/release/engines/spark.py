@@ -1,16 +1,18 @@
 """The Spark engine: the bounded aggregation of a release on a Spark DataFrame.
 
 For data that does not fit one machine.  The semantics are those of
-:mod:`dpgauss.release.engine` — the same classification, content-keyed priorities, bounding
-order and aggregation as the DuckDB engine (:mod:`dpgauss.release.engine_duckdb`), checked by
-``tests/release/test_engine_spark.py``, which runs both engines on the same files.  Only the
-per-key aggregate and the row counters come back to the driver (one ``collect`` of small
-rows: one per key, two for kde, and one per row class); no record ever does, and the noise
-is added by the pipeline.
+:mod:`dpgauss.release.engines.base` — the same classification, content-keyed priorities,
+bounding order and aggregation as the DuckDB engine (:mod:`dpgauss.release.engines.duckdb`);
+how a record's unit, domain and value are read is written once, for both, in
+:mod:`dpgauss.release.engines.sql` (in the Spark dialect here).  ``tests/release/engines/``
+runs both engines on the same sources (``test_contract.py``, ``test_engine_spark.py``).
+Only the per-key aggregate and the row counters come back to the driver (one ``collect``
+of small rows: one per key, two for kde, and one per row class); no record ever does, and
+the noise is added by the pipeline.
 
 How the job is built (DataFrame API; SQL text only for the parsing expressions):
 
-* **Sources.**  CSV (:mod:`dpgauss.release.csv_format`, below), Parquet (paths or globs,
+* **Sources.**  CSV (:mod:`dpgauss.release.engines.csv_format`, below), Parquet (paths or globs,
   schemas merged by name), a table of the session's catalog (``[source] table``;
   ``spark.table``), ``bundled = "trips"``, or a DataFrame handed to the engine
   (``SparkEngine(dataframe=df)``, then ``[source] table`` only names it).
@@ -95,29 +97,32 @@ from typing import Any
 
 import numpy as np
 
-from .._optional import install_hint
-from . import csv_format, schema
-from .engine import Aggregate, AggregationPlan, RowCounts, source_columns
-from .engine_duckdb import AGGREGATION_FAILED, EngineError
-from .keymap import INT_LITERAL, SPARK, TIMESTAMP_TEXT, Column, range_key_sql, value_tables
-from .spec import DomainSpec, ReleaseSpec
+from ..._optional import install_hint
+from .. import schema
+from ..keymap import INT_LITERAL, TIMESTAMP_TEXT
+from ..spec import DomainSpec, ReleaseSpec
+from . import csv_format
+from .base import (
+    AGGREGATION_FAILED,
+    DROPPED,
+    IN_DOMAIN,
+    INVALID_DOMAIN,
+    INVALID_VALUE,
+    MALFORMED,
+    NULL_UNIT,
+    NUMBER_TEXT,
+    OUTSIDE,
+    OUTSIDE_FILTER,
+    SPARK,
+    Aggregate,
+    AggregationPlan,
+    EngineError,
+    collect,
+    source_columns,
+)
+from .sql import RecordExpressions, suffix
 
 __all__ = ["SparkEngine", "priority_column"]
-
-# Row classes (engine.py, "Classification"); MALFORMED lines are tested first.
-IN_DOMAIN, NULL_UNIT, INVALID_DOMAIN, INVALID_VALUE, OUTSIDE, OUTSIDE_FILTER, MALFORMED = range(7)
-DROPPED = -100  # the group of in-domain rows removed by the bounds
-
-# What DuckDB's TRY_CAST(text AS DOUBLE) accepts (checked against DuckDB 2.0).
-_DIGITS = "[0-9]+(_[0-9]+)*"
-_NUMBER = (
-    r"^\s*[+-]?("
-    rf"(({_DIGITS})([.]({_DIGITS})?)?|[.]{_DIGITS})([eE][+-]?{_DIGITS})?"
-    r"|(?i:inf|infinity|nan)"
-    r")\s*$"
-)
-_INTEGER = rf"^\s*[+-]?{_DIGITS}\s*$"
-# Timestamps as DuckDB reads them (date, optional time, optional UTC offset).
 
 #: Spark's setting that reads Parquet TIMESTAMP(NANOS) as LONG nanoseconds (Spark 3.2.4+).
 NANOS_AS_LONG = "spark.sql.legacy.parquet.nanosAsLong"
@@ -138,14 +143,8 @@ def _pyspark() -> Any:
     return pyspark
 
 
-def _ident(name: str) -> str:
-    """``name`` as a Spark SQL identifier (backticks, embedded backticks doubled)."""
-    return "`" + str(name).replace("`", "``") + "`"
-
-
-def _text(value: str) -> str:
-    """``value`` as a Spark SQL string literal."""
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+_ident = SPARK.ident  # ``name`` as a Spark SQL identifier (backticks)
+_text = SPARK.literal  # ``value`` as a Spark SQL string literal
 
 
 def _signed(salt: int) -> int:
@@ -172,11 +171,6 @@ def _one_line(exc: BaseException) -> str:
             break
     text = " ".join(" ".join(lines).split()) or type(exc).__name__
     return text if len(text) <= 400 else text[:397] + "..."
-
-
-def _suffix(i: int) -> str:
-    """The column suffix of axis ``i`` (none for the first: ``la``, ``lo``, ``dx_…``)."""
-    return "" if i == 0 else str(i)
 
 
 def _file_uri(path: str) -> str:
@@ -727,7 +721,7 @@ class SparkEngine:
     # ------------------------------------------------------------------- aggregate
 
     def aggregate(self, plan: AggregationPlan) -> Aggregate:
-        """The bounded aggregate of ``plan`` (semantics: :mod:`dpgauss.release.engine`)."""
+        """The bounded aggregate of ``plan`` (semantics: :mod:`dpgauss.release.engines.base`)."""
         try:
             with self._parquet_settings(plan.spec) as on:
                 df, names, csv = self._read(plan.spec)
@@ -737,7 +731,13 @@ class SparkEngine:
                 rows = [tuple(r) for r in job.collect()]
         except _spark_errors() as exc:
             raise EngineError(AGGREGATION_FAILED, f"spark: {_one_line(exc)}") from None
-        return _collect(plan, rows)
+        spread = plan.domain.spread
+        groups = [
+            (g, n, units, nc, nk, None if spread else s) for g, n, units, nc, nk, s, _ in rows
+        ]
+        # kde: the mass and the weighted sum of each node, collected in the same rows
+        masses = [(g, mass, s) for g, _, _, _, _, s, mass in rows if int(g) >= 0]
+        return collect(plan, groups, masses if spread else None)
 
 
 # ------------------------------------------------------------------ declared types
@@ -804,7 +804,7 @@ def _conversion(c: str, t: Any, declared: str) -> str:
     if declared == "float64":
         x = f"try_cast(replace({c}, '_', '') AS DOUBLE)"
         return (
-            f"CASE WHEN {c} RLIKE {_text(_NUMBER)} AND NOT (isnan({x}) OR abs({x}) = "
+            f"CASE WHEN {c} RLIKE {_text(NUMBER_TEXT)} AND NOT (isnan({x}) OR abs({x}) = "
             f"double('inf')) THEN {x} END"
         )
     if declared == "bool":
@@ -816,7 +816,38 @@ def _conversion(c: str, t: Any, declared: str) -> str:
 # ---------------------------------------------------------------------------- the job
 
 
-class _Job:
+def sql_type(t: Any, nanos: bool = False) -> str:
+    """A Spark type in the vocabulary of :mod:`dpgauss.release.engines.sql` (DuckDB's type
+    names): how the engine-neutral expressions read the column.  A LONG of nanoseconds
+    (``nanos``, a Parquet ``TIMESTAMP(NANOS)``) is DuckDB's ``TIMESTAMP_NS``; Spark's
+    ``timestamp`` (with the session's time zone) is ``TIMESTAMP WITH TIME ZONE``."""
+    from pyspark.sql import types as spt
+
+    if nanos:
+        return "TIMESTAMP_NS"
+    if isinstance(t, spt.DecimalType):
+        return f"DECIMAL({int(t.precision)},{int(t.scale)})"
+    if isinstance(t, spt.StringType | spt.VarcharType | spt.CharType):
+        return "VARCHAR"
+    names = (
+        (spt.ByteType, "TINYINT"),
+        (spt.ShortType, "SMALLINT"),
+        (spt.IntegerType, "INTEGER"),
+        (spt.LongType, "BIGINT"),
+        (spt.BooleanType, "BOOLEAN"),
+        (spt.FloatType, "FLOAT"),
+        (spt.DoubleType, "DOUBLE"),
+        (spt.DateType, "DATE"),
+        (spt.TimestampNTZType, "TIMESTAMP"),
+        (spt.TimestampType, "TIMESTAMP WITH TIME ZONE"),
+    )
+    for cls, name in names:
+        if isinstance(t, cls):
+            return name
+    return str(t.simpleString()).upper()
+
+
+class _Job(RecordExpressions):
     """Builds the one Spark job of an aggregation (module docstring for the design)."""
 
     def __init__(
@@ -830,13 +861,13 @@ class _Job:
         from pyspark.sql import types as spt
 
         self.nanos = dict(nanos or {})  # LONG nanosecond columns → UTC-adjusted (_nanos)
-        self.plan = plan
-        self.spec = plan.spec
         self.df = df
         self.names = names
         self.csv = csv
         self.types = {f.name: f.dataType for f in df.schema.fields}
         self.spt = spt
+        sql_types = {n: sql_type(t, n in self.nanos) for n, t in self.types.items()}
+        super().__init__(SPARK, plan, sql_types)
 
     # ------------------------------------------------------------ parsing (SQL text)
 
@@ -859,10 +890,7 @@ class _Job:
         """``TRY_CAST(column AS DOUBLE)`` as DuckDB parses it."""
         c = _ident(column)
         if self._is(column, "string"):
-            return (
-                f"CASE WHEN {c} RLIKE {_text(_NUMBER)} "
-                f"THEN try_cast(replace({c}, '_', '') AS DOUBLE) END"
-            )
+            return SPARK.text_double(c)
         if self._is(column, "number"):
             return f"try_cast({c} AS DOUBLE)"
         return "CAST(NULL AS DOUBLE)"
@@ -936,148 +964,14 @@ class _Job:
         )
         return f"NOT coalesce({inside}, false)"
 
-    def _column(self, d: DomainSpec) -> Column:
-        """How a domain column's Spark type is read (:class:`keymap.Column`); a timestamp
-        range reads its column as microseconds since 1970 (an exact integer).  A LONG of
-        nanoseconds is a timestamp without a text (DuckDB's ``TIMESTAMP_NS``): no key of a
-        values or numeric range domain."""
-        spt = self.spt
-        if d.is_time:
-            return Column("int", -(2**63), 2**63 - 1)
-        if str(d.column) in self.nanos:
-            return Column("other")
-        t = self.types.get(str(d.column))
-        bounds = {
-            spt.ByteType: (-(2**7), 2**7 - 1),
-            spt.ShortType: (-(2**15), 2**15 - 1),
-            spt.IntegerType: (-(2**31), 2**31 - 1),
-            spt.LongType: (-(2**63), 2**63 - 1),
-        }
-        for cls, (lo, hi) in bounds.items():
-            if isinstance(t, cls):
-                return Column("int", lo, hi, text="cast")
-        if isinstance(t, spt.BooleanType):
-            return Column("int", 0, 1, text="cast")
-        if isinstance(t, spt.DecimalType):
-            p, sc = int(t.precision), int(t.scale)
-            if sc == 0:
-                return Column("int", -(10**p - 1), 10**p - 1, text="cast")
-            return Column("decimal", scale=sc, precision=p, text="cast")
-        if isinstance(t, spt.FloatType | spt.DoubleType):
-            return Column("float")
-        if self._is(str(d.column), "string"):
-            return Column("string", text="raw")
-        if isinstance(t, spt.DateType | spt.TimestampNTZType):
-            return Column("other", text="cast")
-        return Column("other")
-
-    def _keys(self, d: DomainSpec) -> tuple[Any, ...]:
-        return self.plan.domain.keys_of(d)
-
-    def _values_type(self, d: DomainSpec) -> str:
-        """``"string"`` for string keys, else ``"number"``."""
-        return "string" if any(isinstance(v, str) for v in self._keys(d)) else "number"
-
-    def _channels(self, d: DomainSpec) -> dict[str, str]:
-        """SQL of each way the record's value is read (as the DuckDB engine's ``_channels``):
-        ``int`` (an exact integer, DECIMAL(38, 0)), ``dbl``, ``dec`` (a decimal's unscaled
-        integer) or ``str``; a record has a value in at most one channel.  A timestamp range:
-        ``int``, the microseconds since 1970 of the timestamp as the ``[filter]`` reads it."""
-        col = self._column(d)
-        c = _ident(str(d.column))
-        if d.is_time and self.nanos.get(str(d.column)) is False:
+    def _time_micros(self, column: str) -> str:
+        c = _ident(column)
+        if self.nanos.get(column) is False:
             # floored to the microsecond, as DuckDB's TIMESTAMP_NS (a cast would round up
             # into the next bin)
-            return {"int": _micros_of_nanos(c, "floor")}
-        if d.is_time:
-            ts = self._timestamp(str(d.column))
-            return {"int": f"timestampdiff(MICROSECOND, TIMESTAMP_NTZ'1970-01-01 00:00:00', {ts})"}
-        if d.matches and self._values_type(d) == "string":
-            if col.text == "raw":
-                return {"str": c}
-            return {"str": f"CAST({c} AS STRING)"} if col.text == "cast" else {}
-        if col.kind == "int":
-            x = (
-                f"CAST({c} AS INT)"
-                if isinstance(self.types.get(str(d.column)), self.spt.BooleanType)
-                else c
-            )
-            return {"int": f"CAST({x} AS {'BIGINT' if col.fits64 else 'DECIMAL(38, 0)'})"}
-        if col.kind == "float":
-            return {
-                "dbl": f"CASE WHEN NOT (isnan({c}) OR abs({c}) = double('inf')) "
-                f"THEN CAST({c} AS DOUBLE) END"
-            }
-        if col.kind == "decimal":
-            return {"dec": f"try_cast(replace(CAST({c} AS STRING), '.', '') AS DECIMAL(38, 0))"}
-        if col.kind == "string":
-            is_int = f"({c} RLIKE {_text(INT_LITERAL)})"
-            as_int = f"try_cast(replace({c}, '_', '') AS DECIMAL(38, 0))"
-            as_dbl = f"({self._double(str(d.column))})"
-            return {
-                "int": f"CASE WHEN {is_int} THEN {as_int} END",
-                "dbl": f"CASE WHEN NOT coalesce({is_int} AND {as_int} IS NOT NULL, false) "
-                f"AND NOT (isnan({as_dbl}) OR abs({as_dbl}) = double('inf')) THEN {as_dbl} END",
-            }
-        return {}
-
-    def _domain_parse(self) -> tuple[dict[str, str], str]:
-        """({name: SQL} of the parsed domain columns, the invalid-domain condition): every
-        axis's, the record invalid when any axis is (:mod:`dpgauss.release.domain`)."""
-        self._dx: list[dict[str, str]] = []
-        parsed: dict[str, str] = {}
-        bads = []
-        for i, part in enumerate(self.spec.domain.axes):
-            cols, bad = self._axis_parse(i, part)
-            parsed.update(cols)
-            bads.append(bad)
-        return parsed, bads[0] if len(bads) == 1 else "(" + " OR ".join(bads) + ")"
-
-    def _axis_parse(self, i: int, d: DomainSpec) -> tuple[dict[str, str], str]:
-        x = _suffix(i)
-        if d.locates:
-            la, lo = f"la{x}", f"lo{x}"
-            parsed = {la: self._double(str(d.lat)), lo: self._double(str(d.lon))}
-            bad = (
-                f"({la} IS NULL OR {lo} IS NULL OR isnan({la}) OR isnan({lo}) "
-                f"OR abs({la}) = double('inf') OR abs({lo}) = double('inf') "
-                f"OR NOT ({la} BETWEEN -90 AND 90 AND {lo} BETWEEN -180 AND 180)"
-            )
-            if d.bbox is not None:
-                a, b, c, e = (_text(repr(float(v))) for v in d.bbox)
-                bad += (
-                    f" OR NOT ({la} BETWEEN CAST({a} AS DOUBLE) AND CAST({b} AS DOUBLE) "
-                    f"AND {lo} BETWEEN CAST({c} AS DOUBLE) AND CAST({e} AS DOUBLE))"
-                )
-            self._dx.append({})
-            return parsed, f"coalesce({bad}), true)"
-        # values and range: the column read by the rules of dpgauss.release.keymap.
-        channels = self._channels(d)
-        self._dx.append({ch: f"dx{x}_{ch}" for ch in channels})
-        if not channels:
-            return {}, "true"
-        bad = " AND ".join(f"{ref} IS NULL" for ref in self._dx[-1].values())
-        return {f"dx{x}_{ch}": sql for ch, sql in channels.items()}, f"({bad})"
-
-    def _value_parse(self) -> tuple[dict[str, str], str, str | None]:
-        st = self.spec.statistic
-        if st.kind == "count":
-            return {}, "false", None
-        lo, hi = (_text(repr(float(x))) for x in (st.lower, st.upper))  # type: ignore[arg-type]
-        off = _text(repr(float(self.plan.value_offset)))
-        return (
-            {"vx": self._double(str(st.column))},
-            "(vx IS NULL OR isnan(vx) OR abs(vx) = double('inf'))",
-            f"greatest(CAST({lo} AS DOUBLE), least(CAST({hi} AS DOUBLE), vx)) "
-            f"- CAST({off} AS DOUBLE)",
-        )
-
-    def _range_key(self, i: int, d: DomainSpec) -> str:
-        """The exact key of a range axis (:mod:`dpgauss.release.keymap`), BIGINT or NULL."""
-        try:
-            return range_key_sql(SPARK, d.bins, self._dx[i], self._column(d))
-        except ValueError as exc:
-            raise EngineError(f"[{d.where}] column {d.column!r}: {exc}") from None
+            return _micros_of_nanos(c, "floor")
+        ts = self._timestamp(column)
+        return f"timestampdiff(MICROSECOND, TIMESTAMP_NTZ'1970-01-01 00:00:00', {ts})"
 
     def _key(self, checked: Any) -> Any:
         """``checked`` with the column ``key``: the composite key ``Σ kᵢ·sᵢ`` of the axes
@@ -1110,13 +1004,7 @@ class _Job:
 
         spec, dom, plan = self.spec, self.plan.domain, self.plan
         unit = spec.unit.column
-        u = _ident(unit)
-        bad_u = f"({u} IS NULL OR {u} = '')" if self._is(unit, "string") else f"{u} IS NULL"
-        u_value = u
-        if isinstance(self.types.get(unit), (self.spt.FloatType, self.spt.DoubleType)):
-            # NaN and ±inf ids have no unit, −0.0 is the unit 0.0 (as the DuckDB engine)
-            bad_u = f"({u} IS NULL OR isnan({u}) OR abs({u}) = double('inf'))"
-            u_value = f"CASE WHEN NOT {bad_u} THEN {u} + 0.0 END"
+        u_value, bad_u = self._unit()
         d_parsed, bad_d = self._domain_parse()
         v_parsed, bad_v, value = self._value_parse()
         salt = sf.lit(_signed(int(plan.salt)))
@@ -1245,22 +1133,22 @@ class _Job:
 
         col = self._column(d)
         dx = self._dx[i]
-        tables = value_tables(self._keys(d), col.scale if "dec" in dx else None)
         session = checked.sparkSession
         keys = []
-        for ch, ref in dx.items():
+        for ch, found in self._value_keys(i, d).items():
+            ref = dx[ch]
             if ch == "str":
                 val_type: Any = spt.StringType()
-                data = [(str(v), i) for v, i in tables["str"]]
+                data = [(str(v), i) for v, i in found]
             elif ch == "dbl":
                 val_type = spt.DoubleType()
-                data = [(float(v), i) for v, i in tables["dbl"]]
+                data = [(float(v), i) for v, i in found]
             elif ch == "int" and col.fits64:
                 val_type = spt.LongType()
-                data = [(int(v), i) for v, i in tables[ch] if col.lo <= v <= col.hi]
+                data = [(int(v), i) for v, i in found]
             else:
                 val_type = spt.DecimalType(38, 0)
-                data = [(Decimal(int(v)), i) for v, i in tables[ch]]
+                data = [(Decimal(int(v)), i) for v, i in found]
             schema = spt.StructType(
                 [
                     spt.StructField(f"__dp_val{i}_{ch}", val_type, False),
@@ -1284,7 +1172,7 @@ class _Job:
         from pyspark.sql import functions as sf
 
         mapper = self.plan.domain.axes[i].mapper
-        x = _suffix(i)
+        x = suffix(i)
         assert mapper is not None
 
         def nearest(la: pd.Series, lo: pd.Series) -> pd.Series:
@@ -1359,51 +1247,3 @@ class _Job:
 
         entries = sf.concat(sf.array(record), sf.transform(sf.col("sp.k"), node))
         return rows.select(sf.explode(entries).alias("e")).select("e.*")
-
-
-# ----------------------------------------------------------------------- collecting
-
-
-def _collect(plan: AggregationPlan, rows: list[tuple[Any, ...]]) -> Aggregate:
-    """The :class:`Aggregate` from the collected ``(g, n, units, n_c, n_k, s, mass)`` rows."""
-    d = plan.domain.size
-    counts = np.zeros(d, dtype=np.float64)
-    sums = np.zeros(d, dtype=np.float64) if plan.spec.statistic.kind != "count" else None
-    spread = plan.domain.spread
-    per_class = dict.fromkeys(range(7), 0)
-    r = RowCounts()
-    n_c = n_k = 0
-    for g, n, units, nc, nk, s, mass in rows:
-        g, n = int(g), int(n)
-        r.units += int(units or 0)
-        n_c += int(nc or 0)
-        n_k += int(nk or 0)
-        per_class[IN_DOMAIN if g >= 0 or g == DROPPED else -g] += n
-        if g < 0:
-            continue
-        if g >= d:  # unreachable: keys are computed exactly in 0 … d − 1 (keymap)
-            raise EngineError(f"internal error: key index {g} outside the domain of {d} keys")
-        r.kept += n  # kde: the records whose nearest node is g
-        counts[g] = float(mass) if spread else float(n)
-        if sums is not None and s is not None:
-            sums[g] = float(s)
-    r.malformed_lines = per_class[MALFORMED]
-    r.outside_filter = per_class[OUTSIDE_FILTER]
-    r.null_unit = per_class[NULL_UNIT]
-    r.invalid_domain = per_class[INVALID_DOMAIN]
-    r.invalid_value = per_class[INVALID_VALUE]
-    r.outside_domain = per_class[OUTSIDE]
-    r.in_domain = per_class[IN_DOMAIN]
-    r.read = sum(per_class.values())
-    b = plan.spec.bounds
-    dropped: dict[str, int] = {}
-    if b.max_records_per_key is not None:
-        dropped["max_records_per_key"] = r.in_domain - n_c
-    if b.max_keys_per_unit is not None:
-        dropped["max_keys_per_unit"] = n_c - n_k
-    if b.max_records_per_unit is not None:
-        dropped["max_records_per_unit"] = n_k - r.kept
-    r.dropped_by_bounds = dropped
-    if not all(math.isfinite(x) for x in (counts.sum(), 0.0 if sums is None else sums.sum())):
-        raise EngineError("the aggregate is not finite (internal error)")
-    return Aggregate(counts=counts, sums=sums, rows=r)

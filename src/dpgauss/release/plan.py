@@ -37,7 +37,7 @@ import numpy as np
 from .._optional import install_hint
 from ..denoise import Denoised
 from .domain import KeyDomain
-from .engines.base import Engine, get_engine
+from .engines import Engine, get_engine
 from .outputs import OutputError, OutputGroup, probe_directory
 from .report import public_spec
 from .sensitivity import Sensitivity

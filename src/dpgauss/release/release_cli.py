@@ -24,7 +24,7 @@ import argparse
 import json
 import sys
 
-from .engines.base import ENGINES
+from .engines import ENGINES
 from .pipeline import LEDGER_ENV, run_release
 from .report import NOT_PRIVATE_WARNING
 from .spec import load_spec

@@ -38,8 +38,8 @@ from dpgauss.release import (  # noqa: E402
     load_spec,
     pipeline,
 )
-from dpgauss.release.engines import csv_format  # noqa: E402
-from dpgauss.release.engines.base import EngineError, get_engine  # noqa: E402
+from dpgauss.release.engines import csv_format, get_engine  # noqa: E402
+from dpgauss.release.engines.base import EngineError  # noqa: E402
 from dpgauss.release.engines.duckdb import DuckDBEngine  # noqa: E402
 from dpgauss.release.engines.spark import SparkEngine, priority_column  # noqa: E402
 from dpgauss.release.pipeline import run_release  # noqa: E402

@@ -59,7 +59,6 @@ if TYPE_CHECKING:  # annotations only: the domain and the spec import this modul
 __all__ = [
     "AGGREGATION_FAILED",
     "DUCKDB",
-    "ENGINES",
     "INT_LIMIT",
     "SPARK",
     "Aggregate",
@@ -71,7 +70,6 @@ __all__ = [
     "RowCounts",
     "SparkDialect",
     "collect",
-    "get_engine",
     "source_columns",
 ]
 
@@ -182,27 +180,6 @@ def source_columns(spec: ReleaseSpec) -> tuple[str, ...]:
         cols.append(spec.filter.column)
     cols += spec.bounds.record_columns or ()
     return tuple(dict.fromkeys(str(c) for c in cols))
-
-
-ENGINES = ("duckdb", "spark")
-
-
-def get_engine(name: str, **options: Any) -> Engine:
-    """The engine called ``name``: ``"duckdb"`` (embedded, the default) or ``"spark"``.
-
-    ``options`` are the engine's keyword arguments (:class:`~.duckdb.DuckDBEngine`,
-    :class:`~.spark.SparkEngine`).  The Spark engine needs the ``spark`` extra; without
-    pyspark this raises a one-line ``ValueError`` saying so.
-    """
-    if name == "duckdb":
-        from .duckdb import DuckDBEngine
-
-        return DuckDBEngine(**options)
-    if name == "spark":
-        from .spark import SparkEngine
-
-        return SparkEngine(**options)
-    raise ValueError(f"engine must be one of {', '.join(ENGINES)}; got {name!r}")
 
 
 # ----------------------------------------------------------------------------- dialects

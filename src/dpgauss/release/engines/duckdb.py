@@ -995,8 +995,8 @@ FROM ({rows_sql}) GROUP BY g"""
 
         col = self._column(d)
         rows: dict[str, list[Any]] = {"ch": [], "v": [], "f": [], "idx": []}
-        for ch, keys in self._value_keys(i, d).items():
-            for v, k in keys:
+        for ch, found in self._value_keys(i, d).items():
+            for v, k in found:
                 rows["ch"].append(ch)
                 rows["v"].append(None if ch == "dbl" else str(v))
                 rows["f"].append(float(v) if ch == "dbl" else None)

@@ -17,7 +17,7 @@ end to end, and is timed best-of-``--repeats``, contestants interleaved in each 
 * **dpgauss DuckDB engine**: ``DuckDBEngine.aggregate`` exactly as ``dpgauss release`` runs
   it (row classification and counters included; priorities hash every column of a record):
   for this count over integer ids, DuckDB's scan and the compiled per-unit selection of
-  ``dpgauss.release.unit_topb`` (numba; the first run compiles it, cached on disk).  The
+  ``dpgauss.release.engines.unit_topb`` (numba; the first run compiles it, cached on disk).  The
   **general query** (one sort by unit and priority: string ids, sums, per-key bounds, or no
   numba) and the packed one-key sort (``fast_path=True``, off by default) keep the same
   records and are timed too.
@@ -124,7 +124,7 @@ def generate(path: Path, rows: int, units: int, keys: int, string_units: bool) -
 def engine_runner(
     path: Path, keys: int, b: int, threads: int, fast_path: bool = False, kernel: bool = True
 ) -> Callable[[], float]:
-    from dpgauss.release.engine_duckdb import DuckDBEngine
+    from dpgauss.release.engines.duckdb import DuckDBEngine
     from dpgauss.release.pipeline import bounded_aggregate
     from dpgauss.release.spec import ReleaseSpec
 

@@ -10,7 +10,7 @@ Run from the repository root, after ``bench_pipeline.py`` has generated its tabl
 allocations change how fast the kernel's partitioning touches fresh memory; this script
 times ``DuckDBEngine.aggregate`` (``engine_runner`` of ``bench_pipeline.py``) alone, after one
 warm-up run (which compiles the kernel in a new environment), and splits the CPU time of the
-kernel of ``dpgauss.release.unit_topb`` into its phases: DuckDB's scan (everything up to the
+kernel of ``dpgauss.release.engines.unit_topb`` into its phases: DuckDB's scan (everything up to the
 kernel's first phase: reading, classifying, keying, hashing, streaming the Arrow batches),
 hashing string ids, the histogram, the partitioning (scatter), the per-bucket selection and
 the tally.  Wall and CPU seconds (the process's, every thread), per repeat.
@@ -27,7 +27,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_pipeline import engine_runner, generate
-from dpgauss.release import unit_topb
+from dpgauss.release.engines import unit_topb
 
 PHASES = ("_hash_ids", "_histogram", "_scatter", "_select", "_tally")
 

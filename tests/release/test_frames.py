@@ -14,7 +14,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 pytest.importorskip("duckdb")
 
 from dpgauss.release import release_frame  # noqa: E402
-from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
+from dpgauss.release.engines.duckdb import DuckDBEngine  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 

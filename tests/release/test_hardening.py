@@ -24,7 +24,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 
 from dpgauss.cli import main  # noqa: E402
 from dpgauss.release import pipeline  # noqa: E402
-from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
+from dpgauss.release.engines.duckdb import DuckDBEngine  # noqa: E402
 from dpgauss.release.ledger import Ledger  # noqa: E402
 from dpgauss.release.pipeline import ReleaseDeliveryError, run_release  # noqa: E402
 
@@ -363,7 +363,7 @@ _KILLER = textwrap.dedent(
     """
     import os, signal, sys
     from dpgauss.release import pipeline
-    from dpgauss.release.engine_duckdb import DuckDBEngine
+    from dpgauss.release.engines.duckdb import DuckDBEngine
     from dpgauss.release.spec import load_spec
 
     step = sys.argv[1]
@@ -490,7 +490,7 @@ def test_a_value_the_reader_rejects_is_never_quoted_by_a_release(
     before the charge with one fixed message (the value stays out of it); `dpgauss check`
     gives the data owner the detail, marked confidential."""
     from dpgauss.release.check import check_source
-    from dpgauss.release.engine_duckdb import AGGREGATION_FAILED
+    from dpgauss.release.engines.base import AGGREGATION_FAILED
 
     bad = pa.array([b"ok", b"\xff\xfe secret"], pa.binary()).view(pa.string())
     src = tmp_path / "s.parquet"

@@ -1,6 +1,6 @@
 """The neighbouring-dataset fuzzer: the bounded aggregate is additive over privacy units.
 
-Privacy rule under test (``dpgauss.release.engine``): the records a unit keeps, and how they
+Privacy rule under test (``dpgauss.release.engines.base``): the records a unit keeps, and how they
 map to keys, are a function of that unit's own records, the spec and the secret salt — never
 of other units, of rows without a unit, of row order or of a property of the whole source.
 Hence, for a fixed salt, with ``agg`` the engine's bounded aggregate:
@@ -40,7 +40,7 @@ reading that is robust to them; the others with the default ``"rfc4180"``, whose
 assumption (every record's quotes balance, csv_format) their lines keep.
 Parquet sources have real NULLs and typed columns: ``int`` unit ids, ``int-fast`` (counts
 with only ``max_records_per_unit``: DuckDB's one-key fast path, and the per-unit kernel of
-``dpgauss.release.unit_topb`` as the engine ``duckdb-kernel``, which runs such counts on
+``dpgauss.release.engines.unit_topb`` as the engine ``duckdb-kernel``, which runs such counts on
 every CSV feature and on string ids too), ``str`` (string ids, empty
 but never NULL: DuckDB sorts them by a hash in every file of the case) and ``str-nullflip``
 (string ids, ``D`` without NULL ids and a neighbour that brings some) and ``float-nan``
@@ -113,7 +113,8 @@ from hypothesis import strategies as st  # noqa: E402
 
 from dpgauss.datasets import load_manhattan_graph  # noqa: E402
 from dpgauss.release.domains.key_domain import resolve_domain  # noqa: E402
-from dpgauss.release.engine_duckdb import DuckDBEngine, EngineError  # noqa: E402
+from dpgauss.release.engines.base import EngineError  # noqa: E402
+from dpgauss.release.engines.duckdb import DuckDBEngine  # noqa: E402
 from dpgauss.release.frames import _scannable  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate  # noqa: E402
 from dpgauss.release.plan import sensitivity_of  # noqa: E402
@@ -164,7 +165,7 @@ FRAME_FEATURES = (
 #: Frame features whose records are text (the CSV strategies), the others typed values.
 TEXT_FRAMES = ("readcsv", "polars")
 DUCKDB_ENGINES = ("duckdb-fast", "duckdb-general", "duckdb-kernel")
-#: the features the per-unit kernel (dpgauss.release.unit_topb) serves: integer ids, and
+#: the features the per-unit kernel (dpgauss.release.engines.unit_topb) serves: integer ids, and
 #: string ids from Parquet and CSV (every CSV column is text); under ``duckdb-kernel`` every
 #: spec is a count with only ``max_records_per_unit``, the kernel's own
 KERNEL_FEATURES = (
@@ -1697,7 +1698,7 @@ def test_neighbouring_datasets(combo, request, tmp_path_factory, duck_connection
         pytest.importorskip("polars")
     n_salts = SALTS[family][long]
     if family == "spark":
-        from dpgauss.release.engine_spark import SparkEngine
+        from dpgauss.release.engines.spark import SparkEngine
 
         engine = SparkEngine(request.getfixturevalue("spark"))
     else:
@@ -1850,7 +1851,7 @@ SPARK_LINE_HAZARDS = {
 @pytest.mark.spark
 @pytest.mark.parametrize("hazard", list(SPARK_LINE_HAZARDS))
 def test_spark_a_csv_line_is_one_record_of_its_own_unit(tmp_path: Path, request, hazard) -> None:
-    from dpgauss.release.engine_spark import SparkEngine
+    from dpgauss.release.engines.spark import SparkEngine
 
     engine = SparkEngine(request.getfixturevalue("spark"))
     d, u = SPARK_LINE_HAZARDS[hazard]

@@ -26,7 +26,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 
 from dpgauss.cli.release import add_release_parser  # noqa: E402
 from dpgauss.release.domains.key_domain import resolve_domain  # noqa: E402
-from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
+from dpgauss.release.engines.duckdb import DuckDBEngine  # noqa: E402
 from dpgauss.release.ledger import BudgetExceeded, Ledger  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate, run_release  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec, load_spec  # noqa: E402

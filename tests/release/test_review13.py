@@ -16,7 +16,7 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 pytest.importorskip("duckdb")
 
-from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
+from dpgauss.release.engines.duckdb import DuckDBEngine  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate, run_release  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 
@@ -93,7 +93,7 @@ def test_text_timestamps_bin_alike_on_duckdb_and_spark(spark, tmp_path: Path, te
     accepts a trailing ``Z``, `` UTC``, `` BC`` (and ignores it), the word ``epoch`` and the
     hour ``24:00:00`` (the next midnight); Spark marks those records invalid.  One unit
     writing such a timestamp is counted in bin 0 by DuckDB and not at all by Spark."""
-    from dpgauss.release.engine_spark import SparkEngine
+    from dpgauss.release.engines.spark import SparkEngine
 
     src = tmp_path / "t.csv"
     src.write_text(f"uid,t\n1,{text}\n")

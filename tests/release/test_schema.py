@@ -21,7 +21,7 @@ duckdb = pytest.importorskip("duckdb")
 
 from dpgauss.release import pipeline, release_frame, schema  # noqa: E402
 from dpgauss.release.domains.keys import INT_LITERAL  # noqa: E402
-from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
+from dpgauss.release.engines.duckdb import DuckDBEngine  # noqa: E402
 from dpgauss.release.frames import _scannable  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
@@ -379,7 +379,7 @@ def test_an_all_null_arrow_column_is_null_in_every_type(tmp_path: Path) -> None:
 def test_spark_converts_as_duckdb_does(spark: Any, tmp_path: Path) -> None:
     """Every conversion both engines run (Spark has no unsigned or nanosecond types),
     value by value on the same Parquet file."""
-    from dpgauss.release.engine_spark import _conversion
+    from dpgauss.release.engines.spark import _conversion
 
     ints = [0, 1, -1, 127, 128, 2**31, 2**63 - 1, -(2**63), None]
     table = pa.table(
@@ -416,7 +416,7 @@ def test_spark_converts_as_duckdb_does(spark: Any, tmp_path: Path) -> None:
 
 
 def test_spark_releases_a_typed_source_as_duckdb(spark: Any, tmp_path: Path) -> None:
-    from dpgauss.release.engine_spark import SparkEngine
+    from dpgauss.release.engines.spark import SparkEngine
 
     rng = np.random.default_rng(3)
     ids = [str(u) if u % 7 else f" {u}" for u in rng.integers(0, 300, 1500)]

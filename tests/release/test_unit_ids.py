@@ -6,7 +6,7 @@ Finding 2: a pandas categorical is a DuckDB ``ENUM``, which DuckDB hashes and so
 *code*; pandas derives the categories from the data (the sorted distinct values), so one
 unit's record with a new category that sorts first shifted every other record's code, and
 every unit's kept records were redrawn (a record priority must depend on the record alone:
-:mod:`dpgauss.release.engine`, rule 2).  Now an ``ENUM`` is hashed, sorted and compared by
+:mod:`dpgauss.release.engines.base`, rule 2).  Now an ``ENUM`` is hashed, sorted and compared by
 its text.
 
 Finding 3: with a float unit column, NaN ids compare equal in a sort, so every NaN-id record
@@ -36,8 +36,8 @@ pq = pytest.importorskip("pyarrow.parquet")
 duckdb = pytest.importorskip("duckdb")
 
 from dpgauss.release import pipeline, release_frame  # noqa: E402
-from dpgauss.release.engine import Aggregate  # noqa: E402
-from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
+from dpgauss.release.engines.base import Aggregate  # noqa: E402
+from dpgauss.release.engines.duckdb import DuckDBEngine  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 
@@ -292,7 +292,7 @@ def test_negative_zero_is_the_unit_zero(kind: str, tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def spark_engine(spark: Any) -> Any:
-    from dpgauss.release.engine_spark import SparkEngine
+    from dpgauss.release.engines.spark import SparkEngine
 
     return SparkEngine(spark)
 

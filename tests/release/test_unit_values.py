@@ -19,9 +19,8 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 duckdb = pytest.importorskip("duckdb")
 
-from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
-from dpgauss.release.pipeline import bounded_aggregate  # noqa: E402
-from dpgauss.release.plan import sensitivity_of  # noqa: E402
+from dpgauss.release.engines.duckdb import DuckDBEngine  # noqa: E402
+from dpgauss.release.pipeline import bounded_aggregate, sensitivity_of  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 
 
@@ -118,7 +117,7 @@ def test_minus_zero_is_the_unit_zero() -> None:
 
 
 def test_spark_reads_float_ids_as_duckdb(spark: Any, tmp_path: Path) -> None:
-    from dpgauss.release.engine_spark import SparkEngine
+    from dpgauss.release.engines.spark import SparkEngine
 
     path = _float_sources(tmp_path)["parquet"]
     t = pq.read_table(path)

@@ -25,7 +25,7 @@ def _run(args: argparse.Namespace) -> tuple[str, int]:
 
 def add_check_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Register ``check SPEC [--engine duckdb|spark] [--json]`` (exit 1 on a violation)."""
-    from ..release.engine import ENGINES
+    from ..release.engines import ENGINES
 
     check = subparsers.add_parser(
         "check",

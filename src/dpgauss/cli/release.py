@@ -25,7 +25,7 @@ import dataclasses
 import json
 import sys
 
-from ..release.engine import ENGINES
+from ..release.engines import ENGINES
 from ..release.pipeline import LEDGER_ENV, run_release
 from ..release.report import NOT_PRIVATE_WARNING
 from ..release.spec import load_spec

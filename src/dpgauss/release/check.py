@@ -15,11 +15,11 @@ exit with status 1 when rows of that class exist; ``"drop"`` (the default) only 
 them.  A release always drops, whatever the policy.
 
 For a CSV source of local files it also reports what the bytes say about the writer that made
-them (:class:`~dpgauss.release.csv_format.CsvShape`): how many records span lines (under
+them (:class:`~dpgauss.release.engines.csv_format.CsvShape`): how many records span lines (under
 ``rfc4180``) and how many lines hold an odd number of quotes.  ``[source] csv = "rfc4180"``
 (the default) is the data owner's assertion that the writer quotes as RFC 4180 says; a
 writer that does not escape quotes leaves stray quotes, and under ``rfc4180`` each one makes
-its record swallow the following lines (:mod:`dpgauss.release.csv_format`).  These counts
+its record swallow the following lines (:mod:`dpgauss.release.engines.csv_format`).  These counts
 are how the owner sees which writer it was: an RFC-4180 file has two odd lines per quoted
 field with line breaks and never ends inside a quote.
 """
@@ -30,9 +30,9 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from . import csv_format
-from .csv_format import CsvShape
-from .engine import AggregationPlan, Engine, RowCounts
+from .engines import csv_format
+from .engines.base import AggregationPlan, Engine, RowCounts
+from .engines.csv_format import CsvShape
 from .report import CONFIDENTIAL_NOTE, Diagnostics
 from .spec import ReleaseSpec
 
@@ -176,7 +176,7 @@ def check_source(
     sensitivity_of(spec, domain)  # the bounds must give a sensitivity, as for a release
     eng = make_engine(engine, engine_options)
     _check_columns(spec, eng.describe(spec))
-    from .engine_duckdb import EngineError
+    from .engines.base import EngineError
 
     try:
         agg = eng.aggregate(AggregationPlan(spec, domain, secrets.randbits(64), value_offset(spec)))

@@ -46,7 +46,7 @@ from ..denoise import Denoised, ErrorBars
 from ..denoise.result import public_seed
 from ..noise.release import Release
 from ..privacy import classical_gaussian_sigma
-from .engine import Aggregate
+from .engines.base import Aggregate
 from .plan import Calibration, ReleasePlan
 from .report import error_fields, json_ready
 

@@ -148,7 +148,7 @@ def release_frame(
     :func:`~dpgauss.release.pipeline.run_release`.
     """
     duckdb = require("duckdb", "data", "releasing a DataFrame")
-    from .engine_duckdb import DuckDBEngine
+    from .engines.duckdb import DuckDBEngine
     from .pipeline import run_release
 
     kind = _kind(data)

@@ -9,7 +9,7 @@ appear all together or not at all:
    without drawing noise), the ledger and the room left in the budget, the denoiser and its
    parameters, the source's columns (metadata only), and every output path.  Public
    information only.
-2. **Aggregate** in the engine (bounding and aggregation, :mod:`dpgauss.release.engine`),
+2. **Aggregate** in the engine (bounding and aggregation, :mod:`dpgauss.release.engines.base`),
    with a fresh secret salt from ``secrets``.  No record can make this step fail or change
    what follows: rows that cannot be used are dropped and only *counted*, and the counts go
    to the confidential diagnostics.  (Checks that stop on bad records are
@@ -51,7 +51,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from .domains.key_domain import resolve_domain
-from .engine import Aggregate, AggregationPlan, Engine
+from .engines.base import Aggregate, AggregationPlan, Engine
 from .estimate import estimate
 from .plan import (
     LEDGER_ENV,

@@ -44,7 +44,7 @@ from ..privacy import analytic_gaussian_sigma, gaussian_delta, gaussian_epsilon
 from ..privacy.accounting import GaussianAccountant
 from ..privacy.events import GaussianEvent, GdpEvent
 from .domains.key_domain import KeyDomain, resolve_domain
-from .engine import Engine, get_engine
+from .engines import Engine, get_engine
 from .outputs import OutputError, OutputGroup, probe_directory
 from .report import public_spec
 from .sensitivity import Sensitivity, derive_sensitivity

@@ -3,7 +3,7 @@ r"""The L2 sensitivity of a bounded release, derived from the bounds that are en
 Neighbouring datasets differ by *all* the records of one privacy unit (add or remove one unit).
 After bounding, the unit's contribution to the released vector is a vector ``x`` over the
 ``d`` keys of the domain, and the L2 sensitivity is the largest ``‖x‖₂`` any unit can reach.
-Bounding (:mod:`dpgauss.release.engine_duckdb`) keeps, for each unit, a subset of its records
+Bounding (:mod:`dpgauss.release.engines.duckdb`) keeps, for each unit, a subset of its records
 that depends on that unit's records only, so this is exactly the sensitivity of the bounded
 aggregate.
 

@@ -53,7 +53,7 @@ Every table and key
     (``int64``, ``float64``, ``string``, ``bool``, ``date``, ``timestamp``, … —
     :mod:`dpgauss.release.schema`): every column the release reads, each taken in its
     declared type, never in a type inferred from the records; required for a DataFrame,
-    allowed for every source.  CSV only (the format is :mod:`dpgauss.release.csv_format`):
+    allowed for every source.  CSV only (the format is :mod:`dpgauss.release.engines.csv_format`):
     ``csv`` = ``"rfc4180"`` (the default: the file's writer quotes as RFC 4180 says, so a
     quoted field may hold line breaks and a record ends at an LF outside quotes — the data
     owner asserts it) or ``"lines"`` (one record per line, for writers that never put a line
@@ -173,10 +173,10 @@ from pathlib import Path
 from typing import Any
 
 from ..denoise.registry import DENOISERS as _REGISTRY
-from .csv_format import MODES as CSV_MODES
-from .csv_format import delimiter_problem
 from .domains.graph_files import BUNDLED_GRAPHS
 from .domains.keys import MAX_KEYS, RangeBins, WrittenFloat, brief
+from .engines.csv_format import MODES as CSV_MODES
+from .engines.csv_format import delimiter_problem
 from .schema import declared_types
 
 __all__ = [
@@ -331,7 +331,7 @@ class SourceSpec:
 
     ``types`` (column → declared type, :mod:`dpgauss.release.schema`) is the schema every
     column the release reads is taken in: required for a DataFrame, allowed for every
-    source.  CSV sources (:mod:`dpgauss.release.csv_format`) take ``delimiter``, ``header``,
+    source.  CSV sources (:mod:`dpgauss.release.engines.csv_format`) take ``delimiter``, ``header``,
     ``columns`` and ``on_malformed``.  ``columns`` lists the column names in order: required
     with ``header = false`` (the files then hold records only), optional with a header (it
     must then equal the header, which the engines check before anything is charged).

@@ -31,7 +31,8 @@ pytest.importorskip("duckdb")
 
 from dpgauss.release import ReleaseSpec, bounded_aggregate  # noqa: E402
 from dpgauss.release.domains.key_domain import resolve_domain  # noqa: E402
-from dpgauss.release.engine_duckdb import DuckDBEngine, EngineError  # noqa: E402
+from dpgauss.release.engines.base import EngineError  # noqa: E402
+from dpgauss.release.engines.duckdb import DuckDBEngine  # noqa: E402
 
 DUCK = DuckDBEngine(threads=1)
 MAX_RECORDS = 52  # 2**i stays exact in a double sum

@@ -4,9 +4,9 @@ A domain is what a ``[domain]`` table of the spec resolves to (:func:`resolve_do
 any record is read.  It knows
 
 * its **keys**, in a fixed order: every key is released, zeros included;
-* how a record **maps** to a key — the engines' part (:mod:`dpgauss.release.engine`): exact SQL
-  for values and ranges (:mod:`dpgauss.release.domains.keys`), a vectorised nearest-node or kde
-  UDF for graphs (:mod:`dpgauss.release.domains.mapping`);
+* how a record **maps** to a key — the engines' part (:mod:`dpgauss.release.engines.base`):
+  exact SQL for values and ranges (:mod:`dpgauss.release.domains.keys`), a vectorised
+  nearest-node or kde UDF for graphs (:mod:`dpgauss.release.domains.mapping`);
 * its **public structure**, the only structure a denoiser may use: ``edges`` over the keys and
   ``grid`` (a lattice shape). A domain declares what it has and nothing more: a ``values``
   domain has none, so ``auto`` compares structure-free estimators only;

@@ -71,12 +71,12 @@ from fractions import Fraction
 from typing import Any
 
 from ...privacy._rounding import rational_up
+from ..engines.base import INT_LIMIT, Column, Dialect
 
 __all__ = [
     "INT_LIMIT",
     "MAX_KEYS",
     "RANGE_LIMIT",
-    "Column",
     "RangeBins",
     "WrittenFloat",
     "key_array",
@@ -88,8 +88,6 @@ MAX_KEYS = 50_000_000
 #: |start| and |stop| of a range domain are at most this, the double 1e36 (< 2**120: the
 #: engines' exact arithmetic stays below 2**123).
 RANGE_LIMIT = Fraction(1e36)
-#: Integers with |x| < INT_LIMIT are read exactly (DECIMAL(38, 0) in both engines).
-INT_LIMIT = 10**38
 #: An integer literal in text: read exactly (if |x| < INT_LIMIT), otherwise as a double.
 #: The whitespace class is spelled out: RE2 (DuckDB) and Java (Spark) differ on ``\s``.
 WS = r"[ \t\n\x0B\f\r]"
@@ -327,71 +325,6 @@ class RangeBins:
         """The same bins for ``x·10^power10`` (decimals as unscaled integers)."""
         f = 10**power10
         return RangeBins(self.start * f, self.stop * f, self.step * f, self.size, False)
-
-
-# ----------------------------------------------------------------------------- dialects
-
-
-class Dialect:
-    """SQL spelling of the few operations the exact key arithmetic needs."""
-
-    name = "duckdb"
-    big = "HUGEINT"
-
-    def big_lit(self, v: int) -> str:
-        if -(2**62) < v < 2**62:
-            return f"CAST({v} AS {self.big})"
-        return f"CAST('{v}' AS {self.big})"
-
-    def int_lit(self, v: int) -> str:
-        return f"CAST({v} AS BIGINT)"
-
-    def dbl(self, x: float) -> str:
-        return f"CAST('{x!r}' AS DOUBLE)"
-
-    def idiv(self, a: str, b: str) -> str:
-        return f"(({a}) // ({b}))"
-
-    def to_big(self, a: str) -> str:
-        return f"CAST({a} AS {self.big})"
-
-
-class SparkDialect(Dialect):
-    name = "spark"
-    big = "DECIMAL(38, 0)"
-
-    def idiv(self, a: str, b: str) -> str:
-        # Spark's `div` truncates toward zero and returns BIGINT (every use here has a
-        # non-negative dividend and a quotient below the number of keys).
-        return f"(({a}) div ({b}))"
-
-
-DUCKDB = Dialect()
-SPARK = SparkDialect()
-
-
-@dataclass(frozen=True)
-class Column:
-    """How a domain column is read (module docstring), engine-independent.
-
-    ``kind``: ``"int"`` (exact integers, ``lo``/``hi`` their bounds), ``"float"``,
-    ``"decimal"`` (``scale`` > 0), ``"string"`` (text: integer and double channels),
-    ``"wide"`` (DuckDB HUGEINT/UHUGEINT: integers, beyond ±10^38 as exact doubles), or
-    ``"other"`` (not a number).  ``text``: how string keys see it — ``"raw"``, ``"cast"``
-    (the engine's text of the value) or None (invalid with string keys).
-    """
-
-    kind: str
-    lo: int = -(INT_LIMIT - 1)
-    hi: int = INT_LIMIT - 1
-    scale: int = 0
-    precision: int = 38
-    text: str | None = None
-
-    @property
-    def fits64(self) -> bool:
-        """Integers that a signed 64-bit BIGINT holds (the engines read them as BIGINT)."""
-        return self.kind == "int" and -(2**63) <= self.lo and self.hi < 2**63
 
 
 # ------------------------------------------------------------------------- range keys

@@ -36,22 +36,21 @@ except ImportError:
 from dpgauss.release import (  # noqa: E402
     ReleaseSpec,
     bounded_aggregate,
-    csv_format,
     load_spec,
 )
-from dpgauss.release.engine import get_engine  # noqa: E402
-from dpgauss.release.engine_duckdb import DuckDBEngine, EngineError  # noqa: E402
-from dpgauss.release.engine_spark import SparkEngine, priority_column  # noqa: E402
+from dpgauss.release.engines import csv_format, get_engine  # noqa: E402
+from dpgauss.release.engines.base import EngineError  # noqa: E402
+from dpgauss.release.engines.duckdb import DuckDBEngine  # noqa: E402
+from dpgauss.release.engines.spark import SparkEngine, priority_column  # noqa: E402
 from dpgauss.release.pipeline import run_release  # noqa: E402
 
-from . import test_csv_format as csv_checks  # noqa: E402
-from .test_filter import (  # noqa: E402
+from ..test_filter import (  # noqa: E402
     NIGHT_WINDOW,
     check_window_rows,
     spec_for,
     window_records,
 )
-from .test_pipeline import (  # noqa: E402
+from ..test_pipeline import (  # noqa: E402
     MALFORMED,
     charges,
     check_a_units_choice_depends_on_its_own_records_only,
@@ -65,7 +64,8 @@ from .test_pipeline import (  # noqa: E402
     small_spec_toml,
     write_parquet,
 )
-from .test_spec import EXAMPLE  # noqa: E402
+from ..test_spec import EXAMPLE  # noqa: E402
+from . import test_csv_format as csv_checks  # noqa: E402
 
 pytestmark = [
     pytest.mark.spark,
@@ -734,7 +734,7 @@ def test_csv_on_a_hadoop_file_system(tmp_path: Path, engine, monkeypatch) -> Non
 def test_spark_numeric_keys_match_exactly_by_type(tmp_path: Path, engine) -> None:
     """The DuckDB engine's per-type checks (``domains/test_keys``), on Spark: every Parquet type
     (Spark reads ``uint64`` as ``DECIMAL(20, 0)``) against exact matching."""
-    from .domains.test_keys import NUMERIC_KEY_CASES, check
+    from ..domains.test_keys import NUMERIC_KEY_CASES, check
 
     for kind, values, keys in NUMERIC_KEY_CASES:
         if kind in ("uint64", "float32", "decimal(20,2)", "string"):
@@ -744,7 +744,7 @@ def test_spark_numeric_keys_match_exactly_by_type(tmp_path: Path, engine) -> Non
 def test_spark_the_findings_are_fixed(tmp_path: Path, engine) -> None:
     """The regressions of ``domains/test_keys`` on Spark: keys equal as doubles, an integer range
     beyond 2**53 (key 4 of a 4-key domain: an IndexError), float edges and exact bins."""
-    from .domains.test_keys import mapped_keys
+    from ..domains.test_keys import mapped_keys
 
     domain = {"kind": "values", "values": [2**60, 2**60 + 1, 0.5]}
     assert mapped_keys(engine, "int64", [2**60, 2**60 + 1], domain, tmp_path) == [0, 1]
@@ -771,7 +771,7 @@ _SPARK_SETTINGS = settings(
 def test_spark_range_keys_are_exact(tmp_path: Path, engine, data) -> None:
     from dpgauss.release.domains.keys import RangeBins
 
-    from .domains.test_keys import KINDS, check, range_domains, records
+    from ..domains.test_keys import KINDS, check, range_domains, records
 
     domain = data.draw(range_domains())
     bins = RangeBins.of(domain["start"], domain["stop"], domain["step"])
@@ -789,7 +789,7 @@ def test_spark_range_keys_are_exact(tmp_path: Path, engine, data) -> None:
 def test_spark_value_keys_are_exact(tmp_path: Path, engine, data) -> None:
     from fractions import Fraction
 
-    from .domains.test_keys import KINDS, check, records, value_domains
+    from ..domains.test_keys import KINDS, check, records, value_domains
 
     domain = data.draw(value_domains())
     kind = data.draw(st.sampled_from(KINDS))
@@ -804,7 +804,7 @@ def test_a_user_graph_gives_the_same_aggregate_on_both_engines(
     """A GraphML street grid at 60° N (test_graph_files): keys the user's node ids, the same
     counts or kde masses to 1e-12 on DuckDB and Spark (no bound bites: ≤ 3 records a unit)."""
     pytest.importorskip("networkx")
-    from .test_graph_files import graph_spec, records, write_graphml
+    from ..test_graph_files import graph_spec, records, write_graphml
 
     src, truth = records(tmp_path, units=200, seed=5)
     extra = {"mapping": "kde", "bandwidth": 30.0} if mapping == "kde" else {}
@@ -821,7 +821,7 @@ def test_a_user_graph_gives_the_same_aggregate_on_both_engines(
 def test_grids_products_and_time_ranges_agree_with_duckdb(spark, tmp_path: Path, kind: str) -> None:
     """The composite keys (test_key_domain) are the same on both engines, bit for bit, and so
     are the row counters (no bound bites: units of at most 3 records, b = 4)."""
-    from .domains.test_key_domain import GRID, HOURS, base, records
+    from ..domains.test_key_domain import GRID, HOURS, base, records
 
     r = records(tmp_path)
     graph = {"kind": "graph", "graph": "manhattan", "lat": "lat", "lon": "lon"}
@@ -843,7 +843,7 @@ def test_regions_agree_with_duckdb(spark, tmp_path: Path, by: str) -> None:
     """Point in polygon (borders to the first region) and region-id columns: the same
     aggregate and counters on both engines (test_regions' 3 × 3 squares, one with a hole)."""
     pytest.importorskip("shapely")
-    from .test_regions import grid_regions, records, spec_for
+    from ..test_regions import grid_regions, records, spec_for
 
     regions = grid_regions(tmp_path / "g.geojson")
     src, _, _ = records(tmp_path)

@@ -1,6 +1,6 @@
 """Per-unit top-b selection without a sort: a hash-partitioned kernel, compiled with numba.
 
-The bounding query of :mod:`dpgauss.release.engine_duckdb` keeps, for every privacy unit, the
+The bounding query of :mod:`dpgauss.release.engines.duckdb` keeps, for every privacy unit, the
 ``b`` records of smallest priority, by one global sort on (unit, priority) and a streaming
 ``lag``.  For the commonest release (a ``count`` whose only bound is
 ``max_records_per_unit``, over integer unit ids, or string ids read from files) this module
@@ -11,7 +11,7 @@ keys and hashes every record (one statement of the semantics); it hands over, ro
 the unit ``u`` (an integer id's 64-bit pattern, or the string id itself), the
 key-in-priority ``pk = (p >> kb) << kb | key`` of an in-domain row (the general path's own
 sort key) and the row's class ``c`` (0 in the domain, else the class code of
-:mod:`dpgauss.release.engine_duckdb`).  Then:
+:mod:`dpgauss.release.engines.duckdb`).  Then:
 
 0. **String ids** are hashed to 64 bits, keyed by the salt (:func:`_hash_ids`); the hash
    only places them, their bytes decide equality (step 2).
@@ -36,7 +36,7 @@ keys that does not depend on how equal ``pk`` are ordered, nor on the order rows
 nor on the partition (a function of ``u`` only).  Units are the same: equal integer ids,
 or string ids of equal bytes (the sort compares ``VARCHAR`` by bytes when no collation is
 set, which the engine checks before it uses the kernel).  So the counts equal the general
-path's bit for bit, for every source (``tests/release/test_unit_topb.py``; the
+path's bit for bit, for every source (``tests/release/engines/test_unit_topb.py``; the
 neighbouring-dataset fuzzer runs this path as ``duckdb-kernel``, CSV sources included).
 Nothing here looks at other units: a unit's kept rows are a function of its own records
 and the salt, whatever the other units hold — other units only share its bucket or its
@@ -71,7 +71,7 @@ from typing import Any
 
 import numpy as np
 
-from .._optional import install_hint
+from ..._optional import install_hint
 
 __all__ = ["available", "select"]
 
@@ -83,7 +83,7 @@ except ImportError:  # pragma: no cover - exercised in environments without numb
 #: Rows per bucket aimed at (a bucket's table and rows then fit in a core's cache).
 BUCKET_ROWS = 4096
 _MAX_BITS = 12
-_CLASSES = 8  # class codes 0 … 7 (engine_duckdb: IN_DOMAIN = 0 … MALFORMED = 6)
+_CLASSES = 8  # class codes 0 … 7 (engines.base: IN_DOMAIN = 0 … MALFORMED = 6)
 _SORT_INLINE = 32  # segments up to this long are insertion-sorted in place
 _EMPTY = 2**64 - 1  # a slot of the kept-keys array that holds no kept row
 #: numba's parallel layers may not be entered from two threads at once (the ``workqueue``

@@ -1,7 +1,9 @@
 """The embedded engine: bounding and aggregation in one DuckDB query over CSV/Parquet/tables.
 
 Everything data-dependent up to the unnoised aggregate runs inside DuckDB (the semantics are
-in :mod:`dpgauss.release.engine`).  The query is designed for speed:
+in :mod:`dpgauss.release.engines.base`; how a record's unit, domain and value are read, the
+same for every engine, in :mod:`dpgauss.release.engines.sql`).  The query is designed for
+speed:
 
 * **Priorities without position.**  ``p = hash(hash(salt, <record columns>))``: DuckDB's
   multi-argument ``hash`` combines its arguments *linearly* (``hash(s, x) xor hash(s, y)`` does
@@ -36,7 +38,7 @@ in :mod:`dpgauss.release.engine`).  The query is designed for speed:
 * **No sort at all for the commonest release.**  A count whose only bound is
   ``max_records_per_unit``, over an integer unit column or a ``VARCHAR`` one read from
   files (CSV, Parquet; with no ``default_collation``), hands each row's unit,
-  key-in-priority and class to the compiled kernel of :mod:`dpgauss.release.unit_topb`
+  key-in-priority and class to the compiled kernel of :mod:`dpgauss.release.engines.unit_topb`
   (hash-partitioned per-unit top-b, numba), which keeps the same records as the sort in
   0.36–0.7× its CPU time with integer ids, 0.4–0.58× with string ids (``python
   benchmarks/bench_pipeline.py [--string-units]``, ``docs/benchmarks.md``).
@@ -47,10 +49,10 @@ Graph domains call the mapping of :mod:`dpgauss.release.domains.mapping` as vect
 (``dp_nearest``, and ``dp_spread`` for kde, whose list of (node, weight) is unnested and
 summed in SQL).
 
-CSV follows :mod:`dpgauss.release.csv_format` in the mode of ``[source] csv`` (``rfc4180``
+CSV follows :mod:`dpgauss.release.engines.csv_format` in the mode of ``[source] csv`` (``rfc4180``
 records, found by quote parity, or ``lines``; DuckDB's own CSV reader, with its sniffer, is
 not used).  The files' record texts are streamed as Arrow batches by
-:func:`~dpgauss.release.csv_format.line_reader` (numpy, chunk by chunk), registered on the
+:func:`~dpgauss.release.engines.csv_format.line_reader` (numpy, chunk by chunk), registered on the
 connection and scanned once, by the same query as everything else.  The reader checks UTF-8
 (an invalid record arrives as NULL) and decides most records: those whose delimiters all
 separate fields (unquoted fields, or quoted ones without inner quotes or delimiters) are
@@ -70,84 +72,47 @@ from __future__ import annotations
 
 import contextlib
 import math
-import re
 import secrets
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from .._optional import install_hint
-from . import csv_format, schema, unit_topb
-from .domains.keys import DUCKDB, INT_LITERAL, TIMESTAMP_TEXT, Column, range_key_sql, value_tables
-from .engine import Aggregate, AggregationPlan, RowCounts, source_columns
-from .spec import DomainSpec, ReleaseSpec
+from ..._optional import install_hint
+from .. import schema
+from ..domains.keys import TIMESTAMP_TEXT
+from ..spec import DomainSpec, ReleaseSpec
+from . import csv_format, unit_topb
+from .base import (
+    AGGREGATION_FAILED,
+    DROPPED,
+    DUCKDB,
+    IN_DOMAIN,
+    INVALID_DOMAIN,
+    INVALID_VALUE,
+    MALFORMED,
+    NULL_UNIT,
+    OUTSIDE,
+    OUTSIDE_FILTER,
+    Aggregate,
+    AggregationPlan,
+    EngineError,
+    collect,
+    source_columns,
+)
+from .sql import INT_BOUNDS, RecordExpressions, suffix
 
-__all__ = ["AGGREGATION_FAILED", "DuckDBEngine", "EngineError", "quote_ident"]
+__all__ = ["DuckDBEngine", "quote_ident"]
 
-# Row classes (engine.py, "Classification"); MALFORMED (CSV) lines are tested first.
-IN_DOMAIN, NULL_UNIT, INVALID_DOMAIN, INVALID_VALUE, OUTSIDE, OUTSIDE_FILTER, MALFORMED = range(7)
 _CLASS_BITS = 3  # the fast path keeps a row's class in the low bits of its sort key
-DROPPED = -100  # the group of in-domain rows removed by the bounds
 _GROUPS = 4  # CSV fields extracted per regexp_extract (RE2 one-pass up to 4 groups)
-_INT_BOUNDS = {
-    "TINYINT": (-(2**7), 2**7 - 1),
-    "SMALLINT": (-(2**15), 2**15 - 1),
-    "INTEGER": (-(2**31), 2**31 - 1),
-    "BIGINT": (-(2**63), 2**63 - 1),
-    "UTINYINT": (0, 2**8 - 1),
-    "USMALLINT": (0, 2**16 - 1),
-    "UINTEGER": (0, 2**32 - 1),
-    "UBIGINT": (0, 2**64 - 1),
-}
-_INTEGER_TYPES = (
-    "TINYINT",
-    "SMALLINT",
-    "INTEGER",
-    "BIGINT",
-    "UTINYINT",
-    "USMALLINT",
-    "UINTEGER",
-    "UBIGINT",
-)
 
-
-class EngineError(ValueError):
-    """A data source or query problem, reported in one line (a ``ValueError``).
-
-    ``detail`` is the engine's own message when it may quote the data (a value the reader
-    rejected): it is confidential, so the message of an aggregation error never carries it;
-    ``dpgauss check`` shows it to the data owner.
-    """
-
-    def __init__(self, message: str, detail: str | None = None) -> None:
-        super().__init__(message)
-        self.detail = detail
-
-
-#: The one message of a failed aggregation: fixed, so that it says nothing about the data.
-AGGREGATION_FAILED = (
-    "the engine could not read or aggregate the source (an unreadable file, or a value its "
-    "reader rejects); nothing was charged; `dpgauss check SPEC` shows the detail, which is "
-    "confidential"
-)
+_INTEGER_TYPES = tuple(INT_BOUNDS)  # every integer type of DuckDB below HUGEINT
 
 
 def quote_ident(name: str) -> str:
     """``name`` as a DuckDB identifier (double quotes, embedded quotes doubled)."""
-    return '"' + str(name).replace('"', '""') + '"'
-
-
-def _pack(channels: dict[str, str], name: str = "dx") -> dict[str, str]:
-    """How the key expression refers to each channel of ``name`` (a struct if several)."""
-    if len(channels) == 1:
-        return {ch: name for ch in channels}
-    return {ch: f"{name}.k_{ch}" for ch in channels}
-
-
-def _suffix(i: int) -> str:
-    """The column suffix of axis ``i`` of a domain (none for the first: ``dx``, ``la``, ``lo``)."""
-    return "" if i == 0 else str(i)
+    return DUCKDB.ident(name)
 
 
 def _duckdb() -> Any:
@@ -181,7 +146,7 @@ def _one_line(exc: BaseException) -> str:
 
 def _literal(text: str) -> str:
     """``text`` as a DuckDB string literal (no backslash escapes in DuckDB's literals)."""
-    return "'" + text.replace("'", "''") + "'"
+    return DUCKDB.literal(text)
 
 
 @dataclass(frozen=True)
@@ -297,7 +262,8 @@ class DuckDBEngine:
         than two seconds (``dpgauss release`` turns it on when stderr is a terminal).
     kernel
         Select each unit's records with the compiled kernel of
-        :mod:`dpgauss.release.unit_topb` instead of the sort, for a count whose only bound is
+        :mod:`dpgauss.release.engines.unit_topb` instead of the sort, for a count whose only
+        bound is
         ``max_records_per_unit`` over an integer unit column, or a ``VARCHAR`` one read
         from CSV or Parquet files (ids told apart by their bytes; not with a
         ``default_collation`` on the connection, nor for tables, whose columns may carry
@@ -470,7 +436,7 @@ class DuckDBEngine:
                 con.execute(stmt)
             except duckdb.Error:
                 pass
-        sfx = [_suffix(i) for i in range(axes)]
+        sfx = [suffix(i) for i in range(axes)]
         for view in [*(f"dp_domain_{tag}{x}" for x in sfx), f"dp_lines_{tag}"]:
             try:
                 con.unregister(view)
@@ -543,7 +509,7 @@ class DuckDBEngine:
         csv: _CsvScan | None = None,
     ) -> tuple[list[tuple[Any, ...]], None]:
         """The rows' (unit, key-in-priority, class) from DuckDB, selected by the kernel of
-        :mod:`dpgauss.release.unit_topb`; the result as the general query's groups."""
+        :mod:`dpgauss.release.engines.unit_topb`; the result as the general query's groups."""
         query = _Query(plan, source, types, tag, con, csv)
         sql, more = query.build(kernel=True)
         b = plan.spec.bounds.max_records_per_unit
@@ -577,7 +543,7 @@ class DuckDBEngine:
         return groups, None
 
     def aggregate(self, plan: AggregationPlan) -> Aggregate:
-        """The bounded aggregate of ``plan`` (semantics: :mod:`dpgauss.release.engine`)."""
+        """The bounded aggregate of ``plan`` (semantics: :mod:`dpgauss.release.engines.base`)."""
         duckdb = _duckdb()
         con, owned = self._connect()
         tag = secrets.token_hex(4)
@@ -599,7 +565,7 @@ class DuckDBEngine:
             ) from None
         finally:
             self._cleanup(con, owned, tag, len(plan.domain.axes))
-        return _collect(plan, groups, spread)
+        return collect(plan, groups, spread)
 
 
 def _arrow_error() -> type[Exception]:
@@ -625,12 +591,13 @@ def _count_over_integer_units(plan: AggregationPlan, types: dict[str, str]) -> b
 
 
 def _kernel_serves(plan: AggregationPlan, types: dict[str, str], con: Any) -> bool:
-    """Whether the per-unit kernel (:mod:`dpgauss.release.unit_topb`) serves ``plan``: a count
-    whose only bound is ``max_records_per_unit``, over integer unit ids, or over ``VARCHAR``
-    ids read from files (CSV, Parquet) when the connection compares strings by their bytes
-    (no ``default_collation``).  The kernel tells string ids apart by their bytes, as the
-    sort does then; a table's column may carry a collation (``COLLATE NOCASE``: ``'A'`` and
-    ``'a'`` one unit in the sort) that ``DESCRIBE`` does not show, so tables are sorted.
+    """Whether the per-unit kernel (:mod:`dpgauss.release.engines.unit_topb`) serves
+    ``plan``: a count whose only bound is ``max_records_per_unit``, over integer unit ids,
+    or over ``VARCHAR`` ids read from files (CSV, Parquet) when the connection compares
+    strings by their bytes (no ``default_collation``).  The kernel tells string ids apart by
+    their bytes, as the sort does then; a table's column may carry a collation
+    (``COLLATE NOCASE``: ``'A'`` and ``'a'`` one unit in the sort) that ``DESCRIBE`` does not
+    show, so tables are sorted.
     The spec, the column's type and the connection's settings decide, never the values."""
     if _count_over_integer_units(plan, types):
         return True
@@ -650,7 +617,7 @@ FROM (SELECT unnest({fn}(la, lo)) AS e{v} FROM {t} WHERE g >= 0) GROUP BY ALL
 """
 
 
-class _Query:
+class _Query(RecordExpressions):
     """Builds the bounding query of a plan (see the module docstring for the design)."""
 
     def __init__(
@@ -662,14 +629,13 @@ class _Query:
         con: Any,
         csv: _CsvScan | None = None,
     ) -> None:
+        super().__init__(DUCKDB, plan, types)
         self.csv = csv
-        self.plan = plan
-        self.spec = plan.spec
         self.source = source
         self.types = types
         self.tag = tag
         self.con = con
-        self.params: dict[str, Any] = {"dp_salt": int(plan.salt)}
+        self.params["dp_salt"] = int(plan.salt)
         self.has_value = False
         self.flags: tuple[str, ...] = ()
         # the bits of a key index, packed below the priority in every count's sort key
@@ -698,7 +664,8 @@ class _Query:
         v_parsed, bad_v, value = self._value_parse()
         out_f = self._filter()
         parsed = [f"{unit} AS u", f"{bad_unit} AS bad_u", f"{self._priority()} AS p"]
-        parsed += d_parsed + v_parsed + [f"{out_f} AS out_f"]
+        parsed += [f"{sql} AS {name}" for name, sql in {**d_parsed, **v_parsed}.items()]
+        parsed.append(f"{out_f} AS out_f")
         # A malformed CSV line (csv_format) is its own class, tested before every other.
         bl = ""
         if self.csv is not None:
@@ -709,8 +676,8 @@ class _Query:
         vcol = ", v" if has_v else ""
         axes = self.spec.domain.axes
         graphs = [i for i, a in enumerate(axes) if a.locates]
-        geo = "".join(f", la{_suffix(i)}, lo{_suffix(i)}" for i in graphs)
-        dxs = "".join(f", dx{_suffix(i)}" for i, a in enumerate(axes) if not a.locates)
+        geo = "".join(f", la{suffix(i)}, lo{suffix(i)}" for i in graphs)
+        dxs = "".join(f", {ref}" for refs in self._dx for ref in refs.values())
         extra = vcol + (", la, lo" if dom.spread else "")
         if graphs:  # the mapping UDFs run on valid rows only
             key_expr = (
@@ -870,7 +837,7 @@ FROM sb"""
         return sql
 
     def _kernel(self, sql: str, ok: str, cls: str) -> str:
-        """The rows for :mod:`dpgauss.release.unit_topb`: the unit (integer ids as their
+        """The rows for :mod:`dpgauss.release.engines.unit_topb`: the unit (integer ids as their
         64-bit pattern, signed types as ``BIGINT``, unsigned as ``UBIGINT``: one type per
         column, so injective; string ids as they are), the general path's key-in-priority
         ``pk`` of an in-domain row, and the row class (0 in the domain, else its code), none
@@ -901,26 +868,6 @@ SELECT g, count(*) AS n, count(*) FILTER (WHERE first_u) AS units, {n_c} AS n_c,
 FROM ({rows_sql}) GROUP BY g"""
 
     # -------------------------------------------------------------- expressions
-
-    def _unit(self) -> tuple[str, str]:
-        """(the unit id as rows are grouped by it, the no-unit condition), by its value:
-        a categorical (ENUM) by its text — DuckDB compares and hashes an ENUM by its code,
-        and pandas derives the codes from the sorted distinct values, so one record's new
-        category would renumber every unit (issue #25, finding 2); text ids empty or NULL
-        have no unit; a float id NaN or ±inf has none either (DuckDB's sort puts all NaN
-        ids together, as one unit: finding 3), and −0.0 is the unit 0.0 (equal values)."""
-        c = quote_ident(self.spec.unit.column)
-        t = self.types.get(self.spec.unit.column, "").upper()
-        if t.startswith("ENUM("):
-            c, t = f"CAST({c} AS VARCHAR)", "VARCHAR"
-        if t == "VARCHAR":
-            return c, f"({c} IS NULL OR {c} = '')"
-        if t in ("FLOAT", "DOUBLE", "REAL"):
-            return (
-                f"CASE WHEN isfinite({c}) THEN {c} + 0.0 END",
-                f"({c} IS NULL OR NOT isfinite({c}))",
-            )
-        return c, f"{c} IS NULL"
 
     def _hashed(self, names: list[str]) -> str:
         """The columns ``names`` as the record priority hashes them: each by its value (an
@@ -989,156 +936,28 @@ FROM ({rows_sql}) GROUP BY g"""
             )
         return f"TRY_CAST({c} AS TIMESTAMP)"
 
-    def _domain_parse(self) -> tuple[list[str], str]:
-        """(parsed columns, the invalid-domain condition over them): every axis's, the record
-        invalid when any axis is (:mod:`dpgauss.release.domains.key_domain`)."""
-        self._dx: list[dict[str, str]] = []
-        parsed: list[str] = []
-        bads: list[str] = []
-        for i, part in enumerate(self.spec.domain.axes):
-            cols, bad = self._axis_parse(i, part)
-            parsed += cols
-            bads.append(bad)
-        return parsed, bads[0] if len(bads) == 1 else "(" + " OR ".join(bads) + ")"
+    def _double(self, column: str) -> str:
+        return f"TRY_CAST({quote_ident(column)} AS DOUBLE)"
 
-    def _axis_parse(self, i: int, d: DomainSpec) -> tuple[list[str], str]:
-        x = _suffix(i)
-        if d.locates:
-            la, lo = f"la{x}", f"lo{x}"
-            parsed = [
-                f"TRY_CAST({quote_ident(d.lat)} AS DOUBLE) AS {la}",
-                f"TRY_CAST({quote_ident(d.lon)} AS DOUBLE) AS {lo}",
-            ]
-            bad = (
-                f"({la} IS NULL OR {lo} IS NULL OR NOT isfinite({la}) OR NOT isfinite({lo}) "
-                f"OR NOT ({la} BETWEEN -90 AND 90 AND {lo} BETWEEN -180 AND 180)"
-            )
-            if d.bbox is not None:
-                names = tuple(f"dp_{n}{x}" for n in ("la0", "la1", "lo0", "lo1"))
-                self.params.update(dict(zip(names, d.bbox, strict=True)))
-                bad += (
-                    f" OR NOT ({la} BETWEEN ${names[0]} AND ${names[1]} "
-                    f"AND {lo} BETWEEN ${names[2]} AND ${names[3]})"
-                )
-            self._dx.append({})
-            return parsed, bad + ")"
-        # values and range: the column read by the rules of dpgauss.release.domains.keys.
-        channels = self._channels(d)
-        name = f"dx{x}"
-        self._dx.append(_pack(channels, name))
-        if not channels:
-            return [f"NULL::INTEGER AS {name}"], "true"
-        fields = [
-            f"{sql} AS {name}" if len(channels) == 1 else f"k_{ch} := {sql}"
-            for ch, sql in channels.items()
-        ]
-        packed = fields if len(channels) == 1 else [f"struct_pack({', '.join(fields)}) AS {name}"]
-        bad = " AND ".join(f"{ref} IS NULL" for ref in self._dx[-1].values())
-        return packed, f"({bad})"
+    def _time_micros(self, column: str) -> str:
+        if self.types.get(column, "").upper() == "TIMESTAMP_NS":
+            # floor to the microsecond, exactly (a cast would round up into the next bin)
+            ns = f"epoch_ns({quote_ident(column)})"
+            return f"({ns} - ((({ns}) % 1000) + 1000) % 1000) // 1000"
+        return f"epoch_us({self._timestamp(column)})"
 
-    def _column(self, d: DomainSpec) -> Column:
-        """How a domain column's DuckDB type is read (:class:`keymap.Column`); a timestamp
-        range reads its column as microseconds since 1970 (an exact integer)."""
-        if d.is_time:
-            return Column("int", -(2**63), 2**63 - 1)
-        t = self.types.get(str(d.column), "").upper()
-        if t in _INT_BOUNDS:
-            return Column("int", *_INT_BOUNDS[t], text="cast")
-        if t == "BOOLEAN":
-            return Column("int", 0, 1, text="cast")
-        if t in ("HUGEINT", "UHUGEINT"):
-            return Column("wide", text="cast")
-        m = re.fullmatch(r"DECIMAL\((\d+),\s*(\d+)\)", t)
-        if m:
-            p, sc = int(m.group(1)), int(m.group(2))
-            if sc == 0:
-                return Column("int", -(10**p - 1), 10**p - 1, text="cast")
-            return Column("decimal", scale=sc, precision=p, text="cast")
-        if t in ("FLOAT", "DOUBLE", "REAL"):
-            return Column("float")
-        if t == "VARCHAR":
-            return Column("string", text="raw")
-        if t.startswith("ENUM("):  # a categorical (pandas, or a DuckDB ENUM): its text
-            return Column("string", text="cast")
-        if t in ("DATE", "TIMESTAMP"):
-            return Column("other", text="cast")
-        return Column("other")
-
-    def _keys(self, d: DomainSpec) -> tuple[Any, ...]:
-        return self.plan.domain.keys_of(d)
-
-    def _values_type(self, d: DomainSpec) -> str:
-        """``"string"`` for string keys, else ``"number"``."""
-        return "string" if any(isinstance(v, str) for v in self._keys(d)) else "number"
-
-    def _channels(self, d: DomainSpec) -> dict[str, str]:
-        """SQL of each way the record's value is read: ``int`` (an exact integer, HUGEINT),
-        ``dbl`` (a double), ``dec`` (a decimal's unscaled integer) or ``str`` (text, for
-        string keys); a record has a value in at most one channel (NULL elsewhere).  A
-        timestamp range: ``int``, the microseconds since 1970 of ``TRY_CAST(… AS TIMESTAMP)``
-        (as the ``[filter]`` reads timestamps)."""
-        col = self._column(d)
-        c = quote_ident(str(d.column))
+    def _wide(self, c: str, t: str) -> dict[str, str]:
+        """HUGEINT and UHUGEINT: an exact integer below 10^38 in magnitude, beyond it the
+        double it equals exactly (if any)."""
         big = 10**38
-        if d.is_time:
-            if self.types.get(str(d.column), "").upper() == "TIMESTAMP_NS":
-                # floor to the microsecond, exactly (a cast would round up into the next bin)
-                ns = f"epoch_ns({c})"
-                return {"int": f"({ns} - ((({ns}) % 1000) + 1000) % 1000) // 1000"}
-            return {"int": f"epoch_us({self._timestamp(str(d.column))})"}
-        if d.matches and self._values_type(d) == "string":
-            if col.text == "raw":
-                return {"str": c}
-            return {"str": f"CAST({c} AS VARCHAR)"} if col.text == "cast" else {}
-        if col.kind == "int":
-            t = self.types.get(str(d.column), "").upper()
-            x = f"CAST({c} AS INTEGER)" if t == "BOOLEAN" else c
-            return {"int": f"CAST({x} AS {'BIGINT' if col.fits64 else 'HUGEINT'})"}
-        if col.kind == "wide":
-            t = self.types[str(d.column)].upper()
-            small = f"{c} < CAST('{big}' AS {t})" + (
-                f" AND {c} > CAST('-{big}' AS {t})" if t == "HUGEINT" else ""
-            )
-            exact = f"TRY_CAST(TRY_CAST({c} AS DOUBLE) AS {t}) = {c}"
-            return {
-                "int": f"CASE WHEN {small} THEN CAST({c} AS HUGEINT) END",
-                "dbl": f"CASE WHEN NOT ({small}) AND {exact} THEN CAST({c} AS DOUBLE) END",
-            }
-        if col.kind == "float":
-            return {"dbl": f"CASE WHEN isfinite({c}) THEN CAST({c} AS DOUBLE) END"}
-        if col.kind == "decimal":
-            return {"dec": f"CAST(replace(CAST({c} AS VARCHAR), '.', '') AS HUGEINT)"}
-        if col.kind == "string":
-            if col.text == "cast":  # an ENUM: read as the text of its value
-                c = f"CAST({c} AS VARCHAR)"
-            self.params["dp_int_re"] = INT_LITERAL
-            is_int = f"regexp_full_match({c}, $dp_int_re)"
-            as_int = f"TRY_CAST({c} AS DECIMAL(38, 0))"
-            as_dbl = f"TRY_CAST({c} AS DOUBLE)"
-            return {
-                "int": f"CASE WHEN {is_int} THEN CAST({as_int} AS HUGEINT) END",
-                "dbl": f"CASE WHEN NOT coalesce({is_int} AND {as_int} IS NOT NULL, false) "
-                f"AND isfinite({as_dbl}) THEN {as_dbl} END",
-            }
-        return {}
-
-    def _value_parse(self) -> tuple[list[str], str, str]:
-        """(parsed columns, the invalid-value condition, the clamped value expression)."""
-        st = self.spec.statistic
-        if st.kind == "count":
-            return [], "false", "NULL::DOUBLE"
-        self.params.update(
-            {
-                "dp_lower": float(st.lower),
-                "dp_upper": float(st.upper),  # type: ignore[arg-type]
-                "dp_offset": float(self.plan.value_offset),
-            }
+        small = f"{c} < CAST('{big}' AS {t})" + (
+            f" AND {c} > CAST('-{big}' AS {t})" if t == "HUGEINT" else ""
         )
-        return (
-            [f"TRY_CAST({quote_ident(st.column)} AS DOUBLE) AS vx"],
-            "(vx IS NULL OR NOT isfinite(vx))",
-            "greatest($dp_lower, least($dp_upper, vx)) - $dp_offset",
-        )
+        exact = f"TRY_CAST(TRY_CAST({c} AS DOUBLE) AS {t}) = {c}"
+        return {
+            "int": f"CASE WHEN {small} THEN CAST({c} AS HUGEINT) END",
+            "dbl": f"CASE WHEN NOT ({small}) AND {exact} THEN CAST({c} AS DOUBLE) END",
+        }
 
     def _domain_key(self) -> tuple[str, str]:
         """(joins, key expression) for the keyed CTE; a NULL key is outside the domain.
@@ -1164,26 +983,20 @@ FROM ({rows_sql}) GROUP BY g"""
         return " ".join(joins), " + ".join(terms)
 
     def _axis_key(self, i: int, d: DomainSpec) -> tuple[list[str], str]:
-        x = _suffix(i)
+        x = suffix(i)
         if d.locates:
             self._register_udfs(i)
             return [], f"nullif(dp_nearest_{self.tag}{x}(la{x}, lo{x}), -1)"
         refs = self._dx[i]
         if d.kind == "range":
-            try:
-                return [], range_key_sql(DUCKDB, d.bins, refs, self._column(d))
-            except ValueError as exc:
-                raise EngineError(f"[{d.where}] column {d.column!r}: {exc}") from None
+            return [], self._range_key(i, d)
         duck = _duckdb()
         import pyarrow as pa
 
         col = self._column(d)
-        tables = value_tables(self._keys(d), col.scale if "dec" in refs else None)
         rows: dict[str, list[Any]] = {"ch": [], "v": [], "f": [], "idx": []}
-        for ch in refs:
-            for v, k in tables.get(ch, []):
-                if ch == "int" and not col.lo <= v <= col.hi:
-                    continue  # beyond the column's type: no record can equal it
+        for ch, found in self._value_keys(i, d).items():
+            for v, k in found:
                 rows["ch"].append(ch)
                 rows["v"].append(None if ch == "dbl" else str(v))
                 rows["f"].append(float(v) if ch == "dbl" else None)
@@ -1220,7 +1033,7 @@ FROM ({rows_sql}) GROUP BY g"""
 
         mapper = self.plan.domain.axes[i].mapper
         assert mapper is not None
-        x = _suffix(i)
+        x = suffix(i)
 
         def as_numpy(a: Any) -> np.ndarray:
             arr = a.to_numpy(zero_copy_only=False) if hasattr(a, "to_numpy") else np.asarray(a)
@@ -1261,71 +1074,3 @@ FROM ({rows_sql}) GROUP BY g"""
                 )
         except duck.Error as exc:  # pragma: no cover - defensive
             raise EngineError(f"duckdb: {_one_line(exc)}") from None
-
-
-# ----------------------------------------------------------------------- collecting
-
-
-def _collect(
-    plan: AggregationPlan,
-    groups: list[tuple[Any, ...]],
-    spread: list[tuple[Any, ...]] | None,
-) -> Aggregate:
-    d = plan.domain.size
-    stat = plan.spec.statistic.kind
-    counts = np.zeros(d, dtype=np.float64)
-    sums = np.zeros(d, dtype=np.float64) if stat != "count" else None
-    rows = RowCounts()
-    per_class = dict.fromkeys(
-        (MALFORMED, NULL_UNIT, INVALID_DOMAIN, INVALID_VALUE, OUTSIDE, OUTSIDE_FILTER, IN_DOMAIN), 0
-    )
-    n_c = n_k = 0
-    for g, n, units, nc, nk, s in groups:
-        g, n = int(g), int(n)
-        rows.units += int(units or 0)
-        n_c += int(nc or 0)
-        n_k += int(nk or 0)
-        if g >= 0 or g == DROPPED:
-            per_class[IN_DOMAIN] += n
-        else:
-            per_class[-g] += n
-        if g < 0:
-            continue
-        if g >= d:  # unreachable: keys are computed exactly in 0 … d − 1 (keymap)
-            raise EngineError(f"internal error: key index {g} outside the domain of {d} keys")
-        rows.kept += n
-        if spread is None:
-            counts[g] = float(n)
-            if sums is not None and s is not None:
-                sums[g] = float(s)
-    if spread is not None:
-        for key, mass, s in spread:
-            if not 0 <= int(key) < d:  # unreachable: the mapper returns node indices
-                raise EngineError(f"internal error: node {key} outside the graph of {d} nodes")
-            counts[int(key)] = float(mass)
-            if sums is not None and s is not None:
-                sums[int(key)] = float(s)
-    rows.malformed_lines = per_class[MALFORMED]
-    rows.outside_filter = per_class[OUTSIDE_FILTER]
-    rows.null_unit = per_class[NULL_UNIT]
-    rows.invalid_domain = per_class[INVALID_DOMAIN]
-    rows.invalid_value = per_class[INVALID_VALUE]
-    rows.outside_domain = per_class[OUTSIDE]
-    rows.in_domain = per_class[IN_DOMAIN]
-    rows.read = sum(per_class.values())
-    b = plan.spec.bounds
-    dropped: dict[str, int] = {}
-    if b.max_records_per_key is not None:
-        dropped["max_records_per_key"] = rows.in_domain - n_c
-    else:
-        n_c = rows.in_domain
-    if b.max_keys_per_unit is not None:
-        dropped["max_keys_per_unit"] = n_c - n_k
-    else:
-        n_k = n_c
-    if b.max_records_per_unit is not None:
-        dropped["max_records_per_unit"] = n_k - rows.kept
-    rows.dropped_by_bounds = dropped
-    if not all(math.isfinite(x) for x in (counts.sum(), 0.0 if sums is None else sums.sum())):
-        raise EngineError("the aggregate is not finite (internal error)")
-    return Aggregate(counts=counts, sums=sums, rows=rows)

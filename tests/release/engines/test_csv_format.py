@@ -1,4 +1,4 @@
-"""The CSV format (``dpgauss.release.csv_format``) on the DuckDB engine, in both modes
+"""The CSV format (``dpgauss.release.engines.csv_format``) on the DuckDB engine, in both modes
 (``[source] csv = "rfc4180"``, the default, and ``"lines"``, the line-local reading).
 
 The ``check_*`` functions take the engine and return the ``(spec, salt, aggregate)`` they
@@ -28,11 +28,13 @@ pytest.importorskip("pyarrow")
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dpgauss.release import ReleaseSpec, bounded_aggregate, csv_format
-from dpgauss.release.engine_duckdb import DuckDBEngine, EngineError
+from dpgauss.release import ReleaseSpec, bounded_aggregate
+from dpgauss.release.engines import csv_format
+from dpgauss.release.engines.base import EngineError
+from dpgauss.release.engines.duckdb import DuckDBEngine
 from dpgauss.release.pipeline import run_release
 
-from .test_pipeline import charges, make_ledger
+from ..test_pipeline import charges, make_ledger
 
 LINES = {"csv": "lines"}  # [source] csv = "lines": the line-local reading
 

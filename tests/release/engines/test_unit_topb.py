@@ -1,4 +1,4 @@
-"""The per-unit top-b kernel (dpgauss.release.unit_topb): the general path's records, exactly.
+"""The per-unit top-b kernel (``engines.unit_topb``): the general path's records, exactly.
 
 The kernel must keep, for every unit, the keys of its ``b`` smallest key-in-priority values,
 whatever the order the rows arrive in, the batches they come in, the buckets units share or
@@ -17,8 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dpgauss.release import unit_topb
-from dpgauss.release.engine_duckdb import DuckDBEngine, EngineError
+from dpgauss.release.engines import unit_topb
+from dpgauss.release.engines.base import EngineError
+from dpgauss.release.engines.duckdb import DuckDBEngine
 from dpgauss.release.pipeline import bounded_aggregate
 from dpgauss.release.spec import ReleaseSpec
 
@@ -384,7 +385,7 @@ def test_concurrent_calls_under_the_workqueue_layer(tmp_path: Path):
     script = textwrap.dedent(
         """
         import threading, numpy as np, pyarrow as pa
-        from dpgauss.release import unit_topb
+        from dpgauss.release.engines import unit_topb
         rng = np.random.default_rng(0)
         n = 300_000
         u = rng.integers(0, 5000, n)
@@ -564,7 +565,7 @@ def test_a_child_forked_while_the_lock_is_held_before_any_use():
     script = textwrap.dedent(
         """
         import multiprocessing, numpy as np, pyarrow as pa
-        from dpgauss.release import unit_topb
+        from dpgauss.release.engines import unit_topb
         def run():
             u = np.arange(100, dtype=np.int64)
             batch = pa.record_batch(

@@ -2,7 +2,7 @@ r"""The CSV format of dpgauss: RFC 4180 records or lines, the same in both engin
 
 This module is the single statement of how a CSV source is read.  The DuckDB engine and the
 Spark engine take their rules, regular expressions and SQL from here, and
-``tests/release/test_csv_format.py`` checks both against the pure-Python reading below
+``tests/release/engines/test_csv_format.py`` checks both against the pure-Python reading below
 (:func:`split_records`, :func:`split_lines`, :func:`parse_fields`, :func:`parse_record`).
 
 Which writer made the file: ``[source] csv``
@@ -109,7 +109,7 @@ repeats a group once per doubled quote (or, written as ``(?:[^"]|"")*``, once pe
 character), and java.util.regex recurses once per repetition: a quoted field of 20,000
 characters overflowed the JVM's stack and killed Spark's driver in local mode (measured with
 Spark 4) — one unit's record would have stopped every release.  The folding is exact
-(``tests/release/test_csv_format.py`` checks it on random records): after it no ``"`` is
+(``tests/release/engines/test_csv_format.py`` checks it on random records): after it no ``"`` is
 followed by ``"``, an even run of ``2k`` quotes became ``P^k``, an odd run ``P^k"``; so a
 quoted field becomes ``P^k"Y"`` (``Y`` without quotes) or ``P^k`` (``k ≥ 1``, a field of
 quotes only), an unquoted field stays free of quotes, P and R, and conversely each such

@@ -28,10 +28,11 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
 from dpgauss.release import ReleaseSpec, bounded_aggregate  # noqa: E402
-from dpgauss.release.engine_duckdb import DuckDBEngine, EngineError  # noqa: E402
-from dpgauss.release.engine_spark import SparkEngine  # noqa: E402
+from dpgauss.release.engines.base import EngineError  # noqa: E402
+from dpgauss.release.engines.duckdb import DuckDBEngine  # noqa: E402
+from dpgauss.release.engines.spark import SparkEngine  # noqa: E402
 
-from .test_pipeline import make_ledger, make_spec  # noqa: E402
+from ..test_pipeline import make_ledger, make_spec  # noqa: E402
 
 pytestmark = [
     pytest.mark.spark,
@@ -291,7 +292,7 @@ def test_a_spark_release_prints_nothing_from_the_jvm(tmp_path: Path) -> None:
     """``dpgauss release --engine spark`` in a fresh process (one Spark start): a release of
     a Parquet file with a nanosecond column prints nothing on stderr (no JVM warning, no
     log4j line), and a source Spark cannot read fails in one line, ``dpgauss: error: …``."""
-    from .test_pipeline import small_spec_toml
+    from ..test_pipeline import small_spec_toml
 
     rng = np.random.default_rng(4)
     uid = np.repeat(np.arange(200), 2)
@@ -340,7 +341,7 @@ def test_a_spark_release_prints_nothing_from_the_jvm(tmp_path: Path) -> None:
 def test_spark_failing_to_start_is_one_line_with_the_launchers_words(tmp_path: Path) -> None:
     """No Java (``JAVA_HOME`` pointing nowhere): one line, quoting what ``spark-class`` said
     on the JVM's stderr (drained, not printed)."""
-    from .test_pipeline import small_spec_toml
+    from ..test_pipeline import small_spec_toml
 
     src = write_ns(tmp_path / "s.parquet", uid=[1, 2], key=[0, 1], when=[T0, T0 + NS])
     spec = small_spec_toml(tmp_path / "spec.toml", src, "none")

@@ -23,7 +23,8 @@ from dpgauss.release.domains.graph_files import read_graph_tables, read_graphml 
 from dpgauss.release.domains.key_domain import resolve_domain  # noqa: E402
 from dpgauss.release.domains.mapping import EARTH_RADIUS_M  # noqa: E402
 from dpgauss.release.engines.duckdb import DuckDBEngine  # noqa: E402
-from dpgauss.release.pipeline import bounded_aggregate, run_release, sensitivity_of  # noqa: E402
+from dpgauss.release.pipeline import bounded_aggregate, run_release  # noqa: E402
+from dpgauss.release.plan import sensitivity_of  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 
 from ..test_pipeline import assert_cli_refuses_uncharged, cli, make_ledger  # noqa: E402

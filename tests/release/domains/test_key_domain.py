@@ -22,7 +22,8 @@ pytest.importorskip("duckdb")
 from dpgauss.datasets import load_manhattan_graph  # noqa: E402
 from dpgauss.release.domains.key_domain import product_edges, resolve_domain  # noqa: E402
 from dpgauss.release.engines.duckdb import DuckDBEngine  # noqa: E402
-from dpgauss.release.pipeline import bounded_aggregate, run_release, sensitivity_of  # noqa: E402
+from dpgauss.release.pipeline import bounded_aggregate, run_release  # noqa: E402
+from dpgauss.release.plan import sensitivity_of  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 
 from ..test_pipeline import cli, make_ledger  # noqa: E402

@@ -21,7 +21,8 @@ from dpgauss.datasets.neighbourhoods import (  # noqa: E402
 from dpgauss.release.domains.key_domain import resolve_domain  # noqa: E402
 from dpgauss.release.domains.regions import RegionMapper, adjacency, read_geojson  # noqa: E402
 from dpgauss.release.engines.duckdb import DuckDBEngine  # noqa: E402
-from dpgauss.release.pipeline import bounded_aggregate, run_release, sensitivity_of  # noqa: E402
+from dpgauss.release.pipeline import bounded_aggregate, run_release  # noqa: E402
+from dpgauss.release.plan import sensitivity_of  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 
 from ..test_pipeline import assert_cli_refuses_uncharged, make_ledger  # noqa: E402

@@ -48,7 +48,7 @@ def _number(text: str) -> float:
 def _classical_or_none(epsilon: float, delta: float, sensitivity: float) -> float | None:
     if not 0.0 < epsilon < 1.0:
         return None
-    return classical_gaussian_sigma(epsilon, delta, sensitivity)
+    return float(classical_gaussian_sigma(epsilon, delta, sensitivity))
 
 
 def _calibrate(args: argparse.Namespace) -> str:

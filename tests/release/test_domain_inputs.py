@@ -1,4 +1,4 @@
-"""Review 13: hostile inputs for the new domain kinds (user graphs, regions, grids, products,
+"""Hostile inputs for the domain kinds (user graphs, regions, grids, products,
 timestamp ranges).  Every test here fails on 0950986 and states its finding.
 
 The cross-engine tests need pyspark and Java (skipped otherwise); the rest run on DuckDB.

@@ -21,7 +21,7 @@ from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate, run_release  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 
-from .test_pipeline import charges, make_ledger  # noqa: E402
+from ..helpers import charges, make_ledger, square  # noqa: E402
 
 DUCK = DuckDBEngine(threads=2)
 HOURS = {
@@ -31,10 +31,6 @@ HOURS = {
     "stop": "1970-01-01 03:00",
     "step": "1h",
 }
-
-
-def square(x0: float, y0: float, w: float = 1.0) -> list:
-    return [[x0, y0], [x0 + w, y0], [x0 + w, y0 + w], [x0, y0 + w], [x0, y0]]
 
 
 def geojson(path: Path, ids: list, prop: str = "id") -> Path:

@@ -25,14 +25,11 @@ from dpgauss.release.pipeline import bounded_aggregate, run_release, sensitivity
 from dpgauss.release.regions import RegionMapper, adjacency, read_geojson  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 
-from .test_pipeline import assert_cli_refuses_uncharged, make_ledger  # noqa: E402
+from ..helpers import make_ledger, square  # noqa: E402
+from .test_pipeline import assert_cli_refuses_uncharged  # noqa: E402
 
 ENGINE = DuckDBEngine(threads=2)
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
-
-
-def square(x0: float, y0: float, w: float = 1.0) -> list:
-    return [[x0, y0], [x0 + w, y0], [x0 + w, y0 + w], [x0, y0 + w], [x0, y0]]
 
 
 def collection(features: list) -> dict:

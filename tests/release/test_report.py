@@ -13,7 +13,7 @@ from dpgauss.release import pipeline
 from dpgauss.release.report import BELOW_RESOLUTION, error_fields, rmse_text
 from dpgauss.release.spec import ReleaseSpec
 
-from .test_pipeline import make_ledger
+from ..helpers import make_ledger
 
 
 @pytest.mark.parametrize("risk", [-18006.0, -1e-300, 0.0, 1e-3, float("nan")])

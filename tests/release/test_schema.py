@@ -26,7 +26,7 @@ from dpgauss.release.keymap import INT_LITERAL  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 
-from .test_pipeline import charges, make_ledger  # noqa: E402
+from ..helpers import charges, make_ledger  # noqa: E402
 
 BIG = 2**53
 

@@ -41,7 +41,7 @@ from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 
-from .test_pipeline import charges, make_ledger  # noqa: E402
+from ..helpers import charges, make_ledger  # noqa: E402
 
 UNITS, PER_UNIT = 200, 3
 NAN, INF = float("nan"), float("inf")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from pathlib import Path
@@ -17,6 +16,9 @@ from dpgauss.experiments import fig4_taxi_heat_maps as fig4
 from dpgauss.experiments import taxi_resample
 from dpgauss.experiments.runner import write_csv
 
+from ..helpers import csv_number as number
+from ..helpers import read_csv
+
 STEM = "fig4_taxi_heat_maps"
 
 
@@ -27,12 +29,7 @@ def quick(quick_all):
 
 
 def read_rows(out: Path) -> list[dict[str, str]]:
-    with open(out / f"{STEM}.csv", newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
-
-
-def number(text: str) -> float:
-    return math.nan if text == "" else float(text)
+    return read_csv(out / f"{STEM}.csv")
 
 
 def test_all_figures_run_quickly_and_include_figure_4(quick):

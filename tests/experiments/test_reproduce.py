@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -16,6 +14,8 @@ from dpgauss.experiments.plotting import MatplotlibMissingError
 from dpgauss.experiments.reproduce_cli import add_reproduce_parser
 from dpgauss.experiments.runner import ProgressBar, point_seed, resolve_figures
 
+from ..helpers import csv_number as number
+from ..helpers import read_csv
 from .conftest import FIGURES
 
 STEMS = {
@@ -30,15 +30,6 @@ STEMS = {
 def quick(quick_all):
     """The shared quick run of every figure (conftest): (out dir, report, seconds)."""
     return quick_all
-
-
-def read_csv(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
-
-
-def number(text: str) -> float:
-    return math.nan if text == "" else float(text)
 
 
 def test_quick_run_is_fast(quick):

@@ -103,6 +103,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)
+        if item.get_closest_marker("spark") is not None:
+            item.add_marker(pytest.mark.slow)  # a JVM to start: not in the contributor's loop
         if reason is not None and item.get_closest_marker("spark") is not None:
             item.add_marker(pytest.mark.skip(reason=reason))
 

@@ -32,6 +32,7 @@ def read_rows(out: Path) -> list[dict[str, str]]:
     return read_csv(out / f"{STEM}.csv")
 
 
+@pytest.mark.slow
 def test_all_figures_run_quickly_and_include_figure_4(quick):
     out, report, seconds = quick
     assert [r.figure.number for r in report.results] == ["1", "2", "3", "4"]
@@ -116,6 +117,7 @@ def test_true_mass_is_the_number_of_kept_trips_and_drops_are_counted(quick):
             assert float(r["resample_bandwidth_m"]) in taxi_resample.BANDWIDTH_GRID_M
 
 
+@pytest.mark.slow
 def test_resampled_trips_are_reproducible_from_the_seed():
     a = fig4.resampled_trips(fig4.SUN10, 0)
     b = fig4.resampled_trips(fig4.SUN10, 0)

@@ -213,6 +213,7 @@ def _parser():
     return parser
 
 
+@pytest.mark.slow
 def test_cli_parser(tmp_path, capsys):
     parser = _parser()
     args = parser.parse_args(

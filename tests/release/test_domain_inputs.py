@@ -265,6 +265,7 @@ def test_a_region_id_that_cannot_be_written_fails_before_the_charge(tmp_path: Pa
     delivered_or_refused_uncharged(make(src, domain, tmp_path / "r.csv"), tmp_path)
 
 
+@pytest.mark.slow
 def test_a_time_range_in_year_one_plots_or_fails_before_the_charge(tmp_path: Path) -> None:
     """Finding (rule c, item 6): a daily range over the first week of year 1 (valid: the spec
     allows any naive datetime) is planned with a plot; ``draw_series``' axis margins go

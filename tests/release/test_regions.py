@@ -148,6 +148,7 @@ def test_borders_go_to_the_first_region_and_holes_are_outside(tmp_path: Path) ->
     assert got == [0, 0, 0, 0, -1, 4, 8, -1, -1]
 
 
+@pytest.mark.slow
 def test_point_in_polygon_against_shapely_covers(tmp_path: Path) -> None:
     r = read_geojson(nyc_neighbourhoods_path())
     m = RegionMapper(r)
@@ -237,6 +238,7 @@ def test_records_by_point_and_by_id_column(tmp_path: Path) -> None:
     assert by_id.counts.tolist() == [float(table.count(i)) for i in ids]
 
 
+@pytest.mark.slow
 def test_neighbouring_datasets_on_regions(tmp_path: Path) -> None:
     """Eve puts 30 records on borders and corners: each counts once, she keeps b = 2 of them,
     and the aggregate moves by exactly her kept records."""
@@ -264,6 +266,7 @@ def test_neighbouring_datasets_on_regions(tmp_path: Path) -> None:
         assert np.linalg.norm(u) <= sensitivity_of(spec_for(src, regions)).l2
 
 
+@pytest.mark.slow
 def test_a_regions_release_and_its_choropleth(tmp_path: Path) -> None:
     regions = grid_regions(tmp_path / "g.geojson")
     src, _, _ = records(tmp_path)

@@ -37,6 +37,7 @@ def test_sure_above_its_resolution_is_the_estimate() -> None:
     assert error_fields(9.01, 900.0, 100)["estimated_error"] == 9.01
 
 
+@pytest.mark.slow
 def test_a_flat_release_reports_no_zero_error(tmp_path: Path) -> None:
     """James–Stein toward 0 on an empty map: SURE far below its resolution (often < 0).
     The report publishes the bound and the reason, never ``rmse_per_key: 0``."""

@@ -42,6 +42,7 @@ def test_all_figures_run_quickly_and_include_figure_4(quick):
     assert "resampled from a density fitted to the real trips" in line
 
 
+@pytest.mark.slow
 def test_files(quick):
     out, _, _ = quick
     data = json.loads((out / f"{STEM}.json").read_text(encoding="utf-8"))
@@ -51,6 +52,7 @@ def test_files(quick):
     assert list(rows[0]) == list(fig4.COLUMNS)  # the heat maps' payload is not in the CSV
 
 
+@pytest.mark.slow
 def test_pngs_mse_panels_and_heat_maps(quick):
     pytest.importorskip("matplotlib")
     out, _, _ = quick
@@ -61,6 +63,7 @@ def test_pngs_mse_panels_and_heat_maps(quick):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_every_method_and_epsilon_with_finite_mse(quick):
     out, _, _ = quick
     rows = read_rows(out)
@@ -78,6 +81,7 @@ def test_every_method_and_epsilon_with_finite_mse(quick):
             assert number(r["mse"]) > 0
 
 
+@pytest.mark.slow
 def test_analytic_beats_classical_and_denoisers_beat_raw_at_small_eps(quick):
     out, _, _ = quick
     rows = read_rows(out)
@@ -98,6 +102,7 @@ def test_analytic_beats_classical_and_denoisers_beat_raw_at_small_eps(quick):
             assert mse[(ds, w, e, m)] < 0.1 * mse[(ds, w, e, "analytic")]
 
 
+@pytest.mark.slow
 def test_true_mass_is_the_number_of_kept_trips_and_drops_are_counted(quick):
     out, _, _ = quick
     for r in read_rows(out):

@@ -9,7 +9,7 @@ Run from the repository root::
 For every setting (a true vector θ, a structure and a σ) and every denoiser that applies,
 ``--draws`` releases ``y = θ + N(0, σ²I)`` are denoised and given 95 % intervals
 (:meth:`dpgauss.denoise.Denoised.interval`, the calibrated parametric bootstrap of
-:mod:`dpgauss.denoise.intervals`), and the table reports
+:mod:`dpgauss.denoise.result`), and the table reports
 
 * ``coverage``: the average over draws of the fraction of keys whose θ lies in its interval
   (the target of the method: average coverage over keys), and the worst single draw;
@@ -158,7 +158,8 @@ def measure(
 def taxi_settings() -> list[tuple[str, np.ndarray, float]]:
     from dpgauss.demo import demo_spec
     from dpgauss.privacy import analytic_gaussian_sigma
-    from dpgauss.release.pipeline import bounded_aggregate, sensitivity_of
+    from dpgauss.release.pipeline import bounded_aggregate
+    from dpgauss.release.plan import sensitivity_of
 
     spec = demo_spec(Path("/tmp/bench-coverage"))
     truth = np.asarray(bounded_aggregate(spec, salt=1).counts, dtype=np.float64)

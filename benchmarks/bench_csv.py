@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
 from dpgauss.release import ReleaseSpec, csv_format  # noqa: E402
-from dpgauss.release.domain import resolve_domain  # noqa: E402
+from dpgauss.release.domains.key_domain import resolve_domain  # noqa: E402
 from dpgauss.release.engine import AggregationPlan  # noqa: E402
 from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
 from dpgauss.release.plan import value_offset  # noqa: E402

@@ -73,9 +73,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from dpgauss.datasets import load_manhattan_graph  # noqa: E402
-from dpgauss.denoise import _graph_tv  # noqa: E402
 from dpgauss.denoise.graph import as_graph  # noqa: E402
-from dpgauss.denoise.trend_filter import _make_operator, trend_filter  # noqa: E402
+from dpgauss.denoise.trend_filter import _graph_tv, _make_operator, trend_filter  # noqa: E402
 
 SEED = 20180710
 SIGMA = 1.0

@@ -52,7 +52,7 @@ def best(fn, repeats: int) -> float:
 def nearest(points: int, nodes: int, repeats: int) -> None:
     from scipy.spatial import cKDTree
 
-    from dpgauss.release.mapping import EARTH_RADIUS_M, GraphMapper
+    from dpgauss.release.domains.mapping import EARTH_RADIUS_M, GraphMapper
 
     rng = np.random.default_rng(1)
     side = math.sqrt(nodes) * 80.0 / EARTH_RADIUS_M  # 80 m apart on average
@@ -84,7 +84,7 @@ def nearest(points: int, nodes: int, repeats: int) -> None:
 def regions(points: int, repeats: int) -> None:
     import shapely
 
-    from dpgauss.release.regions import RegionMapper, load_public_regions
+    from dpgauss.release.domains.regions import RegionMapper, load_public_regions
 
     class Bundled:
         regions = "nyc-neighbourhoods"
@@ -116,7 +116,7 @@ def auto_sizes() -> None:
     from dpgauss.datasets import load_manhattan_graph
     from dpgauss.denoise import as_graph
     from dpgauss.denoise.trend_filter import trend_filter
-    from dpgauss.release.domain import product_edges
+    from dpgauss.release.domains.axes import product_edges
 
     g = load_manhattan_graph()
     print("graph trend filtering, SURE path, hours × Manhattan (4,091 junctions)")
@@ -213,7 +213,7 @@ def release(graph_nodes: int) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from dpgauss.release.mapping import EARTH_RADIUS_M
+    from dpgauss.release.domains.mapping import EARTH_RADIUS_M
 
     with tempfile.TemporaryDirectory() as tmp:
         _run(SPEC, tmp, "bundled trips, 24 hours × 4,091 junctions")

@@ -13,7 +13,7 @@
    charge fits (≤ the budget μ, the ledger's comparison of the two doubles).
 2. The time of ``noise_plan`` (the law without sampling) against a release of zeros (what the
    pipeline used to do to learn the law), at 10⁶ keys, both cold (first call) and warm.
-3. The time of the release pipeline's own ``_calibrate`` for a secure count of 10⁶ keys
+3. The time of the release plan's own ``calibrate`` for a secure count of 10⁶ keys
    (Δ = 5): first call and the best of two more.  This part uses only APIs that existed
    before, so it also runs against an older checkout (``--calibrate-only``).
 
@@ -114,7 +114,7 @@ def _timed(fn) -> float:  # type: ignore[no-untyped-def]
 
 
 def calibrate_timing(eps: float, delta: float, d: int) -> None:
-    from dpgauss.release import pipeline
+    from dpgauss.release import plan
     from dpgauss.release.spec import ReleaseSpec
 
     spec = ReleaseSpec.from_dict(
@@ -128,8 +128,8 @@ def calibrate_timing(eps: float, delta: float, d: int) -> None:
             "denoise": {"method": "none"},
         }
     )
-    domain = pipeline.resolve_domain(spec)
-    sens = pipeline.sensitivity_of(spec, domain)
+    domain = plan.resolve_domain(spec)
+    sens = plan.sensitivity_of(spec, domain)
     try:
         _clear_caches()  # cold, even after the tables above
     except AttributeError:  # an older checkout: nothing of this is cached there
@@ -137,10 +137,10 @@ def calibrate_timing(eps: float, delta: float, d: int) -> None:
     times, mu = [], 0.0
     for _ in range(3):
         t = time.perf_counter()
-        mu = pipeline._calibrate(spec, sens, domain.size).mu
+        mu = plan.calibrate(spec, sens, domain.size).mu
         times.append(time.perf_counter() - t)
     print(
-        f"\npipeline._calibrate, secure count of {d:,} keys (Δ = 5, ({eps:g}, {delta:g})): "
+        f"\nplan.calibrate, secure count of {d:,} keys (Δ = 5, ({eps:g}, {delta:g})): "
         f"first {times[0]:.3f} s, then {min(times[1:]):.3f} s; charge mu = {mu!r}, "
         f"budget mu = {float(gdp_mu(eps, delta))!r}"
     )
@@ -151,9 +151,7 @@ def main() -> None:
     parser.add_argument("--epsilon", type=float, default=1.0)
     parser.add_argument("--delta", type=float, default=1e-6)
     parser.add_argument("--keys", type=int, default=10**6, help="d for the timing")
-    parser.add_argument(
-        "--calibrate-only", action="store_true", help="only time pipeline._calibrate"
-    )
+    parser.add_argument("--calibrate-only", action="store_true", help="only time plan.calibrate")
     args = parser.parse_args()
     if not args.calibrate_only:
         cost_tables(args.epsilon, args.delta)

@@ -28,7 +28,8 @@ import networkx as nx
 import numpy as np
 
 from dpgauss.datasets import load_manhattan_graph, load_trips, snap_to_nodes
-from dpgauss.denoise import _graph_tv, trend_filter
+from dpgauss.denoise import trend_filter
+from dpgauss.denoise.trend_filter import _graph_tv
 from dpgauss.privacy import analytic_gaussian_sigma
 
 

@@ -1,4 +1,5 @@
-"""Exact 1-D total variation denoising: ``dpgauss.denoise._tv1d.tv1d`` against prox_tv's C++.
+"""Exact 1-D total variation denoising: ``dpgauss.denoise.trend_filter._tv1d.tv1d`` against
+prox_tv's C++.
 
 Run from the repository root (numba from the ``fast`` extra)::
 
@@ -44,8 +45,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from dpgauss.denoise import _tv1d, trend_filter
-from dpgauss.denoise._tv1d import tv1d
+from dpgauss.denoise import trend_filter
+from dpgauss.denoise.trend_filter import _tv1d
+from dpgauss.denoise.trend_filter._tv1d import tv1d
 
 try:
     import prox_tv
@@ -182,7 +184,7 @@ def worst_case(n: int, repeats: int) -> None:
 FIRST_CALL = """
 import time
 import numpy as np
-from dpgauss.denoise._tv1d import tv1d
+from dpgauss.denoise.trend_filter._tv1d import tv1d
 y = np.random.default_rng(0).standard_normal(100_000)
 t1 = time.perf_counter()
 tv1d(y, 1.0)

@@ -48,9 +48,9 @@ from collections.abc import Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from dpgauss.denoise import _tv2d, as_graph, trend_filter  # noqa: E402
+from dpgauss.denoise import as_graph, trend_filter  # noqa: E402
 from dpgauss.denoise.structure import lattice_edges  # noqa: E402
-from dpgauss.denoise.trend_filter import _LatticeDifference  # noqa: E402
+from dpgauss.denoise.trend_filter import _LatticeDifference, _tv2d  # noqa: E402
 
 try:
     import prox_tv

@@ -30,8 +30,8 @@ def test_every_junction_is_released_with_its_interval(demo) -> None:
     n = load_manhattan_graph().n
     assert [int(r["key"]) for r in rows] == list(range(n))  # zeros included
     rel = np.array([float(r["released"]) for r in rows])
-    lo = np.array([float(r["lower"]) for r in rows])
-    hi = np.array([float(r["upper"]) for r in rows])
+    lo = np.array([float(r["released_lower"]) for r in rows])
+    hi = np.array([float(r["released_upper"]) for r in rows])
     sigma = np.array([float(r["sigma"]) for r in rows])
     report = json.loads((demo.out_dir / "release.csv.report.json").read_text())
     half = report["privacy"]["interval_half_width"]
@@ -60,7 +60,7 @@ def test_the_denoised_intervals_contain_the_estimate_and_are_narrower(demo) -> N
     cols = demo.release.columns
     lo, hi, den = cols["denoised_lower"], cols["denoised_upper"], cols["denoised"]
     assert np.all(lo <= den) and np.all(den <= hi)
-    assert np.median(hi - lo) < 0.5 * np.median(cols["upper"] - cols["lower"])
+    assert np.median(hi - lo) < 0.5 * np.median(cols["released_upper"] - cols["released_lower"])
     covered = np.mean((lo <= demo.truth) & (demo.truth <= hi))
     assert covered > 0.85  # one draw; the coverage table is benchmarks/bench_coverage.py
 

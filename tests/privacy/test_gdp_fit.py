@@ -24,6 +24,7 @@ from dpgauss.privacy import (
     gaussian_epsilon,
     gdp_mu,
 )
+from dpgauss.privacy._rounding import mu_up_exact as _mu_up
 from dpgauss.privacy.accounting import plan_equal, plan_queries
 from dpgauss.privacy.discrete_multivariate import (
     _charge_delta,
@@ -32,7 +33,6 @@ from dpgauss.privacy.discrete_multivariate import (
     discrete_gaussian_vector_mu,
     discrete_gaussian_vector_sigma,
 )
-from dpgauss.release.ledger import _mu_up
 
 from .reference import ref_delta
 from .strategies import log_uniform

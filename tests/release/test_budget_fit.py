@@ -21,10 +21,13 @@ from hypothesis import strategies as st
 
 from dpgauss.cli import main
 from dpgauss.privacy import gdp_mu
-from dpgauss.release import pipeline
-from dpgauss.release.domain import resolve_domain
-from dpgauss.release.ledger import BudgetExceeded, Ledger, _mu_up
+from dpgauss.privacy._rounding import mu_up_exact as _mu_up
+from dpgauss.release import estimate, pipeline
+from dpgauss.release.domains.key_domain import resolve_domain
+from dpgauss.release.ledger import BudgetExceeded, Ledger
 from dpgauss.release.pipeline import run_release
+from dpgauss.release.plan import Calibration, sensitivity_of
+from dpgauss.release.plan import calibrate as calibrate_spec
 from dpgauss.release.spec import ReleaseSpec, load_spec
 
 from ..privacy.reference import ref_delta
@@ -60,12 +63,12 @@ def spec(
     )
 
 
-def calibrate(s: ReleaseSpec) -> pipeline._Calibration:
+def calibrate(s: ReleaseSpec) -> Calibration:
     domain = resolve_domain(s)
-    return pipeline._calibrate(s, pipeline.sensitivity_of(s, domain), domain.size)
+    return calibrate_spec(s, sensitivity_of(s, domain), domain.size)
 
 
-def charged_mu(cal: pipeline._Calibration) -> float:
+def charged_mu(cal: Calibration) -> float:
     """What ``Ledger.charge`` records for the release (``pipeline._charge``): μ= the
     calibrated charge for secure noise, ⌈Δ/σ⌉ for continuous noise (sigma=, sensitivity=).
     Written with the APIs of main too, so that these tests run (and fail) there."""
@@ -174,7 +177,7 @@ def test_the_mean_pair_and_the_count_at_1_1e6(secure, kind):
 def test_the_law_calibrated_is_the_law_released(secure) -> None:
     s = spec(7, {"epsilon": 0.8, "delta": 1e-7, "secure": secure})
     cal = calibrate(s)
-    rel = pipeline._release(cal, np.arange(7.0), s, 5)  # checks rel.noise == cal.probe.noise
+    rel = estimate.add_noise(cal, np.arange(7.0), 5)  # checks rel.noise == cal.probe.noise
     assert rel.noise == cal.probe.noise and rel.mechanism == cal.probe.mechanism
 
 

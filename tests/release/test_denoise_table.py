@@ -16,7 +16,7 @@ from dpgauss.cli import main
 from dpgauss.release.denoise_table import denoise_table
 from dpgauss.release.pipeline import run_release
 
-from .test_domains import records
+from .domains.test_key_domain import records
 from .test_pipeline import ENGINE, make_spec, small_release_data
 
 
@@ -48,7 +48,8 @@ def test_a_dpgauss_chain_release_is_reproduced(tmp_path: Path) -> None:
     for col in ("denoised_lower", "denoised_upper"):
         np.testing.assert_allclose(_col(out, col), rel.columns[col], atol=1e-9)
     assert res.report["method"] == rel.report["denoise"]["method"]
-    assert list(out)[:6] == ["key", "released", "denoised", "sigma", "lower", "upper"]
+    head = ["key", "released", "denoised", "sigma", "released_lower", "released_upper"]
+    assert list(out)[:6] == head
     assert np.all(_col(out, "denoised_lower") <= _col(out, "denoised"))
     report = json.loads((tmp_path / "d.csv.report.json").read_text())
     assert "costs no privacy" in report["privacy"]
@@ -149,6 +150,16 @@ def test_a_number_sigma_and_no_structure(tmp_path: Path, capsys) -> None:
     )
     text = capsys.readouterr().out
     assert code == 0 and "no privacy spent" in text and "james_stein" in text
+    # issue #28, item 7: the σ given as a number is in the output, beside the intervals
+    header, *rows = (tmp_path / "o.csv").read_text().splitlines()
+    assert header == "key,v,sigma,denoised,denoised_lower,denoised_upper"
+    assert all(r.split(",")[2] == "1.5" for r in rows) and len(rows) == 5
+    code = main(["denoise", str(tmp_path / "t.csv"), "--value", "v", "--sigma", "2"])
+    assert code == 2  # --out is required
+    out = str(tmp_path / "o.csv")
+    code = main(["denoise", str(tmp_path / "t.csv"), "--value", "v", "--sigma", "2", "--out", out])
+    err = capsys.readouterr().err
+    assert code == 2 and err.strip().endswith("already exists (to replace it: --overwrite)")
 
 
 def test_a_graphml_graph_by_node_id(tmp_path: Path) -> None:

@@ -16,7 +16,6 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 pytest.importorskip("duckdb")
 
-from dpgauss.release import pipeline  # noqa: E402
 from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate, run_release  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
@@ -142,7 +141,7 @@ def test_graph_node_ids_minus_zero_and_zero_are_not_one_id(tmp_path: Path) -> No
     a canonical integer, so a node table with ids ``"-0"`` and ``"0"`` (distinct texts, so
     the duplicate check passes) gets the int64 keys ``[0, 0]``: two output rows with the same
     key."""
-    from dpgauss.release.graph_files import read_graph_tables
+    from dpgauss.release.domains.graph_files import read_graph_tables
 
     nodes = tmp_path / "nodes.csv"
     nodes.write_text("id,lat,lon\n-0,1,1\n0,2,2\n")
@@ -189,7 +188,7 @@ def test_bad_geojson_is_one_value_error_naming_the_file(tmp_path: Path, write) -
     arrays raise ``RecursionError`` and a 400-digit integer coordinate ``OverflowError`` (both
     tracebacks from ``dpgauss release``, which catches ValueError/TypeError only); a
     5,000-digit integer raises a ValueError that does not name the file."""
-    from dpgauss.release.regions import read_geojson
+    from dpgauss.release.domains.regions import read_geojson
 
     path = write(tmp_path / "bad.geojson")
     with pytest.raises(ValueError) as info:
@@ -237,7 +236,7 @@ def test_bad_graph_files_are_one_value_error_naming_the_file(tmp_path: Path, wri
     holding invalid UTF-8 raises a bare ``UnicodeDecodeError`` (from ``to_pylist``) without
     the file's name."""
     pytest.importorskip("networkx")
-    from dpgauss.release.graph_files import read_graph_tables, read_graphml
+    from dpgauss.release.domains.graph_files import read_graph_tables, read_graphml
 
     path, kind = write(tmp_path)
     read = read_graphml if kind == "graphml" else read_graph_tables
@@ -312,7 +311,9 @@ PRODUCT_COUNT = {
     ],
     ids=["grid x and y on one column", "grid over a column named sigma", "part count_released"],
 )
-def test_key_columns_are_not_lost_or_overwritten(tmp_path: Path, domain: dict, extra: dict) -> None:
+def test_key_columns_are_not_lost_or_overwritten(
+    tmp_path: Path, domain: dict, extra: dict, zero_noise
+) -> None:
     """Finding (item 6, output shape): ``_check_grid`` does not check its two key column names
     as ``_check_product`` does, and the product's reserved list lacks a mean's
     ``sum_released``/``count_released``.  A grid with x and y over one column writes one key
@@ -325,9 +326,9 @@ def test_key_columns_are_not_lost_or_overwritten(tmp_path: Path, domain: dict, e
         spec = make(src, domain, tmp_path / "r.csv", **extra)
     except ValueError:
         return  # refused in the spec: fine
-    with pipeline._noise_off():
+    with zero_noise():
         res = run_release(spec, ledger=make_ledger(tmp_path), engine=DUCK)
-    from dpgauss.release.domain import resolve_domain
+    from dpgauss.release.domains.key_domain import resolve_domain
 
     dom = resolve_domain(spec)
     keys = dom.key_columns()

@@ -6,9 +6,10 @@ module.  The module is skipped when pyspark or Java is missing.
 The engines hash records differently, so they keep different samples when a bound bites.  The
 cross-engine tests therefore use data whose bounded aggregate does not depend on the sample:
 a unit either stays under every bound, or all its records share one key and one value (then
-any ``min(n, bound)`` of them give the same aggregate).  With the private noise-off hook
-(``pipeline._noise_off``) whole releases are compared too.  The key-count bound always
-chooses between different keys; it is compared per unit, as the sorted counts of each unit.
+any ``min(n, bound)`` of them give the same aggregate).  With the ``zero_noise`` fixture
+(the ``estimate.add_noise`` seam replaced) whole releases are compared too.  The key-count
+bound always chooses between different keys; it is compared per unit, as the sorted counts of
+each unit.
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ from dpgauss.release import (  # noqa: E402
     bounded_aggregate,
     csv_format,
     load_spec,
-    pipeline,
 )
 from dpgauss.release.engine import get_engine  # noqa: E402
 from dpgauss.release.engine_duckdb import DuckDBEngine, EngineError  # noqa: E402
@@ -234,14 +234,14 @@ def test_on_malformed_fail_is_checked_not_enforced(tmp_path: Path, malformed: Pa
     ledger = make_ledger(tmp_path)
     spec = make_spec(
         malformed,
-        source={"on_malformed": "fail"},
+        source={"on_malformed": "check_fails"},
         domain={"kind": "values", "column": "zone", "values": [0, 1]},
     )
     out = tmp_path / "out.csv"
     run_release(spec, out=out, ledger=ledger, engine=engine)
     assert out.exists() and charges(ledger) == 1
     result = check_source(spec, engine=engine)
-    assert result.violations == ("3 malformed lines ([source] on_malformed = 'fail')",)
+    assert result.violations == ("3 malformed lines ([source] on_malformed = 'check_fails')",)
 
 
 # ------------------------------------------------------------------ filter windows
@@ -522,13 +522,13 @@ def test_both_engines_bound_keys_per_unit_alike(tmp_path: Path, engine) -> None:
         np.testing.assert_array_equal(np.sort(ga, axis=1), np.sort(gb, axis=1))
 
 
-def test_both_engines_write_the_same_release(tmp_path: Path, engine) -> None:
+def test_both_engines_write_the_same_release(tmp_path: Path, engine, zero_noise) -> None:
     csv, _ = determined_data(tmp_path)
     ledger = make_ledger(tmp_path)
     for name in ("count, range, window, b", "mean, range, window, c, b"):
         spec = make_spec(csv, **DETERMINED[name], denoise={"method": "james_stein"})
         outs = {}
-        with pipeline._noise_off():
+        with zero_noise():
             for label, eng in (("duckdb", DUCK), ("spark", engine)):
                 out = tmp_path / f"{label}-{name[:4]}.csv"
                 outs[label] = run_release(spec, out=out, ledger=ledger, engine=eng)
@@ -732,9 +732,9 @@ def test_csv_on_a_hadoop_file_system(tmp_path: Path, engine, monkeypatch) -> Non
 
 
 def test_spark_numeric_keys_match_exactly_by_type(tmp_path: Path, engine) -> None:
-    """The DuckDB engine's per-type checks (``test_keymap``), on Spark: every Parquet type
+    """The DuckDB engine's per-type checks (``domains/test_keys``), on Spark: every Parquet type
     (Spark reads ``uint64`` as ``DECIMAL(20, 0)``) against exact matching."""
-    from .test_keymap import NUMERIC_KEY_CASES, check
+    from .domains.test_keys import NUMERIC_KEY_CASES, check
 
     for kind, values, keys in NUMERIC_KEY_CASES:
         if kind in ("uint64", "float32", "decimal(20,2)", "string"):
@@ -742,9 +742,9 @@ def test_spark_numeric_keys_match_exactly_by_type(tmp_path: Path, engine) -> Non
 
 
 def test_spark_the_findings_are_fixed(tmp_path: Path, engine) -> None:
-    """The regressions of ``test_keymap`` on Spark: keys equal as doubles, an integer range
+    """The regressions of ``domains/test_keys`` on Spark: keys equal as doubles, an integer range
     beyond 2**53 (key 4 of a 4-key domain: an IndexError), float edges and exact bins."""
-    from .test_keymap import mapped_keys
+    from .domains.test_keys import mapped_keys
 
     domain = {"kind": "values", "values": [2**60, 2**60 + 1, 0.5]}
     assert mapped_keys(engine, "int64", [2**60, 2**60 + 1], domain, tmp_path) == [0, 1]
@@ -769,9 +769,9 @@ _SPARK_SETTINGS = settings(
 @_SPARK_SETTINGS
 @given(data=st.data())
 def test_spark_range_keys_are_exact(tmp_path: Path, engine, data) -> None:
-    from dpgauss.release.keymap import RangeBins
+    from dpgauss.release.domains.keys import RangeBins
 
-    from .test_keymap import KINDS, check, range_domains, records
+    from .domains.test_keys import KINDS, check, range_domains, records
 
     domain = data.draw(range_domains())
     bins = RangeBins.of(domain["start"], domain["stop"], domain["step"])
@@ -789,7 +789,7 @@ def test_spark_range_keys_are_exact(tmp_path: Path, engine, data) -> None:
 def test_spark_value_keys_are_exact(tmp_path: Path, engine, data) -> None:
     from fractions import Fraction
 
-    from .test_keymap import KINDS, check, records, value_domains
+    from .domains.test_keys import KINDS, check, records, value_domains
 
     domain = data.draw(value_domains())
     kind = data.draw(st.sampled_from(KINDS))
@@ -819,9 +819,9 @@ def test_a_user_graph_gives_the_same_aggregate_on_both_engines(
 
 @pytest.mark.parametrize("kind", ["grid", "hours text", "hours timestamp", "hours x junctions"])
 def test_grids_products_and_time_ranges_agree_with_duckdb(spark, tmp_path: Path, kind: str) -> None:
-    """The composite keys (test_domains) are the same on both engines, bit for bit, and so
+    """The composite keys (test_key_domain) are the same on both engines, bit for bit, and so
     are the row counters (no bound bites: units of at most 3 records, b = 4)."""
-    from .test_domains import GRID, HOURS, base, records
+    from .domains.test_key_domain import GRID, HOURS, base, records
 
     r = records(tmp_path)
     graph = {"kind": "graph", "graph": "manhattan", "lat": "lat", "lon": "lon"}

@@ -13,7 +13,7 @@ pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 pytest.importorskip("duckdb")
 
-from dpgauss.release import pipeline, release_frame  # noqa: E402
+from dpgauss.release import release_frame  # noqa: E402
 from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
@@ -38,7 +38,9 @@ def frame(n: int = 2000, seed: int = 0) -> pd.DataFrame:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["pandas", "arrow"])
-def test_a_frame_releases_what_its_parquet_file_releases(tmp_path: Path, kind: str) -> None:
+def test_a_frame_releases_what_its_parquet_file_releases(
+    tmp_path: Path, kind: str, zero_noise
+) -> None:
     df = frame()
     pq.write_table(pa.Table.from_pandas(df), tmp_path / "s.parquet")
     want = bounded_aggregate(
@@ -46,14 +48,14 @@ def test_a_frame_releases_what_its_parquet_file_releases(tmp_path: Path, kind: s
     ).counts
     data = df if kind == "pandas" else pa.Table.from_pandas(df)
     ledger = make_ledger(tmp_path)
-    with pipeline._noise_off():
+    with zero_noise():
         res = release_frame(data, dict(SPEC), out=tmp_path / "o.csv", ledger=ledger)
     assert np.array_equal(res.columns["released"], want)  # no bound bites: b = 2
     assert np.array_equal(want, np.bincount(df.zone, minlength=6)[1:5])
     assert charges(ledger) == 1 and (tmp_path / "o.csv").exists()
 
 
-def test_an_object_column_is_read_as_text_value_by_value(tmp_path: Path) -> None:
+def test_an_object_column_is_read_as_text_value_by_value(tmp_path: Path, zero_noise) -> None:
     """One unit's string in an integer object column changes nothing for anyone else: each
     value is read as its own text (DuckDB would type the column from a sample of rows)."""
     df = frame()
@@ -66,7 +68,7 @@ def test_an_object_column_is_read_as_text_value_by_value(tmp_path: Path) -> None
     ledger = make_ledger(tmp_path)
     outs = []
     for i, data in enumerate((df, with_eve)):
-        with pipeline._noise_off():
+        with zero_noise():
             res = release_frame(data, spec, out=tmp_path / f"o{i}.csv", ledger=ledger)
         outs.append(res.columns["released"])
     base, more = outs
@@ -113,12 +115,12 @@ def test_the_documented_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert (tmp_path / "neighbourhoods.csv").read_text().count("\n") == 261
 
 
-def test_a_polars_frame(tmp_path: Path) -> None:
+def test_a_polars_frame(tmp_path: Path, zero_noise) -> None:
     """Polars is a peer, not a dependency: checked when it is installed."""
     pl = pytest.importorskip("polars")
     df = frame()
     ledger = make_ledger(tmp_path)
-    with pipeline._noise_off():
+    with zero_noise():
         res = release_frame(pl.from_pandas(df), dict(SPEC), out=tmp_path / "o.csv", ledger=ledger)
     assert np.array_equal(res.columns["released"], np.bincount(df.zone, minlength=6)[1:5])
     bad = pl.DataFrame({"uid": [1], "zone": pl.Series([object()], dtype=pl.Object)})
@@ -127,7 +129,7 @@ def test_a_polars_frame(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_categorical_columns_are_read_as_their_text(tmp_path: Path) -> None:
+def test_categorical_columns_are_read_as_their_text(tmp_path: Path, zero_noise) -> None:
     """A pandas categorical (a DuckDB ENUM) is read as the text of each value, like a CSV
     field: string keys, numeric keys and timestamps all match (it used to be invalid for every
     row, a silently empty release)."""
@@ -160,7 +162,7 @@ def test_categorical_columns_are_read_as_their_text(tmp_path: Path) -> None:
         if domain["kind"] == "range":
             types["t"] = "timestamp"  # the categorical's text, by the timestamp grammar
         source = {"table": "records", "types": types}
-        with pipeline._noise_off():
+        with zero_noise():
             res = release_frame(
                 df,
                 {**SPEC, "source": source, "domain": domain},
@@ -183,7 +185,7 @@ class _NoText:
 )
 @pytest.mark.parametrize("column", ["uid", "zone", "note"])
 def test_a_value_without_a_text_is_invalid_for_its_row_alone(
-    tmp_path: Path, hostile: object, column: str
+    tmp_path: Path, hostile: object, column: str, zero_noise
 ) -> None:
     """Issue #25, finding 4: a value whose text cannot be made (``__str__`` raises, an int
     past Python's digit limit, a lone surrogate) made ``release_frame`` raise and quote it.
@@ -196,7 +198,7 @@ def test_a_value_without_a_text_is_invalid_for_its_row_alone(
     ledger = make_ledger(tmp_path)
     types = {"uid": "string", "zone": "int64", "note": "string"}  # note: in the hash
     spec = {**SPEC, "source": {"table": "records", "types": types}}
-    with pipeline._noise_off():
+    with zero_noise():
         got = release_frame(data, dict(spec), out=tmp_path / "o.csv", ledger=ledger)
         want = release_frame(
             pd.concat([eve.assign(**{column: None}) if hostile != "ok" else eve, df]),
@@ -212,13 +214,13 @@ def test_a_value_without_a_text_is_invalid_for_its_row_alone(
     assert "123-45" not in got.summary and charges(ledger) == 2
 
 
-def test_a_python_backed_string_column_with_a_lone_surrogate(tmp_path: Path) -> None:
+def test_a_python_backed_string_column_with_a_lone_surrogate(tmp_path: Path, zero_noise) -> None:
     """The ``string`` dtype stored as Python objects can hold a lone surrogate too."""
     df = frame(400)
     df["uid"] = pd.array([str(u) for u in df.uid], dtype="string[python]")
     df.loc[0, "uid"] = "\udcff"
     ledger = make_ledger(tmp_path)
-    with pipeline._noise_off():
+    with zero_noise():
         res = release_frame(df, dict(SPEC), out=tmp_path / "o.csv", ledger=ledger)
     base = np.bincount(df.zone[1:], minlength=6)[1:5]
     assert np.array_equal(res.columns["released"], base)  # the row without a unit is dropped

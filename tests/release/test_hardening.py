@@ -476,7 +476,7 @@ def test_the_check_command_is_confidential_and_exits_1_on_a_violation(
 ) -> None:
     path = tmp_path / "data.csv"
     path.write_text("uid,key\n1,2\n,3\n2,4\n")
-    spec = small_spec_toml(tmp_path / "s.toml", path, "none", unit='on_null = "fail"')
+    spec = small_spec_toml(tmp_path / "s.toml", path, "none", unit='on_null = "check_fails"')
     assert main(["check", str(spec)]) == 1
     out = capsys.readouterr().out
     assert out.startswith("== CONFIDENTIAL") and "FAIL: 1 rows without a unit id" in out

@@ -112,10 +112,11 @@ from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from dpgauss.datasets import load_manhattan_graph  # noqa: E402
-from dpgauss.release.domain import resolve_domain  # noqa: E402
+from dpgauss.release.domains.key_domain import resolve_domain  # noqa: E402
 from dpgauss.release.engine_duckdb import DuckDBEngine, EngineError  # noqa: E402
 from dpgauss.release.frames import _scannable  # noqa: E402
-from dpgauss.release.pipeline import bounded_aggregate, sensitivity_of  # noqa: E402
+from dpgauss.release.pipeline import bounded_aggregate  # noqa: E402
+from dpgauss.release.plan import sensitivity_of  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 
 from ..conftest import spark_missing  # noqa: E402

@@ -1,8 +1,9 @@
 """The release pipeline end to end, and the DuckDB engine's bounding semantics.
 
 Bounding is tested on data whose keys reveal each unit's contribution (every unit has keys of
-its own), so the per-key aggregate shows exactly what each unit kept.  The private noise-off
-hook (``pipeline._noise_off``) makes whole releases comparable with exact aggregates.
+its own), so the per-key aggregate shows exactly what each unit kept.  The ``zero_noise``
+fixture (``tests/release/conftest.py``: the ``estimate.add_noise`` seam replaced) makes whole
+releases comparable with exact aggregates.
 """
 
 from __future__ import annotations
@@ -23,12 +24,11 @@ duckdb = pytest.importorskip("duckdb")
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
-from dpgauss.release import pipeline  # noqa: E402
-from dpgauss.release.domain import resolve_domain  # noqa: E402
+from dpgauss.cli.release import add_release_parser  # noqa: E402
+from dpgauss.release.domains.key_domain import resolve_domain  # noqa: E402
 from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
 from dpgauss.release.ledger import BudgetExceeded, Ledger  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate, run_release  # noqa: E402
-from dpgauss.release.release_cli import add_release_parser  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec, load_spec  # noqa: E402
 
 from .test_spec import EXAMPLE  # noqa: E402
@@ -332,16 +332,16 @@ def test_graph_coordinates_out_of_range(malformed: Path) -> None:
 @pytest.mark.parametrize(
     ("table", "key"),
     [
-        ("unit", {"on_null": "fail"}),
-        ("domain", {"on_invalid": "fail"}),
-        ("statistic", {"on_invalid": "fail"}),
-        ("source", {"on_malformed": "fail"}),
+        ("unit", {"on_null": "check_fails"}),
+        ("domain", {"on_invalid": "check_fails"}),
+        ("statistic", {"on_invalid": "check_fails"}),
+        ("source", {"on_malformed": "check_fails"}),
     ],
 )
 def test_fail_policies_never_stop_a_release_only_the_check(
     tmp_path: Path, malformed: Path, table, key
 ) -> None:
-    """Finding 6 of the hardening issue: a 'fail' policy refused the release, uncharged, with
+    """Finding 6 of the hardening issue: a 'check_fails' policy refused the release, uncharged, with
     an exact count in the message (three shrinking windows located one record for free).
     A release is a total function of the data: it drops, charges and writes; the policy is
     the data owner's `dpgauss check`, which never charges or writes."""
@@ -358,10 +358,10 @@ def test_fail_policies_never_stop_a_release_only_the_check(
     res = run_release(spec, out=out, ledger=ledger, engine=ENGINE)
     assert out.exists() and charges(ledger) == 1
     name = next(iter(key))
-    assert "rows" not in res.summary and "'fail'" not in res.summary
+    assert "rows" not in res.summary and "'check_fails'" not in res.summary
     result = check_source(spec, engine=ENGINE)
     assert not result.ok and len(result.violations) == 1
-    assert f"[{table}] {name} = 'fail'" in result.violations[0]
+    assert f"[{table}] {name} = 'check_fails'" in result.violations[0]
     assert "CONFIDENTIAL" in result.text()
     assert charges(ledger) == 1  # the check charged nothing
 
@@ -375,8 +375,8 @@ COLUMNS = [
     "released",
     "denoised",
     "sigma",
-    "lower",
-    "upper",
+    "released_lower",
+    "released_upper",
     "denoised_lower",
     "denoised_upper",
 ]
@@ -393,21 +393,21 @@ def small_release_data(tmp_path: Path) -> tuple[Path, np.ndarray]:
 
 
 @pytest.mark.slow
-def test_release_writes_the_exact_aggregate_with_the_hook(tmp_path: Path) -> None:
+def test_release_writes_the_exact_aggregate_with_the_hook(tmp_path: Path, zero_noise) -> None:
     src, truth = small_release_data(tmp_path)
     ledger = make_ledger(tmp_path)
     spec = make_spec(src, privacy={"epsilon": 1.0, "delta": 1e-6, "dataset": "d"})
     out = tmp_path / "release.csv"
-    with pipeline._noise_off():
+    with zero_noise():
         res = run_release(spec, out=out, ledger=ledger, engine=ENGINE)
     assert list(res.columns) == COLUMNS
     assert np.array_equal(res.columns["released"], truth)
     assert np.array_equal(res.columns["key"], np.arange(10))
     sigma = res.columns["sigma"][0]
     assert np.all(res.columns["sigma"] == sigma)
-    width = res.columns["upper"] - res.columns["released"]
+    width = res.columns["released_upper"] - res.columns["released"]
     assert np.allclose(width, width[0]) and width[0] == pytest.approx(1.96 * sigma, rel=0.02)
-    assert np.allclose(res.columns["released"] - res.columns["lower"], width[0])
+    assert np.allclose(res.columns["released"] - res.columns["released_lower"], width[0])
     lines = out.read_text().splitlines()
     assert lines[0] == ",".join(COLUMNS) and len(lines) == 11
     assert float(lines[1].split(",")[1]) == truth[0]
@@ -455,7 +455,7 @@ def test_a_real_release_is_noisy_and_charged(tmp_path: Path) -> None:
     assert report["privacy"]["classical_sigma"] > report["privacy"]["analytic_sigma"]
     released = res.columns["released"]
     assert not np.array_equal(released, truth)
-    assert np.all(res.columns["lower"] < res.columns["upper"])
+    assert np.all(res.columns["released_lower"] < res.columns["released_upper"])
     with Ledger(ledger, create=False) as led:
         (entry,) = led.charges("d")
     assert entry.mu == pytest.approx(report["privacy"]["mu"])
@@ -518,7 +518,7 @@ def test_source_errors_are_one_line_and_free(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_parquet_output_and_glob_source(tmp_path: Path) -> None:
+def test_parquet_output_and_glob_source(tmp_path: Path, zero_noise) -> None:
     src, truth = small_release_data(tmp_path)
     table = pq.read_table(src)
     (tmp_path / "parts").mkdir()
@@ -526,7 +526,7 @@ def test_parquet_output_and_glob_source(tmp_path: Path) -> None:
     pq.write_table(table.slice(300), tmp_path / "parts" / "b.parquet")
     ledger = make_ledger(tmp_path)
     out = tmp_path / "release.parquet"
-    with pipeline._noise_off():
+    with zero_noise():
         res = run_release(
             make_spec(tmp_path / "parts" / "*.parquet"), out=out, ledger=ledger, engine=ENGINE
         )
@@ -537,7 +537,7 @@ def test_parquet_output_and_glob_source(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_sum_and_mean(tmp_path: Path) -> None:
+def test_sum_and_mean(tmp_path: Path, zero_noise) -> None:
     src, _ = small_release_data(tmp_path)
     t = pq.read_table(src)
     key, fare = t.column("key").to_numpy(), t.column("fare").to_numpy()
@@ -545,7 +545,7 @@ def test_sum_and_mean(tmp_path: Path) -> None:
     sums = np.bincount(key, weights=clamped, minlength=10)
     counts = np.bincount(key, minlength=10)
     ledger = make_ledger(tmp_path)
-    with pipeline._noise_off():
+    with zero_noise():
         res = run_release(
             make_spec(src, statistic={"kind": "sum", "column": "fare", "lower": 0, "upper": 50}),
             out=tmp_path / "sum.csv",
@@ -563,8 +563,9 @@ def test_sum_and_mean(tmp_path: Path) -> None:
     c = res.columns
     assert np.allclose(c["released"], sums / counts, rtol=1e-12)
     assert np.allclose(c["count_released"], counts) and np.allclose(c["sum_released"], sums)
-    assert np.all(c["lower"] <= c["released"]) and np.all(c["released"] <= c["upper"])
-    assert np.all(c["lower"] >= 0) and np.all(c["upper"] <= 50)
+    assert np.all(c["released_lower"] <= c["released"])
+    assert np.all(c["released"] <= c["released_upper"])
+    assert np.all(c["released_lower"] >= 0) and np.all(c["released_upper"] <= 50)
     assert np.all(c["sigma"] > 0)
     s = res.report["sensitivity"]
     assert s["parts"] == {"sum": 125.0, "count": 5.0}
@@ -658,13 +659,13 @@ def test_record_columns(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_the_taxi_example(tmp_path: Path) -> None:
+def test_the_taxi_example(tmp_path: Path, zero_noise) -> None:
     spec = load_spec(EXAMPLE)
     data = spec.to_dict()
     data["denoise"] = {"method": "graph_wavelet"}  # "auto" also tries trend filtering: slow
     spec = ReleaseSpec.from_dict(data)
     ledger = make_ledger(tmp_path, epsilon=10.0, dataset="taxi")
-    with pipeline._noise_off():
+    with zero_noise():
         res = run_release(spec, out=tmp_path / "taxi.csv", ledger=ledger)
     c, r = res.columns, res.report
     assert len(c["key"]) == 4091 and list(c)[-2:] == ["lat", "lon"]
@@ -687,7 +688,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def cli(argv: list[str]) -> tuple[int, str]:
-    """What ``dpgauss.cli.main`` does once the lead wires ``release`` in."""
+    """What ``dpgauss.cli.main`` does with ``release``."""
     parser = _Parser(prog="dpgauss")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     add_release_parser(sub)
@@ -751,6 +752,7 @@ def test_cli(tmp_path: Path) -> None:
         ["release", str(spec), "--out", str(tmp_path / "s.csv"), "--ledger", str(ledger)]
     )
     assert code == 0 and text.startswith("release    :") and "charge     :" in text
+    assert "\ndomain     : 10 keys; structure: chain of 10 ordered bins of key from 0 by" in text
     assert "rows" not in text and "CONFIDENTIAL" not in text
     argv = ["release", str(spec), "--out", str(tmp_path / "t.csv"), "--ledger", str(ledger)]
     code, text = cli([*argv, "--diagnostics"])
@@ -912,3 +914,32 @@ def test_a_mean_release_has_denoised_intervals_within_the_bounds(tmp_path: Path)
     assert np.all(c["denoised_lower"][ok] <= c["denoised"][ok])
     assert np.all(c["denoised"][ok] <= c["denoised_upper"][ok])
     assert np.all(c["denoised_lower"] >= 0) and np.all(c["denoised_upper"] <= 50)
+
+
+def test_library_errors_name_arguments_and_the_cli_names_flags(tmp_path: Path, capsys) -> None:
+    """Issue #28, item 7: a library error names the argument (``out=``), the command line the
+    flag (``--out PATH``); an existing output is refused naming how to replace it, in each
+    one's words; ``release --overwrite`` replaces it."""
+    from dpgauss.cli import main
+
+    src, _ = small_release_data(tmp_path)
+    ledger = make_ledger(tmp_path)
+    spec_path = small_spec_toml(tmp_path / "spec.toml", src, "none")
+    spec = load_spec(spec_path)
+    with pytest.raises(ValueError, match=r"\(set it in the spec, or give out=\)$"):
+        run_release(spec, ledger=str(ledger))
+    assert main(["release", str(spec_path), "--ledger", str(ledger)]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "dpgauss: error: [output] path is required (set it in the spec, or pass --out PATH)\n"
+    )
+    out = tmp_path / "r.csv"
+    argv = ["release", str(spec_path), "--ledger", str(ledger), "--out", str(out)]
+    assert main(argv) == 0 and out.exists()
+    capsys.readouterr()
+    with pytest.raises(ValueError, match=r"to replace it: \[output\] overwrite = true\)$"):
+        run_release(spec, ledger=str(ledger), out=str(out))
+    assert main(argv) == 2
+    assert capsys.readouterr().err.endswith("already exists (to replace it: --overwrite)\n")
+    before = out.read_bytes()
+    assert main([*argv, "--overwrite"]) == 0 and out.read_bytes() != before

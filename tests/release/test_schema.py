@@ -20,9 +20,9 @@ pq = pytest.importorskip("pyarrow.parquet")
 duckdb = pytest.importorskip("duckdb")
 
 from dpgauss.release import pipeline, release_frame, schema  # noqa: E402
+from dpgauss.release.domains.keys import INT_LITERAL  # noqa: E402
 from dpgauss.release.engine_duckdb import DuckDBEngine  # noqa: E402
 from dpgauss.release.frames import _scannable  # noqa: E402
-from dpgauss.release.keymap import INT_LITERAL  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 
@@ -207,11 +207,11 @@ def test_a_frame_without_types_is_refused_before_the_budget(tmp_path: Path) -> N
     assert charges(ledger) == 0
 
 
-def test_a_dict_spec_may_leave_the_table_out(tmp_path: Path) -> None:
+def test_a_dict_spec_may_leave_the_table_out(tmp_path: Path, zero_noise) -> None:
     ledger = make_ledger(tmp_path)
     spec = _spec([1, 2], {"uid": "int64", "key": "int64"})
     spec["source"] = {"types": spec["source"]["types"]}
-    with pipeline._noise_off():
+    with zero_noise():
         res = release_frame(
             pd.DataFrame({"uid": [1, 2, 3], "key": [1, 1, 2]}),
             spec,

@@ -8,7 +8,7 @@ from fractions import Fraction
 
 import pytest
 
-from dpgauss.release.pipeline import sensitivity_of
+from dpgauss.release.plan import sensitivity_of
 from dpgauss.release.sensitivity import count_l2, derive_sensitivity
 from dpgauss.release.spec import ReleaseSpec, load_spec
 

@@ -224,7 +224,7 @@ def test_defaults() -> None:
         ({"source": {}}, "[source] needs exactly one of path, table or bundled"),
         (
             {"source": {"path": "a.csv", "on_malformed": "skip"}},
-            "[source] on_malformed must be one of 'drop', 'fail'",
+            "[source] on_malformed must be one of 'drop', 'check_fails'",
         ),
         (
             {"source": {"path": "a.csv", "delimiter": ";;"}},
@@ -232,6 +232,10 @@ def test_defaults() -> None:
         ),
         ({"unit": {"column": "  "}}, "[unit] column must be a non-empty string"),
         ({"unit": {"column": "u", "on_null": "ignore"}}, "[unit] on_null must be one of"),
+        (  # issue #28, item 6: the old name promised a refusal that no release makes
+            {"unit": {"column": "u", "on_null": "fail"}},
+            "[unit] on_null = 'fail' is now named 'check_fails': a release always drops",
+        ),
         ({"denoise": {"method": "wavelet"}}, "[denoise] method = 'wavelet' needs a range domain"),
         ({"denoise": {"method": "trend_filter"}}, "needs public structure"),
         ({"denoise": {"method": "none", "params": {"a": 1}}}, "[denoise] params does not apply"),

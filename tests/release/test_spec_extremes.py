@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from dpgauss.cli import main
-from dpgauss.release import pipeline
-from dpgauss.release.domain import resolve_domain
+from dpgauss.release import plan
+from dpgauss.release.domains.key_domain import resolve_domain
 from dpgauss.release.ledger import Ledger
 from dpgauss.release.spec import ReleaseSpec
 
@@ -112,7 +112,8 @@ CASES = [
     ({"domain": {"step": 1.7e308}}, None),
     ({"domain": {"step": 10**30}}, None),
     ({"domain": {"step": 1e-6}}, None),
-    ({"domain": {"step": 1e-7}}, (ValueError, "[domain] the range has 100,000,001 bins")),
+    # counted as written (issue #28, item 3): 10 / 1e-7 is 10^8 bins; the double 1e-7 gave 10^8 + 1
+    ({"domain": {"step": 1e-7}}, (ValueError, "[domain] the range has 100,000,000 bins")),
     (
         {"domain": {"step": TINY}},
         (ValueError, "bins (ceil((stop - start) / step)); at most 50,000,000"),
@@ -250,7 +251,7 @@ def test_bin_count_is_exact_everywhere(start, stop, step, size, tmp_path: Path) 
 
 
 def test_labels_are_the_exact_edges() -> None:
-    from dpgauss.release.keymap import RangeBins
+    from dpgauss.release.domains.keys import RangeBins
 
     # Integers: exact beyond 2**53 and beyond int64.
     bins = RangeBins.of(2**53 + 3, 2**53 + 7, 1)
@@ -278,7 +279,7 @@ def test_labels_are_the_exact_edges() -> None:
 
 
 def test_float_bins_at_edges() -> None:
-    from dpgauss.release.keymap import RangeBins
+    from dpgauss.release.domains.keys import RangeBins
 
     bins = RangeBins.of(0.0, 1.0, 0.25)
     assert bins.key(Fraction(0.5)) == 2  # at an edge: the bin above
@@ -443,8 +444,8 @@ def test_sigma_above_the_zero_epsilon_noise_is_kept(workdir: Path, capsys) -> No
     """sigma = 1e7 is more noise than (0, 1e-6) needs (2e6): the release keeps sigma and
     states the smaller delta it achieves, instead of silently using 2e6."""
     spec = spec_with(privacy_={"sigma": 1e7, "delta": 1e-6, "dataset": "d", "secure": False})
-    sens = pipeline.sensitivity_of(spec)
-    cal = pipeline._calibrate(spec, sens, 10)
+    sens = plan.sensitivity_of(spec)
+    cal = plan.calibrate(spec, sens, 10)
     assert cal.mechanism.sigma == pytest.approx(1e7, rel=1e-9) and cal.mechanism.sigma >= 1e7
     assert cal.mechanism.epsilon == 0.0 and cal.mechanism.delta < 1e-6
 

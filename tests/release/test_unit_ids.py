@@ -198,14 +198,14 @@ def fixed_salt(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("fixed_salt")
-def test_a_frame_release_with_a_categorical_unit(tmp_path: Path) -> None:
+def test_a_frame_release_with_a_categorical_unit(tmp_path: Path, zero_noise) -> None:
     """Through ``release_frame`` (declared types: the unit read as text, value by value)."""
     spec = spec_of({"table": "records", "types": {"uid": "string", "key": "int64"}}, STOP)
     df = records(uid_as_text=True).drop(columns="note")
     ledger = make_ledger(tmp_path)
     outs = []
     for i, data in enumerate((df, with_eve(df, uid="a").drop(columns="note"))):
-        with pipeline._noise_off():
+        with zero_noise():
             out = tmp_path / f"o{i}.csv"
             res = release_frame(categorical(data, "uid"), spec, out=out, ledger=ledger)
         outs.append(np.asarray(res.columns["released"]))
@@ -266,7 +266,7 @@ def test_non_finite_float_ids_are_no_unit(kind: str, tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("fixed_salt")
-def test_non_finite_float_ids_through_a_frame_release(tmp_path: Path) -> None:
+def test_non_finite_float_ids_through_a_frame_release(tmp_path: Path, zero_noise) -> None:
     """Declared float64 ids (``release_frame``): the same rule."""
     types = {"uid": "float64", "key": "int64"}
     ledger = make_ledger(tmp_path)
@@ -274,7 +274,7 @@ def test_non_finite_float_ids_through_a_frame_release(tmp_path: Path) -> None:
     for i, extra in enumerate((0, 50)):
         spec = spec_of({"table": "records", "types": types}, len(FLOAT_IDS) + 60)
         data = pa.Table.from_pandas(float_records(extra), preserve_index=False)
-        with pipeline._noise_off():
+        with zero_noise():
             res = release_frame(data, spec, out=tmp_path / f"o{i}.csv", ledger=ledger)
         outs.append(np.asarray(res.columns["released"]))
     assert np.array_equal(outs[0], outs[1]) and outs[0].sum() == FINITE_UNITS

@@ -11,7 +11,7 @@ Denoisers (by name in :data:`DENOISERS`, run any with :func:`denoise`)
 Results and error bars
     :class:`Denoised` (``estimate``, ``risk`` = SURE, ``params``, ``interval(level)``,
     ``error_bars()``), :class:`ErrorBars`, :class:`Interval`, :func:`error_bars`
-    (:mod:`.intervals`: exact for linear estimators, a calibrated parametric bootstrap
+    (:mod:`.result`: exact for linear estimators, a calibrated parametric bootstrap
     for the others).
 Structure
     :class:`Graph`, :func:`as_graph`, :class:`Structure`, :func:`as_structure`,
@@ -22,9 +22,8 @@ Validation
 
 from .auto import auto
 from .graph import Graph, as_graph
-from .intervals import ErrorBars, Interval, error_bars
 from .registry import DENOISERS, denoise
-from .result import Denoised, check_noise, check_observation
+from .result import Denoised, ErrorBars, Interval, check_noise, check_observation, error_bars
 from .shrinkage import james_stein, posterior_mean
 from .structure import Structure, as_structure
 from .thresholding import hard_threshold, soft_threshold

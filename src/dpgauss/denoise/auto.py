@@ -23,7 +23,6 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from .._optional import install_hint
-from . import _graph_tv
 from .graph import Graph
 from .result import Denoised, check_noise
 from .shrinkage import james_stein
@@ -33,6 +32,7 @@ from .tree_wavelets import graph_wavelet_denoise
 from .trend_filter import (
     _LAM_MIN_RATIO,
     TrendFilterConvergenceWarning,
+    _graph_tv,
     _lattice_shape,
     trend_filter,
 )

@@ -65,8 +65,9 @@ import numpy as np
 from .. import GaussianMechanism, denoise
 from ..datasets import load_trips
 from ..datasets.trips import NYC_LAT, NYC_LON
-from ..release.domain import KeyDomain
-from ..release.pipeline import bounded_aggregate, resolve_domain, sensitivity_of
+from ..release.domains.key_domain import KeyDomain, resolve_domain
+from ..release.pipeline import bounded_aggregate
+from ..release.plan import sensitivity_of
 from ..release.spec import ReleaseSpec
 from . import plotting, taxi_resample
 from .fig2_mean_estimation import METHOD_COLUMNS, soft_claim

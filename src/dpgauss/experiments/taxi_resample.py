@@ -48,7 +48,7 @@ from scipy.special import logsumexp
 
 from ..datasets import Trips
 from ..datasets.trips import valid_coordinates
-from ..release.mapping import EARTH_RADIUS_M
+from ..release.domains.mapping import EARTH_RADIUS_M
 
 __all__ = [
     "BANDWIDTH_GRID_M",

@@ -76,10 +76,6 @@ _POSITIVE_FINITE = Interval(0.0, math.inf)
 _DIM = Interval(1.0, math.inf, low_closed=True)
 
 
-def _up(x: float) -> float:
-    return float(np.nextafter(x, np.inf))
-
-
 def _positive(value: object, name: str) -> float:
     arr = as_real_array(value, name)
     if arr.ndim:

@@ -48,6 +48,7 @@ from .._validation import (
 )
 from ..privacy import analytic_gaussian_sigma, classical_gaussian_sigma, laplace_scale
 from ..privacy.discrete_multivariate import discrete_gaussian_gdp_sigma
+from ..privacy.events import PrivacyEvent
 from .discrete_sampler import discrete_gaussian
 from .lattice import add_lattice_noise, gaussian_lattice_law, laplace_lattice_law
 from .randomness import SecureRandom, resolve_rng
@@ -148,6 +149,11 @@ class GaussianMechanism:
             law, name = GaussianNoise(self.sigma), f"gaussian ({self.calibration})"
         return NoisePlan(law, name, d, self.epsilon, self.delta, self.sensitivity)
 
+    def event(self, dim: int, *, secure: bool = True, grid: float | None = None) -> PrivacyEvent:
+        """The privacy event of a release of ``dim`` coordinates (``noise_plan(...).event()``):
+        what an accountant or a ledger charges for it, known before any noise is drawn."""
+        return self.noise_plan(dim, secure=secure, grid=grid).event()
+
     def release(
         self, values: object, rng: object = "secure", *, grid: float | None = None
     ) -> Release:
@@ -197,6 +203,10 @@ class LaplaceMechanism:
             _no_grid(grid)
             law, name = LaplaceNoise(self.scale), "laplace"
         return NoisePlan(law, name, d, self.epsilon, 0.0, self.l1_sensitivity)
+
+    def event(self, dim: int, *, secure: bool = True, grid: float | None = None) -> PrivacyEvent:
+        """The privacy event of a release of ``dim`` coordinates (ε-DP, not μ-GDP)."""
+        return self.noise_plan(dim, secure=secure, grid=grid).event()
 
     def release(
         self, values: object, rng: object = "secure", *, grid: float | None = None
@@ -361,6 +371,10 @@ class DiscreteGaussianMechanism:
         d = _dim(dim)
         law = DiscreteGaussianNoise(self.sigma_for(d), dim=d)
         return NoisePlan(law, "discrete gaussian", d, self.epsilon, self.delta, self.l2_sensitivity)
+
+    def event(self, dim: int) -> PrivacyEvent:
+        """The privacy event of a release of ``dim`` coordinates (``noise_plan(dim).event()``)."""
+        return self.noise_plan(dim).event()
 
     def release(self, values: object, rng: object = "secure") -> Release:
         """Release integer ``values`` (any shape) plus exact N_Z(0, σ²) noise.

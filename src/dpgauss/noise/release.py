@@ -19,6 +19,14 @@ import numpy as np
 from scipy.special import log_ndtr, ndtri
 
 from .._validation import REAL, Interval, as_real_array, check_interval
+from ..privacy._rounding import quotient_up, up
+from ..privacy.events import (
+    DiscreteGaussianEvent,
+    GaussianEvent,
+    LaplaceEvent,
+    PrivacyEvent,
+    event_of,
+)
 
 __all__ = [
     "DiscreteGaussianNoise",
@@ -76,6 +84,10 @@ class GaussianNoise:
         # Φ⁻¹((1+ℓ)/2) = −Φ⁻¹((1−ℓ)/2): the second form keeps digits for ℓ near 1.
         return float(np.nextafter(-self.sigma * ndtri(0.5 * (1.0 - level)), np.inf))
 
+    def event(self, sensitivity: float) -> GaussianEvent:
+        """The privacy event of this noise on a function of L2 sensitivity Δ."""
+        return GaussianEvent(self.sigma, sensitivity)
+
 
 @dataclass(frozen=True)
 class LaplaceNoise:
@@ -94,6 +106,11 @@ class LaplaceNoise:
     def half_width(self, level: float) -> float:
         level = check_level(level)
         return float(np.nextafter(-self.scale * math.log1p(-level), np.inf))
+
+    def event(self, sensitivity: float) -> LaplaceEvent:
+        """The privacy event of this noise on a function of L1 sensitivity Δ₁ (ε-DP, not
+        μ-GDP: a μ-GDP accountant refuses it)."""
+        return LaplaceEvent(self.scale, sensitivity)
 
 
 # ------------------------------------------------------------------ lattice (discrete) laws
@@ -246,13 +263,9 @@ class DiscreteGaussianNoise:
     def lattice_sensitivity(self, sensitivity: float) -> float:
         """L2 sensitivity in lattice units: Δ/γ + √d (rounded up) if the values were
         rounded to the grid, else Δ/γ."""
-        with np.errstate(over="ignore"):
-            sens = sensitivity / self.grid
-        if math.isfinite(sens) and Fraction(sens) * Fraction(self.grid) < Fraction(sensitivity):
-            sens = math.nextafter(sens, math.inf)  # the smallest double ≥ Δ/γ
+        sens = quotient_up(sensitivity, self.grid)  # the smallest double ≥ Δ/γ
         if self.rounded:
-            root = float(np.nextafter(math.sqrt(self.dim), np.inf))
-            sens = float(np.nextafter(np.nextafter(sens + root, np.inf), np.inf))
+            sens = up(up(sens + up(math.sqrt(self.dim))))
         return sens
 
     def dominating_mu(self, sensitivity: float) -> float:
@@ -262,10 +275,14 @@ class DiscreteGaussianNoise:
         :meth:`lattice_sensitivity`; lets a μ-GDP accountant or the ledger charge the
         release (``GaussianAccountant.add_release``).  The secure mechanisms calibrate
         σ so that this is at most ``gdp_mu(ε, δ)`` (a budget of their own (ε, δ) fits)."""
-        from ..privacy.discrete_multivariate import discrete_gaussian_vector_mu
+        return self.event(sensitivity).mu
 
-        sens = self.lattice_sensitivity(sensitivity)
-        return float(discrete_gaussian_vector_mu(self.sigma_lattice, sens, self.dim))
+    def event(self, sensitivity: float) -> DiscreteGaussianEvent:
+        """The privacy event of this noise at L2 ``sensitivity`` (in data units): σ and
+        the :meth:`lattice_sensitivity` in lattice units, and ``dim``."""
+        return DiscreteGaussianEvent(
+            self.sigma_lattice, self.lattice_sensitivity(sensitivity), self.dim
+        )
 
     @property
     def std(self) -> float:
@@ -328,6 +345,11 @@ class DiscreteLaplaceNoise:
         guess = -t * (math.log1p(-level) - math.log(2.0) + math.log1p(math.exp(-1.0 / t))) - 1.0
         return _lattice_half_width(self._bracket, guess, level, self.rounded, self.grid)
 
+    def event(self, sensitivity: float) -> LaplaceEvent:
+        """The privacy event of this noise (scale γ·t in data units) at L1 ``sensitivity``:
+        ε-DP, not μ-GDP (a μ-GDP accountant refuses it)."""
+        return LaplaceEvent(self.grid * self.scale, sensitivity, discrete=True)
+
 
 @dataclass(frozen=True)
 class Release:
@@ -383,6 +405,10 @@ class Release:
             self.values, _raw(self.values) + width
         )
 
+    def event(self) -> PrivacyEvent:
+        """The privacy event of this release (:func:`dpgauss.privacy.events.event_of`)."""
+        return event_of(self)
+
 
 @dataclass(frozen=True)
 class NoisePlan:
@@ -407,6 +433,11 @@ class NoisePlan:
     def sigma(self) -> float:
         """The standard deviation of the noise on each coordinate (``noise.std``)."""
         return self.noise.std
+
+    def event(self) -> PrivacyEvent:
+        """The privacy event of the planned release, what the accountant and the ledger
+        charge (:func:`dpgauss.privacy.events.event_of`)."""
+        return event_of(self)
 
 
 def _raw(values: Any) -> np.ndarray | float:

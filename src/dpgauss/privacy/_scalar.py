@@ -34,6 +34,7 @@ from statistics import NormalDist
 import numpy as np
 
 from .._validation import REAL_SCALAR_TYPES
+from ._rounding import TINY, delta_from_log
 
 __all__ = [
     "SMALL",
@@ -65,7 +66,6 @@ _GL_EXACT = (
 )
 _GL_FAST = ((-0.5773502691896257, 1.0), (0.5773502691896257, 1.0))
 _MU_MAX = 1e100
-_TINY = 5e-324
 _MAX_ITER = 100
 _HALLEY_STOP = 1e-3
 _CURVATURE_OK = 1e-13
@@ -244,10 +244,6 @@ def _safe_log_delta(mu: float, eps: float) -> float:
     return min(log_d + log_delta_error(log_d, t), 0.0)
 
 
-def _delta_from_log(log_d: float) -> float:
-    return min(max(math.nextafter(math.exp(log_d), math.inf), _TINY), 1.0)
-
-
 # --------------------------------------------------------------------------------------
 # The solver (_solve.solve_safe on one point)
 # --------------------------------------------------------------------------------------
@@ -411,7 +407,7 @@ def gdp_delta(mu: float, eps: float) -> float | None:
     if log_d is None:
         return None
     try:
-        return _delta_from_log(log_d)
+        return delta_from_log(log_d)
     except OverflowError:
         return None
 
@@ -423,7 +419,7 @@ def gaussian_log_delta(sigma: float, eps: float, sens: float) -> float | None:
 
 def gaussian_delta(sigma: float, eps: float, sens: float) -> float | None:
     log_d = gaussian_log_delta(sigma, eps, sens)
-    return None if log_d is None else _delta_from_log(log_d)
+    return None if log_d is None else delta_from_log(log_d)
 
 
 def _epsilon(mu: float, delta: float) -> float:
@@ -443,7 +439,7 @@ def _epsilon(mu: float, delta: float) -> float:
 
     q = -_NORMAL.inv_cdf(delta)
     hi = max(mu * (0.5 * mu + q), 0.0) * (1.0 + 1e-12) + 1e-300
-    x = _solve_safe(kernel, hi, lambda x: 4e-16 * abs(x) + _TINY, 0.0, hi * 2.0)
+    x = _solve_safe(kernel, hi, lambda x: 4e-16 * abs(x) + TINY, 0.0, hi * 2.0)
     return math.nextafter(x, math.inf)
 
 

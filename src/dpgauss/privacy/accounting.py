@@ -26,10 +26,9 @@ determined by its privacy profile (Dong, Roth & Su, Prop. 2.12).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
-from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -42,7 +41,19 @@ from .._validation import (
     check_interval,
     plain_number,
 )
+from ._rounding import UNIT_ROUNDOFF, fits_budget, mu_up, sqrt_sum_up, up
 from .calibration import gdp_mu
+from .domination import dominating_mu
+from .events import (
+    DiscreteGaussianEvent,
+    GaussianEvent,
+    GdpEvent,
+    LaplaceEvent,
+    PrivacyEvent,
+    check_count,
+    event_of,
+    not_gdp,
+)
 from .profile import gaussian_epsilon, gdp_delta, gdp_epsilon
 
 __all__ = [
@@ -55,33 +66,11 @@ __all__ = [
     "plan_queries",
 ]
 
-_U = 2.0**-53  # unit roundoff
-_DELTA_FLOOR = 1e-300
-
 
 def _positive_array(value: object, name: str) -> np.ndarray:
     arr = np.atleast_1d(as_real_array(value, name)).ravel()
     check_interval(arr, name, POSITIVE)
     return arr
-
-
-def _count(count: object) -> int:
-    if isinstance(count, bool) or not isinstance(count, int | np.integer) or count < 1:
-        raise ValueError(f"count must be a positive integer; got {count!r}")
-    return int(count)
-
-
-def _mu_up(sensitivity: np.ndarray, sigma: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        return np.nextafter(sensitivity / sigma, np.inf)
-
-
-def _safe_sqrt_sum(squares: np.ndarray, extra_terms: int = 0) -> float:
-    """``√(Σ xᵢ)`` rounded up: any summation of n terms is within ``(n−1)u Σ|xᵢ|``."""
-    n = squares.size + extra_terms
-    total = float(np.sum(squares))
-    bound = total * (1.0 + 2.0 * (n + 1) * _U)
-    return float(np.nextafter(math.sqrt(bound), np.inf))
 
 
 @dataclass(frozen=True)
@@ -121,9 +110,9 @@ class GaussianAccountant:
         """
         fast_s, fast_d = plain_number(sigma, POSITIVE), plain_number(sensitivity, POSITIVE)
         if fast_s is not None and fast_d is not None:  # one release: no array machinery
-            mu = math.nextafter(fast_d / fast_s, math.inf)
+            mu = up(fast_d / fast_s)
             if math.isfinite(mu):
-                self.charges.append(Charge(np.array([mu]), _count(count), label))
+                self.charges.append(Charge(np.array([mu]), check_count(count), label))
                 return mu
         s = _positive_array(sigma, "sigma")
         d = _positive_array(sensitivity, "sensitivity")
@@ -134,40 +123,69 @@ class GaussianAccountant:
                 f"argument shapes do not broadcast: sigma {s.shape}, sensitivity {d.shape}"
             ) from None
         scalar = np.ndim(sigma) == 0 and np.ndim(sensitivity) == 0
-        return self._charge(_mu_up(d, s), count, label, scalar)
+        return self._charge(mu_up(d, s), count, label, scalar)
 
     def add_mu(self, mu: object, count: int = 1, label: str | None = None) -> float | np.ndarray:
         """Charge ``count`` μ-GDP mechanisms (e.g. a discrete release's dominating μ)."""
         return self._charge(_positive_array(mu, "mu"), count, label, np.ndim(mu) == 0)
 
+    def add_event(self, event: PrivacyEvent, label: str | None = None) -> float:
+        """Charge one typed event (:mod:`dpgauss.privacy.events`), ``event.count`` times.
+
+        Returns the μ of one release of the event.  A :class:`~.events.GaussianEvent`
+        is charged ``μ = Δ/σ`` rounded up (as :meth:`add`), a
+        :class:`~.events.DiscreteGaussianEvent` its dominating μ, a
+        :class:`~.events.GdpEvent` its μ; a :class:`~.events.LaplaceEvent` is not μ-GDP
+        for any finite μ and raises ``TypeError``.
+        """
+        if isinstance(event, GaussianEvent | DiscreteGaussianEvent | GdpEvent):
+            mu = float(event.mu)
+            self.charges.append(Charge(np.array([mu]), event.count, label))
+            return mu
+        if isinstance(event, LaplaceEvent):
+            raise not_gdp(event)
+        raise TypeError(
+            "add_event needs a privacy event (GaussianEvent, DiscreteGaussianEvent, GdpEvent); "
+            f"got {type(event).__name__}"
+        )
+
+    def compose(
+        self, events: Iterable[PrivacyEvent], label: str | None = None
+    ) -> GaussianAccountant:
+        """Charge every event of ``events`` (:meth:`add_event`) and return the accountant,
+        so that ``GaussianAccountant().compose(events).epsilon(δ)`` reads the composition.
+
+        The events are checked before any is charged: a refused event charges nothing.
+        """
+        todo = list(events)
+        for event in todo:
+            if isinstance(event, LaplaceEvent):
+                raise not_gdp(event)
+            if not isinstance(event, GaussianEvent | DiscreteGaussianEvent | GdpEvent):
+                raise TypeError(
+                    "compose needs privacy events (GaussianEvent, DiscreteGaussianEvent, "
+                    f"GdpEvent); got {type(event).__name__}"
+                )
+        for event in todo:
+            self.add_event(event, label)
+        return self
+
     def add_release(self, release: object, label: str | None = None) -> float:
         """Charge a :class:`dpgauss.noise.release.Release` by the μ its noise law gives.
 
         A :class:`~dpgauss.noise.release.NoisePlan` (the law of a release not yet drawn)
-        is charged the same.  Continuous Gaussian noise: ``μ = Δ/σ``.  A law with a
-        ``dominating_mu(sensitivity)`` method (discrete noise) is charged by that valid
-        bound instead; anything else (Laplace) is not μ-GDP for any finite μ and raises
-        ``TypeError``.
+        is charged the same.  A thin wrapper: the release's event
+        (:func:`dpgauss.privacy.events.event_of`) is charged by :meth:`add_event`.
+        Continuous Gaussian noise: ``μ = Δ/σ``.  Discrete Gaussian noise is charged by
+        its dominating μ; anything else (Laplace) is not μ-GDP for any finite μ and
+        raises ``TypeError``.
         """
-        noise = getattr(release, "noise", None)
-        sensitivity = getattr(release, "sensitivity", None)
-        if noise is None or sensitivity is None:
-            raise TypeError(
-                f"add_release needs a Release or NoisePlan; got {type(release).__name__}"
-            )
-        if hasattr(noise, "dominating_mu"):
-            return float(self.add_mu(noise.dominating_mu(sensitivity), label=label))
-        if getattr(noise, "name", None) == "gaussian":
-            return float(self.add(noise.sigma, sensitivity, label=label))
-        raise TypeError(
-            f"a release with {getattr(noise, 'name', type(noise).__name__)} noise is not "
-            "μ-GDP; only Gaussian (and discrete Gaussian) releases can be charged"
-        )
+        return self.add_event(event_of(release), label=label)
 
     def _charge(
         self, mu: np.ndarray, count: object, label: str | None, scalar: bool
     ) -> float | np.ndarray:
-        self.charges.append(Charge(mu.copy(), _count(count), label))
+        self.charges.append(Charge(mu.copy(), check_count(count), label))
         return float(mu[0]) if scalar else mu
 
     @property
@@ -183,7 +201,7 @@ class GaussianAccountant:
         squares = [
             np.nextafter(np.nextafter(c.mu * c.mu, np.inf) * c.count, np.inf) for c in self.charges
         ]
-        return _safe_sqrt_sum(np.concatenate(squares))
+        return sqrt_sum_up(np.concatenate(squares))
 
     def epsilon(self, delta: object) -> float | np.ndarray:
         """Smallest ε such that everything charged is (ε, δ)-DP (never rounded down)."""
@@ -223,11 +241,11 @@ def plan(epsilon: float, delta: float, sensitivities: object, weights: object = 
         raise ValueError(f"weights has {w.size} entries but sensitivities has {d.size}")
     mu = gdp_mu(epsilon, delta)
     root_w = np.sqrt(w)
-    total = float(np.sum(d * root_w)) * (1.0 + 2.0 * (d.size + 1) * _U)
-    sigma = np.nextafter(np.sqrt(d / root_w * total / (mu * mu)) * (1.0 + 4 * _U), np.inf)
+    total = float(np.sum(d * root_w)) * (1.0 + 2.0 * (d.size + 1) * UNIT_ROUNDOFF)
+    sigma = up(np.sqrt(d / root_w * total / (mu * mu)) * (1.0 + 4 * UNIT_ROUNDOFF))
     # Verify the composition with the accountant's own rounding; nudge up if ever needed.
     for _ in range(8):
-        if _safe_sqrt_sum(np.nextafter(_mu_up(d, sigma) ** 2, np.inf)) <= mu:
+        if sqrt_sum_up(np.nextafter(mu_up(d, sigma) ** 2, np.inf)) <= mu:
             return sigma
         sigma = np.nextafter(sigma * (1.0 + 1e-15), np.inf)
     raise FloatingPointError("dpgauss internal error: plan could not verify its rounding")
@@ -235,14 +253,14 @@ def plan(epsilon: float, delta: float, sensitivities: object, weights: object = 
 
 def plan_equal(epsilon: float, delta: float, k: int, sensitivity: float = 1.0) -> float:
     """σ for each of ``k`` equal queries that together are exactly (ε, δ)-DP: ``Δ√k/μ``."""
-    kk = _count(k)
+    kk = check_count(k)
     d = float(_positive_array(sensitivity, "sensitivity")[0])
     mu = gdp_mu(epsilon, delta)
-    sigma = float(np.nextafter(d * math.sqrt(kk) / mu * (1.0 + 8 * _U), np.inf))
+    sigma = float(np.nextafter(d * math.sqrt(kk) / mu * (1.0 + 8 * UNIT_ROUNDOFF), np.inf))
     for _ in range(8):
-        mu_i = float(_mu_up(np.array(d), np.array(sigma)))
+        mu_i = float(mu_up(np.array(d), np.array(sigma)))
         total = float(np.nextafter(np.nextafter(mu_i * mu_i, np.inf) * kk, np.inf))
-        if float(np.nextafter(math.sqrt(total * (1.0 + 4 * _U)), np.inf)) <= mu:
+        if float(np.nextafter(math.sqrt(total * (1.0 + 4 * UNIT_ROUNDOFF)), np.inf)) <= mu:
             return sigma
         sigma = float(np.nextafter(sigma * (1.0 + 1e-15), np.inf))
     raise FloatingPointError("dpgauss internal error: plan_equal could not verify its rounding")
@@ -278,7 +296,7 @@ class QueryPlan:
 
 def _fits(mu: float, k: int, mu_budget: float) -> bool:
     """The ledger's test for k equal charges of μ: k μ² ≤ μ_B², exactly."""
-    return k * Fraction(mu) ** 2 <= Fraction(mu_budget) ** 2
+    return fits_budget([mu], mu_budget, count=k)
 
 
 def _decimals(x: float, up: bool, digits: int = 10) -> tuple[float, float]:
@@ -321,7 +339,7 @@ def plan_queries(epsilon: float, delta: float, k: int, sensitivity: float = 1.0)
     ``gdp_mu`` bounds.  Raises ``ValueError`` if no ε_q ≥ 0 at this δ fits (k so large
     that even an ε = 0 release is charged too much: plan with a smaller δ per query).
     """
-    kk = _count(k)
+    kk = check_count(k)
     eps_b = float(epsilon)
     dlt = float(delta)
     sens = float(_positive_array(sensitivity, "sensitivity")[0])
@@ -346,33 +364,3 @@ def plan_queries(epsilon: float, delta: float, k: int, sensitivity: float = 1.0)
     )
     mu_q = max(float(gdp_mu(eps_q, dlt)), sigma_mu(sigma_q))
     return QueryPlan(kk, eps_q, dlt, sigma_q, sens, mu_q, mu_b, eps_b)
-
-
-def dominating_mu(
-    profile: Callable[[np.ndarray], np.ndarray], mu_guess: float, *, grid: int = 400
-) -> float:
-    """The smallest μ whose GDP profile lies above a mechanism's profile ``δ(ε)``.
-
-    For each ε the μ with ``δ_μ(ε) = δ(ε)`` is found (rounded up), and the largest over a
-    log grid of ε, refined around the maximum, is returned with a relative margin of 1e-9.
-    Domination is certified where ``δ(ε) ≥ 1e-300``: below that, double precision cannot
-    tell the two profiles apart (δ underflows to its floor).  ``profile`` maps an array of
-    ε ≥ 0 to the mechanism's δ(ε) (rounded up); ``mu_guess`` sets the ε range.
-    """
-    eps_max = 0.5 * mu_guess * mu_guess + 40.0 * mu_guess
-    eps = np.concatenate(([0.0], np.geomspace(1e-6, eps_max, grid)))
-    best = _mu_for(profile, eps)
-    i = int(np.argmax(best))
-    lo, hi = eps[max(i - 1, 0)], eps[min(i + 1, eps.size - 1)]
-    fine = np.linspace(lo, hi, 64)
-    return float(max(best.max(), _mu_for(profile, fine).max()) * (1.0 + 1e-9))
-
-
-def _mu_for(profile: Callable[[np.ndarray], np.ndarray], eps: np.ndarray) -> np.ndarray:
-    d = np.asarray(profile(eps), dtype=np.float64)
-    ok = (d >= _DELTA_FLOOR) & (d < 1)
-    out = np.zeros_like(eps)
-    if ok.any():
-        # gdp_mu is the largest μ with δ_μ(ε) ≤ d; one ulp up is the smallest above.
-        out[ok] = np.nextafter(gdp_mu(eps[ok], d[ok]), np.inf)
-    return out

@@ -21,6 +21,7 @@ from .._validation import (
     real_args,
 )
 from . import _mills
+from ._rounding import down, up
 
 __all__ = [
     "classical_gaussian_sigma",
@@ -31,10 +32,6 @@ __all__ = [
 ]
 
 _CLASSICAL_EPSILON = Interval(0.0, 1.0)
-
-
-def _up(x: np.ndarray) -> np.ndarray:
-    return np.nextafter(x, np.inf)
 
 
 def classical_gaussian_sigma(
@@ -57,7 +54,7 @@ def classical_gaussian_sigma(
         note="the classical bound of Theorem 1 is not valid for epsilon >= 1; "
         "use analytic_gaussian_sigma, which is exact for every epsilon >= 0",
     )
-    return finish(_up(s_a * np.sqrt(2.0 * np.log(1.25 / d_a)) / eps_a), scalar)
+    return finish(up(s_a * np.sqrt(2.0 * np.log(1.25 / d_a)) / eps_a), scalar)
 
 
 def laplace_scale(epsilon: object, l1_sensitivity: object) -> float | np.ndarray:
@@ -65,7 +62,7 @@ def laplace_scale(epsilon: object, l1_sensitivity: object) -> float | np.ndarray
     (eps_a, s_a), scalar = real_args(
         epsilon=(epsilon, POSITIVE), l1_sensitivity=(l1_sensitivity, POSITIVE)
     )
-    return finish(_up(s_a / eps_a), scalar)
+    return finish(up(s_a / eps_a), scalar)
 
 
 def _delta0(eps: np.ndarray) -> np.ndarray:
@@ -94,7 +91,7 @@ def theorem2_sigma(delta: object, sensitivity: object = 1.0) -> float | np.ndarr
     Loose: the exact (0, δ) calibration is ``analytic_gaussian_sigma(0, δ, Δ)``.
     """
     (d_a, s_a), scalar = real_args(delta=(delta, UNIT_OPEN), sensitivity=(sensitivity, POSITIVE))
-    return finish(_up(s_a / (2.0 * d_a)), scalar)
+    return finish(up(s_a / (2.0 * d_a)), scalar)
 
 
 def theorem4_sigma_lower_bound(
@@ -118,4 +115,4 @@ def theorem4_sigma_lower_bound(
             f"delta must be below delta0(epsilon) = {d0[tuple(bad)]:.6g} for Theorem 4's "
             f"bound to apply; got {d_a[tuple(bad)]!r}{where}"
         )
-    return finish(np.nextafter(s_a / np.sqrt(2.0 * eps_a), 0.0), scalar)
+    return finish(down(s_a / np.sqrt(2.0 * eps_a)), scalar)

@@ -133,9 +133,10 @@ from .._validation import (
     elementwise,
     real_args,
 )
-from .accounting import dominating_mu
+from ._rounding import TINY, delta_from_log
 from .calibration import analytic_gaussian_sigma, gdp_mu
 from .discrete_profile import discrete_gaussian_delta, discrete_gaussian_sigma
+from .domination import dominating_mu
 from .profile import gaussian_delta
 
 __all__ = [
@@ -152,7 +153,6 @@ _DIM = Interval(1.0, 2.0**53, low_closed=True)
 _METHODS = ("best", "zcdp", "smoothing")
 _TAUS = np.array([0.75, 0.875, 1.0, 1.125, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0])
 _U = 2.0**-52
-_TINY = 5e-324
 _BISECT_RTOL = 1e-10
 _EXACT_MAX_TERMS = 2.0**21
 
@@ -214,22 +214,14 @@ def zcdp_delta(rho: object, epsilon: object) -> float | np.ndarray:
     ``δ = inf_{α>1} exp((α−1)(αρ − ε)) (1 − 1/α)^α / (α − 1)``, capped at 1.  ρ > 0, ε ≥ 0.
     """
     arrays, scalar = real_args(rho=(rho, POSITIVE), epsilon=(epsilon, NONNEGATIVE))
-    return elementwise(lambda r, e: _delta_from_log(_log_cdp_delta(r, e)), arrays, scalar)
-
-
-def _delta_from_log(log_d: float) -> float:
-    if log_d >= 0.0:
-        return 1.0
-    if log_d < -744.0:
-        return _TINY
-    return min(1.0, max(float(np.nextafter(math.exp(log_d), np.inf)), _TINY))
+    return elementwise(lambda r, e: delta_from_log(_log_cdp_delta(r, e)), arrays, scalar)
 
 
 def _zcdp_bound(sigma: float, eps: float, m: int) -> float:
     rho = float(np.nextafter(m / (2.0 * sigma * sigma), np.inf)) * (1.0 + 2 * _U)
     if rho == 0.0:
-        return _TINY
-    return _delta_from_log(_log_cdp_delta(rho, eps))
+        return TINY
+    return delta_from_log(_log_cdp_delta(rho, eps))
 
 
 def _smoothing_bound(sigma: float, eps: float, sens_bar: float, dim: int) -> float:
@@ -262,7 +254,7 @@ def _smoothing_bound(sigma: float, eps: float, sens_bar: float, dim: int) -> flo
             dc = np.asarray(gaussian_delta(sigma1[use], eps1[use], sens_bar))
             cand = dc * np.exp(a[use]) * up
             best = min(best, float(cand.min()))
-    return min(1.0, max(best, _TINY))
+    return min(1.0, max(best, TINY))
 
 
 def _exact_sensitivity(m: int, l2: float, dim: int, eps: float) -> int | None:

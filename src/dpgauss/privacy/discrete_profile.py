@@ -58,6 +58,7 @@ from .._validation import (
     elementwise,
     real_args,
 )
+from ._rounding import TINY
 
 __all__ = ["discrete_gaussian_delta", "discrete_gaussian_sigma"]
 
@@ -67,8 +68,7 @@ _CHUNK = 1 << 20
 _MAX_TERMS = 1 << 26
 _MAX_SCAN = 2000  # calibration: jump points of m checked below the first crossing
 _SCAN_TERMS = 1 << 22  # calibration: budget of summed terms for that scan
-_TINY = 5e-324  # smallest positive double: δ is never rounded down to 0
-_UNDERFLOW = 800.0  # -log of a δ certainly below _TINY
+_UNDERFLOW = 800.0  # -log of a δ certainly below TINY
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
@@ -114,7 +114,7 @@ def _log_delta(sigma: float, epsilon: float, sens: int) -> float:
         acc = _logsumexp_into((-math.inf, 0.0), -(j + d0) * (j + s0) * h)
         return -c0 + acc[0] + math.log(acc[1]) - log_z + _SAFETY
 
-    r_m = max(float(sens * (2 * m + sens) / (2 * s) - eps), _TINY)  # exact, then rounded
+    r_m = max(float(sens * (2 * m + sens) / (2 * s) - eps), TINY)  # exact, then rounded
     step = float(sens / s)
     # first guess for the end: (X² - x0²)/(2σ²) ≥ _TAIL + 5
     j_stop = math.isqrt(x0 * x0 + math.ceil((_TAIL + 5) * 2 * s)) + 2 - m
@@ -181,7 +181,7 @@ def discrete_gaussian_delta(
     )
 
     def one(s: float, e: float, k: float) -> float:
-        return max(math.exp(min(_log_delta(s, e, int(k)), 0.0)), _TINY)
+        return max(math.exp(min(_log_delta(s, e, int(k)), 0.0)), TINY)
 
     return elementwise(one, arrays, scalar)
 

@@ -39,6 +39,7 @@ from scipy.special import ndtr
 
 from .._validation import NONNEGATIVE, POSITIVE, UNIT_OPEN, finish, real_args
 from . import _mills, _scalar, _solve
+from ._rounding import TINY, delta_from_log_array, mu_up
 
 __all__ = [
     "gaussian_delta",
@@ -52,7 +53,6 @@ __all__ = [
 # μ beyond this is indistinguishable from μ = ∞ (δ = 1 in double precision); clipping
 # keeps t² finite.
 _MU_MAX = 1e100
-_TINY = float(np.nextafter(0.0, 1.0))
 
 
 #: Below ``1 − δ`` = 1e-290 the kernel's ``t < −1`` branch works with subnormal factors:
@@ -125,13 +125,7 @@ def _profile_args(
     (sigma_a, eps_a, sens_a), scalar = real_args(
         sigma=(sigma, POSITIVE), epsilon=(epsilon, NONNEGATIVE), sensitivity=(sensitivity, POSITIVE)
     )
-    return _mu_upper(sens_a, sigma_a), eps_a, scalar
-
-
-def _mu_upper(sensitivity: np.ndarray, sigma: np.ndarray) -> np.ndarray:
-    """μ = Δ/σ rounded up: a larger μ is always the conservative side."""
-    with np.errstate(over="ignore"):
-        return np.nextafter(sensitivity / sigma, np.inf)
+    return mu_up(sens_a, sigma_a), eps_a, scalar
 
 
 def _safe_log_delta(mu: np.ndarray, eps: np.ndarray) -> np.ndarray:
@@ -139,12 +133,6 @@ def _safe_log_delta(mu: np.ndarray, eps: np.ndarray) -> np.ndarray:
     mu_f, eps_f = (np.broadcast_to(a, shape).ravel() for a in (mu, eps))
     log_d, t, _ = log_delta_terms(mu_f, eps_f)
     return np.minimum(log_d + log_delta_error(log_d, t), 0.0).reshape(shape)
-
-
-def _delta_from_log(log_d: np.ndarray) -> np.ndarray:
-    with np.errstate(under="ignore"):
-        d = np.nextafter(np.exp(log_d), np.inf)
-    return np.clip(d, _TINY, 1.0)
 
 
 def gdp_log_delta(mu: object, epsilon: object) -> float | np.ndarray:
@@ -170,7 +158,7 @@ def gdp_delta(mu: object, epsilon: object) -> float | np.ndarray:
     small = _scalar.elementwise(_scalar.gdp_delta, mu_a, eps_a)
     if small is not None:
         return finish(small, scalar)
-    return finish(_delta_from_log(_safe_log_delta(mu_a, eps_a)), scalar)
+    return finish(delta_from_log_array(_safe_log_delta(mu_a, eps_a)), scalar)
 
 
 def gaussian_log_delta(
@@ -201,7 +189,7 @@ def gaussian_delta(sigma: object, epsilon: object, sensitivity: object = 1.0) ->
     small = _scalar.elementwise(_scalar.gdp_delta, mu, eps)
     if small is not None:
         return finish(small, scalar)
-    return finish(_delta_from_log(_safe_log_delta(mu, eps)), scalar)
+    return finish(delta_from_log_array(_safe_log_delta(mu, eps)), scalar)
 
 
 def _epsilon_flat(mu: np.ndarray, log_target: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -229,7 +217,7 @@ def _epsilon_flat(mu: np.ndarray, log_target: np.ndarray, q: np.ndarray) -> np.n
     # Φ(μ/2 − ε/μ) ≤ δ as soon as ε ≥ μ(μ/2 + q), q = −Φ⁻¹(δ): the bracket's upper end.
     hi = np.maximum(mu_s * (0.5 * mu_s + q[todo]), 0.0) * (1.0 + 1e-12) + 1e-300
     x = _solve.solve_safe(
-        kernel, hi, pad=lambda x: 4e-16 * np.abs(x) + _TINY, lo=np.zeros_like(hi), hi=hi * 2.0
+        kernel, hi, pad=lambda x: 4e-16 * np.abs(x) + TINY, lo=np.zeros_like(hi), hi=hi * 2.0
     )
     eps[todo] = np.nextafter(x, np.inf)
     return eps
@@ -267,6 +255,6 @@ def gaussian_epsilon(sigma: object, delta: object, sensitivity: object = 1.0) ->
     (sigma_a, d_a, sens_a), scalar = real_args(
         sigma=(sigma, POSITIVE), delta=(delta, UNIT_OPEN), sensitivity=(sensitivity, POSITIVE)
     )
-    mu_a = _mu_upper(sens_a, sigma_a)
+    mu_a = mu_up(sens_a, sigma_a)
     small = _scalar.elementwise(_scalar.gdp_epsilon, mu_a, d_a)
     return finish(_epsilon_args(mu_a, d_a) if small is None else small, scalar)

@@ -10,7 +10,7 @@ aggregation as a release (with a fresh salt) and reports the exact row counters,
 *confidential* (for the data owner only; not differentially private).
 
 The spec's policies are what it checks: ``[source] on_malformed``, ``[unit] on_null``,
-``[domain] on_invalid`` and ``[statistic] on_invalid`` = ``"fail"`` make ``dpgauss check``
+``[domain] on_invalid`` and ``[statistic] on_invalid`` = ``"check_fails"`` make ``dpgauss check``
 exit with status 1 when rows of that class exist; ``"drop"`` (the default) only reports
 them.  A release always drops, whatever the policy.
 
@@ -26,8 +26,6 @@ field with line breaks and never ends inside a quote.
 
 from __future__ import annotations
 
-import argparse
-import json
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -36,16 +34,16 @@ from . import csv_format
 from .csv_format import CsvShape
 from .engine import AggregationPlan, Engine, RowCounts
 from .report import CONFIDENTIAL_NOTE, Diagnostics
-from .spec import ReleaseSpec, load_spec
+from .spec import ReleaseSpec
 
-__all__ = ["CheckResult", "add_check_parser", "check_source"]
+__all__ = ["CheckResult", "check_source"]
 
 
 @dataclass(frozen=True)
 class CheckResult:
     """The confidential outcome of :func:`check_source`.
 
-    ``rows``: the exact counters; ``violations``: one line per ``"fail"`` policy with rows
+    ``rows``: the exact counters; ``violations``: one line per ``"check_fails"`` policy with rows
     of its class; ``ok`` is true when there are none.  ``csv``: the shape of a CSV source's
     local files (None for other sources, or files on another file system) and ``csv_mode``
     its ``[source] csv``.
@@ -59,7 +57,7 @@ class CheckResult:
 
     @property
     def ok(self) -> bool:
-        """Whether every ``"fail"`` policy holds."""
+        """Whether every ``"check_fails"`` policy holds."""
         return not self.violations
 
     def as_dict(self) -> dict[str, Any]:
@@ -81,7 +79,9 @@ class CheckResult:
         if self.violations:
             lines += [f"FAIL: {v}" for v in self.violations]
         else:
-            lines.append("ok: no policy = 'fail' is violated (nothing was charged or written)")
+            lines.append(
+                "ok: no policy = 'check_fails' is violated (nothing was charged or written)"
+            )
         return "\n".join(lines)
 
     def _csv_text(self) -> list[str]:
@@ -150,9 +150,9 @@ def _violations(spec: ReleaseSpec, r: RowCounts) -> tuple[str, ...]:
         ),
     ]
     return tuple(
-        f"{count:,} {what} ({key} = 'fail')"
+        f"{count:,} {what} ({key} = 'check_fails')"
         for policy, count, key, what in checks
-        if policy == "fail" and count
+        if policy == "check_fails" and count
     )
 
 
@@ -167,9 +167,8 @@ def check_source(
     Never charges, never writes.  Raises ``ValueError`` for a spec or a source that cannot
     be read at all (as planning a release would).
     """
-    from .domain import resolve_domain
-    from .pipeline import sensitivity_of
-    from .plan import _check_columns, make_engine, value_offset
+    from .domains.key_domain import resolve_domain
+    from .plan import _check_columns, make_engine, sensitivity_of, value_offset
 
     if not isinstance(spec, ReleaseSpec):
         raise TypeError(f"spec must be a ReleaseSpec; got {type(spec).__name__}")
@@ -193,28 +192,3 @@ def check_source(
         shape,
         spec.source.csv if shape is not None else None,
     )
-
-
-def _run(args: argparse.Namespace) -> tuple[str, int]:
-    spec = load_spec(args.spec)
-    result = check_source(spec, engine=args.engine)
-    text = json.dumps(result.as_dict()) if args.json else result.text()
-    return text, 0 if result.ok else 1
-
-
-def add_check_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """Register ``check SPEC [--engine duckdb|spark] [--json]`` (exit 1 on a violation)."""
-    from .engine import ENGINES
-
-    check = subparsers.add_parser(
-        "check",
-        help="the data owner's CONFIDENTIAL check of a source: exact row counts, policies",
-        description="Read, bound and aggregate the spec's source as a release would, print the "
-        "exact row counters (CONFIDENTIAL: not differentially private) and exit with status 1 "
-        "if a policy = 'fail' finds rows of its class. Never charges a budget, never writes.",
-    )
-    check.add_argument("spec", metavar="SPEC.toml", help="the release spec (TOML)")
-    check.add_argument("--engine", choices=ENGINES, default="duckdb", help="default duckdb")
-    check.add_argument("--json", action="store_true", help="print one JSON object")
-    check.set_defaults(run=_run)
-    return check

@@ -36,8 +36,8 @@ import numpy as np
 
 from .._optional import require
 from ..denoise import Denoised, Structure, as_graph
-from ..denoise.intervals import public_seed
 from ..denoise.registry import entry
+from ..denoise.result import public_seed
 from ..denoise.structure import lattice_graph
 from .outputs import OutputGroup, write_csv
 from .report import json_ready
@@ -183,12 +183,12 @@ def _structure(
     if len(index) != n:
         raise ValueError(f"{path}: the key column {key!r} repeats a key")
     if edges is not None:
-        from .graph_files import read_edge_pairs
+        from .domains.graph_files import read_edge_pairs
 
         pairs = read_edge_pairs(edges, set(keys))
         ends = np.array([[index[a], index[b]] for a, b in pairs], dtype=np.int64).reshape(-1, 2)
         return Structure(graph=as_graph(ends, n)), f"edge table, {len(pairs):,} edges"
-    from .graph_files import BUNDLED_GRAPHS, read_graphml
+    from .domains.graph_files import BUNDLED_GRAPHS, read_graphml
 
     assert graph is not None
     if graph in BUNDLED_GRAPHS:
@@ -354,7 +354,12 @@ def denoise_table(
             },
         }
         report = json_ready(report)
-        new = {
+        new: dict[str, list[Any]] = {}
+        if not isinstance(sigma, str):
+            # σ given as a number: the table carries the σ its intervals were computed with
+            # (replacing a column 'sigma' in place, as the denoised columns do)
+            new["sigma"] = [s] * n
+        new |= {
             "denoised": np.ravel(res.estimate).tolist(),
             "denoised_lower": np.ravel(lo).tolist(),
             "denoised_upper": np.ravel(hi).tolist(),

@@ -51,7 +51,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .domain import KeyDomain
+from .domains.key_domain import KeyDomain
 from .spec import ReleaseSpec
 
 __all__ = [

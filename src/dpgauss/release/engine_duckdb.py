@@ -43,7 +43,7 @@ in :mod:`dpgauss.release.engine`).  The query is designed for speed:
   Used whenever numba is installed (``kernel=None``); it applies by the spec, the column's
   type and the connection's settings only.
 
-Graph domains call the mapping of :mod:`dpgauss.release.mapping` as vectorised Arrow UDFs
+Graph domains call the mapping of :mod:`dpgauss.release.domains.mapping` as vectorised Arrow UDFs
 (``dp_nearest``, and ``dp_spread`` for kde, whose list of (node, weight) is unnested and
 summed in SQL).
 
@@ -79,8 +79,8 @@ import numpy as np
 
 from .._optional import install_hint
 from . import csv_format, schema, unit_topb
+from .domains.keys import DUCKDB, INT_LITERAL, TIMESTAMP_TEXT, Column, range_key_sql, value_tables
 from .engine import Aggregate, AggregationPlan, RowCounts, source_columns
-from .keymap import DUCKDB, INT_LITERAL, TIMESTAMP_TEXT, Column, range_key_sql, value_tables
 from .spec import DomainSpec, ReleaseSpec
 
 __all__ = ["AGGREGATION_FAILED", "DuckDBEngine", "EngineError", "quote_ident"]
@@ -991,7 +991,7 @@ FROM ({rows_sql}) GROUP BY g"""
 
     def _domain_parse(self) -> tuple[list[str], str]:
         """(parsed columns, the invalid-domain condition over them): every axis's, the record
-        invalid when any axis is (:mod:`dpgauss.release.domain`)."""
+        invalid when any axis is (:mod:`dpgauss.release.domains.key_domain`)."""
         self._dx: list[dict[str, str]] = []
         parsed: list[str] = []
         bads: list[str] = []
@@ -1022,7 +1022,7 @@ FROM ({rows_sql}) GROUP BY g"""
                 )
             self._dx.append({})
             return parsed, bad + ")"
-        # values and range: the column read by the rules of dpgauss.release.keymap.
+        # values and range: the column read by the rules of dpgauss.release.domains.keys.
         channels = self._channels(d)
         name = f"dx{x}"
         self._dx.append(_pack(channels, name))
@@ -1143,10 +1143,10 @@ FROM ({rows_sql}) GROUP BY g"""
     def _domain_key(self) -> tuple[str, str]:
         """(joins, key expression) for the keyed CTE; a NULL key is outside the domain.
 
-        Exact (:mod:`dpgauss.release.keymap`): a range's key is computed in integer or
+        Exact (:mod:`dpgauss.release.domains.keys`): a range's key is computed in integer or
         error-free double arithmetic, never outside ``0 … n − 1``; a values domain joins each
         channel of the record with the keys of that kind (each at most once).  Several axes:
-        ``Σ kᵢ·sᵢ`` (:mod:`dpgauss.release.domain`), NULL when any axis key is.
+        ``Σ kᵢ·sᵢ`` (:mod:`dpgauss.release.domains.key_domain`), NULL when any axis key is.
         """
         joins, keys = [], []
         axes = self.plan.domain.axes

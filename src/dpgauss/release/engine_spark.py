@@ -70,7 +70,7 @@ How the job is built (DataFrame API; SQL text only for the parsing expressions):
   priority for b, each among the rows still kept.  One ``GROUP BY`` of the class-or-key code
   ``g`` yields the aggregate and every counter.
 * **Graph domains.**  The nearest node comes from a vectorised pandas UDF calling
-  :meth:`GraphMapper.nearest <dpgauss.release.mapping.GraphMapper.nearest>` (the mapper is
+  :meth:`GraphMapper.nearest <dpgauss.release.domains.mapping.GraphMapper.nearest>` (the mapper is
   shipped to the executors with the UDF, so they need ``dpgauss`` installed); for ``kde``
   a second pandas UDF calls :meth:`GraphMapper.spread` on the kept rows after the bounds,
   and each kept row's (node, weight) pairs are exploded into the same ``GROUP BY``.
@@ -97,9 +97,9 @@ import numpy as np
 
 from .._optional import install_hint
 from . import csv_format, schema
+from .domains.keys import INT_LITERAL, SPARK, TIMESTAMP_TEXT, Column, range_key_sql, value_tables
 from .engine import Aggregate, AggregationPlan, RowCounts, source_columns
 from .engine_duckdb import AGGREGATION_FAILED, EngineError
-from .keymap import INT_LITERAL, SPARK, TIMESTAMP_TEXT, Column, range_key_sql, value_tables
 from .spec import DomainSpec, ReleaseSpec
 
 __all__ = ["SparkEngine", "priority_column"]
@@ -1023,7 +1023,7 @@ class _Job:
 
     def _domain_parse(self) -> tuple[dict[str, str], str]:
         """({name: SQL} of the parsed domain columns, the invalid-domain condition): every
-        axis's, the record invalid when any axis is (:mod:`dpgauss.release.domain`)."""
+        axis's, the record invalid when any axis is (:mod:`dpgauss.release.domains.key_domain`)."""
         self._dx: list[dict[str, str]] = []
         parsed: dict[str, str] = {}
         bads = []
@@ -1051,7 +1051,7 @@ class _Job:
                 )
             self._dx.append({})
             return parsed, f"coalesce({bad}), true)"
-        # values and range: the column read by the rules of dpgauss.release.keymap.
+        # values and range: the column read by the rules of dpgauss.release.domains.keys.
         channels = self._channels(d)
         self._dx.append({ch: f"dx{x}_{ch}" for ch in channels})
         if not channels:
@@ -1073,7 +1073,7 @@ class _Job:
         )
 
     def _range_key(self, i: int, d: DomainSpec) -> str:
-        """The exact key of a range axis (:mod:`dpgauss.release.keymap`), BIGINT or NULL."""
+        """The exact key of a range axis (:mod:`dpgauss.release.domains.keys`), BIGINT or NULL."""
         try:
             return range_key_sql(SPARK, d.bins, self._dx[i], self._column(d))
         except ValueError as exc:
@@ -1081,7 +1081,8 @@ class _Job:
 
     def _key(self, checked: Any) -> Any:
         """``checked`` with the column ``key``: the composite key ``Σ kᵢ·sᵢ`` of the axes
-        (:mod:`dpgauss.release.domain`), NULL when any axis maps the record to nothing."""
+        (:mod:`dpgauss.release.domains.key_domain`), NULL when any axis maps the record to
+        nothing."""
         from pyspark.sql import functions as sf
 
         axes = self.spec.domain.axes

@@ -48,7 +48,9 @@ import numpy as np
 
 from .._validation import POSITIVE, UNIT_OPEN, as_real_array, check_interval
 from ..privacy import gdp_epsilon, gdp_mu
+from ..privacy._rounding import fits_budget, mu_up_exact, sqrt_down, sum_squares
 from ..privacy.accounting import GaussianAccountant
+from ..privacy.events import GaussianEvent, PrivacyEvent, event_of
 
 __all__ = [
     "APPLICATION_ID",
@@ -61,6 +63,7 @@ __all__ = [
     "LedgerFormatError",
     "UnknownDatasetError",
     "charge_mu",
+    "event_mu",
 ]
 
 #: ``PRAGMA application_id`` of a dpgauss ledger: the bytes ``"DPGL"``.
@@ -252,65 +255,31 @@ def _label(label: object) -> str | None:
 # ---------------------------------------------------------------------- exact arithmetic
 
 
-def _mu_up(sensitivity: float, sigma: float) -> float:
-    """The smallest double ≥ Δ/σ (exact: the quotient is checked with rationals)."""
-    q = sensitivity / sigma
-    if not math.isfinite(q):
-        raise ValueError(
-            f"sensitivity/sigma = {sensitivity!r}/{sigma!r} overflows; such a release "
-            "has no privacy to speak of"
-        )
-    if q == 0.0 or Fraction(q) * Fraction(sigma) < Fraction(sensitivity):
-        q = math.nextafter(q, math.inf)
-    return q
+def event_mu(event: PrivacyEvent) -> float:
+    """The μ that :meth:`Ledger.charge_event` records for one release of ``event``.
+
+    A :class:`~dpgauss.privacy.events.GaussianEvent` (charged with ``sigma=`` and
+    ``sensitivity=``): the smallest double ≥ Δ/σ (:func:`~dpgauss.privacy._rounding.mu_up_exact`,
+    at most one ulp below the accountant's ``Δ/σ`` rounded up).  Any other μ-GDP event
+    (charged with ``mu=``): its μ, as the accountant charges it.  A Laplace event raises
+    ``TypeError`` (like ``GaussianAccountant.add_event``).
+    """
+    if isinstance(event, GaussianEvent):
+        return mu_up_exact(event.sensitivity, event.sigma)
+    return float(GaussianAccountant().add_event(event))  # raises the accountant's error
 
 
 def charge_mu(release: object) -> float:
     """The μ that :meth:`Ledger.charge` records for a release or a
-    :class:`~dpgauss.noise.release.NoisePlan` with Gaussian noise.
+    :class:`~dpgauss.noise.release.NoisePlan` with Gaussian noise: :func:`event_mu` of its
+    event (:func:`dpgauss.privacy.events.event_of`).
 
     Continuous noise (``GaussianNoise(σ)``, charged with ``sigma=`` and ``sensitivity=``):
     the smallest double ≥ Δ/σ.  Discrete noise (charged with ``mu=``): its
     ``dominating_mu(Δ)``.  Anything else raises ``TypeError`` (like
     ``GaussianAccountant.add_release``).
     """
-    noise = getattr(release, "noise", None)
-    sensitivity = getattr(release, "sensitivity", None)
-    if noise is not None and sensitivity is not None:
-        if hasattr(noise, "dominating_mu"):
-            return float(noise.dominating_mu(sensitivity))
-        if getattr(noise, "name", None) == "gaussian":
-            return _mu_up(float(sensitivity), float(noise.sigma))
-    return float(GaussianAccountant().add_release(release))  # raises the accountant's error
-
-
-def _sqrt(x: Fraction, *, up: bool) -> float:
-    """√x for an exact rational x ≥ 0, as the nearest double on the requested side."""
-    if x <= 0:
-        return 0.0
-    k = (x.numerator.bit_length() - x.denominator.bit_length()) // 2
-    scaled = x / Fraction(4) ** k if k >= 0 else x * Fraction(4) ** (-k)
-    try:
-        s = math.ldexp(math.sqrt(float(scaled)), k)
-    except OverflowError:
-        return math.inf if up else math.nextafter(math.inf, 0.0)
-    if up:
-        while Fraction(s) ** 2 < x:
-            s = math.nextafter(s, math.inf)
-    else:
-        while Fraction(s) ** 2 > x:
-            s = math.nextafter(s, 0.0)
-    return s
-
-
-def _sum_squares(mus: list[float]) -> Fraction:
-    """Σ μᵢ² exactly.  Each double is n/2^k, so the sum is an integer over 2^(2 max k)."""
-    if not mus:
-        return Fraction(0)
-    pairs = [m.as_integer_ratio() for m in mus]
-    top = max(d.bit_length() for _, d in pairs) - 1
-    total = sum((n * n) << (2 * (top - d.bit_length() + 1)) for n, d in pairs)
-    return Fraction(total, 1 << (2 * top))
+    return event_mu(event_of(release))
 
 
 def _now() -> str:
@@ -692,11 +661,11 @@ class Ledger:
                 raise TypeError("charge needs both sigma and sensitivity (or mu alone)")
             sig = _scalar(sigma, "sigma", POSITIVE)
             sens = _scalar(sensitivity, "sensitivity", POSITIVE)
-            mu_c = _mu_up(sens, sig)
+            mu_c = mu_up_exact(sens, sig)
         with self._transaction("IMMEDIATE") as conn:
             budget, mus = self._load(conn, name)
             mu_budget = budget[2]
-            if _sum_squares(mus) + Fraction(mu_c) ** 2 > Fraction(mu_budget) ** 2:
+            if not fits_budget([*mus, mu_c], mu_budget):
                 raise BudgetExceeded(name, mu_c, self._status(name, budget, mus))
             when = _now()
             cur = conn.execute(
@@ -710,6 +679,22 @@ class Ledger:
             if _before_commit is not None:
                 _before_commit()
         return entry
+
+    def charge_event(
+        self, dataset: str, event: PrivacyEvent, label: str | None = None
+    ) -> LedgerEntry:
+        """Charge one release of a typed ``event`` (:mod:`dpgauss.privacy.events`), as
+        :meth:`charge`: a Gaussian event with its ``sigma`` and ``sensitivity``, any other
+        μ-GDP event with its μ (:func:`event_mu`).  The ledger records one release per
+        charge, so ``event.count`` must be 1; a Laplace event raises ``TypeError``."""
+        if getattr(event, "count", 1) != 1:
+            raise ValueError(
+                f"the ledger charges one release at a time; event.count must be 1, "
+                f"got {event.count!r}"
+            )
+        if isinstance(event, GaussianEvent):
+            return self.charge(dataset, event.sigma, event.sensitivity, label)
+        return self.charge(dataset, label=label, mu=event_mu(event))
 
     def record_delivery(self, charge_id: int, state: str, note: str | None = None) -> None:
         """Record the delivery ``state`` (:data:`DELIVERY_STATES`) of charge ``charge_id``.
@@ -748,7 +733,7 @@ class Ledger:
             for name, mu_budget in budgets:
                 rows = conn.execute("SELECT mu FROM charges WHERE dataset = ?", (name,))
                 mus = [float(r[0]) for r in rows]
-                if _sum_squares(mus) > Fraction(mu_budget) ** 2:
+                if not fits_budget(mus, mu_budget):
                     raise LedgerFormatError(
                         f"{self.path}: the charges of dataset {name!r} exceed its budget"
                     )
@@ -779,8 +764,8 @@ class Ledger:
     @staticmethod
     def _status(name: str, budget: tuple[float, float, float], mus: list[float]) -> BudgetStatus:
         eps, dlt, mu_budget = budget
-        left = Fraction(mu_budget) ** 2 - _sum_squares(mus)
-        mu_remaining = _sqrt(left, up=False) if left > 0 else 0.0
+        left = Fraction(mu_budget) ** 2 - sum_squares(mus)
+        mu_remaining = sqrt_down(left) if left > 0 else 0.0
         if mus:
             acc = GaussianAccountant()
             acc.add_mu(np.asarray(mus, dtype=np.float64))

@@ -51,7 +51,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["OutputError", "OutputGroup", "probe_directory", "write_csv"]
+from ..errors import OutputError, OutputExistsError
+
+__all__ = ["OutputError", "OutputExistsError", "OutputGroup", "probe_directory", "write_csv"]
 
 
 def write_csv(path: str, columns: Mapping[str, Sequence[object]]) -> None:
@@ -73,10 +75,6 @@ def write_csv(path: str, columns: Mapping[str, Sequence[object]]) -> None:
         w.writerow(names)
         for row in zip(*(columns[n] for n in names), strict=True):
             w.writerow([text(v) for v in row])
-
-
-class OutputError(ValueError):
-    """An output path cannot be written (reported in one line; nothing was written)."""
 
 
 def _proc_fd(fd: int) -> str:
@@ -153,6 +151,8 @@ class OutputGroup:
     overwrite: bool = False
     protected: Sequence[Path] = ()
     forbidden_dirs: Sequence[Path] = ()
+    #: how the caller sets ``overwrite`` (the refusal of an existing output says it)
+    overwrite_how: str = "overwrite=True"
     _staged: dict[Path, _Staged] = field(default_factory=dict, repr=False)
     _unnamed: dict[Path, bool] = field(default_factory=dict, repr=False)
     _locks: dict[Path, int] = field(default_factory=dict, repr=False)
@@ -218,7 +218,7 @@ class OutputGroup:
                 if not p.is_file():
                     raise OutputError(f"the output {p} exists and is not a regular file")
                 if not self.overwrite:
-                    raise OutputError(f"{p} already exists (set [output] overwrite = true)")
+                    raise OutputExistsError(p, self.overwrite_how)
             probe_directory(directory)
             self._lock(directory)
 

@@ -7,8 +7,9 @@ depend on the data (the budget spent meanwhile by another process, a full disk, 
 so that *no record can make a release fail, change its shape or its messages* (a release
 is a total function of the data).  What it checks, in order:
 
-1. the domain, the sensitivity derived from the bounds and the calibration of the noise,
-   whose law is known before any noise is drawn;
+1. the domain, the sensitivity derived from the bounds (:func:`sensitivity_of`) and the
+   calibration of the noise (:func:`calibrate`, a typed :class:`Calibration`), whose law
+   and μ-GDP charge are known before any noise is drawn;
 2. the ledger: a secure release needs one, holding the dataset's budget, with room for
    this release's μ; a floating-point (``secure = false``) release is an experiment for
    public or synthetic data and is refused when a ledger is given — it is never charged;
@@ -36,19 +37,31 @@ import numpy as np
 
 from .._optional import install_hint
 from ..denoise import Denoised
-from .domain import KeyDomain
+from ..errors import SettingError
+from ..noise.mechanisms import GaussianMechanism
+from ..noise.release import NoiseLaw, NoisePlan
+from ..privacy import analytic_gaussian_sigma, gaussian_delta, gaussian_epsilon
+from ..privacy.accounting import GaussianAccountant
+from ..privacy.events import GaussianEvent, GdpEvent
+from .domains.key_domain import KeyDomain, resolve_domain
 from .engine import Engine, get_engine
 from .outputs import OutputError, OutputGroup, probe_directory
 from .report import public_spec
-from .sensitivity import Sensitivity
-from .spec import ReleaseSpec, read_columns
+from .sensitivity import Sensitivity, derive_sensitivity
+from .spec import MAX_EPSILON, ReleaseSpec, read_columns
 
 __all__ = [
     "LEDGER_ENV",
+    "SENSITIVITY_RANGE",
+    "SIGMA_RANGE",
+    "Calibration",
     "Denoiser",
     "ReleasePlan",
+    "calibrate",
     "diagnostics_dir",
+    "noise_scales",
     "plan_release",
+    "sensitivity_of",
     "source_files",
     "value_offset",
 ]
@@ -58,6 +71,181 @@ LEDGER_ENV = "DPGAUSS_LEDGER"
 
 #: ``(y, sigma) -> Denoised``: the planned denoiser, structure and parameters bound.
 Denoiser = Callable[[np.ndarray, float], Denoised]
+
+#: A release's sensitivities and noise standard deviations (each in the units of its values)
+#: lie in these ranges: there the secure sampler's grid (about Δ/100), the released values and
+#: the denoisers' sums of squares over up to 5e7 keys are finite and non-zero.  Outside, the
+#: release is refused with a one-line error before anything is charged.
+SENSITIVITY_RANGE = (1e-100, 1e100)
+SIGMA_RANGE = (1e-100, 1e100)
+
+
+# -------------------------------------------------------------------------- sensitivity
+
+
+def sensitivity_of(spec: ReleaseSpec, domain: KeyDomain | None = None) -> Sensitivity:
+    """The L2 sensitivity of ``spec``'s release, derived from its bounds.
+
+    Raises ``ValueError`` naming ``[statistic] lower/upper`` when a part's sensitivity is not
+    a finite double or lies outside ``[1e-100, 1e100]`` (see :data:`SENSITIVITY_RANGE`).
+    """
+    domain = resolve_domain(spec) if domain is None else domain
+    b, st = spec.bounds, spec.statistic
+    sens = derive_sensitivity(
+        st.kind,
+        max_records_per_unit=b.max_records_per_unit,
+        max_keys_per_unit=b.max_keys_per_unit,
+        max_records_per_key=b.max_records_per_key,
+        domain_size=domain.size,
+        spread=domain.spread,
+        lower=st.lower,
+        upper=st.upper,
+    )
+    lo, hi = SENSITIVITY_RANGE
+    for part, value in sens.parts.items():
+        if not lo <= value <= hi:  # inf (overflow) and 0 (underflow) included
+            what = (
+                "max(|lower|, |upper|)" if st.kind == "sum" else "(upper - lower)/2"
+            ) + f" = {sens.scale:.6g} times the records bound {sens.records_l2:.6g}"
+            raise ValueError(
+                f"[statistic] lower/upper: the {part}'s sensitivity ({what}) is "
+                f"{value:.6g}, outside the supported [{lo:g}, {hi:g}]; choose clamping bounds "
+                f"of a moderate scale (lower={st.lower!r}, upper={st.upper!r})"
+            )
+    return sens
+
+
+# -------------------------------------------------------------------------- calibration
+
+
+@dataclass(frozen=True, eq=False)
+class Calibration:
+    """The noise of a release, calibrated from public quantities only (:func:`calibrate`).
+
+    ``mechanism`` is the Gaussian mechanism (its σ, ε, δ and L2 sensitivity Δ, on the
+    normalised pair ``(S/Δ_S, C/Δ_C)`` for a mean), ``dim`` the length of the noised vector
+    (``2d`` for a mean), ``secure`` whether the noise is drawn by the secure sampler (else
+    seeded floating-point noise, never charged), ``probe`` the noise law and label of the
+    release computed without drawing noise, and ``mu`` its μ-GDP charge (at most
+    ``gdp_mu(ε, δ)`` for a secure law, exactly Δ/σ for continuous noise).
+    """
+
+    mechanism: GaussianMechanism
+    dim: int
+    mu: float
+    probe: NoisePlan
+    secure: bool
+
+    @property
+    def sigma(self) -> float:
+        """The noise standard deviation (of the mechanism: on the normalised pair for a mean)."""
+        return float(self.mechanism.sigma)
+
+    @property
+    def epsilon(self) -> float:
+        """The ε of the guarantee (ε = 0 when σ was given above the (0, δ) noise)."""
+        return float(self.mechanism.epsilon)
+
+    @property
+    def delta(self) -> float:
+        """The δ of the guarantee."""
+        return float(self.mechanism.delta)
+
+    @property
+    def sensitivity(self) -> float:
+        """The L2 sensitivity Δ the mechanism is calibrated for."""
+        return float(self.mechanism.sensitivity)
+
+    @property
+    def noise(self) -> NoiseLaw:
+        """The exact law of the noise the release adds (the law that is charged)."""
+        return self.probe.noise
+
+    @property
+    def label(self) -> str:
+        """The mechanism's label (e.g. the secure sampler's name), for the report."""
+        return str(self.probe.mechanism)
+
+    @property
+    def event(self) -> GaussianEvent | GdpEvent:
+        """The charge of the release, a typed event (:mod:`dpgauss.privacy.events`) that the
+        ledger composes: continuous Gaussian noise is exactly Δ/σ-GDP
+        (:class:`~dpgauss.privacy.events.GaussianEvent` of σ and Δ); a secure law is charged
+        its dominating μ (:class:`~dpgauss.privacy.events.GdpEvent`, ``mu``)."""
+        if self.noise.name == "gaussian":
+            return GaussianEvent(self.mechanism.sigma, self.mechanism.sensitivity)
+        return GdpEvent(self.mu)
+
+
+def noise_scales(sens: Sensitivity, sigma: float) -> dict[str, float]:
+    """The noise standard deviation on each released part, in that part's units."""
+    if sens.statistic != "mean":
+        return {sens.statistic: sigma}
+    # A mean's mechanism is on the normalised pair (S'/Δ_S, C/Δ_C): σ·Δ on each part.
+    return {part: sigma * value for part, value in sens.parts.items()}
+
+
+def calibrate(spec: ReleaseSpec, sens: Sensitivity, d: int) -> Calibration:
+    """The mechanism, its noise law and μ-GDP charge (public quantities only).
+
+    Every noise standard deviation, in the units of the values it is added to, must lie in
+    :data:`SIGMA_RANGE` — where the secure sampler's grid, the released values and the
+    denoisers' sums of squares are finite and non-zero; else ``ValueError`` naming the keys.
+    ``sigma`` given: the release uses exactly that noise (rounded up), with the guarantee
+    (ε, δ) it has — ε = 0 and a smaller δ when σ is above the (0, δ) noise.
+    """
+    p = spec.privacy
+    dim = 2 * d if sens.statistic == "mean" else d
+    delta = float(p.delta)  # type: ignore[arg-type]
+    lo, hi = SIGMA_RANGE
+    if p.epsilon is not None:
+        eps = float(p.epsilon)
+    else:
+        # sigma is the noise on the released values (for a mean: on the count).
+        sigma = float(p.sigma)  # type: ignore[arg-type]
+        if sens.statistic == "mean":
+            sigma /= sens.parts["count"]
+        for part, s in noise_scales(sens, sigma).items():
+            if not lo <= s <= hi:
+                raise ValueError(
+                    f"[privacy] sigma = {p.sigma!r} puts noise {s:.6g} on the {part}, outside "
+                    f"the supported [{lo:g}, {hi:g}]"
+                )
+        least = float(analytic_gaussian_sigma(MAX_EPSILON, delta, sens.l2))
+        if sigma < least:
+            raise ValueError(
+                f"[privacy] sigma = {p.sigma!r} is below the least noise a release supports "
+                f"here ({least * (sens.parts['count'] if sens.statistic == 'mean' else 1.0):.6g}"
+                f", the noise for epsilon = {MAX_EPSILON:g} at delta = {delta:g}); use a larger "
+                "sigma"
+            )
+        eps = float(gaussian_epsilon(sigma, delta, sens.l2))
+        if eps == 0.0 and sigma > float(analytic_gaussian_sigma(0.0, delta, sens.l2)):
+            # More noise than (0, δ) needs: keep sigma, state the (0, δ') it gives.
+            delta = min(delta, float(gaussian_delta(sigma, 0.0, sens.l2)))
+    mech = GaussianMechanism(eps, delta, sens.l2)
+    for part, s in noise_scales(sens, mech.sigma).items():
+        if not lo <= s <= hi:
+            raise ValueError(
+                f"[privacy] epsilon = {eps:g}, delta = {delta:g} put noise {s:.6g} on the "
+                f"{part} (sensitivity {sens.parts[part]:.6g}), outside the supported "
+                f"[{lo:g}, {hi:g}]: use clamping bounds ([statistic] lower/upper) of a moderate "
+                "scale, tighter [bounds], or another epsilon"
+            )
+    # The law and label of the release, without drawing noise; a secure law's charge is
+    # at most gdp_mu(eps, delta), so a budget of the spec's own (eps, delta) takes it.
+    try:
+        probe = mech.noise_plan(dim, secure=bool(p.secure))
+        mu = float(GaussianAccountant().add_release(probe))
+    except (ValueError, FloatingPointError) as exc:
+        # The secure lattice sampler's limits: noise far above the grid (tiny epsilon and
+        # delta), or a noise law whose mu-GDP charge cannot be certified (huge epsilon).
+        raise ValueError(
+            f"[privacy] the secure sampler cannot serve epsilon = {eps:g}, delta = {delta:g} "
+            f"(noise sigma = {mech.sigma:.6g} at sensitivity {sens.l2:.6g}): "
+            f"{' '.join(str(exc).split())}; use a moderate epsilon and delta"
+        ) from None
+    return Calibration(mech, dim, mu, probe, bool(p.secure))
 
 
 @dataclass(frozen=True, eq=False)
@@ -72,7 +260,7 @@ class ReleasePlan:
     spec: ReleaseSpec
     domain: KeyDomain
     sensitivity: Sensitivity
-    calibration: Any
+    calibration: Calibration
     engine: Engine
     ledger: Path | None
     outputs: OutputGroup
@@ -108,19 +296,24 @@ def _ledger_path(spec: ReleaseSpec, ledger: str | os.PathLike[str] | None) -> Pa
     given = ledger if ledger is not None else spec.privacy.ledger
     if not spec.privacy.secure:
         if given is not None:
-            raise ValueError(
+            why = (
                 "[privacy] secure = false is floating-point noise, for experiments on public "
                 "or synthetic data only: it is not differentially private and is never "
-                "charged to a ledger; remove the ledger (--ledger or [privacy] ledger) or "
-                "set secure = true"
+                "charged to a ledger; remove the ledger ("
+            )
+            raise SettingError(
+                why + "ledger= or [privacy] ledger) or set secure = true",
+                cli=why + "--ledger or [privacy] ledger) or set secure = true",
             )
         return None  # $DPGAUSS_LEDGER is not consulted for an experiment
     path = given if given is not None else (os.environ.get(LEDGER_ENV) or None)
     if path is None:
-        raise ValueError(
-            f"[privacy] ledger is required: set it in the spec, pass --ledger FILE or set "
-            f"${LEDGER_ENV} (create a budget first: dpgauss budget init DATASET --epsilon E "
-            f"--delta D --ledger FILE)"
+        first = "(create a budget first: dpgauss budget init DATASET --epsilon E --delta D "
+        raise SettingError(
+            f"[privacy] ledger is required: set it in the spec, give ledger= or set "
+            f"${LEDGER_ENV} {first}--ledger FILE)",
+            cli=f"[privacy] ledger is required: set it in the spec, pass --ledger FILE or set "
+            f"${LEDGER_ENV} {first}--ledger FILE)",
         )
     p = Path(os.fspath(path)).expanduser()
     if not p.exists():
@@ -246,14 +439,14 @@ def plan_release(
     Raises ``ValueError``/``TypeError`` with a one-line message naming what is wrong;
     :class:`~dpgauss.release.ledger.BudgetExceeded` if the release does not fit.
     """
-    from .domain import resolve_domain
-    from .pipeline import _calibrate, sensitivity_of
-
     if not isinstance(spec, ReleaseSpec):
         raise TypeError(f"spec must be a ReleaseSpec; got {type(spec).__name__}")
     out_path = out if out is not None else spec.output.path
     if out_path is None:
-        raise ValueError("[output] path is required (or pass --out PATH)")
+        raise SettingError(
+            "[output] path is required (set it in the spec, or give out=)",
+            cli="[output] path is required (set it in the spec, or pass --out PATH)",
+        )
     table = Path(os.path.abspath(os.path.expanduser(os.fspath(out_path))))
     report = table.with_name(table.name + ".report.json")
     fmt = spec.output.file_format(str(table))
@@ -261,7 +454,7 @@ def plan_release(
     # 1. domain, sensitivity, calibration: public quantities only.
     domain = resolve_domain(spec)
     sens = sensitivity_of(spec, domain)
-    cal = _calibrate(spec, sens, domain.size)
+    cal = calibrate(spec, sens, domain.size)
 
     # 2. the ledger (before the data is read).
     ledger_p = _ledger_path(spec, ledger)
@@ -302,7 +495,11 @@ def plan_release(
     paths = [table, report, *([plot] if plot is not None else [])]
     diag_dir = diagnostics_dir(ledger_p)
     group = OutputGroup(
-        paths, overwrite=spec.output.overwrite, protected=protected, forbidden_dirs=[diag_dir]
+        paths,
+        overwrite=spec.output.overwrite,
+        protected=protected,
+        forbidden_dirs=[diag_dir],
+        overwrite_how="[output] overwrite = true",
     )
     _check_diagnostics_dir(diag_dir)
     group.check()

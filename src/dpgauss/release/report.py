@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from .graph_files import BUNDLED_GRAPHS
-from .regions import BUNDLED_REGIONS
+from .domains.graph_files import BUNDLED_GRAPHS
+from .domains.regions import BUNDLED_REGIONS
 
 __all__ = [
     "CONFIDENTIAL_NOTE",
@@ -151,6 +151,7 @@ class PublicReport:
         lines = [
             f"release    : {out['table']} ({out['rows']:,} keys, {out['format']}); report "
             f"{out['report']}" + (f"; plot {out['plot']}" if out.get("plot") else ""),
+            f"domain     : {self.domain['size']:,} keys; structure: {self.domain['structure']}",
             f"sensitivity: {sens['summary']}",
             f"noise      : sigma={priv['sigma']:.6g} ({priv['mechanism']}); analytic sigma="
             f"{priv['analytic_sigma']:.6g}; classical sigma="

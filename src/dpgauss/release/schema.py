@@ -45,7 +45,7 @@ declared        aliases                     a source column of type … is read
 ``int8`` …      ``tinyint``, ``smallint``,  integer, boolean (1/0) or ``DECIMAL(p, 0)``:
 ``int64``,      ``integer``,              the same integer, NULL outside the declared
 ``uint8`` …     ``bigint``, ``utinyint`` …  range; text: an integer literal of
-``uint64``      ``ubigint``                 :data:`~dpgauss.release.keymap.INT_LITERAL`
+``uint64``      ``ubigint``                 :data:`~dpgauss.release.domains.keys.INT_LITERAL`
 ``float64``     ``double``, ``float8``      a float or integer: the nearest double;
                                             text: as both engines parse a number
                                             (``nan``, ``inf``: NULL)
@@ -55,7 +55,7 @@ declared        aliases                     a source column of type … is read
 ``bool``        ``boolean``                 boolean; text ``true``/``false`` (any case)
 ``date``        ``date32``                  date; text ``YYYY-MM-DD``
 ``timestamp``   ``timestamp[us]``           timestamp (s, ms, µs) or date; text of
-                                            :data:`~dpgauss.release.keymap.TIMESTAMP_TEXT`
+                                            :data:`~dpgauss.release.domains.keys.TIMESTAMP_TEXT`
 ``timestamp_ns`` ``timestamp[ns]``          timestamp of any unit or date (NULL outside
                                             1677–2262); text as for ``timestamp``
 =============== =========================== ==============================================
@@ -72,7 +72,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from .keymap import INT_LITERAL, TIMESTAMP_TEXT, WS
+from .domains.keys import INT_LITERAL, TIMESTAMP_TEXT, WS
 
 __all__ = [
     "DATE_TEXT",
@@ -132,7 +132,7 @@ _ALIASES = {
     "timestamp[ns]": "timestamp_ns",
 }
 
-#: The characters of :data:`~dpgauss.release.keymap.WS`, for ``trim``.
+#: The characters of :data:`~dpgauss.release.domains.keys.WS`, for ``trim``.
 WS_CHARS = " \t\n\x0b\f\r"
 #: DATE text, as both engines read it (then cast).
 DATE_TEXT = rf"^{WS}*[0-9]{{4}}-[0-9]{{1,2}}-[0-9]{{1,2}}{WS}*$"

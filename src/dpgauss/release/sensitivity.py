@@ -60,28 +60,9 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from ..privacy._rounding import mul_up, rational_up, sqrt_up
+
 __all__ = ["Sensitivity", "count_l2", "derive_sensitivity"]
-
-_INF = math.inf
-
-
-def _sqrt_up(n: int | Fraction) -> float:
-    """The smallest double ≥ √n (n an exact non-negative rational)."""
-    n = Fraction(n)
-    s = math.sqrt(float(n))
-    while Fraction(s) ** 2 < n:
-        s = math.nextafter(s, _INF)
-    return s
-
-
-def _mul_up(a: float, b: float) -> float:
-    """The smallest double ≥ a·b for non-negative doubles (inf if a·b overflows)."""
-    p = a * b
-    if math.isinf(p):
-        return p
-    while Fraction(p) < Fraction(a) * Fraction(b):
-        p = math.nextafter(p, _INF)
-    return p
 
 
 def _check_bound(name: str, value: object) -> int | None:
@@ -129,14 +110,14 @@ def count_l2(
         best = min(v for _, v in candidates)
         return best, tuple(candidates)
     if c is not None:
-        candidates.append((f"c*sqrt({k_text}) = {c}*sqrt({K}) (L_inf and L0)", _sqrt_up(c * c * K)))
+        candidates.append((f"c*sqrt({k_text}) = {c}*sqrt({K}) (L_inf and L0)", sqrt_up(c * c * K)))
     C = c if b is None else (b if c is None else min(c, b))
     if b is None:
         exact = C * C * K
     else:
         q, r = divmod(b, C)
         exact = C * C * K if q >= K else q * C * C + r * r
-    value = _sqrt_up(exact)
+    value = sqrt_up(exact)
     if len(candidates) > 1 or (b is not None and value < b):
         candidates.append((f"exact maximum under all bounds = sqrt({exact})", value))
     return min(v for _, v in candidates), tuple(candidates)
@@ -231,13 +212,11 @@ def derive_sensitivity(
         scale = max(abs(lo), abs(hi))
         if scale == 0.0:
             raise ValueError("lower = upper = 0: the sum is always 0")
-        l2 = _mul_up(scale, records)
+        l2 = mul_up(scale, records)
         return Sensitivity("sum", l2, records, scale, {"sum": l2}, candidates)
-    half = (Fraction(hi) - Fraction(lo)) / 2
-    scale = float(half)  # finite: |hi − lo|/2 is at most the largest double
-    if Fraction(scale) < half:
-        scale = math.nextafter(scale, _INF)
-    sum_l2 = _mul_up(scale, records)
+    # finite: |hi − lo|/2 is at most the largest double
+    scale = rational_up((Fraction(hi) - Fraction(lo)) / 2)
+    sum_l2 = mul_up(scale, records)
     return Sensitivity(
-        "mean", _sqrt_up(2), records, scale, {"sum": sum_l2, "count": records}, candidates
+        "mean", sqrt_up(2), records, scale, {"sum": sum_l2, "count": records}, candidates
     )

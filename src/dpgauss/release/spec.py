@@ -37,7 +37,7 @@ Relative paths (source, ledger, output) are used as given, i.e. relative to the 
 working directory, like the ``dpgauss budget`` commands.
 
 **Policies.**  ``on_malformed``, ``on_null`` and ``on_invalid`` are the data owner's checks:
-``"fail"`` makes ``dpgauss check`` (:mod:`dpgauss.release.check`) exit with status 1 when
+``"check_fails"`` makes ``dpgauss check`` (:mod:`dpgauss.release.check`) exit with status 1 when
 rows of that class exist.  A *release* always drops such rows and counts them in its
 confidential diagnostics, whatever the policy: a release is a total function of the data,
 and a refusal that depends on the records would disclose them for free.
@@ -63,10 +63,10 @@ Every table and key
     line), ``columns`` (the list of column names: required with ``header = false``; with a
     header it must equal it), ``on_malformed`` = ``"drop"`` (lines that are not records —
     invalid UTF-8, an unterminated quote, too many or too few fields, … — are skipped and
-    counted; the default) or ``"fail"`` (``dpgauss check`` fails; see *Policies*).
+    counted; the default) or ``"check_fails"`` (``dpgauss check`` fails; see *Policies*).
 ``[unit]``
     ``column``; ``on_null`` = ``"drop"`` (rows without a unit id are dropped and counted; the
-    default) or ``"fail"`` (``dpgauss check`` fails; see *Policies*).
+    default) or ``"check_fails"`` (``dpgauss check`` fails; see *Policies*).
 ``[domain]``
     The public set of output keys; every key is released, zeros included, and records that map
     to no key are dropped and counted.  ``kind``:
@@ -74,9 +74,9 @@ Every table and key
     * ``"values"``: ``column`` and ``values`` (a non-empty list of integers, numbers or
       strings, distinct as numbers: ``1`` and ``1.0`` are the same key).  A record's key is the
       one equal to its value of ``column`` in exact arithmetic (string keys: its text); the
-      rules for every column type are in :mod:`dpgauss.release.keymap`.  Or ``values_from =
+      rules for every column type are in :mod:`dpgauss.release.domains.keys`.  Or ``values_from =
       "keys.csv"``: a CSV or Parquet file of one column of keys, for large domains
-      (:mod:`dpgauss.release.key_files`).
+      (:mod:`dpgauss.release.domains.key_files`).
     * ``"range"``: ``column``, ``start``, ``stop``, ``step`` (default 1), ``|start|`` and
       ``|stop|`` at most 1e36: the bins ``[start + i·step, start + (i+1)·step)`` for
       ``i = 0 … ⌈(stop − start)/step⌉ − 1`` (at most 50,000,000), in exact rational arithmetic on
@@ -91,7 +91,7 @@ Every table and key
       ``nodes = "nodes.csv"`` (columns ``id``, ``lat``, ``lon``; CSV or Parquet) with
       ``edges = "edges.csv"`` (columns ``u``, ``v``), other names with ``node_columns = { id
       = "…", lat = "…", lon = "…" }`` and ``edge_columns = { u = "…", v = "…" }`` — the keys are
-      then the file's node ids (:mod:`dpgauss.release.graph_files`); ``lat``, ``lon``
+      then the file's node ids (:mod:`dpgauss.release.domains.graph_files`); ``lat``, ``lon``
       (the records' columns, degrees); ``mapping`` =
       ``"nearest"`` (the nearest junction within ``cutoff`` metres, default 150) or ``"kde"``
       (the record's unit mass spread over its ``neighbors`` nearest junctions within
@@ -105,20 +105,20 @@ Every table and key
       records placed by point in polygon on ``lat``, ``lon`` (a point on a shared border goes
       to the first region of the file) or by a ``column`` holding the region id; structure
       ``adjacency = "queen"`` (default), ``"rook"``, ``"none"``, or ``edges = "file.csv"``
-      (columns ``u``, ``v``; ``edge_columns`` to rename) (:mod:`dpgauss.release.regions`).
+      (columns ``u``, ``v``; ``edge_columns`` to rename) (:mod:`dpgauss.release.domains.regions`).
     * ``"grid"``: ``x`` and ``y``, each a table ``{ column, start, stop, step }`` of a range;
       the keys are the cells in row-major order (``y`` outer), the structure the lattice.
     * ``"product"``: ``[[domain.parts]]``, two or more values, range, graph (``nearest``
       mapping) or regions tables, each with an optional ``name`` (its output column); the
       keys are every combination, the first part outermost; the structure the Cartesian
-      product graph (:mod:`dpgauss.release.domain`).
+      product graph (:mod:`dpgauss.release.domains.key_domain`).
 
     A ``range`` over a timestamp column: ``start``/``stop`` TOML datetimes or ISO strings
     (no time zone), ``step`` a duration (``"15min"``, ``"1h"``, ``"1d"``; units ``us``,
     ``ms``, ``s``, ``min``, ``h``, ``d``, ``w``); the keys are written as
     ``"2013-01-13 00:00:00"``.
 
-    ``on_invalid`` = ``"drop"`` (default) or ``"fail"``: rows whose domain column (or
+    ``on_invalid`` = ``"drop"`` (default) or ``"check_fails"``: rows whose domain column (or
     coordinates) is missing, unparseable or out of range (for every part at once).
 ``[filter]`` (optional)
     A public window on one column: ``column``, ``start`` and/or ``stop``; only records with
@@ -130,7 +130,7 @@ Every table and key
 ``[statistic]``
     ``kind`` = ``"count"``, ``"sum"`` or ``"mean"``; for sum and mean ``column`` and the public
     clamping bounds ``lower < upper`` (every value is clamped to them), ``on_invalid`` =
-    ``"drop"`` (default) or ``"fail"`` for missing, unparseable or non-finite values.
+    ``"drop"`` (default) or ``"check_fails"`` for missing, unparseable or non-finite values.
 ``[bounds]``
     ``max_records_per_unit`` (b), ``max_keys_per_unit`` (k, L0), ``max_records_per_key``
     (c, L∞): integers in [1, 2**53]; b, or c, must be given (k alone bounds nothing).  The L2
@@ -175,8 +175,8 @@ from typing import Any
 from ..denoise.registry import DENOISERS as _REGISTRY
 from .csv_format import MODES as CSV_MODES
 from .csv_format import delimiter_problem
-from .graph_files import BUNDLED_GRAPHS
-from .keymap import MAX_KEYS, RangeBins, brief
+from .domains.graph_files import BUNDLED_GRAPHS
+from .domains.keys import MAX_KEYS, RangeBins, WrittenFloat, brief
 from .schema import declared_types
 
 __all__ = [
@@ -193,7 +193,7 @@ __all__ = [
     "load_spec",
 ]
 
-POLICIES = ("drop", "fail")
+POLICIES = ("drop", "check_fails")
 GRAPHS = BUNDLED_GRAPHS
 DENOISERS = tuple(_REGISTRY)
 BUNDLED = ("trips",)
@@ -241,6 +241,16 @@ def _choice(where: str, key: str, value: object, allowed: tuple[str, ...]) -> st
     if value not in allowed:
         raise _fail(where, key, f"one of {', '.join(map(repr, allowed))}", value)
     return value
+
+
+def _policy(where: str, key: str, value: object) -> str:
+    """A policy: ``"drop"`` or ``"check_fails"`` (module docstring, *Policies*)."""
+    if value == "fail":  # its name before 0.2, which promised a refusal no release makes
+        raise ValueError(
+            f"[{where}] {key} = 'fail' is now named 'check_fails': a release always drops "
+            "and counts such rows; only `dpgauss check` fails on them"
+        )
+    return _choice(where, key, value, POLICIES)
 
 
 def _real(where: str, key: str, value: object, *, optional: bool = False) -> float | None:
@@ -368,7 +378,7 @@ class SourceSpec:
         _choice(w, "csv", self.csv, CSV_MODES)
         _flag(w, "header", self.header)
         object.__setattr__(self, "columns", _columns(w, "columns", self.columns))
-        _choice(w, "on_malformed", self.on_malformed, POLICIES)
+        _policy(w, "on_malformed", self.on_malformed)
         try:
             csv = self.file_format == "csv"
         except ValueError:  # mixed Parquet and other paths: reported by file_format
@@ -421,7 +431,7 @@ class UnitSpec:
     def __post_init__(self) -> None:
         _required("unit", "column", self.column, "the column of the privacy unit id")
         _text("unit", "column", self.column)
-        _choice("unit", "on_null", self.on_null, POLICIES)
+        _policy("unit", "on_null", self.on_null)
 
 
 @dataclass(frozen=True)
@@ -462,7 +472,7 @@ class DomainSpec:
         kinds = ("values", "range", "graph", "regions", "grid", "product")
         _required(w, "kind", self.kind, ", ".join(map(repr, kinds)))
         _choice(w, "kind", self.kind, kinds)
-        _choice(w, "on_invalid", self.on_invalid, POLICIES)
+        _policy(w, "on_invalid", self.on_invalid)
         own = {
             "values": {"column", "values", "values_from", "name"},
             "range": {"column", "start", "stop", "step", "name"},
@@ -729,7 +739,8 @@ class DomainSpec:
     @property
     def size(self) -> int:
         """The number of keys, where it is known from the spec alone (values, ranges, grids);
-        a graph's comes from its file (:func:`~dpgauss.release.domain.resolve_domain`)."""
+        a graph's comes from its file
+        (:func:`~dpgauss.release.domains.key_domain.resolve_domain`)."""
         if self.kind == "values":
             return len(self.values or ()) or 1  # values_from: known once its file is read
         if self.kind == "range":
@@ -842,7 +853,7 @@ class DomainSpec:
 
     @property
     def bins(self) -> RangeBins:
-        """The exact bins of a ``range`` domain (:class:`~dpgauss.release.keymap.RangeBins`);
+        """The exact bins of a ``range`` domain (:class:`~dpgauss.release.domains.keys.RangeBins`);
         for a timestamp range, over microseconds since 1970-01-01 00:00 (no time zone)."""
         if self.kind != "range":
             raise ValueError(f"[{self.where}] kind = {self.kind!r} has no bins")
@@ -1022,7 +1033,7 @@ class StatisticSpec:
     def __post_init__(self) -> None:
         w = "statistic"
         _choice(w, "kind", self.kind, ("count", "sum", "mean"))
-        _choice(w, "on_invalid", self.on_invalid, POLICIES)
+        _policy(w, "on_invalid", self.on_invalid)
         if self.kind == "count":
             for key in ("column", "lower", "upper"):
                 if getattr(self, key) is not None:
@@ -1289,7 +1300,7 @@ def load_spec(path: str | Path) -> ReleaseSpec:
             f"cannot read the release spec {str(p)!r}: {exc.strerror or exc}"
         ) from None
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
+        data = tomllib.loads(raw.decode("utf-8"), parse_float=WrittenFloat)
     except UnicodeDecodeError:
         raise ValueError(f"{p}: the release spec is not UTF-8 text") from None
     except tomllib.TOMLDecodeError as exc:

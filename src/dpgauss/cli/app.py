@@ -1,0 +1,98 @@
+"""The ``dpgauss`` command: a thin layer over the library.
+
+Every sub-command parses its arguments, calls one library function and prints the result.
+Bad arguments end in a one-line message on stderr and exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import sys
+from collections.abc import Callable, Sequence
+
+from ..errors import cli_message
+from .budget import add_budget_parser
+from .calibrate import add_calibrate_parser, add_profile_parser
+from .check import add_check_parser
+from .demo import add_demo_parser
+from .denoise import add_denoise_parser
+from .release import add_release_parser
+from .reproduce import add_reproduce_parser
+
+__all__ = ["main"]
+
+
+class UsageError(Exception):
+    """A bad command line: reported in one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(message)
+
+
+def _build_parser() -> _Parser:
+    from .. import __version__
+
+    parser = _Parser(
+        prog="dpgauss",
+        description="Differentially private releases with exactly calibrated Gaussian noise.",
+        epilog="Run 'dpgauss COMMAND --help' for a command's options; 'dpgauss demo' shows "
+        "the whole flow on bundled data.",
+    )
+    parser.add_argument("--version", action="version", version=f"dpgauss {__version__}")
+    sub = parser.add_subparsers(
+        dest="command", required=True, parser_class=_Parser, metavar="COMMAND"
+    )
+
+    add_calibrate_parser(sub)
+    add_profile_parser(sub)
+    add_demo_parser(sub)
+    add_budget_parser(sub)
+    add_release_parser(sub)
+    add_check_parser(sub)
+    add_denoise_parser(sub)
+    add_reproduce_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``dpgauss`` console script; returns the exit status."""
+    parser = _build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if not argv:  # a bare `dpgauss`: what it can do, not just "a command is required"
+        print(parser.format_help(), end="", file=sys.stderr)
+        return 2
+    try:
+        args = parser.parse_args(argv)
+        run: Callable[[argparse.Namespace], str | tuple[str, int]] = args.run
+        for name in ("epsilon", "delta", "sigma", "sensitivity"):
+            value = getattr(args, name, None)
+            if value is not None and not math.isfinite(value):
+                raise UsageError(f"--{name} must be finite; got {value}")
+        result = run(args)
+        text, status = result if isinstance(result, tuple) else (result, 0)
+        print(text)
+        if status:
+            return status
+    except UsageError as exc:
+        print(f"dpgauss: error: {exc}", file=sys.stderr)
+        return 2
+    except (ValueError, TypeError) as exc:
+        print(f"dpgauss: error: {cli_message(exc)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("dpgauss: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly, and keep Python from complaining
+        # again when it flushes stdout at exit.
+        import os
+
+        with contextlib.suppress(OSError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return 141
+    return 0

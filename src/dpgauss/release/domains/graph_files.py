@@ -1,0 +1,413 @@
+"""Public graphs from the user's files: GraphML (as OSMnx writes it) or node and edge tables.
+
+A graph domain's keys are the nodes of a public graph, and its edges are the public
+structure the graph denoisers use.  :func:`load_public_graph` returns a :class:`PublicGraph`
+for a ``[domain] kind = "graph"`` spec:
+
+* ``graph = "manhattan"`` or ``"manhattan-pruned"``: the bundled TaxiVis road graph
+  (:func:`dpgauss.datasets.load_manhattan_graph`); its keys are the node indices ``0 … n−1``.
+* ``graph = "city.graphml"``: a GraphML file (``networkx``, the ``graphs`` extra).  Node
+  attributes ``y`` (latitude) and ``x`` (longitude) in degrees, as OSMnx writes them (other
+  names with ``node_columns = { lat = "…", lon = "…" }``).  A directed graph or a
+  multigraph becomes one undirected edge per pair of distinct nodes; self-loops are dropped.
+* ``nodes = "nodes.csv"`` (or ``.parquet``) with ``edges = "edges.csv"`` (or ``.parquet``):
+  columns ``id``, ``lat``, ``lon`` and ``u``, ``v`` (other names with ``node_columns = { id =
+  "…", lat = "…", lon = "…" }`` and ``edge_columns = { u = "…", v = "…" }``); ``pyarrow``,
+  the ``data`` extra.  Edges are undirected; repeats and self-loops are dropped.  ``edges``
+  may be omitted: a graph without edges (the keys have no structure).
+
+**Node ids.**  The keys are the user's node ids in the file's order, written back in the
+output.  An id is an integer when *every* id of the file is the canonical text of an integer
+in the int64 range (``"42"``, ``"-7"``; not ``"007"`` or ``"4.0"``) or an integer column,
+else text; an edge names its nodes by the same text.
+
+**Refused, before any record is read** (one ``ValueError`` naming the file): a file that does
+not exist or cannot be parsed, a missing column or attribute, a duplicate or empty node id, a
+node without coordinates or with coordinates that are not finite degrees
+(``lat ∈ [−90, 90]``, ``lon ∈ [−180, 180]``), an edge to an unknown node, a graph without
+nodes; for GraphML also a file with no ``<graph>`` element, with more than one, or with a
+``<graph>`` nested in a node or an edge (only one graph is read, never the first of several
+silently), with or without the GraphML namespace (comments are not elements).  Disconnected
+graphs and isolated nodes are allowed: every node is a key.
+
+The graph is public: nothing here depends on the records.  Edge weights are not read (the
+graph denoisers are unweighted).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..._optional import require
+
+__all__ = [
+    "BUNDLED_GRAPHS",
+    "PublicGraph",
+    "edge_index",
+    "load_public_graph",
+    "read_edge_pairs",
+    "read_graph_tables",
+    "read_graphml",
+]
+
+BUNDLED_GRAPHS = ("manhattan", "manhattan-pruned")
+_INT = re.compile(r"0|-?[1-9][0-9]*")  # canonical: no "-0", no leading zeros
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+@dataclass(frozen=True, eq=False)
+class PublicGraph:
+    """A public graph: node ``i`` has id ``ids[i]`` at (``lat[i]``, ``lon[i]``) degrees.
+
+    ``edges`` is the ``(m, 2)`` int64 array of undirected edges ``(i, j)``, ``i < j``, without
+    repeats, sorted; ``name`` says what the graph is without a local path (the bundled name,
+    or the kind of file and the SHA-256 of its bytes), for the report.
+    """
+
+    ids: np.ndarray
+    lat: np.ndarray
+    lon: np.ndarray
+    edges: np.ndarray
+    name: str
+
+    @property
+    def n(self) -> int:
+        """The number of nodes."""
+        return int(self.lat.size)
+
+
+def _digest(path: str) -> str:
+    """The first 16 hex digits of the SHA-256 of a file's bytes (names a public file without
+    its path)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()[:16]
+
+
+def _fail(path: str, what: str) -> ValueError:
+    return ValueError(f"{path}: {what}")
+
+
+def _show(value: object) -> str:
+    if isinstance(value, int) and value.bit_length() > 200:
+        return "an integer of more than 60 digits"
+    try:
+        text = repr(value)
+    except ValueError:  # beyond Python's digit limit for int → str
+        return "a very long integer"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def check_text(path: str, what: str, text: str) -> str:
+    """``text``, refused unless it can be written as UTF-8 (a lone surrogate cannot: the
+    table would fail to be written after the charge)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _fail(
+            path,
+            f"{what} {text.encode('utf-8', 'backslashreplace').decode()!r} is not "
+            "valid text (it cannot be written as UTF-8)",
+        ) from None
+    return text
+
+
+def _id_texts(path: str, raw: Sequence[Any], what: str) -> list[str]:
+    """The ids as text (integers in canonical form), refusing empty and missing ones."""
+    out = []
+    for i, v in enumerate(raw):
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            raise _fail(path, f"{what} {i + 1} has no id")
+        if isinstance(v, bool):
+            raise _fail(path, f"{what} {i + 1} has the id {v!r}; ids are integers or text")
+        if isinstance(v, int | np.integer):
+            out.append(str(int(v)))
+        elif isinstance(v, str):
+            if v == "":
+                raise _fail(path, f"{what} {i + 1} has an empty id")
+            out.append(check_text(path, f"{what} {i + 1} has the id", v))
+        else:
+            raise _fail(path, f"{what} {i + 1} has the id {_show(v)}; ids are integers or text")
+    return out
+
+
+def _ids(texts: list[str]) -> np.ndarray:
+    """int64 ids when every text is a canonical int64 integer, else the texts (object)."""
+    if texts and all(_INT.fullmatch(t) for t in texts):
+        values = [int(t) for t in texts]
+        if all(_INT64[0] <= v <= _INT64[1] for v in values):
+            return np.asarray(values, dtype=np.int64)
+    return np.asarray(texts, dtype=object)
+
+
+def _coordinate(path: str, node: str, name: str, value: object, limit: float) -> float:
+    if value is None or isinstance(value, bool):
+        raise _fail(path, f"node {_show(node)} has no {name}")
+    try:
+        x = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        raise _fail(
+            path, f"node {_show(node)} has the {name} {_show(value)}, not a number"
+        ) from None
+    if not (math.isfinite(x) and -limit <= x <= limit):
+        raise _fail(
+            path,
+            f"node {_show(node)} has the {name} {_show(value)}; degrees in [-{limit:g}, {limit:g}]",
+        )
+    return x
+
+
+def _build(
+    path: str,
+    texts: list[str],
+    lat: Sequence[object],
+    lon: Sequence[object],
+    pairs: Sequence[tuple[str, str]],
+    names: tuple[str, str],
+    name: str,
+) -> PublicGraph:
+    if not texts:
+        raise _fail(path, "the graph has no nodes")
+    index: dict[str, int] = {}
+    for i, t in enumerate(texts):
+        if t in index:
+            raise _fail(path, f"the node id {_show(t)} appears twice")
+        index[t] = i
+    la = np.array(
+        [_coordinate(path, t, names[0], v, 90.0) for t, v in zip(texts, lat, strict=True)]
+    )
+    lo = np.array(
+        [_coordinate(path, t, names[1], v, 180.0) for t, v in zip(texts, lon, strict=True)]
+    )
+    ends = np.empty((len(pairs), 2), dtype=np.int64)
+    for e, (a, b) in enumerate(pairs):
+        for j, t in enumerate((a, b)):
+            k = index.get(t)
+            if k is None:
+                raise _fail(
+                    path, f"edge {e + 1} ({_show(a)}, {_show(b)}) names the unknown node {_show(t)}"
+                )
+            ends[e, j] = k
+    ends = ends[ends[:, 0] != ends[:, 1]]  # self-loops dropped
+    ends = np.unique(np.sort(ends, axis=1), axis=0).reshape(-1, 2)
+    return PublicGraph(_ids(texts), la, lo, ends.astype(np.int64), name)
+
+
+_GRAPHML_NS = "{http://graphml.graphdrawing.org/xmlns}"
+
+
+def _graphml_tag(tag: object) -> str | None:
+    """The local name of a GraphML element (the GraphML namespace or none), else ``None``."""
+    if not isinstance(tag, str):
+        return None
+    if tag.startswith(_GRAPHML_NS):
+        return tag[len(_GRAPHML_NS) :]
+    return None if tag.startswith("{") else tag
+
+
+def read_graphml(path: str | Path, *, lat: str = "y", lon: str = "x") -> PublicGraph:
+    """The graph of a GraphML file, coordinates in the node attributes ``lat`` and ``lon``.
+
+    Directed graphs and multigraphs are read as undirected simple graphs (module docstring).
+    A node declared twice, which ``networkx`` would merge silently, is refused, and so is a
+    file of several ``<graph>`` elements or a nested one (``networkx`` reads the first graph
+    only) or of none: one streaming pass over the file before ``networkx`` reads it.
+    """
+    import xml.etree.ElementTree as ET
+
+    nx = require("networkx", "graphs", "a GraphML graph", error=ValueError)
+    p = str(path)
+    declared: list[str] = []
+    graphs = 0  # top-level <graph> elements
+    open_: list[str] = []  # the GraphML elements enclosing this one (a streaming parse)
+    try:
+        for event, elem in ET.iterparse(p, events=("start", "end")):
+            tag = _graphml_tag(elem.tag)
+            if tag is None:
+                continue  # another namespace's element (inside <data>), e.g. yEd's
+            if event == "start":
+                if tag == "graph":
+                    if "graph" in open_:
+                        where = next((t for t in reversed(open_) if t in ("node", "edge")), "graph")
+                        raise _fail(
+                            p,
+                            f"has a <graph> nested in {'an' if where == 'edge' else 'a'} "
+                            f"<{where}>: nested graphs are not read (one graph per file)",
+                        )
+                    graphs += 1
+                    if graphs > 1:
+                        raise _fail(
+                            p, "has more than one <graph> element: one graph per file is read"
+                        )
+                open_.append(tag)
+                continue
+            open_.pop()
+            if tag == "node":
+                declared.append(str(elem.get("id")))
+            if tag in ("node", "edge"):
+                elem.clear()
+    except FileNotFoundError:
+        raise _fail(p, "no such file") from None
+    except OSError as exc:
+        raise _fail(p, f"cannot be read: {exc.strerror or exc}") from None
+    except ET.ParseError as exc:
+        raise _fail(p, f"is not XML: {exc}") from None
+    if graphs == 0:
+        raise _fail(p, "has no GraphML <graph> element")
+    seen: set[str] = set()
+    for t in declared:
+        if t in seen:
+            raise _fail(p, f"the node id {_show(t)} appears twice")
+        seen.add(t)
+    try:
+        g = nx.read_graphml(p)
+    except Exception as exc:  # networkx raises several types for a malformed file
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise _fail(p, f"is not a GraphML graph: {why}") from None
+    nodes = list(g.nodes(data=True))
+    texts = _id_texts(p, [n for n, _ in nodes], "node")
+    missing = [
+        t for t, (_, data) in zip(texts, nodes, strict=True) if lat not in data or lon not in data
+    ]
+    if missing:
+        which = lat if lat not in nodes[texts.index(missing[0])][1] else lon
+        raise _fail(
+            p,
+            f"node {_show(missing[0])} has no attribute {which!r} (the coordinates: node_columns = "
+            f"{{ lat = {lat!r}, lon = {lon!r} }}); {len(missing)} of {len(texts)} nodes lack one",
+        )
+    text_of = dict(zip((n for n, _ in nodes), texts, strict=True))
+    pairs = [(text_of[a], text_of[b]) for a, b in g.edges()]
+    return _build(
+        p,
+        texts,
+        [d[lat] for _, d in nodes],
+        [d[lon] for _, d in nodes],
+        pairs,
+        (lat, lon),
+        f"GraphML file, sha256 {_digest(p)}",
+    )
+
+
+def _table(path: str, id_columns: tuple[str, ...], role: str) -> Any:
+    """A node or edge table (CSV or Parquet), id columns read as text from CSV."""
+    require("pyarrow", "data", f"a graph's {role} file", error=ValueError)
+    import pyarrow as pa
+
+    p = Path(path)
+    if not p.is_file():
+        raise _fail(path, f"no such {role} file")
+    try:
+        if p.suffix.lower() in (".parquet", ".pq"):
+            import pyarrow.parquet as pq
+
+            return pq.read_table(path)
+        import pyarrow.csv as pcsv
+
+        types = {c: pa.string() for c in id_columns}
+        return pcsv.read_csv(path, convert_options=pcsv.ConvertOptions(column_types=types))
+    except (pa.ArrowException, OSError) as exc:
+        raise _fail(path, f"cannot be read as a {role} table: {str(exc).splitlines()[0]}") from None
+
+
+def _column(path: str, table: Any, name: str, key: str) -> list[Any]:
+    dup = sorted({c for c in table.column_names if table.column_names.count(c) > 1})
+    if dup:
+        raise _fail(path, f"has the column {dup[0]!r} twice: column names must be distinct")
+    if name not in table.column_names:
+        shown = ", ".join(table.column_names[:20])
+        raise _fail(path, f"has no column {name!r} ({key}; columns: {shown})")
+    import pyarrow as pa
+
+    col = table.column(name)
+    if pa.types.is_floating(col.type) and key.endswith(("id", "u", "v")):
+        raise _fail(
+            path, f"column {name!r} holds numbers with a fraction; node ids are integers or text"
+        )
+    try:
+        return col.to_pylist()  # type: ignore[no-any-return]
+    except (UnicodeDecodeError, pa.ArrowException) as exc:
+        raise _fail(path, f"column {name!r} cannot be read: {str(exc).splitlines()[0]}") from None
+
+
+def read_edge_pairs(
+    path: str | Path, known: set[str], edge_columns: Mapping[str, str] | None = None
+) -> list[tuple[str, str]]:
+    """The ``(u, v)`` id texts of an edge table (CSV or Parquet), each a ``known`` id."""
+    ec = {"u": "u", "v": "v", **(edge_columns or {})}
+    ep = str(path)
+    et = _table(ep, (ec["u"], ec["v"]), "edges")
+    us = _id_texts(ep, _column(ep, et, ec["u"], "edge_columns u"), "edge")
+    vs = _id_texts(ep, _column(ep, et, ec["v"], "edge_columns v"), "edge")
+    pairs = list(zip(us, vs, strict=True))
+    for e, (a, b) in enumerate(pairs):
+        for t in (a, b):
+            if t not in known:
+                raise _fail(
+                    ep, f"edge {e + 1} ({_show(a)}, {_show(b)}) names the unknown node {_show(t)}"
+                )
+    return pairs
+
+
+def edge_index(pairs: list[tuple[str, str]], texts: list[str]) -> np.ndarray:
+    """``(m, 2)`` int64 edges ``i < j`` of id pairs, self-loops and repeats dropped, sorted."""
+    index = {t: i for i, t in enumerate(texts)}
+    ends = np.array([[index[a], index[b]] for a, b in pairs], dtype=np.int64).reshape(-1, 2)
+    ends = ends[ends[:, 0] != ends[:, 1]]
+    return np.unique(np.sort(ends, axis=1), axis=0).reshape(-1, 2)
+
+
+def read_graph_tables(
+    nodes: str | Path,
+    edges: str | Path | None = None,
+    *,
+    node_columns: Mapping[str, str] | None = None,
+    edge_columns: Mapping[str, str] | None = None,
+) -> PublicGraph:
+    """The graph of a node table and an optional edge table (CSV or Parquet; module doc)."""
+    nc = {"id": "id", "lat": "lat", "lon": "lon", **(node_columns or {})}
+    ec = {"u": "u", "v": "v", **(edge_columns or {})}
+    np_ = str(nodes)
+    nt = _table(np_, (nc["id"],), "nodes")
+    texts = _id_texts(np_, _column(np_, nt, nc["id"], "node_columns id"), "row")
+    lat = _column(np_, nt, nc["lat"], "node_columns lat")
+    lon = _column(np_, nt, nc["lon"], "node_columns lon")
+    pairs: list[tuple[str, str]] = []
+    if edges is not None:
+        pairs = read_edge_pairs(edges, set(texts), ec)
+    files = [np_] + ([str(edges)] if edges is not None else [])
+    what = "node and edge tables" if edges is not None else "node table"
+    digests = ", ".join(_digest(f) for f in files)
+    return _build(np_, texts, lat, lon, pairs, (nc["lat"], nc["lon"]), f"{what}, sha256 {digests}")
+
+
+def load_public_graph(domain: Any) -> PublicGraph:
+    """The public graph of a ``kind = "graph"`` :class:`~dpgauss.release.spec.DomainSpec`."""
+    cols = dict(domain.node_columns or {})
+    if domain.nodes is not None:
+        return read_graph_tables(
+            domain.nodes, domain.edges, node_columns=cols, edge_columns=domain.edge_columns
+        )
+    name = str(domain.graph)
+    if name in BUNDLED_GRAPHS:
+        from ...datasets import load_manhattan_graph
+
+        g = load_manhattan_graph(prune_dead_ends=name == "manhattan-pruned")
+        return PublicGraph(
+            np.arange(g.n, dtype=np.int64),
+            np.asarray(g.lat),
+            np.asarray(g.lon),
+            np.asarray(g.edges, dtype=np.int64),
+            name,
+        )
+    return read_graphml(name, lat=cols.get("lat", "y"), lon=cols.get("lon", "x"))

@@ -1,0 +1,279 @@
+"""Public regions from a GeoJSON file: keys, point-in-polygon, and adjacency.
+
+A ``[domain] kind = "regions"`` release has one key per feature of a GeoJSON
+``FeatureCollection`` (in file order), named by the feature's ``id_property``.  Records are
+placed by their coordinates (``lat``, ``lon``: point in polygon) or by a column that already
+holds the region id (``column``: an exact match, as a ``values`` domain).  The structure is the
+adjacency graph of the regions, which the graph denoisers use; a choropleth is drawn.
+
+**Reading** (Shapely 2, the ``regions`` extra; :func:`read_geojson`).  Features with a
+``Polygon`` or ``MultiPolygon`` geometry (holes respected), coordinates ``[lon, lat]`` in
+degrees.  Refused, before any record is read, in one line naming the file: a file that is not
+JSON or not a ``FeatureCollection``, no features, a feature without a polygonal geometry, a
+missing, empty or duplicate id, coordinates that are not finite degrees, a polygon that is not
+valid (a self-intersecting ring, a hole outside its shell, …: Shapely's reason is quoted).
+
+**Point in polygon** (:class:`RegionMapper`).  A point belongs to the regions whose *closed*
+polygon contains it (boundary included); a point on a border shared by several regions goes
+to the **first of them in the file** (the smallest key), so one record never counts twice and
+no point on a border is lost.  A point in no region is outside the domain.  The candidates
+of a region are the points in its bounding box, the test is Shapely's vectorised
+``intersects_xy`` on the prepared polygon.
+
+**Adjacency** (:func:`adjacency`).  ``"queen"``: two regions are neighbours when their closed
+polygons share at least one point; ``"rook"``: when they share more than isolated points (a
+stretch of border, or an overlap); ``"none"``: no structure.  Or an edge table (``edges``,
+columns ``u``, ``v``: region ids).
+
+The regions are public: nothing here depends on the records.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..._optional import require
+from .graph_files import _digest, _fail, _show, check_text
+
+__all__ = [
+    "ADJACENCY",
+    "BUNDLED_REGIONS",
+    "PublicRegions",
+    "RegionMapper",
+    "adjacency",
+    "load_public_regions",
+    "read_geojson",
+]
+
+BUNDLED_REGIONS = ("nyc-neighbourhoods",)
+ADJACENCY = ("queen", "rook", "none")
+
+
+def _shapely() -> Any:
+    return require("shapely", "regions", "a regions domain (polygons)", error=ValueError)
+
+
+@dataclass(frozen=True, eq=False)
+class PublicRegions:
+    """Public regions: region ``i`` has id ``ids[i]`` and polygon ``geoms[i]`` (a Shapely
+    geometry, lon/lat degrees); ``name`` says what they are without a local path."""
+
+    ids: np.ndarray
+    geoms: np.ndarray
+    name: str
+
+    @property
+    def n(self) -> int:
+        """The number of regions."""
+        return int(self.geoms.size)
+
+
+def _check_coords(path: str, rid: str, coords: Any, depth: int) -> None:
+    """Every position ``[lon, lat]`` finite and in range (``depth`` nesting levels above)."""
+    stack = [(coords, depth)]
+    while stack:
+        c, d = stack.pop()
+        if not isinstance(c, list):
+            raise _fail(path, f"feature {rid}: coordinates must be nested lists of [lon, lat]")
+        if d == 0:
+            if len(c) < 2 or not all(
+                isinstance(v, int | float) and not isinstance(v, bool) for v in c[:2]
+            ):
+                raise _fail(path, f"feature {rid}: a position is not [lon, lat]: {_show(c)}")
+            try:
+                lon, lat = float(c[0]), float(c[1])
+            except OverflowError:
+                lon = lat = math.inf
+            if not (
+                math.isfinite(lon)
+                and math.isfinite(lat)
+                and -180 <= lon <= 180
+                and -90 <= lat <= 90
+            ):
+                raise _fail(
+                    path,
+                    f"feature {rid}: the position {_show(c)} is not [lon, lat] in degrees "
+                    "(lon in [-180, 180], lat in [-90, 90])",
+                )
+            continue
+        stack.extend((x, d - 1) for x in c)
+
+
+def read_geojson(path: str | Path, id_property: str = "id") -> PublicRegions:
+    """The regions of a GeoJSON FeatureCollection, ids from ``id_property`` (module docstring)."""
+    shapely = _shapely()
+    from shapely.geometry import shape
+
+    p = str(path)
+    try:
+        data = json.loads(Path(p).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise _fail(p, "no such file") from None
+    except OSError as exc:
+        raise _fail(p, f"cannot be read: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, ValueError) as exc:  # JSONDecodeError is a ValueError
+        raise _fail(p, f"is not JSON: {str(exc).splitlines()[0][:200]}") from None
+    except RecursionError:
+        raise _fail(p, "is not GeoJSON: its lists are nested too deeply") from None
+    if not isinstance(data, dict) or data.get("type") != "FeatureCollection":
+        got = data.get("type") if isinstance(data, dict) else type(data).__name__
+        raise _fail(p, f"is not a GeoJSON FeatureCollection (its type is {_show(got)})")
+    features = data.get("features")
+    if not isinstance(features, list) or not features:
+        raise _fail(p, "the FeatureCollection has no features")
+    ids: list[Any] = []
+    geoms = []
+    seen: set[Any] = set()
+    for k, feat in enumerate(features, start=1):
+        if not isinstance(feat, dict) or feat.get("type") != "Feature":
+            raise _fail(p, f"feature {k} is not a GeoJSON Feature")
+        props = feat.get("properties") or {}
+        rid = props.get(id_property) if isinstance(props, dict) else None
+        if rid is None or rid == "" or isinstance(rid, bool) or not isinstance(rid, int | str):
+            raise _fail(
+                p,
+                f"feature {k} has no id: its property {id_property!r} must be an integer or "
+                f"text (id_property names it); got {_show(rid)}",
+            )
+        if isinstance(rid, int) and not -(2**63) <= rid < 2**63:
+            raise _fail(p, f"feature {k} has the id {_show(rid)}: integer ids are 64-bit")
+        if isinstance(rid, str):
+            check_text(p, f"feature {k} has the id", rid)
+        geom = feat.get("geometry")
+        kind = geom.get("type") if isinstance(geom, dict) else None
+        if kind not in ("Polygon", "MultiPolygon"):
+            raise _fail(
+                p,
+                f"feature {_show(rid)} has the geometry {_show(kind)}; a region is a Polygon "
+                "or MultiPolygon",
+            )
+        _check_coords(p, _show(rid), geom.get("coordinates"), 2 if kind == "Polygon" else 3)
+        try:
+            g = shape(geom)
+        except Exception as exc:  # shapely raises several types for malformed rings
+            raise _fail(p, f"feature {_show(rid)} is not a polygon: {exc}") from None
+        if g.is_empty:
+            raise _fail(p, f"feature {_show(rid)} has an empty polygon")
+        if not shapely.is_valid(g):
+            raise _fail(
+                p,
+                f"feature {_show(rid)} is not a valid polygon ({shapely.is_valid_reason(g)}); "
+                "repair it (e.g. shapely.make_valid) and write the file again",
+            )
+        ids.append(rid)
+        geoms.append(g)
+    # The keys: integers when every id is one, else every id as text; distinct as keys
+    # (the ids 1 and "1" would both be the key "1": one record would count twice).
+    keys = ids if all(isinstance(v, int) for v in ids) else [str(v) for v in ids]
+    for key in keys:
+        if key in seen:
+            raise _fail(p, f"the region id {_show(key)} appears twice (ids are compared as keys)")
+        seen.add(key)
+    id_arr = (
+        np.asarray(keys, dtype=np.int64)
+        if all(isinstance(v, int) for v in keys)
+        else np.asarray(keys, dtype=object)
+    )
+    return PublicRegions(
+        id_arr, np.asarray(geoms, dtype=object), f"GeoJSON file, sha256 {_digest(p)}"
+    )
+
+
+def load_public_regions(domain: Any) -> PublicRegions:
+    """The regions of a ``kind = "regions"`` :class:`~dpgauss.release.spec.DomainSpec`."""
+    name = str(domain.regions)
+    if name in BUNDLED_REGIONS:
+        from ...datasets.neighbourhoods import nyc_neighbourhoods_path
+
+        r = read_geojson(nyc_neighbourhoods_path(), "id")
+        return PublicRegions(r.ids, r.geoms, name)
+    return read_geojson(name, domain.id_property)
+
+
+def adjacency(regions: PublicRegions, rule: str) -> np.ndarray | None:
+    """The ``(m, 2)`` edges ``(i, j)``, ``i < j``, sorted, of ``rule`` (module docstring)."""
+    if rule == "none":
+        return None
+    if rule not in ("queen", "rook"):
+        raise ValueError(
+            f"adjacency must be one of {', '.join(map(repr, ADJACENCY))}; got {rule!r}"
+        )
+    shapely = _shapely()
+    tree = shapely.STRtree(regions.geoms)
+    a, b = tree.query(regions.geoms, predicate="intersects")
+    keep = a < b
+    a, b = a[keep], b[keep]
+    if rule == "rook" and a.size:
+        shared = shapely.intersection(regions.geoms[a], regions.geoms[b])
+        dims = shapely.get_dimensions(shared)
+        keep = dims >= 1
+        a, b = a[keep], b[keep]
+    edges = np.stack([a, b], axis=1).astype(np.int64).reshape(-1, 2)
+    return edges[np.lexsort((edges[:, 1], edges[:, 0]))]
+
+
+@dataclass(eq=False)
+class RegionMapper:
+    """Point in polygon over public regions (module docstring: the border rule).
+
+    The points are sorted by longitude once; each region, in file order, takes the slice of
+    points inside its bounding box (two binary searches and a latitude test) and asks
+    Shapely's vectorised ``intersects_xy`` on its prepared polygon about the points no earlier
+    region took.  About 5 × an STR-tree query of point geometries (``bench_domains.py``).
+    """
+
+    regions: PublicRegions
+    mapping: str = field(default="nearest", init=False)  # a record maps to one key
+    _bounds: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        shapely = _shapely()
+        shapely.prepare(self.regions.geoms)
+        self._bounds = shapely.bounds(self.regions.geoms)
+
+    @property
+    def n(self) -> int:
+        return self.regions.n
+
+    @staticmethod
+    def valid(lat: object, lon: object) -> np.ndarray:
+        """Finite coordinates in [−90, 90] × [−180, 180]."""
+        la = np.asarray(lat, dtype=np.float64).reshape(-1)
+        lo = np.asarray(lon, dtype=np.float64).reshape(-1)
+        with np.errstate(invalid="ignore"):
+            return np.isfinite(la) & np.isfinite(lo) & (np.abs(la) <= 90.0) & (np.abs(lo) <= 180.0)
+
+    def locate(self, lat: object, lon: object) -> np.ndarray:
+        """The region index of each point (int64), −1 if in none or invalid; a point on a
+        shared border goes to the first region of the file that contains it."""
+        import shapely
+
+        la = np.asarray(lat, dtype=np.float64).reshape(-1)
+        lo = np.asarray(lon, dtype=np.float64).reshape(-1)
+        out = np.full(la.shape, -1, dtype=np.int64)
+        ok = np.flatnonzero(self.valid(la, lo))
+        if ok.size == 0:
+            return out
+        order = ok[np.argsort(lo[ok], kind="stable")]
+        xs, ys = lo[order], la[order]
+        geoms = self.regions.geoms
+        for i, (x0, y0, x1, y1) in enumerate(self._bounds):
+            start = int(np.searchsorted(xs, x0, side="left"))
+            stop = int(np.searchsorted(xs, x1, side="right"))
+            if stop <= start:
+                continue
+            y = ys[start:stop]
+            cand = order[start + np.flatnonzero((y >= y0) & (y <= y1))]
+            cand = cand[out[cand] < 0]  # an earlier region took the others
+            if cand.size:
+                hit = shapely.intersects_xy(geoms[i], lo[cand], la[cand])
+                out[cand[hit]] = i
+        return out
+
+    nearest = locate  # the engines' UDFs call `nearest` for every point mapper

@@ -1,0 +1,212 @@
+"""Denoised results and their error bars (denoise/result.py): exact scales, the calibrated
+bootstrap, frozen refits.
+
+The coverage slice here is small (a few settings, 20 draws); the full table is
+``benchmarks/bench_coverage.py`` (docs/denoising.md).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpgauss.denoise import (
+    ErrorBars,
+    Interval,
+    as_graph,
+    auto,
+    error_bars,
+    graph_wavelet_denoise,
+    hard_threshold,
+    james_stein,
+    posterior_mean,
+    soft_threshold,
+    trend_filter,
+)
+
+pywt = pytest.importorskip("pywt")
+
+from dpgauss.denoise import wavelet_denoise  # noqa: E402
+
+D = 600
+CHAIN = np.stack([np.arange(D - 1), np.arange(1, D)], axis=1)
+GRAPH = as_graph(CHAIN, D)
+
+
+def _steps(d: int = D) -> np.ndarray:
+    return np.repeat([0.0, 4.0, 1.0, 6.0, 2.0, 5.0], d // 6)
+
+
+DENOISERS = {
+    "james_stein": lambda y, s: james_stein(y, s, target="mean"),
+    "soft_threshold": lambda y, s: soft_threshold(y, s, threshold="sure"),
+    "hard_threshold": lambda y, s: hard_threshold(y, s),
+    "wavelet": lambda y, s: wavelet_denoise(y, s),
+    "wavelet_grid": lambda y, s: wavelet_denoise(y.reshape(20, 30), s),
+    "graph_wavelet": lambda y, s: graph_wavelet_denoise(y, s, GRAPH),
+    "trend_filter_0": lambda y, s: trend_filter(y, s, GRAPH, order=0, lam="sure"),
+    "trend_filter_1": lambda y, s: trend_filter(y, s, GRAPH, order=1, lam="sure"),
+    "auto_graph": lambda y, s: auto(y, s, GRAPH),
+    "auto_grid": lambda y, s: auto(y.reshape(20, 30), s, (20, 30)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DENOISERS))
+def test_the_frozen_refit_reproduces_the_fit(name: str) -> None:
+    """``refit`` is the estimator with its tuning frozen: on the same y, the same output."""
+    rng = np.random.default_rng(1)
+    y = _steps() + rng.standard_normal(D)
+    res = DENOISERS[name](y, 1.0)
+    assert res.refit is not None and res.sigma == 1.0
+    again = res.refit(np.reshape(y, res.estimate.shape))
+    assert again.method == res.method
+    np.testing.assert_allclose(again.estimate, res.estimate, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", sorted(DENOISERS))
+def test_intervals_have_the_shape_of_the_estimate_and_contain_it(name: str) -> None:
+    rng = np.random.default_rng(2)
+    y = _steps() + rng.standard_normal(D)
+    res = DENOISERS[name](y, 1.0)
+    iv = res.interval(0.9, draws=8, rng=3)
+    assert isinstance(iv, Interval)
+    assert iv.lower.shape == iv.upper.shape == res.estimate.shape
+    assert np.all(iv.lower <= res.estimate) and np.all(res.estimate <= iv.upper)
+    bars = res.error_bars(draws=8, rng=3)
+    assert isinstance(bars, ErrorBars) and bars.source == "bootstrap" and bars.draws == 8
+    assert bars.risk_upper() > 0.0
+    if bars.risk is not None:
+        assert bars.risk_upper() >= bars.risk
+
+
+def test_the_bootstrap_is_reproducible_with_a_seed_and_cached_without() -> None:
+    rng = np.random.default_rng(4)
+    y = _steps() + rng.standard_normal(D)
+    res = trend_filter(y, 1.0, GRAPH, order=0, lam="sure")
+    a = res.interval(rng=11, draws=6)
+    b = res.interval(rng=11, draws=6)
+    np.testing.assert_array_equal(a.lower, b.lower)
+    assert res.error_bars(draws=6) is res.error_bars(draws=6)
+
+
+def test_a_wider_level_gives_wider_intervals_with_students_quantile() -> None:
+    rng = np.random.default_rng(5)
+    y = _steps() + rng.standard_normal(D)
+    bars = soft_threshold(y, 1.0, threshold="sure").error_bars(draws=10, rng=1)
+    assert bars.quantile(0.95) == pytest.approx(stats.t.ppf(0.975, 10))
+    lo90, hi90 = bars.interval(0.9)
+    lo99, hi99 = bars.interval(0.99)
+    assert np.all(hi99 - lo99 >= hi90 - lo90)
+
+
+def test_the_identity_and_the_posterior_mean_have_exact_intervals() -> None:
+    rng = np.random.default_rng(6)
+    w2, s = 4.0, 1.5
+    trials, d = 200, 50
+    covered = 0
+    for _ in range(trials):
+        theta = rng.normal(0.0, math.sqrt(w2), d)
+        y = theta + s * rng.standard_normal(d)
+        res = posterior_mean(y, s, prior_variance=w2)
+        bars = res.error_bars()
+        assert bars.source == "exact" and math.isinf(bars.dof)
+        np.testing.assert_allclose(bars.scale, math.sqrt(w2 * s * s / (w2 + s * s)))
+        lo, hi = res.interval(0.95)
+        covered += int(np.sum((lo <= theta) & (theta <= hi)))
+    # exact coverage under the prior: 10,000 Bernoulli(0.95), sd 0.0022
+    assert abs(covered / (trials * d) - 0.95) < 0.01
+    # James–Stein below its minimum size returns y: the raw interval, exactly
+    tiny = james_stein(np.array([1.0, 2.0]), 2.0)
+    lo, hi = tiny.interval(0.95)
+    np.testing.assert_allclose(hi - lo, 2 * 1.959963984540054 * 2.0)
+
+
+def test_auto_choosing_the_identity_gives_the_raw_interval() -> None:
+    res = auto(np.array([100.0, -100.0]), 1.0)  # d = 2: nothing can shrink, "none" wins
+    assert res.method == "none"
+    lo, hi = res.interval(0.95)
+    np.testing.assert_allclose(hi - lo, 2 * 1.959963984540054)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("name", "signal"),
+    [
+        ("trend_filter_0", "steps"),
+        ("auto_graph", "steps"),
+        ("soft_threshold", "steps"),
+        ("trend_filter_0", "smooth"),
+        ("wavelet", "smooth"),
+    ],
+)
+def test_average_coverage_is_near_nominal(name: str, signal: str) -> None:
+    """A slice of benchmarks/bench_coverage.py: 20 draws of average coverage over keys."""
+    rng = np.random.default_rng(8)
+    x = np.arange(D) / D
+    theta = _steps() if signal == "steps" else 3.0 * np.sin(2 * math.pi * x)
+    fn = DENOISERS[name]
+    cover = []
+    for _ in range(20):
+        y = theta + rng.standard_normal(D)
+        lo, hi = fn(y, 1.0).interval(0.95, rng=rng)
+        cover.append(np.mean((lo <= theta) & (theta <= hi)))
+    assert 0.9 <= float(np.mean(cover)) <= 0.995
+
+
+def test_hard_thresholding_gets_its_level_from_the_naive_sure() -> None:
+    """The naive SURE (biased low) sets the level only: it is never reported as the risk."""
+    rng = np.random.default_rng(9)
+    y = _steps() + rng.standard_normal(D)
+    res = hard_threshold(y, 1.0)
+    assert res.risk is None and "risk_proxy" in res.params
+    bars = res.error_bars(draws=6, rng=1)
+    assert bars.risk is None and bars.risk_upper() > 0
+
+
+def test_no_interval_is_narrower_than_sures_resolution() -> None:
+    """Keys killed in every draw once got intervals of width 0 (review of issue 14)."""
+    y = np.array([1.0, 0.5, -0.3, 0.2, 0.1, -0.4, 0.3, 0.0, 0.2, -0.1])
+    for res in (hard_threshold(y, 2.0), soft_threshold(y, 2.0, threshold="sure")):
+        bars = res.error_bars(rng=1)
+        assert np.all(bars.scale > 0)
+        lo, hi = bars.interval(0.95)
+        assert np.all(hi - lo > 0)
+
+
+def test_a_huge_sigma_is_finite_and_one_beyond_the_limit_is_refused() -> None:
+    rng = np.random.default_rng(3)
+    y = 3e99 * rng.standard_normal(50)
+    res = james_stein(y, 1e99)
+    assert math.isfinite(res.risk) and np.all(np.isfinite(res.interval(draws=4, rng=1).upper))
+    with pytest.raises(ValueError, match="sigma must be in"):
+        james_stein(y, 1e200)
+
+
+def test_bad_arguments_are_refused_by_name() -> None:
+    res = soft_threshold(np.arange(10.0), 1.0)
+    with pytest.raises(ValueError, match="level must be a number in"):
+        res.interval(1.0)
+    with pytest.raises(TypeError, match="level"):
+        res.interval("0.9")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="draws must be an integer in"):
+        res.error_bars(draws=1)
+    with pytest.raises(TypeError, match="draws"):
+        res.error_bars(draws=2.5)  # type: ignore[arg-type]
+    bare = trend_filter(np.arange(10.0), None, CHAIN[:9], order=0, lam=1.0)  # no sigma
+    with pytest.raises(ValueError, match="no error bars"):
+        error_bars(bare)
+
+
+def test_wavelet_thresholds_round_trip_through_params() -> None:
+    rng = np.random.default_rng(10)
+    y = _steps() + rng.standard_normal(D)
+    res = wavelet_denoise(y, 1.0, threshold="sure")
+    again = wavelet_denoise(y, 1.0, level=res.params["level"], threshold=res.params["thresholds"])
+    np.testing.assert_allclose(again.estimate, res.estimate)
+    with pytest.raises(ValueError, match="one λ per level"):
+        wavelet_denoise(y, 1.0, level=3, threshold=[1.0, 2.0])
+    with pytest.raises(ValueError, match="threshold"):
+        wavelet_denoise(y, 1.0, level=2, threshold=[1.0, -2.0])

@@ -5,15 +5,39 @@ from its fixed, derandomized CI slice into a long run with random seeds (thousan
 neighbouring pairs per engine); ``--fuzz-examples N`` sets the number of hypothesis examples
 per test id of either mode.  The number of pairs checked per engine and source is printed at
 the end of every run that ran the fuzzer.
+
+Two hypothesis profiles, chosen by the environment variable ``HYPOTHESIS_PROFILE``:
+
+* ``ci`` (the default, what ``.ci/run`` runs): the settings hypothesis picks by itself, every
+  test's own ``max_examples`` as written;
+* ``dev``: a contributor's quick pass, a tenth of the examples (at least one) of every
+  property test, those with their own ``@settings(max_examples=...)`` included.
+
+The ``slow`` marker (``pyproject.toml``) names the tests the contributor's loop,
+``python3 -m pytest -m "not slow"``, leaves to CI; the full ``python3 -m pytest`` runs them.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import shutil
 
 import pytest
+from hypothesis import settings
+
+#: The fraction of the examples the ``dev`` profile runs (of every test's own number too).
+DEV_FRACTION = 0.1
+
+# ``ci``: today's settings (hypothesis's own default, or its built-in CI profile on a CI
+# machine), copied before any profile is loaded; ``dev``: fewer examples.
+settings.register_profile("ci", settings())
+settings.register_profile(
+    "dev", settings(), max_examples=max(1, math.ceil(settings().max_examples * DEV_FRACTION))
+)
+HYPOTHESIS_PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "ci")
+settings.load_profile(HYPOTHESIS_PROFILE)
 
 #: engine/source → [pairs checked, seconds, rows read, rows in the domain, aggregations,
 #: aggregations where a bound dropped rows, pairs not checked because a frame was refused
@@ -58,11 +82,29 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def _fewer_examples(items: list[pytest.Item]) -> None:
+    """The ``dev`` profile: a tenth of each property test's own ``max_examples`` (once per
+    function; parametrized items share it).  Hypothesis reads the attribute when it runs."""
+    done: set[int] = set()
+    for item in items:
+        func = getattr(item, "function", None)
+        own = getattr(func, "_hypothesis_internal_use_settings", None)
+        if own is None or id(func) in done:
+            continue
+        done.add(id(func))
+        fewer = max(1, math.ceil(own.max_examples * DEV_FRACTION))
+        func._hypothesis_internal_use_settings = settings(own, max_examples=fewer)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if HYPOTHESIS_PROFILE == "dev":
+        _fewer_examples(items)
     reason = spark_missing()
     for item in items:
         if "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)
+        if item.get_closest_marker("spark") is not None:
+            item.add_marker(pytest.mark.slow)  # a JVM to start: not in the contributor's loop
         if reason is not None and item.get_closest_marker("spark") is not None:
             item.add_marker(pytest.mark.skip(reason=reason))
 

@@ -143,6 +143,7 @@ def test_clopper_pearson_rejects_bad_input(args, exc, match):
 # ----------------------------------------------------------------------- Gaussian
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("epsilon", "seed"), [(0.5, 101), (1.0, 102), (3.0, 103)])
 def test_analytic_gaussian_passes_the_audit(epsilon, seed):
     """Correct calibration: ε_lb ≤ ε (200/200 seeds), yet ε_lb is not trivial (> ε/4)."""
@@ -155,6 +156,7 @@ def test_analytic_gaussian_passes_the_audit(epsilon, seed):
     assert res.epsilon_lower_bound > 0.25 * epsilon
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("epsilon", "seeds"), [(0.5, (201, 202, 203)), (1.0, (204, 205, 206)), (3.0, (207, 208, 209))]
 )
@@ -172,6 +174,7 @@ def test_gaussian_calibrated_for_half_the_sensitivity_is_caught(epsilon, seeds):
         assert epsilon < res.epsilon_lower_bound <= true_epsilon
 
 
+@pytest.mark.slow
 def test_gaussian_vector_case():
     """4-d neighbours at L2 distance 1: the correct mechanism passes, the broken one is caught.
 
@@ -202,6 +205,7 @@ def test_classical_calibration_is_conservative():
 # ----------------------------------------------------------------------- Laplace
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("epsilon", "seed"), [(0.5, 111), (1.0, 112), (2.0, 113)])
 def test_laplace_passes_the_audit_and_the_bound_is_tight(epsilon, seed):
     """ε-DP with δ = 0: for 1-d Laplace every threshold at or beyond x′ attains the ratio
@@ -214,6 +218,7 @@ def test_laplace_passes_the_audit_and_the_bound_is_tight(epsilon, seed):
     assert res.violation is False
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("epsilon", "seed"), [(0.5, 211), (1.0, 212), (2.0, 213)])
 def test_laplace_calibrated_for_half_the_sensitivity_is_caught(epsilon, seed):
     """Scale Δ₁/ε with Δ₁ = 0.5 on neighbours at distance 1: true ε = 2ε; caught at 10^6
@@ -224,6 +229,7 @@ def test_laplace_calibrated_for_half_the_sensitivity_is_caught(epsilon, seed):
     assert 1.8 * epsilon < res.epsilon_lower_bound <= 2.0 * epsilon
 
 
+@pytest.mark.slow
 def test_the_bound_is_valid_at_its_confidence_level():
     """Coverage: over 400 independent small audits of the (tight) Laplace mechanism, the
     fraction with ε_lb > ε stays below 1 − confidence (here 20%, binomial 4-sigma slack).
@@ -287,6 +293,7 @@ def _discrete_gaussian_mechanism_class() -> type:
     return cls
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("epsilon", "seed"), [(0.5, 131), (1.0, 132), (3.0, 133)])
 def test_discrete_gaussian_mechanism_passes_the_audit(epsilon, seed):
     """Checked against a stand-in built on discrete_gaussian / discrete_gaussian_sigma:
@@ -298,6 +305,7 @@ def test_discrete_gaussian_mechanism_passes_the_audit(epsilon, seed):
     assert res.epsilon_lower_bound > 0.35 * epsilon
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("epsilon", "seed"), [(0.5, 231), (1.0, 232), (3.0, 233)])
 def test_discrete_gaussian_calibrated_for_half_the_sensitivity_is_caught(epsilon, seed):
     """Broken: l2_sensitivity=0.5 on inputs 0 and 1.  The discrete profile is defined for

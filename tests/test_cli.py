@@ -140,6 +140,7 @@ def test_command_help_has_a_description(capsys, command):
     assert not between.startswith("options:") and len(between.split()) >= 8, out
 
 
+@pytest.mark.slow
 def test_console_script_exit_status():
     """The installed entry point returns the status to the shell."""
     proc = subprocess.run(
@@ -205,6 +206,7 @@ def test_a_missing_source_is_named_without_sql(capsys, tmp_path):
     assert not (tmp_path / "out.csv").exists()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("flag", "shown"), [("--progress", True), ("--no-progress", False)])
 def test_release_progress_is_asked_for_by_name(capsys, tmp_path, flag, shown):
     pytest.importorskip("duckdb")
@@ -228,6 +230,7 @@ def test_release_progress_is_asked_for_by_name(capsys, tmp_path, flag, shown):
     assert ("dpgauss: planning" in capsys.readouterr().err) is shown
 
 
+@pytest.mark.slow
 def test_ctrl_c_and_a_closed_pipe_end_cleanly(tmp_path):
     """Ctrl-C: exit status 130 and one line; a reader that goes away (``| head``): no
     ``BrokenPipeError`` traceback.  Both on the real console script, in a subprocess."""

@@ -24,6 +24,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory):
     return run_demo(out)
 
 
+@pytest.mark.slow
 def test_every_junction_is_released_with_its_interval(demo) -> None:
     rows = list(csv.DictReader(open(demo.out_dir / "release.csv", newline="")))
     n = load_manhattan_graph().n
@@ -87,6 +88,7 @@ def test_a_foreign_directory_is_never_replaced(tmp_path: Path, capsys) -> None:
     assert (out / "thesis.tex").read_text() == "precious"
 
 
+@pytest.mark.slow
 def test_dpgauss_denoise_reproduces_the_demo_release_from_its_table(demo, tmp_path) -> None:
     """The published table alone gives back the denoised values and their intervals."""
     from dpgauss.release.denoise_table import denoise_table

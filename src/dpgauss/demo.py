@@ -153,13 +153,14 @@ def run_demo(out_dir: str | Path = DEMO_DIR, *, progress: TextIO | None = None) 
 
     cols = rel.columns
     released, denoised = cols["released"], cols["denoised"]
-    heatmap: Path | None = out / "heatmap.png"
+    png = out / "heatmap.png"
+    heatmap: Path | None = png
     try:
         from .heatmap import PlotUnavailableError, draw_graph_panels
 
         den = rel.report["denoise"]
         draw_graph_panels(
-            heatmap,
+            png,
             cols["lat"],
             cols["lon"],
             _edges(),

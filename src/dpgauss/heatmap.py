@@ -111,7 +111,7 @@ def draw_graph_panels(
         v = np.nan_to_num(np.asarray(values, dtype=np.float64), nan=0.0)
         on_edges = 0.5 * (v[edges[:, 0]] + v[edges[:, 1]])
         order = np.argsort(on_edges, kind="stable")
-        coll = LineCollection(seg[order], array=on_edges[order], cmap=cmap, linewidths=0.8)
+        coll = LineCollection(list(seg[order]), array=on_edges[order], cmap=cmap, linewidths=0.8)
         coll.set_clim(0.0, top)
         ax.add_collection(coll)
         pad = 0.004

@@ -87,6 +87,7 @@ def _smooth_grid(rng):
     return (20 * np.sin(2 * np.pi * x) * np.cos(np.pi * z) + 10 * (x > 0.5)).ravel()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "grid_shape", [None, (25, 40), (1000,)], ids=["no-grid", "grid", "1-D grid"]
 )
@@ -97,6 +98,7 @@ def test_auto_does_not_lose_when_denoising_cannot_help(grid_shape):
     assert mse["auto"] <= 1.05 * mse["identity"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("theta_fn", "grid_shape", "expected_best"),
     [

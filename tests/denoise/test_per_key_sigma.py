@@ -65,6 +65,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_sure_is_unbiased_with_one_sigma_per_key(name: str) -> None:
     """E[SURE − ‖ŷ − θ‖²] = 0: 4,000 draws, within 4 standard errors."""
@@ -79,6 +80,7 @@ def test_sure_is_unbiased_with_one_sigma_per_key(name: str) -> None:
     assert abs(diffs.mean()) < 4 * se + 1e-9
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_sure_carries_the_exact_weighted_divergence(name: str) -> None:
     """SURE − ‖ŷ − y‖² + Σσᵢ² = 2 Σ σᵢ² ∂ŷᵢ/∂yᵢ, against central differences."""

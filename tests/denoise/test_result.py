@@ -131,6 +131,7 @@ def test_auto_choosing_the_identity_gives_the_raw_interval() -> None:
     np.testing.assert_allclose(hi - lo, 2 * 1.959963984540054)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "signal"),
     [

@@ -122,6 +122,7 @@ def test_james_stein_divergence_matches_finite_differences(target, scale):
     assert res.risk == pytest.approx(sure, rel=1e-5, abs=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("target", "d", "theta_scale"),
     [
@@ -148,6 +149,7 @@ def test_james_stein_sure_is_unbiased(target, d, theta_scale):
         assert np.mean([r.params["shrinkage"] == 0.0 for r in results]) > 0.1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("target", "d"),
     [("zero", 3), ("zero", 4), ("zero", 8), ("zero", 50), ("mean", 4), ("mean", 8), ("mean", 50)],

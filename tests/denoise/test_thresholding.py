@@ -115,6 +115,7 @@ def _sparse_theta(d, k, size, seed):
     return theta
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("threshold", [0.5, 1.5, "universal"])
 @pytest.mark.parametrize(
     "theta",

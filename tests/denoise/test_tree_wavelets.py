@@ -115,6 +115,7 @@ def test_orthonormal_and_sparse_on_larger_graphs(name, graph):
     assert w.nnz <= n * level_bound(n)  # O(n log n), even for the star (not n²/2)
 
 
+@pytest.mark.slow
 def test_manhattan_junction_graph():
     m = load_manhattan_graph()
     g = as_graph(m.edges, m.n)

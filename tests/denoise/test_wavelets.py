@@ -119,6 +119,7 @@ def _blocks(n: int) -> np.ndarray:
     return 4.0 * (t > 0.3) - 2.5 * (t > 0.6) + 1.5 * np.sin(6 * t)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("theta", "kwargs"),
     [

@@ -1,4 +1,5 @@
-"""One quick run of every figure, shared by the experiment tests (it is the slow part)."""
+"""One quick run of every figure, shared by the experiment tests (it is the slow part: every
+test using it is marked ``slow``)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 from pathlib import Path
@@ -17,6 +16,9 @@ from dpgauss.experiments import fig4_taxi_heat_maps as fig4
 from dpgauss.experiments import taxi_resample
 from dpgauss.experiments.runner import write_csv
 
+from ..helpers import csv_number as number
+from ..helpers import read_csv
+
 STEM = "fig4_taxi_heat_maps"
 
 
@@ -27,14 +29,10 @@ def quick(quick_all):
 
 
 def read_rows(out: Path) -> list[dict[str, str]]:
-    with open(out / f"{STEM}.csv", newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
+    return read_csv(out / f"{STEM}.csv")
 
 
-def number(text: str) -> float:
-    return math.nan if text == "" else float(text)
-
-
+@pytest.mark.slow
 def test_all_figures_run_quickly_and_include_figure_4(quick):
     out, report, seconds = quick
     assert [r.figure.number for r in report.results] == ["1", "2", "3", "4"]
@@ -44,6 +42,7 @@ def test_all_figures_run_quickly_and_include_figure_4(quick):
     assert "resampled from a density fitted to the real trips" in line
 
 
+@pytest.mark.slow
 def test_files(quick):
     out, _, _ = quick
     data = json.loads((out / f"{STEM}.json").read_text(encoding="utf-8"))
@@ -53,6 +52,7 @@ def test_files(quick):
     assert list(rows[0]) == list(fig4.COLUMNS)  # the heat maps' payload is not in the CSV
 
 
+@pytest.mark.slow
 def test_pngs_mse_panels_and_heat_maps(quick):
     pytest.importorskip("matplotlib")
     out, _, _ = quick
@@ -63,6 +63,7 @@ def test_pngs_mse_panels_and_heat_maps(quick):
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_every_method_and_epsilon_with_finite_mse(quick):
     out, _, _ = quick
     rows = read_rows(out)
@@ -80,6 +81,7 @@ def test_every_method_and_epsilon_with_finite_mse(quick):
             assert number(r["mse"]) > 0
 
 
+@pytest.mark.slow
 def test_analytic_beats_classical_and_denoisers_beat_raw_at_small_eps(quick):
     out, _, _ = quick
     rows = read_rows(out)
@@ -100,6 +102,7 @@ def test_analytic_beats_classical_and_denoisers_beat_raw_at_small_eps(quick):
             assert mse[(ds, w, e, m)] < 0.1 * mse[(ds, w, e, "analytic")]
 
 
+@pytest.mark.slow
 def test_true_mass_is_the_number_of_kept_trips_and_drops_are_counted(quick):
     out, _, _ = quick
     for r in read_rows(out):
@@ -119,6 +122,7 @@ def test_true_mass_is_the_number_of_kept_trips_and_drops_are_counted(quick):
             assert float(r["resample_bandwidth_m"]) in taxi_resample.BANDWIDTH_GRID_M
 
 
+@pytest.mark.slow
 def test_resampled_trips_are_reproducible_from_the_seed():
     a = fig4.resampled_trips(fig4.SUN10, 0)
     b = fig4.resampled_trips(fig4.SUN10, 0)

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import math
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -16,6 +14,8 @@ from dpgauss.experiments import REGISTRY, load_figure, run
 from dpgauss.experiments.plotting import MatplotlibMissingError
 from dpgauss.experiments.runner import ProgressBar, point_seed, resolve_figures
 
+from ..helpers import csv_number as number
+from ..helpers import read_csv
 from .conftest import FIGURES
 
 STEMS = {
@@ -32,20 +32,13 @@ def quick(quick_all):
     return quick_all
 
 
-def read_csv(path: Path) -> list[dict[str, str]]:
-    with open(path, newline="", encoding="utf-8") as fh:
-        return list(csv.DictReader(fh))
-
-
-def number(text: str) -> float:
-    return math.nan if text == "" else float(text)
-
-
+@pytest.mark.slow
 def test_quick_run_is_fast(quick):
     _, _, seconds = quick
     assert seconds < 120.0  # the issue: the whole quick set in under 2 minutes on 2 cores
 
 
+@pytest.mark.slow
 def test_every_figure_writes_csv_json_and_summary_line(quick):
     out, report, _ = quick
     assert [r.figure.number for r in report.results] == list(FIGURES)
@@ -63,6 +56,7 @@ def test_every_figure_writes_csv_json_and_summary_line(quick):
         assert data["headline"] in headline_lines[0]
 
 
+@pytest.mark.slow
 def test_pngs(quick):
     pytest.importorskip("matplotlib")
     out, _, _ = quick
@@ -87,6 +81,7 @@ def exact_sigma_ratio(epsilon: float, delta: float) -> float:
         return float(classical / sigma)
 
 
+@pytest.mark.slow
 def test_sigma_ratio_at_eps1_delta1e5_is_exact(quick):
     out, report, _ = quick
     rows = read_csv(out / "fig1_calibration.csv")
@@ -98,6 +93,7 @@ def test_sigma_ratio_at_eps1_delta1e5_is_exact(quick):
     assert abs(fig1.numbers["sigma_ratio_eps1_delta1e-05"] - exact) < 1e-8
 
 
+@pytest.mark.slow
 def test_fig1_claim_14_is_checked_not_assumed(quick):
     out, _, _ = quick
     rows = read_csv(out / "fig1_calibration.csv")
@@ -108,6 +104,7 @@ def test_fig1_claim_14_is_checked_not_assumed(quick):
     assert claim["verdict"] == "disagrees"
 
 
+@pytest.mark.slow
 def test_fig1_curves_are_consistent(quick):
     out, _, _ = quick
     for r in read_csv(out / "fig1_calibration.csv"):
@@ -124,6 +121,7 @@ def test_fig1_curves_are_consistent(quick):
             assert analytic >= bound
 
 
+@pytest.mark.slow
 def test_james_stein_beats_analytic_tenfold_at_eps001_d1000(quick):
     out, _, _ = quick
     rows = read_csv(out / "fig2_mean_estimation.csv")
@@ -136,6 +134,7 @@ def test_james_stein_beats_analytic_tenfold_at_eps001_d1000(quick):
     assert mse["analytic"] < mse["classical"] < mse["laplace"]
 
 
+@pytest.mark.slow
 def test_mean_estimation_rows_are_complete(quick):
     out, _, _ = quick
     rows = read_csv(out / "fig2_mean_estimation.csv")
@@ -161,6 +160,7 @@ def test_mean_estimation_rows_are_complete(quick):
             assert ratio == pytest.approx(sigma_ratio**2, rel=1e-9)
 
 
+@pytest.mark.slow
 def test_histogram_sensitivities_and_sparsity(quick):
     out, _, _ = quick
     rows = read_csv(out / "fig3_sparse_histograms.csv")
@@ -171,6 +171,7 @@ def test_histogram_sensitivities_and_sparsity(quick):
         assert float(r["mean_nonzero_bins"]) < 20  # Dirichlet(1/d): a handful of bins
 
 
+@pytest.mark.slow
 def test_results_do_not_depend_on_jobs(quick, tmp_path):
     out, _, _ = quick
     run(["3", "1"], quick=True, out=tmp_path, seed=0, jobs=1, progress=False, plots=False)
@@ -222,6 +223,7 @@ def _parser():
     return parser
 
 
+@pytest.mark.slow
 def test_cli_parser(tmp_path, capsys):
     parser = _parser()
     args = parser.parse_args(

@@ -112,6 +112,7 @@ def test_choose_grid_rule():
 # ---------------------------------------------------------------------- the noise law
 
 
+@pytest.mark.slow
 def test_secure_gaussian_lattice_noise_has_the_discrete_gaussian_law():
     """Seeded Generator (test hook): (release/γ − round(values/γ)) ~ N_Z(0, σ_L²)."""
     n = 200_000
@@ -155,6 +156,7 @@ def test_laplace_lattice_is_epsilon_dp_by_construction():
     assert t == math.ceil(Fraction(sens_lattice) / Fraction(0.7))
 
 
+@pytest.mark.slow
 def test_lattice_sigma_is_certified_and_within_one_percent():
     for dim in (1, 100, 10**4, 10**6):
         sigma_l, grid = lattice_sigma(1.0, 1e-6, 1.0, dim)
@@ -223,6 +225,7 @@ def test_discrete_gaussian_half_width_is_exact(sigma, level, rounded):
     assert DiscreteGaussianNoise(sigma, 1.0, rounded).half_width(level) == want
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("scale", [0.5, 2.0, 7.0])
 @pytest.mark.parametrize("level", [0.3, 0.9, 0.99])
 @pytest.mark.parametrize("rounded", [False, True])

@@ -191,6 +191,7 @@ def test_secure_release_keeps_shapes_and_types():
 # ------------------------------------------------------------------ DiscreteGaussianMechanism
 
 
+@pytest.mark.slow
 def test_discrete_gaussian_mechanism_sigma():
     from dpgauss.noise.mechanisms import DiscreteGaussianMechanism
     from dpgauss.privacy import discrete_gaussian_sigma

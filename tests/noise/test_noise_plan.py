@@ -32,6 +32,7 @@ def _same(plan: NoisePlan, rel: object) -> None:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", [(), (1,), (7,), (10, 30), (2000,)])
 @pytest.mark.parametrize("sens", [1.0, 5.0])
 def test_the_plan_is_the_law_of_a_real_release(shape, sens):

@@ -134,6 +134,7 @@ def test_kov_never_worse_than_basic():
         assert kov_delta(eps0, d0, k, k * eps0) <= k * d0 * (1 + 1e-12)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [1, 10, 100])
 def test_exact_needs_least_noise(k):
     sig = {m: composed_sigma(m, k, 1.0, 1e-6) for m in METHODS}

@@ -70,6 +70,7 @@ def assert_mu_ok(eps: float, delta: float, mu: object) -> None:
 # ---------------------------------------------------------------------------- properties
 
 
+@pytest.mark.slow
 @settings(deadline=None, max_examples=150)
 @given(eps=EPS, delta=DELTA, sens=SENS)
 def test_analytic_sigma_exact_and_safe(eps, delta, sens):

@@ -58,6 +58,7 @@ def _ref_d(t: float, mu: float) -> object:
 # ------------------------------------------------------------------- midpoint series
 
 
+@pytest.mark.slow
 @settings(deadline=None, max_examples=300)
 @given(
     m=st.one_of(st.floats(-1.0, 29.99), st.floats(-3.0, math.log10(29.99)).map(lambda e: 10**e)),
@@ -148,6 +149,7 @@ def test_direct_kernel_within_the_error_bound_across_its_branch(t, ratio):
     assert _check_in_bound(mu, mu * t + 0.5 * mu * mu) == "direct"
 
 
+@pytest.mark.slow
 @settings(deadline=None, max_examples=200)
 @given(
     delta=st.floats(-300.0, math.log10(0.5)).map(lambda e: 10**e),
@@ -209,6 +211,7 @@ def _tiled(values: list[tuple[float, float]]) -> tuple[np.ndarray, np.ndarray]:
     return arr[:, 0].copy(), arr[:, 1].copy()
 
 
+@pytest.mark.slow
 def test_large_call_at_the_extremes_is_safe_and_accurate():
     points = [(e, d) for e in EPS_EXTREMES for d in DELTA_EXTREMES]
     eps, delta = _tiled(points)

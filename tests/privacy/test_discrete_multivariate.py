@@ -121,6 +121,7 @@ def exact_shift_delta(sigma: float, eps: float, shift: tuple[int, ...]) -> float
     return float(np.sum(pw * np.clip(-np.expm1(eps - loss), 0.0, None)))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sigma", [0.6, 1.0, 1.7, 3.0, 4.5, 9.0])
 @pytest.mark.parametrize("eps", [0.0, 0.3, 1.0, 3.0])
 def test_bounds_dominate_the_exact_multivariate_profile(sigma, eps):
@@ -163,6 +164,7 @@ def test_integer_shift_bound_is_exact():
 # ------------------------------------------------------------------------------ calibration
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sens", [2.0, 3.0, 50.0])
 @pytest.mark.parametrize("dim", [2, 100, 10**6])
 def test_bounds_decrease_in_sigma(sens, dim):

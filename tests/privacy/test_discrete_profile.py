@@ -100,6 +100,7 @@ def test_monotone_in_sensitivity():
             assert np.all(np.diff(values) >= 0)
 
 
+@pytest.mark.slow
 def test_epsilon_zero_is_monotone_in_sigma():
     """Why calibration may skip the pocket scan at ε = 0."""
     grid = np.linspace(0.05, 50.0, 5000)
@@ -160,6 +161,7 @@ def test_sigma_issue_value():
     assert discrete_gaussian_delta(sigma, 1.0) <= 2.18e-4
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("eps", "delta", "sens"),
     [(1.0, 1e-6, 1), (0.5, 1e-5, 1), (0.1, 1e-10, 1), (3.0, 1e-4, 3), (0.0, 1e-3, 2)],
@@ -170,6 +172,7 @@ def test_sigma_is_safe_and_locally_smallest(eps, delta, sens):
     assert ref_delta(sigma * (1 - 1e-9), eps, sens) > delta
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("eps", "delta", "sens"),
     [

@@ -47,6 +47,7 @@ SENS = st.one_of(st.sampled_from([1.0, 5.0, SQRT2_UP, 3.0, math.sqrt(5.0)]), log
 # ------------------------------------------------------------------- continuous noise
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(EPS, DELTA, SENS)
 def test_continuous_charge_fits_its_own_budget(eps, delta, sens):
@@ -80,6 +81,7 @@ def _lattice(eps: float, delta: float, sens: float, d: int) -> float:
     return lattice_sensitivity(sens, grid, d)
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)  # ~0.3 s each (up to 2 s for d = 1 and small ε)
 @given(EPS, DELTA, st.sampled_from([1.0, 5.0, SQRT2_UP, 37.5]), DIM)
 @example(0.001, 0.1, SQRT2_UP, 1)  # found by hypothesis: the loosest case seen
@@ -105,6 +107,7 @@ def test_fitted_lattice_sigma_fits_and_stays_certified(eps, delta, sens, d):
     assert float(ref_delta(mu_c, eps)) <= delta * (1 + 1e-12)  # μ_c-GDP ⇒ (ε, δ)-DP
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sens", [1.0, 5.0])
 @pytest.mark.parametrize("d", [1, 100, 10**4, 10**6])
 def test_the_cost_of_fitting_the_lattice_law_at_1_1e6(sens, d):
@@ -128,6 +131,7 @@ def test_the_cost_of_fitting_small_discrete_sigmas_at_1_1e6(sens, d, cost):
     assert discrete_gaussian_vector_mu(sigma, sens, d) <= gdp_mu(1.0, 1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sigma", [0.6, 1.0, 4.23, 30.0])
 @pytest.mark.parametrize(("sens", "d"), [(1.0, 1), (1.0, 1000), (3.0, 1)])
 def test_the_charge_profile_bounds_the_exact_profile_and_decreases(sigma, sens, d):

@@ -97,6 +97,7 @@ def assert_epsilon_ok(value: object, mu: object, delta: float, label: str) -> No
 # ---------------------------------------------------------------------------- properties
 
 
+@pytest.mark.slow
 @settings(deadline=None, max_examples=150)
 @given(mu=MU, eps=EPS, sens=SENS)
 def test_gaussian_delta_rounded_up_and_accurate(mu, eps, sens):
@@ -147,6 +148,7 @@ def test_log_delta_with_a_subnormal_tail_is_rounded_up(mu, ratio):
         assert value >= exact and value <= 0.0
 
 
+@pytest.mark.slow
 @settings(deadline=None, max_examples=120)
 @given(mu=MU, delta=DELTA, sens=SENS)
 def test_gaussian_epsilon_never_too_small_and_accurate(mu, delta, sens):

@@ -48,6 +48,7 @@ def test_eps_zero_is_erf(mu):
     assert rel_err(ref_delta(mu, 0), expected) < mpf(10) ** (-DPS + 2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("mu", "eps"),
     [
@@ -144,6 +145,7 @@ def test_epsilon_is_smallest(mu, delta):
         assert ref_delta(mu, 0) <= delta
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("mu", "delta"), [(1e-300, 1e-310), (1e-300, 1e-301), (1e-200, 1e-250)])
 def test_epsilon_is_smallest_for_tiny_answers(mu, delta):
     # eps* ~ 1e-300: the root finder must work in relative terms

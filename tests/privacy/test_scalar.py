@@ -41,6 +41,7 @@ def test_erfcx_to_a_few_ulps(x):
     assert err <= 2e-15, f"erfcx({x!r}) relative error {float(err):.3e}"
 
 
+@pytest.mark.slow
 @settings(deadline=None, max_examples=300)
 @given(mu=MU, eps=EPS)
 def test_kernel_within_its_error_bound(mu, eps):
@@ -59,6 +60,7 @@ def test_kernel_within_its_error_bound(mu, eps):
     )
 
 
+@pytest.mark.slow
 @settings(deadline=None, max_examples=150)
 @given(eps=EPS, delta=DELTA, sens=SENS)
 def test_scalar_and_vector_paths_agree_and_are_both_safe(eps, delta, sens):

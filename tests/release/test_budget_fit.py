@@ -36,6 +36,9 @@ from .test_spec import EXAMPLE
 
 duckdb = pytest.importorskip("duckdb")
 
+# Every test here runs releases or the CLI many times over (two minutes in all): CI only.
+pytestmark = pytest.mark.slow
+
 
 def spec(
     d: int,

@@ -29,6 +29,7 @@ def _col(table: dict[str, list[str]], name: str) -> np.ndarray:
     return np.array([float(v) for v in table[name]])
 
 
+@pytest.mark.slow
 def test_a_dpgauss_chain_release_is_reproduced(tmp_path: Path) -> None:
     """Denoising a release's ``released`` column with its method and structure gives its
     ``denoised`` column."""
@@ -54,6 +55,7 @@ def test_a_dpgauss_chain_release_is_reproduced(tmp_path: Path) -> None:
     assert "costs no privacy" in report["privacy"]
 
 
+@pytest.mark.slow
 def test_a_dpgauss_grid_release_is_reproduced(tmp_path: Path) -> None:
     r = records(tmp_path, n=6000, seed=2)
     spec = make_spec(

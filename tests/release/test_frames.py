@@ -18,7 +18,7 @@ from dpgauss.release.engines.duckdb import DuckDBEngine  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 
-from .test_pipeline import charges, make_ledger  # noqa: E402
+from ..helpers import charges, make_ledger  # noqa: E402
 
 TYPES = {"uid": "int64", "zone": "int64"}
 SPEC = {
@@ -36,6 +36,7 @@ def frame(n: int = 2000, seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame({"uid": np.repeat(np.arange(n // 2), 2), "zone": rng.integers(0, 6, n)})
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["pandas", "arrow"])
 def test_a_frame_releases_what_its_parquet_file_releases(
     tmp_path: Path, kind: str, zero_noise
@@ -100,6 +101,7 @@ def test_the_engine_scans_a_registered_frame_in_place() -> None:
     assert agg.counts.sum() == (df.zone.between(1, 4)).sum()
 
 
+@pytest.mark.slow
 def test_the_documented_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """docs/release.md, "Records from Python": the block runs as written."""
     pytest.importorskip("shapely")
@@ -126,6 +128,7 @@ def test_a_polars_frame(tmp_path: Path, zero_noise) -> None:
         release_frame(bad, dict(SPEC), out=tmp_path / "p.csv", ledger=ledger)
 
 
+@pytest.mark.slow
 def test_categorical_columns_are_read_as_their_text(tmp_path: Path, zero_noise) -> None:
     """A pandas categorical (a DuckDB ENUM) is read as the text of each value, like a CSV
     field: string keys, numeric keys and timestamps all match (it used to be invalid for every
@@ -174,6 +177,7 @@ class _NoText:
         raise RuntimeError("SSN 123-45-6789")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "hostile",
     ["\ud800 lone surrogate", 10**5000, _NoText(), "ok"],

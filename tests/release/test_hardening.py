@@ -91,6 +91,7 @@ def test_an_insecure_release_says_so_everywhere_and_hides_its_seed(
 # ------------------------------------------------- finding 7: published vs confidential
 
 
+@pytest.mark.slow
 def test_the_published_report_holds_no_counter_timing_or_path(tmp_path: Path) -> None:
     src, truth = small_release_data(tmp_path)
     ledger = make_ledger(tmp_path)
@@ -124,6 +125,7 @@ def test_the_published_report_holds_no_counter_timing_or_path(tmp_path: Path) ->
     assert diag["paths"]["ledger"] == str(ledger.absolute()) and "timing" in diag
 
 
+@pytest.mark.slow
 def test_denoising_time_and_share_go_to_the_diagnostics_only(tmp_path: Path) -> None:
     """``auto``'s seconds per candidate and the release's denoising time and share are
     confidential: in the diagnostics, never in the published report."""
@@ -377,6 +379,7 @@ _KILLER = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("step", "state"),
     [
@@ -425,6 +428,7 @@ def test_sigkill_at_each_step_leaves_nothing_or_everything(
 # ------------------------------------------- finding 6: a total function of the data
 
 
+@pytest.mark.slow
 def test_the_shape_and_messages_of_a_release_do_not_depend_on_the_records(tmp_path: Path) -> None:
     """Two neighbouring sources, one with every kind of unusable row: the same files, the
     same columns, the same summary lines (up to the noisy numbers)."""

@@ -443,6 +443,7 @@ print(won, flush=True)
 """
 
 
+@pytest.mark.slow
 def test_eight_processes_race_for_a_budget_of_exactly_ten(path: Path, tmp_path: Path):
     # μ per release just below μ_B/√10: ten fit with a relative slack of 2e-9, eleven do not.
     sigma = math.sqrt(10.0) / MU_B * (1.0 + 1e-9)
@@ -492,6 +493,7 @@ except LedgerError as exc:
 """
 
 
+@pytest.mark.slow
 def test_processes_race_to_create_the_same_ledger(path: Path, tmp_path: Path):
     go = tmp_path / "go"
     procs = [_spawn(CREATE_WORKER, str(path), str(go)) for _ in range(4)]
@@ -533,6 +535,7 @@ print("committed", flush=True)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
 def test_sigkill_inside_a_charge_leaves_no_trace(path: Path):
     with Ledger(path) as led:
@@ -576,6 +579,7 @@ while True:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs POSIX signals")
 def test_sigkill_at_random_moments_keeps_the_ledger_consistent(path: Path):
     with Ledger(path) as led:

@@ -1677,6 +1677,7 @@ def duck_connection():
 _COUNTER = itertools.count()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("combo", _combos())
 def test_neighbouring_datasets(combo, request, tmp_path_factory, duck_connection, fuzz_pairs):
     engine_name, source, feature = combo
@@ -1776,6 +1777,7 @@ def test_a_nan_in_the_filter_column_is_classified_by_its_own_row(tmp_path: Path)
 # cannot find (it needs two records of one unit whose priorities agree in their top bits).
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fast_path", [True, False], ids=["fast", "general"])
 def test_a_units_sample_does_not_depend_on_the_id_span(tmp_path: Path, fast_path: bool) -> None:
     """The fast path sorts ``(unit − min) << pb | (p >> (ub + kb)) << kb | key`` with ``ub``

@@ -93,6 +93,7 @@ def test_each_unit_keeps_min_of_its_records_and_b(tmp_path: Path) -> None:
     check_each_unit_keeps_min_of_its_records_and_b(tmp_path, ENGINE)
 
 
+@pytest.mark.slow
 def test_a_unit_with_a_million_records_keeps_its_bound(tmp_path: Path) -> None:
     rng = np.random.default_rng(2)
     heavy = 10**6
@@ -165,6 +166,7 @@ def test_selection_is_uniform_over_subsets(tmp_path: Path) -> None:
     check_selection_is_uniform_over_subsets(tmp_path, ENGINE)
 
 
+@pytest.mark.slow
 def test_the_salt_mixes_a_fixed_units_order(tmp_path: Path) -> None:
     # One unit, 4 records, 150 salts.  A salt that only enters DuckDB's linear hash combine
     # would keep the same 2 of the 6 pairs for every salt.
@@ -209,10 +211,12 @@ def check_a_units_choice_depends_on_its_own_records_only(
         assert with_others.counts[:10].sum() == 5
 
 
+@pytest.mark.slow
 def test_a_units_choice_depends_on_its_own_records_only(tmp_path: Path) -> None:
     check_a_units_choice_depends_on_its_own_records_only(tmp_path, ENGINE, (1, 99, 2**63 + 5))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("uid_type", "offset"),
     [
@@ -302,6 +306,7 @@ def test_malformed_rows_are_dropped_and_counted(malformed: Path) -> None:
     assert agg.sums.tolist() == [30.0, 30.0, 100.0]  # 1000 clamped to 100
 
 
+@pytest.mark.slow
 def test_graph_coordinates_out_of_range(malformed: Path) -> None:
     spec = make_spec(
         malformed,
@@ -323,6 +328,7 @@ def test_graph_coordinates_out_of_range(malformed: Path) -> None:
     assert bounded_aggregate(spec, engine=ENGINE).rows.invalid_domain == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("table", "key"),
     [
@@ -386,6 +392,7 @@ def small_release_data(tmp_path: Path) -> tuple[Path, np.ndarray]:
     return src, np.bincount(key, minlength=10).astype(float)
 
 
+@pytest.mark.slow
 def test_release_writes_the_exact_aggregate_with_the_hook(tmp_path: Path, zero_noise) -> None:
     src, truth = small_release_data(tmp_path)
     ledger = make_ledger(tmp_path)
@@ -432,6 +439,7 @@ def test_release_writes_the_exact_aggregate_with_the_hook(tmp_path: Path, zero_n
         assert (tmp_path / "release.csv.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow
 def test_a_real_release_is_noisy_and_charged(tmp_path: Path) -> None:
     src, truth = small_release_data(tmp_path)
     ledger = make_ledger(tmp_path)
@@ -475,6 +483,7 @@ def test_budget_is_checked_before_any_data_is_read(tmp_path: Path) -> None:
         run_release(spec, out=tmp_path / "o.csv", ledger=tmp_path / "none.sqlite", engine=ENGINE)
 
 
+@pytest.mark.slow
 def test_existing_output_is_refused_before_charging(tmp_path: Path) -> None:
     src, _ = small_release_data(tmp_path)
     ledger = make_ledger(tmp_path)
@@ -508,6 +517,7 @@ def test_source_errors_are_one_line_and_free(tmp_path: Path) -> None:
     assert charges(ledger) == 0
 
 
+@pytest.mark.slow
 def test_parquet_output_and_glob_source(tmp_path: Path, zero_noise) -> None:
     src, truth = small_release_data(tmp_path)
     table = pq.read_table(src)
@@ -526,6 +536,7 @@ def test_parquet_output_and_glob_source(tmp_path: Path, zero_noise) -> None:
     assert res.report["output"]["format"] == "parquet"
 
 
+@pytest.mark.slow
 def test_sum_and_mean(tmp_path: Path, zero_noise) -> None:
     src, _ = small_release_data(tmp_path)
     t = pq.read_table(src)
@@ -561,6 +572,7 @@ def test_sum_and_mean(tmp_path: Path, zero_noise) -> None:
     assert s["l2"] == pytest.approx(math.sqrt(2))
 
 
+@pytest.mark.slow
 def test_seeded_experiments_are_reproducible(tmp_path: Path) -> None:
     src, _ = small_release_data(tmp_path)
     priv = {"epsilon": 1.0, "delta": 1e-6, "dataset": "d", "secure": False, "seed": 11}
@@ -574,6 +586,7 @@ def test_seeded_experiments_are_reproducible(tmp_path: Path) -> None:
     assert a.report["privacy"]["sigma"] == pytest.approx(a.report["privacy"]["analytic_sigma"])
 
 
+@pytest.mark.slow
 def test_sigma_instead_of_epsilon(tmp_path: Path) -> None:
     src, _ = small_release_data(tmp_path)
     priv = {"sigma": 40.0, "delta": 1e-6, "dataset": "d", "secure": False}
@@ -645,6 +658,7 @@ def test_record_columns(tmp_path: Path) -> None:
 # --------------------------------------------------------------------- the example
 
 
+@pytest.mark.slow
 def test_the_taxi_example(tmp_path: Path, zero_noise) -> None:
     spec = load_spec(EXAMPLE)
     data = spec.to_dict()
@@ -724,6 +738,7 @@ method = "{method}"
     return path
 
 
+@pytest.mark.slow
 def test_cli(tmp_path: Path) -> None:
     src, _ = small_release_data(tmp_path)
     ledger = make_ledger(tmp_path)
@@ -770,6 +785,7 @@ def test_spec_copy_is_not_shared() -> None:
     assert ReleaseSpec.from_dict(d).bounds.max_records_per_unit == 5
 
 
+@pytest.mark.slow
 def test_progress_lines_name_each_step(tmp_path: Path) -> None:
     import io
 
@@ -788,6 +804,7 @@ def test_progress_lines_name_each_step(tmp_path: Path) -> None:
     assert not any(ch.isdigit() for line in lines for ch in line)  # no timings, no counts
 
 
+@pytest.mark.slow
 def test_one_null_id_row_changes_no_units_sample(tmp_path: Path) -> None:
     """Finding 4 of the hardening issue: string ids from Parquet were hashed only when the
     hash was injective on the whole source (NULL included), so one NULL-id row flipped the
@@ -813,6 +830,7 @@ def test_one_null_id_row_changes_no_units_sample(tmp_path: Path) -> None:
         assert b.rows.null_unit == 1
 
 
+@pytest.mark.slow
 def test_fast_path_keeps_exactly_the_general_paths_records(tmp_path: Path) -> None:
     """The one-key fast path (integer ids, count, b only) sorts by the general path's own
     priority: the same records for every salt, whatever the span of the ids (it used to
@@ -851,6 +869,7 @@ def assert_cli_refuses_uncharged(
     assert not out.exists() and charges(ledger) == 0
 
 
+@pytest.mark.slow
 def test_the_denoised_values_come_with_intervals(tmp_path: Path) -> None:
     """[denoised_lower, denoised_upper] holds the denoised value; a seeded experiment
     reproduces them; the report and its text say how wide they are."""
@@ -873,6 +892,7 @@ def test_the_denoised_values_come_with_intervals(tmp_path: Path) -> None:
     assert den["estimated_error_upper95"] > 0 and den["rmse_per_key_upper95"] > 0
 
 
+@pytest.mark.slow
 def test_a_mean_release_has_denoised_intervals_within_the_bounds(tmp_path: Path) -> None:
     src, _ = small_release_data(tmp_path)
     spec = make_spec(

@@ -13,7 +13,7 @@ from dpgauss.release import pipeline
 from dpgauss.release.report import BELOW_RESOLUTION, error_fields, rmse_text
 from dpgauss.release.spec import ReleaseSpec
 
-from .test_pipeline import make_ledger
+from ..helpers import make_ledger
 
 
 @pytest.mark.parametrize("risk", [-18006.0, -1e-300, 0.0, 1e-3, float("nan")])
@@ -37,6 +37,7 @@ def test_sure_above_its_resolution_is_the_estimate() -> None:
     assert error_fields(9.01, 900.0, 100)["estimated_error"] == 9.01
 
 
+@pytest.mark.slow
 def test_a_flat_release_reports_no_zero_error(tmp_path: Path) -> None:
     """James–Stein toward 0 on an empty map: SURE far below its resolution (often < 0).
     The report publishes the bound and the reason, never ``rmse_per_key: 0``."""

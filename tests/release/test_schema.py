@@ -26,7 +26,7 @@ from dpgauss.release.frames import _scannable  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 
-from .test_pipeline import charges, make_ledger  # noqa: E402
+from ..helpers import charges, make_ledger  # noqa: E402
 
 BIG = 2**53
 
@@ -88,6 +88,7 @@ def test_an_empty_key_that_widens_the_column_to_float_is_refused(tmp_path: Path)
     assert a.tolist() == [0, 200] and b.tolist() == [0, 200]  # eve has no key: no row
 
 
+@pytest.mark.slow
 def test_an_empty_id_cannot_merge_other_units(tmp_path: Path) -> None:
     """Finding 1, second measure: one row with an empty id made ``uid`` float64 and merged
     ids 2⁵³+2j and 2⁵³+2j+1 (200 units became 101: 57.5 Δ)."""
@@ -103,6 +104,7 @@ def test_an_empty_id_cannot_merge_other_units(tmp_path: Path) -> None:
         assert _counts(pd.read_csv(eve, dtype=dtype), spec).tolist() == [200]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("salt", [1, 2, 3])
 def test_one_text_id_does_not_redraw_every_units_records(tmp_path: Path, salt: int) -> None:
     """Finding 1, third measure: one text id among integer ids turned ``uid`` into text, so
@@ -123,6 +125,7 @@ def test_one_text_id_does_not_redraw_every_units_records(tmp_path: Path, salt: i
     assert np.abs(a - b).sum() == 1
 
 
+@pytest.mark.slow
 def test_an_undeclared_column_never_moves_a_record(tmp_path: Path) -> None:
     """A column the spec does not declare is not read: not in the record's hashed content
     (a categorical ``note`` whose codes one new value shifts, issue #25 finding 2)."""
@@ -218,6 +221,7 @@ def test_a_dict_spec_may_leave_the_table_out(tmp_path: Path, zero_noise) -> None
     assert res.columns["released"].tolist() == [2.0, 1.0]
 
 
+@pytest.mark.slow
 def test_parquet_and_csv_sources_take_types(tmp_path: Path) -> None:
     """Allowed for every source: a Parquet file's float id column declared int64 is refused;
     a CSV's text ids declared int64 are integers (``01`` and ``1`` one unit)."""

@@ -63,6 +63,7 @@ def brute_force(b, k, c, d) -> float:
     return math.sqrt(best)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("b", "k", "c", "d"),
     [

@@ -113,6 +113,7 @@ def test_defaults() -> None:
     assert near.effective_cutoff == 150.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("changes", "message"),
     [

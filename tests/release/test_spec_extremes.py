@@ -229,6 +229,7 @@ def test_every_numeric_key_validates_or_names_itself(tables: dict, outcome: obje
 # ------------------------------------------------------------------ exact range bins
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("start", "stop", "step", "exact", "size"),
     [
@@ -362,6 +363,7 @@ def charges(workdir: Path) -> int:
         return led.remaining("d").charges
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("tables", "words"),
     [
@@ -410,6 +412,7 @@ def test_extreme_specs_end_to_end_are_one_line_errors(workdir: Path, capsys, tab
     assert charges(workdir) == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "tables",
     [
@@ -448,6 +451,7 @@ def test_sigma_above_the_zero_epsilon_noise_is_kept(workdir: Path, capsys) -> No
     assert cal.mechanism.epsilon == 0.0 and cal.mechanism.delta < 1e-6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "domain",
     [

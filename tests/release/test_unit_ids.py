@@ -41,7 +41,7 @@ from dpgauss.release.engines.duckdb import DuckDBEngine  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 
-from .test_pipeline import charges, make_ledger  # noqa: E402
+from ..helpers import charges, make_ledger  # noqa: E402
 
 UNITS, PER_UNIT = 200, 3
 NAN, INF = float("nan"), float("inf")
@@ -112,6 +112,7 @@ def assert_only_eve_changes(base: Aggregate, more: Aggregate) -> None:
 # ---------------------------------------------------------------- finding 2: ENUM columns
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("record_columns", [None, ["note"]], ids=["all-columns", "named"])
 def test_a_categorical_column_never_named_is_hashed_by_its_text(
     record_columns: list[str] | None,
@@ -195,6 +196,7 @@ def fixed_salt(monkeypatch: pytest.MonkeyPatch) -> None:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("fixed_salt")
 def test_a_frame_release_with_a_categorical_unit(tmp_path: Path, zero_noise) -> None:
     """Through ``release_frame`` (declared types: the unit read as text, value by value)."""
@@ -256,11 +258,13 @@ def duckdb_float_aggregate(kind: str, tmp_path: Path) -> Any:
     return aggregate
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["pandas", "arrow", "parquet"])
 def test_non_finite_float_ids_are_no_unit(kind: str, tmp_path: Path) -> None:
     check_non_finite_ids(duckdb_float_aggregate(kind, tmp_path))
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("fixed_salt")
 def test_non_finite_float_ids_through_a_frame_release(tmp_path: Path, zero_noise) -> None:
     """Declared float64 ids (``release_frame``): the same rule."""

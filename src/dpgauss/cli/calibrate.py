@@ -26,7 +26,7 @@ __all__ = ["add_calibrate_parser", "add_profile_parser"]
 def _classical_or_none(epsilon: float, delta: float, sensitivity: float) -> float | None:
     if not 0.0 < epsilon < 1.0:
         return None
-    return classical_gaussian_sigma(epsilon, delta, sensitivity)
+    return float(classical_gaussian_sigma(epsilon, delta, sensitivity))
 
 
 def _calibrate(args: argparse.Namespace) -> str:

@@ -528,7 +528,7 @@ def _screen_trend_filter(
                 sigma,
                 g,
                 order=order,
-                lam=np.concatenate([[lam_max], grid[pick]]),
+                lam=np.concatenate([[lam_max], grid[pick]]).tolist(),
                 max_iter=SCREEN_MAX_ITER,
             )
         probes += pick.size

@@ -83,10 +83,11 @@ def as_graph(graph: object, n: int) -> Graph:
             raise ValueError(f"graph has {graph.n} nodes but the released vector has {n} entries")
         return graph
     if sp.issparse(graph):
-        if graph.shape != (n, n):
+        shape = graph.shape  # type: ignore[attr-defined]  # sp.issparse is no TypeGuard
+        if shape != (n, n):
             raise ValueError(
                 f"graph adjacency must be {n} x {n} to match the released vector; "
-                f"got {graph.shape[0]} x {graph.shape[1]}"
+                f"got {shape[0]} x {shape[1]}"
             )
         coo = sp.coo_matrix(graph)
         nz = coo.data != 0

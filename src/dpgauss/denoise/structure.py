@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
+from typing import TypeGuard
 
 import numpy as np
 
@@ -87,7 +88,7 @@ def _grid(value: object, n: int) -> tuple[int, ...]:
         raise TypeError(f"structure grid must be a tuple of 1 or 2 integers; got {value!r}")
     if isinstance(value, numbers.Integral):
         value = (value,)
-    shape = tuple(int(v) for v in value)  # type: ignore[union-attr]
+    shape = tuple(int(v) for v in value)
     if len(shape) not in (1, 2) or min(shape) < 2:
         raise ValueError(
             f"structure as a grid must have 1 or 2 axes of length at least 2; got {shape}"
@@ -97,7 +98,7 @@ def _grid(value: object, n: int) -> tuple[int, ...]:
     return shape
 
 
-def _is_grid(value: object) -> bool:
+def _is_grid(value: object) -> TypeGuard[numbers.Integral | tuple | list]:
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
         return True
     return (

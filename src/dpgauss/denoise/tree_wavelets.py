@@ -182,7 +182,7 @@ def _resolve_graph(graph: object, n: int | None) -> Graph:
     if isinstance(graph, Graph):
         return graph
     if sp.issparse(graph):
-        return as_graph(graph, int(graph.shape[0]))
+        return as_graph(graph, int(graph.shape[0]))  # type: ignore[attr-defined]
     if type(graph).__module__.startswith("networkx"):
         return as_graph(graph, graph.number_of_nodes())  # type: ignore[attr-defined]
     raise TypeError(

@@ -197,8 +197,8 @@ def _derived_seed(run_seed: int, what: str) -> np.random.SeedSequence:
 
 @functools.lru_cache(maxsize=4)
 def _density(window: Window) -> taxi_resample.TripDensity:
-    graph = _domain().node_lat, _domain().node_lon
-    return taxi_resample.fit_trip_density(load_trips(), window.start, window.stop, *graph)
+    lat, lon, _ = _junctions()
+    return taxi_resample.fit_trip_density(load_trips(), window.start, window.stop, lat, lon)
 
 
 def resampled_trips(window: Window, run_seed: int) -> dict[str, np.ndarray]:
@@ -210,6 +210,13 @@ def resampled_trips(window: Window, run_seed: int) -> dict[str, np.ndarray]:
 @functools.lru_cache(maxsize=1)
 def _domain() -> KeyDomain:
     return resolve_domain(taxi_spec({"bundled": "trips"}, WHOLE, "pickup"))
+
+
+def _junctions() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The latitudes, longitudes and edges of the junctions (a graph domain: all set)."""
+    dom = _domain()
+    assert dom.node_lat is not None and dom.node_lon is not None and dom.edges is not None
+    return dom.node_lat, dom.node_lon, dom.edges
 
 
 @functools.lru_cache(maxsize=1)
@@ -553,8 +560,8 @@ def summarize(rows: list[dict[str, Any]]) -> Summary:
 
     # 3. Soft thresholding a little worse than nothing for ε > 5.
     soft = {c: mse[(*c, hi)]["analytic+soft"] / mse[(*c, hi)]["analytic"] for c in configs}
-    for c, v in soft.items():
-        numbers[f"soft_over_analytic_eps{hi:g}_{tag(c)}"] = v
+    for c, q in soft.items():
+        numbers[f"soft_over_analytic_eps{hi:g}_{tag(c)}"] = q
     claims.append(
         soft_claim(
             "in the low-privacy regime (ε > 5) soft thresholding performs a little worse "
@@ -679,7 +686,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> list[Path]:
 
     from ..heatmap import draw_graph_panels
 
-    dom = _domain()
+    lat, lon, edges = _junctions()
     written = []
     for r in rows:
         maps = r.get("_maps")
@@ -703,9 +710,9 @@ def plot(rows: list[dict[str, Any]], path: Path) -> list[Path]:
         out = path.with_name(f"{path.stem}_{r['dataset']}_{r['window']}_{r['kind']}.png")
         draw_graph_panels(
             out,
-            dom.node_lat,
-            dom.node_lon,
-            dom.edges,
+            lat,
+            lon,
+            edges,
             panels,
             label=f"{r['kind']}s per junction (kde mass)",
             title=f"Taxi {r['kind']}s, {_window_label(r['window'])}: {data}; "

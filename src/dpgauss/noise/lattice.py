@@ -173,7 +173,8 @@ def lattice_sigma(
     """
     d = max(int(dim), 1)
     if grid is None:
-        grid = choose_grid(analytic_gaussian_sigma(epsilon, delta, sensitivity), d, sensitivity)
+        sigma = float(analytic_gaussian_sigma(epsilon, delta, sensitivity))
+        grid = choose_grid(sigma, d, sensitivity)
     sens_lattice = lattice_sensitivity(sensitivity, grid, d)
     sigma_l = float(discrete_gaussian_gdp_sigma(epsilon, delta, sens_lattice, d))
     if not SIGMA_RANGE.contains(np.asarray(sigma_l)):

@@ -115,7 +115,7 @@ class GaussianMechanism:
         calibrate = (
             analytic_gaussian_sigma if calibration == "analytic" else classical_gaussian_sigma
         )
-        self.sigma: float = calibrate(self.epsilon, self.delta, self.sensitivity)
+        self.sigma: float = float(calibrate(self.epsilon, self.delta, self.sensitivity))
 
     def __repr__(self) -> str:
         return (
@@ -186,7 +186,7 @@ class LaplaceMechanism:
     def __init__(self, epsilon: float, l1_sensitivity: float) -> None:
         self.epsilon = _scalar(epsilon, "epsilon", POSITIVE)
         self.l1_sensitivity = _scalar(l1_sensitivity, "l1_sensitivity", POSITIVE)
-        self.scale: float = laplace_scale(self.epsilon, self.l1_sensitivity)
+        self.scale: float = float(laplace_scale(self.epsilon, self.l1_sensitivity))
         self.sigma = math.sqrt(2.0) * self.scale
 
     def __repr__(self) -> str:
@@ -276,7 +276,7 @@ def integer_values_array(values: object) -> tuple[np.ndarray, Any]:
     a finite integer or whose magnitude is 2^62 or more.
     """
     series = _is_series(values)
-    raw = values.to_numpy() if series else values
+    raw = values.to_numpy() if _is_series(values) else values
     if isinstance(raw, bool | np.bool_) or raw is None or isinstance(raw, str | bytes):
         raise TypeError(
             f"values must be an integer or an array of integers; got {type(raw).__name__}"

@@ -26,6 +26,7 @@ import os
 import secrets
 
 import numpy as np
+import numpy.typing as npt
 
 __all__ = ["RandomSource", "SecureRandom", "random_below", "random_bits", "resolve_rng"]
 
@@ -65,7 +66,7 @@ class SecureRandom:
         low: int | np.ndarray,
         high: int | np.ndarray | None = None,
         size: int | tuple[int, ...] | None = None,
-        dtype: object = np.int64,
+        dtype: npt.DTypeLike = np.int64,
     ) -> np.ndarray:
         """Uniform ``int64`` integers in ``[low, high)`` (``[0, low)`` if ``high`` is None).
 
@@ -82,7 +83,7 @@ class SecureRandom:
         shape = (
             np.broadcast_shapes(lo.shape, hi.shape)
             if size is None
-            else ((size,) if isinstance(size, numbers.Integral) else tuple(size))
+            else ((size,) if isinstance(size, int | numbers.Integral) else tuple(size))
         )
         lo, hi = np.broadcast_to(lo, shape), np.broadcast_to(hi, shape)
         if not np.all(hi > lo):

@@ -13,7 +13,7 @@ import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard
 
 import numpy as np
 from scipy.special import log_ndtr, ndtri
@@ -446,7 +446,7 @@ def _raw(values: Any) -> np.ndarray | float:
     return values
 
 
-def _is_series(values: Any) -> bool:
+def _is_series(values: object) -> TypeGuard[Any]:
     return type(values).__name__ == "Series" and hasattr(values, "index")
 
 

@@ -138,6 +138,7 @@ def test_order2_with_a_cycle_is_left_to_admm():
     check(y, edges, 30, 2, (0.5,))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("order", [1, 2])
 def test_sure_path_agrees_with_admm(order):
     n = 120

@@ -43,6 +43,7 @@ def check(n: int, tail, head, cap, s: int, t: int, tol: float = 0.0) -> None:
     assert np.all(net[inner] <= 1e-9 * scale)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(
     n=st.integers(2, 25),

@@ -182,6 +182,7 @@ def test_mincut_repairs_wrong_warm_starts():
         assert abs(p - objective(y, exact.beta, g.incidence, lam)) <= 1e-10 * p
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("solver", ["admm", pytest.param("exact", marks=NEEDS_NUMBA)])
 def test_manhattan_path_matches_the_exact_solver(solver):
     """On the pruned Manhattan junction graph the path's objective equals the reference

@@ -230,6 +230,7 @@ def test_face_solver_refactorises_when_cg_stalls(monkeypatch):
     assert faces.factorisations == 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("order", [1, 2])
 def test_reordered_factorisations_solve_every_rho(order):
     """One minimum-degree ordering serves every ρ: the solves of ``I + ρG`` (G the gram of

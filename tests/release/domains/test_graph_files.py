@@ -321,6 +321,7 @@ def graph_spec(src: Path, graph: Path, **domain: object) -> ReleaseSpec:
     )
 
 
+@pytest.mark.slow
 def test_a_graphml_release_keys_are_the_users_node_ids(tmp_path: Path, zero_noise) -> None:
     src, truth = records(tmp_path)
     spec = graph_spec(src, write_graphml(tmp_path / "city.graphml"))
@@ -337,6 +338,7 @@ def test_a_graphml_release_keys_are_the_users_node_ids(tmp_path: Path, zero_nois
     assert report["spec"]["domain"]["graph"] == "(local path: not published)"
 
 
+@pytest.mark.slow
 def test_a_disconnected_table_graph_with_text_ids(tmp_path: Path, zero_noise) -> None:
     src, truth = records(tmp_path)
     n, e = write_tables(tmp_path, "csv")
@@ -389,6 +391,7 @@ def test_the_cli_refuses_a_graphml_file_of_two_graphs_before_the_budget(tmp_path
     assert_cli_refuses_uncharged(tmp_path, src, domain, message, bound=3)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mapping", ["nearest", "kde"])
 def test_neighbouring_datasets_on_a_user_graph(tmp_path: Path, mapping: str) -> None:
     """One unit added with many records moves the aggregate by at most Δ, and only by its own
@@ -445,6 +448,7 @@ def test_distances_are_right_at_sixty_degrees_north(tmp_path: Path) -> None:
     assert agg.rows.outside_domain == 1
 
 
+@pytest.mark.slow
 def test_the_documented_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """docs/release.md: examples/user_graph.py, then `dpgauss release user_graph.toml`."""
     import runpy

@@ -206,6 +206,7 @@ def test_a_product_with_values_has_structure_only_along_its_ordered_parts(tmp_pa
 # -------------------------------------------------------------------------- bounds, Δ
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["grid", "product"])
 def test_neighbouring_datasets_on_composite_keys(tmp_path: Path, kind: str) -> None:
     """Eve adds 60 records over many composite keys: she keeps at most b records on at most k
@@ -247,6 +248,7 @@ def test_neighbouring_datasets_on_composite_keys(tmp_path: Path, kind: str) -> N
 # ---------------------------------------------------------------------------- end to end
 
 
+@pytest.mark.slow
 def test_a_grid_release_from_the_command_line(tmp_path: Path) -> None:
     r = records(tmp_path, n=20000, seed=11)
     ledger = make_ledger(tmp_path)
@@ -287,6 +289,7 @@ path = "{tmp_path / "grid.csv"}"
         assert (tmp_path / "grid.csv.png").read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.slow
 def test_an_hourly_release_plots_dates(tmp_path: Path, zero_noise) -> None:
     pytest.importorskip("matplotlib")
     r = records(tmp_path)
@@ -427,6 +430,7 @@ def _table(rows: list[dict]) -> object:
     )
 
 
+@pytest.mark.slow
 @settings(
     max_examples=60,
     deadline=None,

@@ -276,6 +276,7 @@ SETTINGS = settings(
 )
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(data=st.data())
 def test_range_keys_are_exact(tmp_path: Path, data: Any) -> None:
@@ -302,6 +303,7 @@ def value_domains(draw: Any) -> dict:
     return {"kind": "values", "values": list(seen.values())}
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(data=st.data())
 def test_value_keys_are_exact(tmp_path: Path, data: Any) -> None:
@@ -438,6 +440,7 @@ def test_csv_text_reads_like_the_parquet_string_column(tmp_path: Path) -> None:
     assert (agg.rows.invalid_domain, agg.rows.outside_domain) == (2, 1)
 
 
+@pytest.mark.slow
 def test_decimal_scale_beyond_exact_arithmetic_is_a_clear_error(tmp_path: Path) -> None:
     domain = {"kind": "range", "start": 0.1, "stop": 1e6, "step": 0.1}
     with pytest.raises(EngineError, match=r"cannot bin a DECIMAL column of scale 30 exactly"):

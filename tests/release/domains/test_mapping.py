@@ -41,6 +41,7 @@ def brute_nearest(node_lat, node_lon, lat, lon, cutoff):
     return np.where(best < cutoff, i, -1), best, second
 
 
+@pytest.mark.slow
 def test_nearest_matches_the_great_circle_nearest(graph, points) -> None:
     lat, lon = points
     m = GraphMapper.from_graph(graph, cutoff=150.0)

@@ -25,14 +25,11 @@ from dpgauss.release.pipeline import bounded_aggregate, run_release  # noqa: E40
 from dpgauss.release.plan import sensitivity_of  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 
-from ..test_pipeline import assert_cli_refuses_uncharged, make_ledger  # noqa: E402
+from ...helpers import make_ledger, square  # noqa: E402
+from ..test_pipeline import assert_cli_refuses_uncharged  # noqa: E402
 
 ENGINE = DuckDBEngine(threads=2)
 SHARED = Path(__file__).resolve().parents[4] / "shared" / "data"
-
-
-def square(x0: float, y0: float, w: float = 1.0) -> list:
-    return [[x0, y0], [x0 + w, y0], [x0 + w, y0 + w], [x0, y0 + w], [x0, y0]]
 
 
 def collection(features: list) -> dict:
@@ -151,6 +148,7 @@ def test_borders_go_to_the_first_region_and_holes_are_outside(tmp_path: Path) ->
     assert got == [0, 0, 0, 0, -1, 4, 8, -1, -1]
 
 
+@pytest.mark.slow
 def test_point_in_polygon_against_shapely_covers(tmp_path: Path) -> None:
     r = read_geojson(nyc_neighbourhoods_path())
     m = RegionMapper(r)
@@ -240,6 +238,7 @@ def test_records_by_point_and_by_id_column(tmp_path: Path) -> None:
     assert by_id.counts.tolist() == [float(table.count(i)) for i in ids]
 
 
+@pytest.mark.slow
 def test_neighbouring_datasets_on_regions(tmp_path: Path) -> None:
     """Eve puts 30 records on borders and corners: each counts once, she keeps b = 2 of them,
     and the aggregate moves by exactly her kept records."""
@@ -267,6 +266,7 @@ def test_neighbouring_datasets_on_regions(tmp_path: Path) -> None:
         assert np.linalg.norm(u) <= sensitivity_of(spec_for(src, regions)).l2
 
 
+@pytest.mark.slow
 def test_a_regions_release_and_its_choropleth(tmp_path: Path, zero_noise) -> None:
     regions = grid_regions(tmp_path / "g.geojson")
     src, _, _ = records(tmp_path)

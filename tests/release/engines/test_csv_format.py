@@ -507,6 +507,7 @@ def test_unterminated_quote_early_in_the_file(tmp_path: Path) -> None:
     check_unterminated_quote_early_in_the_file(tmp_path, ENGINE)
 
 
+@pytest.mark.slow
 def test_bare_cr_and_crlf(tmp_path: Path) -> None:
     check_bare_cr_and_crlf(tmp_path, ENGINE)
 
@@ -527,11 +528,13 @@ def test_a_multi_line_note_is_one_record(tmp_path: Path) -> None:
     check_a_multi_line_note_is_one_record(tmp_path, ENGINE)
 
 
+@pytest.mark.slow
 def test_files_written_by_standard_tools(tmp_path: Path) -> None:
     pytest.importorskip("pandas")
     check_files_written_by_standard_tools(tmp_path, ENGINE)
 
 
+@pytest.mark.slow
 def test_an_unterminated_quote_is_the_rest_of_the_file(tmp_path: Path) -> None:
     check_an_unterminated_quote_is_the_rest_of_the_file(tmp_path, ENGINE)
 
@@ -540,6 +543,7 @@ def test_a_header_of_several_lines(tmp_path: Path) -> None:
     check_a_header_of_several_lines(tmp_path, ENGINE)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", csv_format.MODES)
 @pytest.mark.parametrize("delimiter", [",", ";", "\t", "|", "\\", "]", "^", "é", "\x00"])
 def test_line_classes(tmp_path: Path, delimiter: str, mode: str) -> None:
@@ -554,6 +558,7 @@ def test_source_errors(tmp_path: Path) -> None:
     check_source_errors(tmp_path, ENGINE)
 
 
+@pytest.mark.slow
 def test_source_errors_come_before_charging(tmp_path: Path) -> None:
     ledger = make_ledger(tmp_path)
     a = write(tmp_path / "a.csv", [b"uid,key", b"u,1"])
@@ -589,6 +594,7 @@ def test_the_line_reader_is_scanned_once(tmp_path: Path, monkeypatch: pytest.Mon
     assert agg.counts.sum() == pytest.approx(agg.rows.kept) and agg.rows.kept > 1000
 
 
+@pytest.mark.slow
 def test_a_crlf_file_equals_its_lf_version(tmp_path: Path) -> None:
     lines = [b"uid,key,v"] + [b'u%d,%d,"%d"' % (i, i % 10, i) for i in range(300)]
     lf = write(tmp_path / "lf.csv", lines)
@@ -618,6 +624,7 @@ def test_a_long_line_and_small_chunks(tmp_path: Path) -> None:
     assert agg.counts[:3].tolist() == [0.0, 2.0, 1.0] and agg.rows.malformed_lines == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("crlf", [False, True])
 def test_a_record_of_many_lines_over_many_chunks(tmp_path: Path, crlf: bool) -> None:
     # One quoted field of 200,000 lines (about 1.4 MB) read in chunks of 4 KB: assembled once
@@ -700,6 +707,7 @@ def _segments(line: bytes, delimiter: bytes) -> list[str | None]:
     return [None if x == "" else x[1:-1] if x.startswith('"') else x for x in parts]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", csv_format.MODES)
 @pytest.mark.parametrize("delimiter", [",", ";", "é"])
 def test_the_reader_reads_records_as_the_reference(
@@ -770,6 +778,7 @@ def _fold(line: str, mode: str) -> str:
     return line.replace('""', csv_format.PLACEHOLDER)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(
     st.lists(st.sampled_from(LINE_ATOMS), max_size=16).map("".join),
@@ -789,6 +798,7 @@ def test_the_folded_regex_is_the_grammar(line: str, delimiter: str, n: int) -> N
             assert [x or None for x in line.split(delimiter)] == ref
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(
     st.lists(st.sampled_from([*LINE_ATOMS, "\n", "\n", '"\n', '\n"', "\r\n"]), max_size=16).map(
@@ -943,6 +953,7 @@ def distinct_units(lines: list[bytes]) -> list[bytes]:
     return kept
 
 
+@pytest.mark.slow
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -967,6 +978,7 @@ def extra_records() -> st.SearchStrategy[bytes]:
     return st.builds(balanced, pieces, breaks)
 
 
+@pytest.mark.slow
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
@@ -1035,6 +1047,7 @@ def _shape(data: bytes) -> csv_format.CsvShape:
     )
 
 
+@pytest.mark.slow
 def test_the_csv_shape_is_the_reference(tmp_path: Path) -> None:
     rng = random.Random(3)
     atoms = [b"a", b",", b'"', b'"', b"\n", b"\n", b"\r", csv_format.BOM, b'""', b"\r\n"]
@@ -1049,6 +1062,7 @@ def test_the_csv_shape_is_the_reference(tmp_path: Path) -> None:
     assert total.spanning_records > 100 and total.unterminated_files > 100
 
 
+@pytest.mark.slow
 def test_check_reports_which_writer_made_the_file(tmp_path: Path) -> None:
     from dpgauss.release.check import check_source
 

@@ -64,6 +64,7 @@ def random_rows(rng: np.random.Generator, n: int, n_units: int, d: int, ties: bo
     return u, pk, c
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),
@@ -87,6 +88,7 @@ def test_select_keeps_each_units_b_smallest(seed, n, n_units, b, ties, size, thr
     np.testing.assert_array_equal(classes, ref_classes)
 
 
+@pytest.mark.slow
 def test_order_batches_salt_and_threads_change_nothing():
     rng = np.random.default_rng(1)
     u, pk, c = random_rows(rng, 200_000, 20_000, 50, ties=True)
@@ -101,6 +103,7 @@ def test_order_batches_salt_and_threads_change_nothing():
         np.testing.assert_array_equal(first[2], again[2])
 
 
+@pytest.mark.slow
 def test_a_crowded_unit_and_long_segments():
     """One unit with 100,000 rows (one bucket holds it all), units with more rows than the
     insertion sort's limit, b larger than every unit."""
@@ -143,6 +146,7 @@ def make_spec(src: Path, **bounds) -> ReleaseSpec:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("uid_type", "offset"),
     [
@@ -253,6 +257,7 @@ def string_reference(ids: list[str], pk: np.ndarray, c: np.ndarray, b: int, d: i
 ID_ALPHABET = st.sampled_from(["a", "A", "b", "\x00", "é", "€", "𝄞", " "])
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(
     seed=st.integers(0, 2**32 - 1),
@@ -299,6 +304,7 @@ def test_string_ids_in_every_batch_or_none():
         unit_topb.select(ints + strs, 1, KEY_BITS, 50, 1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["parquet", "csv"])
 @pytest.mark.parametrize("b", [1, 3, 40])
 def test_the_engine_keeps_the_general_paths_records_for_string_ids(tmp_path: Path, fmt, b):
@@ -375,6 +381,7 @@ def test_an_error_while_streaming_is_the_engines_fixed_message(tmp_path: Path):
     assert messages[0] == messages[1]
 
 
+@pytest.mark.slow
 def test_concurrent_calls_under_the_workqueue_layer(tmp_path: Path):
     """numba's workqueue layer aborts the process on concurrent parallel regions: the
     kernel's calls are serialised (run in a child process with that layer forced)."""
@@ -423,6 +430,7 @@ def test_a_child_forked_after_use_sorts_instead(tmp_path: Path):
     assert unit_topb.available()
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(data=st.binary(min_size=0, max_size=80), k=st.integers(0, 80), size=st.integers(1, 12))
 def test_a_word_is_the_same_read_by_words_or_by_bytes(data, k, size):
@@ -463,6 +471,7 @@ def _available_memory_gb() -> float:
         return 0.0
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(_available_memory_gb() < 8, reason="needs about 5 GB of free memory")
 def test_string_ids_of_more_than_2_gib_in_one_batch(tmp_path: Path):
     """DuckDB exports ``VARCHAR`` as Arrow ``string`` (32-bit offsets) unless
@@ -554,6 +563,7 @@ def test_without_string_view_in_pyarrow(monkeypatch):
     assert got[1] == want[1]
 
 
+@pytest.mark.slow
 def test_a_child_forked_while_the_lock_is_held_before_any_use():
     """A fork while another thread holds the lock, before any parallel region ran (the
     first call, between taking the lock and marking the kernel used): the child may use the
@@ -623,6 +633,7 @@ def test_batches_are_let_go_once_partitioned(monkeypatch):
     assert held == [base, base]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("ids", ["int", "str"])
 @pytest.mark.parametrize(
     "bounds",

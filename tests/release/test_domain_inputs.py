@@ -1,4 +1,4 @@
-"""Review 13: hostile inputs for the new domain kinds (user graphs, regions, grids, products,
+"""Hostile inputs for the domain kinds (user graphs, regions, grids, products,
 timestamp ranges).  Every test here fails on 0950986 and states its finding.
 
 The cross-engine tests need pyspark and Java (skipped otherwise); the rest run on DuckDB.
@@ -20,7 +20,7 @@ from dpgauss.release.engines.duckdb import DuckDBEngine  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate, run_release  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 
-from .test_pipeline import charges, make_ledger  # noqa: E402
+from ..helpers import charges, make_ledger, square  # noqa: E402
 
 DUCK = DuckDBEngine(threads=2)
 HOURS = {
@@ -30,10 +30,6 @@ HOURS = {
     "stop": "1970-01-01 03:00",
     "step": "1h",
 }
-
-
-def square(x0: float, y0: float, w: float = 1.0) -> list:
-    return [[x0, y0], [x0 + w, y0], [x0 + w, y0 + w], [x0, y0 + w], [x0, y0]]
 
 
 def geojson(path: Path, ids: list, prop: str = "id") -> Path:
@@ -268,6 +264,7 @@ def test_a_region_id_that_cannot_be_written_fails_before_the_charge(tmp_path: Pa
     delivered_or_refused_uncharged(make(src, domain, tmp_path / "r.csv"), tmp_path)
 
 
+@pytest.mark.slow
 def test_a_time_range_in_year_one_plots_or_fails_before_the_charge(tmp_path: Path) -> None:
     """Finding (rule c, item 6): a daily range over the first week of year 1 (valid: the spec
     allows any naive datetime) is planned with a plot; ``draw_series``' axis margins go

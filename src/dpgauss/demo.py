@@ -40,6 +40,7 @@ from typing import TextIO
 import numpy as np
 
 from ._optional import install_hint
+from .errors import OutputDirError
 from .privacy import classical_gaussian_sigma
 from .release.ledger import Ledger
 from .release.pipeline import ReleaseResult, bounded_aggregate, run_release
@@ -100,10 +101,6 @@ class DemoResult:
     truth: np.ndarray
     heatmap: Path | None
     summary: str
-
-
-class OutputDirError(ValueError):
-    """The demo's output directory is not one it may use (the message says why)."""
 
 
 def _fresh_dir(out: Path) -> None:

@@ -1,21 +1,51 @@
-"""Exceptions of dpgauss that say one thing in the library's words and another on the CLI.
+"""Every exception and warning class of dpgauss, in one place (each is re-exported by the
+module that raises it, where it was public before: ``dpgauss.release.ledger.BudgetExceeded``,
+``dpgauss.release.engines.base.EngineError``, ...).
 
-An error a user can fix names what to change.  The same mistake is fixed differently from
-Python (an argument), from a spec (a TOML key) and from the command line (a flag), so these
-errors carry both phrasings: ``str(exc)`` is the library's, ``exc.cli`` the command line's,
-which :func:`dpgauss.cli.app.main` prints (``dpgauss: error: ...``, exit status 2).  Every
-class is a ``ValueError``, so code that catches ``ValueError`` keeps working.
+Every error is a ``ValueError`` (so the command line reports it in one line, exit status 2),
+except :class:`UsageError` (a bad command line) and the warnings.
 
-* :class:`SettingError` — a required setting is missing, or two settings conflict;
-* :class:`OutputError` — an output cannot be written where it was asked for;
-* :class:`OutputExistsError` — an output exists and overwriting was not asked for.
+* the ledger: :class:`LedgerError`, :class:`LedgerFormatError`,
+  :class:`UnknownDatasetError`, :class:`BudgetExceeded`;
+* a release: :class:`SettingError`, :class:`OutputError`, :class:`OutputExistsError`,
+  :class:`ReleaseDeliveryError` (after the charge), :class:`EngineError` (a source or query
+  problem), :class:`CsvError`;
+* the demo: :class:`OutputDirError`; the command line: :class:`UsageError`;
+* denoising: :class:`TrendFilterConvergenceWarning`.
+
+**Two phrasings.**  An error a user can fix names what to change, and the same mistake is
+fixed differently from Python (an argument), from a spec (a TOML key) and from the command
+line (a flag).  :class:`SettingError` (a required setting missing, or two in conflict) and
+:class:`OutputExistsError` (an output exists and overwriting was not asked for) carry both
+phrasings: ``str(exc)`` is the library's, ``exc.cli`` the command line's, which
+:func:`dpgauss.cli.app.main` prints (``dpgauss: error: ...``, exit status 2; see
+:func:`cli_message`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ["OutputError", "OutputExistsError", "SettingError", "cli_message"]
+if TYPE_CHECKING:  # annotations only: errors.py imports nothing of the package
+    from .release.ledger import BudgetStatus
+
+__all__ = [
+    "BudgetExceeded",
+    "CsvError",
+    "EngineError",
+    "LedgerError",
+    "LedgerFormatError",
+    "OutputDirError",
+    "OutputError",
+    "OutputExistsError",
+    "ReleaseDeliveryError",
+    "SettingError",
+    "TrendFilterConvergenceWarning",
+    "UnknownDatasetError",
+    "UsageError",
+    "cli_message",
+]
 
 
 class SettingError(ValueError):
@@ -46,6 +76,83 @@ class OutputExistsError(OutputError):
     @property
     def cli(self) -> str:
         return f"{self.path} already exists (to replace it: --overwrite)"
+
+
+class LedgerError(ValueError):
+    """Base class of the ledger's errors (a ``ValueError``, so the CLI reports it in one line)."""
+
+
+class LedgerFormatError(LedgerError):
+    """The file is not a dpgauss ledger (or is corrupted); it was not modified."""
+
+
+class UnknownDatasetError(LedgerError):
+    """No budget has been created for this dataset id."""
+
+
+class BudgetExceeded(LedgerError):  # noqa: N818 - the name the issue asks for
+    """A charge would take the composed guarantee beyond the dataset's (ε, δ) budget.
+
+    Attributes: ``dataset``, ``requested_mu``, ``status`` (the :class:`BudgetStatus`
+    before the refused charge, with the spent and remaining budget).
+    """
+
+    def __init__(self, dataset: str, requested_mu: float, status: BudgetStatus) -> None:
+        self.dataset = dataset
+        self.requested_mu = requested_mu
+        self.status = status
+        s = status
+        super().__init__(
+            f"budget exceeded for dataset {dataset!r}: requested mu={requested_mu:.10g}, "
+            f"but {s.charges} charge(s) have spent mu={s.mu_spent:.10g} "
+            f"(epsilon={s.epsilon_spent:.6g} at delta={s.delta:g}) of the budget "
+            f"mu={s.mu_budget:.10g} (epsilon={s.epsilon:g}, delta={s.delta:g}); "
+            f"remaining mu={s.mu_remaining:.10g}, i.e. the smallest sigma still allowed is "
+            f"{_sigma_text(s.mu_remaining)} x sensitivity"
+        )
+
+    def __reduce__(self) -> tuple[type, tuple[str, float, BudgetStatus]]:
+        return (type(self), (self.dataset, self.requested_mu, self.status))
+
+
+def _sigma_text(mu_remaining: float) -> str:
+    if mu_remaining <= 0.0:
+        return "none (the budget is used up)"
+    return f"{1.0 / mu_remaining:.10g}"
+
+class EngineError(ValueError):
+    """A data source or query problem, reported in one line (a ``ValueError``).
+
+    ``detail`` is the engine's own message when it may quote the data (a value the reader
+    rejected): it is confidential, so the message of an aggregation error never carries it;
+    ``dpgauss check`` shows it to the data owner.
+    """
+
+    def __init__(self, message: str, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.detail = detail
+
+class CsvError(ValueError):
+    """A CSV source that cannot be read as this format (no such file, a bad header, …)."""
+
+class ReleaseDeliveryError(ValueError):
+    """A release failed *after* its charge: the budget is spent, nothing was written.
+
+    ``charge_id`` is the ledger entry, whose delivery state says ``failed`` and why.
+    """
+
+    def __init__(self, message: str, charge_id: int | None) -> None:
+        super().__init__(message)
+        self.charge_id = charge_id
+
+class OutputDirError(ValueError):
+    """The demo's output directory is not one it may use (the message says why)."""
+
+class TrendFilterConvergenceWarning(UserWarning):
+    """ADMM reached ``max_iter`` before the duality gap fell below ``tol``."""
+
+class UsageError(Exception):
+    """A bad command line: reported in one line, exit status 2."""
 
 
 def cli_message(exc: BaseException) -> str:

@@ -12,7 +12,7 @@ import math
 import sys
 from collections.abc import Callable, Sequence
 
-from ..errors import cli_message
+from ..errors import UsageError, cli_message
 from .budget import add_budget_parser
 from .calibrate import add_calibrate_parser, add_profile_parser
 from .check import add_check_parser
@@ -22,10 +22,6 @@ from .release import add_release_parser
 from .reproduce import add_reproduce_parser
 
 __all__ = ["main"]
-
-
-class UsageError(Exception):
-    """A bad command line: reported in one line, exit status 2."""
 
 
 class _Parser(argparse.ArgumentParser):

@@ -47,6 +47,7 @@ from pathlib import Path
 import numpy as np
 
 from .._validation import POSITIVE, UNIT_OPEN, as_real_array, check_interval
+from ..errors import BudgetExceeded, LedgerError, LedgerFormatError, UnknownDatasetError
 from ..privacy import gdp_epsilon, gdp_mu
 from ..privacy._rounding import fits_budget, mu_up_exact, sqrt_down, sum_squares
 from ..privacy.accounting import GaussianAccountant
@@ -115,49 +116,6 @@ DELIVERY_STATES = ("charged", "writing", "delivered", "failed")
 #: Test seam: when set, called inside the charge transaction right after the INSERT and
 #: before the COMMIT (the reliability tests kill the process there).  Always None otherwise.
 _before_commit: Callable[[], None] | None = None
-
-
-class LedgerError(ValueError):
-    """Base class of the ledger's errors (a ``ValueError``, so the CLI reports it in one line)."""
-
-
-class LedgerFormatError(LedgerError):
-    """The file is not a dpgauss ledger (or is corrupted); it was not modified."""
-
-
-class UnknownDatasetError(LedgerError):
-    """No budget has been created for this dataset id."""
-
-
-class BudgetExceeded(LedgerError):  # noqa: N818 - the name the issue asks for
-    """A charge would take the composed guarantee beyond the dataset's (ε, δ) budget.
-
-    Attributes: ``dataset``, ``requested_mu``, ``status`` (the :class:`BudgetStatus`
-    before the refused charge, with the spent and remaining budget).
-    """
-
-    def __init__(self, dataset: str, requested_mu: float, status: BudgetStatus) -> None:
-        self.dataset = dataset
-        self.requested_mu = requested_mu
-        self.status = status
-        s = status
-        super().__init__(
-            f"budget exceeded for dataset {dataset!r}: requested mu={requested_mu:.10g}, "
-            f"but {s.charges} charge(s) have spent mu={s.mu_spent:.10g} "
-            f"(epsilon={s.epsilon_spent:.6g} at delta={s.delta:g}) of the budget "
-            f"mu={s.mu_budget:.10g} (epsilon={s.epsilon:g}, delta={s.delta:g}); "
-            f"remaining mu={s.mu_remaining:.10g}, i.e. the smallest sigma still allowed is "
-            f"{_sigma_text(s.mu_remaining)} x sensitivity"
-        )
-
-    def __reduce__(self) -> tuple[type, tuple[str, float, BudgetStatus]]:
-        return (type(self), (self.dataset, self.requested_mu, self.status))
-
-
-def _sigma_text(mu_remaining: float) -> str:
-    if mu_remaining <= 0.0:
-        return "none (the budget is used up)"
-    return f"{1.0 / mu_remaining:.10g}"
 
 
 @dataclass(frozen=True)

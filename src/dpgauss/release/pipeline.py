@@ -50,6 +50,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from ..errors import ReleaseDeliveryError
 from .domains.key_domain import resolve_domain
 from .engines.base import Aggregate, AggregationPlan, Engine
 from .estimate import estimate
@@ -162,17 +163,6 @@ class ReleaseResult:
     diagnostics: dict[str, Any] = field(default_factory=dict)
     diagnostics_path: str | None = None
     diagnostics_text: str = ""
-
-
-class ReleaseDeliveryError(ValueError):
-    """A release failed *after* its charge: the budget is spent, nothing was written.
-
-    ``charge_id`` is the ledger entry, whose delivery state says ``failed`` and why.
-    """
-
-    def __init__(self, message: str, charge_id: int | None) -> None:
-        super().__init__(message)
-        self.charge_id = charge_id
 
 
 # ------------------------------------------------------------------------------- run

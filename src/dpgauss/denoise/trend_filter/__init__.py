@@ -151,6 +151,7 @@ import numpy as np
 
 from ..._optional import install_hint
 from ..._validation import REAL, as_real_array, check_interval
+from ...errors import TrendFilterConvergenceWarning
 from ..graph import Graph
 from ..result import Denoised, check_noise
 from ..structure import graph_of
@@ -183,10 +184,6 @@ ORDERS = (0, 1, 2)
 # Order 0 on a lattice (_tv2d): at most LATTICE_MAX_ITER accelerated alternating iterations
 # per λ (each two passes of 1-D TV over the image) before the minimum cuts take over.
 _LATTICE_MAX_ITER = 2_000
-
-
-class TrendFilterConvergenceWarning(UserWarning):
-    """ADMM reached ``max_iter`` before the duality gap fell below ``tol``."""
 
 
 _LATTICE_ALGORITHM = "accelerated alternating 1-D TV over rows and columns (Chambolle & Pock 2015)"

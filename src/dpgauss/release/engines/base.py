@@ -56,6 +56,8 @@ if TYPE_CHECKING:  # annotations only: the domain and the spec import this modul
     from ..domains.key_domain import KeyDomain
     from ..spec import ReleaseSpec
 
+from ...errors import EngineError
+
 __all__ = [
     "AGGREGATION_FAILED",
     "DUCKDB",
@@ -82,17 +84,7 @@ DROPPED = -100  # the group of in-domain rows removed by the bounds
 INT_LIMIT = 10**38
 
 
-class EngineError(ValueError):
-    """A data source or query problem, reported in one line (a ``ValueError``).
 
-    ``detail`` is the engine's own message when it may quote the data (a value the reader
-    rejected): it is confidential, so the message of an aggregation error never carries it;
-    ``dpgauss check`` shows it to the data owner.
-    """
-
-    def __init__(self, message: str, detail: str | None = None) -> None:
-        super().__init__(message)
-        self.detail = detail
 
 
 #: The one message of a failed aggregation: fixed, so that it says nothing about the data.

@@ -170,6 +170,8 @@ from typing import IO, Any
 
 import numpy as np
 
+from ...errors import CsvError
+
 __all__ = [
     "BOM",
     "GENERAL",
@@ -217,10 +219,6 @@ DECOMPRESSED = (".gz", ".bz2")
 #: Other compression endings: refused by the DuckDB line reader (Spark decompresses most).
 COMPRESSED = (".zst", ".zstd", ".lz4", ".snappy", ".deflate", ".xz", ".lzma", ".zip", ".br")
 CHUNK_BYTES = 4 << 20  # the DuckDB line reader's read size
-
-
-class CsvError(ValueError):
-    """A CSV source that cannot be read as this format (no such file, a bad header, …)."""
 
 
 def check_mode(mode: object) -> str:

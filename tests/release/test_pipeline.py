@@ -31,6 +31,7 @@ from dpgauss.release.ledger import BudgetExceeded, Ledger  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate, run_release  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec, load_spec  # noqa: E402
 
+from ..helpers import charges, make_ledger  # noqa: E402
 from .test_spec import EXAMPLE  # noqa: E402
 
 ENGINE = DuckDBEngine(threads=2)
@@ -55,18 +56,6 @@ def make_spec(src: Path | str, **tables: dict) -> ReleaseSpec:
         replace = name in ("bounds", "privacy") or (name == "domain" and "kind" in value)
         data[name] = value if replace else {**data.get(name, {}), **value}
     return ReleaseSpec.from_dict(data)
-
-
-def make_ledger(tmp_path: Path, epsilon: float = 50.0, dataset: str = "d") -> Path:
-    path = tmp_path / "budget.sqlite"
-    with Ledger(path) as led:
-        led.create_budget(dataset, epsilon, 1e-5)
-    return path
-
-
-def charges(path: Path, dataset: str = "d") -> int:
-    with Ledger(path, create=False) as led:
-        return led.remaining(dataset).charges
 
 
 # ------------------------------------------------------------------------- bounding

@@ -34,7 +34,7 @@ from dpgauss.release.engines.base import EngineError
 from dpgauss.release.engines.duckdb import DuckDBEngine
 from dpgauss.release.pipeline import run_release
 
-from ..test_pipeline import charges, make_ledger
+from ...helpers import charges, make_ledger
 
 LINES = {"csv": "lines"}  # [source] csv = "lines": the line-local reading
 

@@ -804,7 +804,7 @@ def test_a_user_graph_gives_the_same_aggregate_on_both_engines(
     """A GraphML street grid at 60° N (test_graph_files): keys the user's node ids, the same
     counts or kde masses to 1e-12 on DuckDB and Spark (no bound bites: ≤ 3 records a unit)."""
     pytest.importorskip("networkx")
-    from ..test_graph_files import graph_spec, records, write_graphml
+    from ..domains.test_graph_files import graph_spec, records, write_graphml
 
     src, truth = records(tmp_path, units=200, seed=5)
     extra = {"mapping": "kde", "bandwidth": 30.0} if mapping == "kde" else {}
@@ -843,7 +843,7 @@ def test_regions_agree_with_duckdb(spark, tmp_path: Path, by: str) -> None:
     """Point in polygon (borders to the first region) and region-id columns: the same
     aggregate and counters on both engines (test_regions' 3 × 3 squares, one with a hole)."""
     pytest.importorskip("shapely")
-    from ..test_regions import grid_regions, records, spec_for
+    from ..domains.test_regions import grid_regions, records, spec_for
 
     regions = grid_regions(tmp_path / "g.geojson")
     src, _, _ = records(tmp_path)

@@ -250,9 +250,7 @@ def check_scalar(
         value = float(x)
     except OverflowError:  # an int (or Fraction) beyond the float range
         shown = _show(int(x)) if isinstance(x, numbers.Integral) else "a number"
-        raise ValueError(
-            f"{name} must be {rule}; got {shown}, beyond the float range"
-        ) from None
+        raise ValueError(f"{name} must be {rule}; got {shown}, beyond the float range") from None
     arr = np.asarray(value, dtype=np.float64)
     check_interval(arr, name, interval, rule=rule)
     if integer:

@@ -104,7 +104,7 @@ class Mechanism(Protocol):
 # --------------------------------------------------------------------------- Clopper–Pearson
 
 
-def _cp_lower(k: np.ndarray, n: np.ndarray | int, alpha: float) -> np.ndarray:
+def _cp_lower(k: np.ndarray | float, n: np.ndarray | float, alpha: float) -> np.ndarray:
     """One-sided lower limit at level 1 − α: the p with P[Bin(n, p) ≥ k] = α; 0 if k = 0.
 
     Equal to the α-quantile of Beta(k, n − k + 1).  Accepts non-integer k (used for
@@ -117,7 +117,7 @@ def _cp_lower(k: np.ndarray, n: np.ndarray | int, alpha: float) -> np.ndarray:
     return out
 
 
-def _cp_upper(k: np.ndarray, n: np.ndarray | int, alpha: float) -> np.ndarray:
+def _cp_upper(k: np.ndarray | float, n: np.ndarray | float, alpha: float) -> np.ndarray:
     """One-sided upper limit at level 1 − α: the p with P[Bin(n, p) ≤ k] = α; 1 if k = n.
 
     Equal to the (1 − α)-quantile of Beta(k + 1, n − k).

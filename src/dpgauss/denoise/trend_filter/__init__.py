@@ -248,7 +248,7 @@ def _check_lam(lam: object) -> float | np.ndarray | None:
 
 def trend_filter(
     y: object,
-    sigma: float | None = None,
+    sigma: object = None,
     structure: object = None,
     *,
     order: int = 0,

@@ -223,7 +223,8 @@ def check_scalar(
     Accepted: Python and NumPy real scalars, ``fractions.Fraction`` and 0-d real arrays;
     an integer-valued float passes ``integer=True`` (use :func:`check_int` to require an
     ``int``).  Refused with ``TypeError``: ``bool`` and ``numpy.bool_`` (a flag is not a
-    number), strings, ``None``, complex numbers and arrays of any other shape.  Refused
+    number), strings, ``None``, complex numbers, and arrays or sequences of any other
+    shape.  Refused
     with ``ValueError``: NaN (in no interval), a value outside ``interval`` and an int too
     large for a float.  A value is judged by the float returned, so the caller always
     receives a member of ``interval``.
@@ -240,10 +241,16 @@ def check_scalar(
     rule = _rule(("integer" if integer else "number") if what is None else what, interval)
     kind = "an integer" if integer else "a real number"
     tail = "" if interval == REAL else f" in {interval}"
-    if isinstance(x, np.ndarray) and x.dtype.kind in "iuf":
-        if x.ndim:
-            raise TypeError(f"{name} must be a single number, not an array of shape {x.shape}")
-        x = x[()]
+    if not isinstance(x, numbers.Real | str | bytes | np.bool_) and x is not None:
+        try:  # arrays and sequences: a 0-d real array is its number
+            arr = np.asarray(x)
+        except (TypeError, ValueError):  # ragged sequences and the like
+            arr = np.asarray(None)
+        if arr.dtype.kind in "iuf":
+            if arr.ndim:
+                shape = arr.shape
+                raise TypeError(f"{name} must be a single number, not an array of shape {shape}")
+            x = arr[()]
     if isinstance(x, bool | np.bool_) or not isinstance(x, numbers.Real):
         raise TypeError(f"{name} must be {kind}{tail}; got {type(x).__name__}")
     try:

@@ -9,6 +9,11 @@ warning: it raises
 * ``ValueError`` when a value is outside its allowed range, naming the argument, the range
   and, for arrays, the first offending index;
 * ``ValueError`` when the shapes of the arguments do not broadcast.
+
+One scalar argument (a level, a tolerance, a grid, a number of draws) goes through
+:func:`check_scalar` (one real number in an :class:`Interval`) or :func:`check_int` (one
+integer in a range); modules do not write their own, so every such message reads
+``"{name} must be a number in (0, 1); got 1.5"`` / ``"{name} must be an integer >= 1; got 0"``.
 """
 
 from __future__ import annotations

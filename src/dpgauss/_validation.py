@@ -9,6 +9,11 @@ warning: it raises
 * ``ValueError`` when a value is outside its allowed range, naming the argument, the range
   and, for arrays, the first offending index;
 * ``ValueError`` when the shapes of the arguments do not broadcast.
+
+One scalar argument (a level, a tolerance, a grid, a number of draws) goes through
+:func:`check_scalar` (one real number in an :class:`Interval`) or :func:`check_int` (one
+integer in a range); modules do not write their own, so every such message reads
+``"{name} must be a number in (0, 1); got 1.5"`` / ``"{name} must be an integer >= 1; got 0"``.
 """
 
 from __future__ import annotations
@@ -24,8 +29,12 @@ __all__ = [
     "Interval",
     "as_real_array",
     "broadcast_args",
+    "check_int",
+    "check_integral",
     "check_interval",
+    "check_scalar",
     "finish",
+    "plain_number",
 ]
 
 
@@ -70,7 +79,10 @@ def plain_number(value: object, allowed: Interval) -> float | None:
     validation (and its error messages)."""
     if type(value) not in REAL_SCALAR_TYPES:
         return None
-    x = float(value)  # type: ignore[arg-type]
+    try:
+        x = float(value)  # type: ignore[arg-type]
+    except OverflowError:  # an int beyond the float range: the full check says so
+        return None
     return x if allowed.contains(x) else None  # type: ignore[arg-type]
 
 
@@ -103,8 +115,13 @@ def as_real_array(value: object, name: str) -> np.ndarray:
     return arr.astype(np.float64, copy=False)
 
 
-def check_interval(arr: np.ndarray, name: str, allowed: Interval, note: str = "") -> None:
-    """Raise ``ValueError`` if any element of ``arr`` lies outside ``allowed``."""
+def check_interval(
+    arr: np.ndarray, name: str, allowed: Interval, note: str = "", *, rule: str = ""
+) -> None:
+    """Raise ``ValueError`` if any element of ``arr`` lies outside ``allowed``.
+
+    The message reads ``"{name} must be in {allowed}; got ..."`` (``"must be finite"`` for
+    :data:`REAL`), or ``"{name} must be {rule}; got ..."`` when ``rule`` is given."""
     ok = allowed.contains(arr)
     if ok.all():
         return
@@ -112,8 +129,9 @@ def check_interval(arr: np.ndarray, name: str, allowed: Interval, note: str = ""
     value = float(arr[tuple(bad)] if arr.ndim else arr[()])
     where = f" at index {tuple(int(i) for i in bad)}" if arr.ndim else ""
     extra = f" ({note})" if note else ""
-    rule = "be finite" if allowed == REAL else f"be in {allowed}"
-    raise ValueError(f"{name} must {rule}{extra}; got {value!r}{where}")
+    if not rule:
+        rule = "finite" if allowed == REAL else f"in {allowed}"
+    raise ValueError(f"{name} must be {rule}{extra}; got {value!r}{where}")
 
 
 def broadcast_args(**arrays: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -173,3 +191,94 @@ def vectorised_call(func: Callable[..., np.ndarray], *arrays: np.ndarray) -> np.
     shape = arrays[0].shape
     flat = [np.ascontiguousarray(a, dtype=np.float64).ravel() for a in arrays]
     return func(*flat).reshape(shape)
+
+
+# --------------------------------------------------------------------------- one scalar
+
+
+def _rule(what: str, allowed: Interval) -> str:
+    """``"a number in (0, 1)"``, ``"a finite number"``, ``"in (0, 1)"`` (``what=""``)..."""
+    if allowed == REAL:
+        return f"a finite {what}" if what else "finite"
+    if not what:
+        return f"in {allowed}"
+    article = "an" if what[0] in "aeiou" else "a"
+    return f"{article} {what} in {allowed}"
+
+
+def _show(value: int) -> str:
+    """An int for a message: huge ones by their size (``str`` refuses > 4300 digits)."""
+    if value.bit_length() <= 128:
+        return str(value)
+    digits = int(value.bit_length() * math.log10(2)) + 1
+    return f"{'a negative' if value < 0 else 'an'} integer of about {digits} digits"
+
+
+def check_scalar(
+    x: object,
+    name: str,
+    interval: Interval = REAL,
+    integer: bool = False,
+    *,
+    what: str | None = None,
+) -> float:
+    """``x`` as a float if it is one real number inside ``interval`` (and whole, with
+    ``integer``); else ``TypeError`` or ``ValueError`` naming ``name`` and the range.
+
+    Accepted: Python and NumPy real scalars, ``fractions.Fraction`` and 0-d real arrays;
+    an integer-valued float passes ``integer=True`` (use :func:`check_int` to require an
+    ``int``).  Refused with ``TypeError``: ``bool`` and ``numpy.bool_`` (a flag is not a
+    number), strings, ``None``, complex numbers, and arrays or sequences of any other
+    shape.  Refused
+    with ``ValueError``: NaN (in no interval), a value outside ``interval`` and an int too
+    large for a float.  A value is judged by the float returned, so the caller always
+    receives a member of ``interval``.
+
+    Messages: ``"level must be a number in (0, 1); got 1.5"`` (``what`` replaces
+    ``"number"``; ``what=""`` gives the terse ``"sigma must be in (0, inf); got 0.0"``),
+    ``"level must be a real number in (0, 1); got str"``, ``"sigma must be a single
+    number, not an array of shape (2,)"``.
+    """
+    if not integer:
+        fast = plain_number(x, interval)
+        if fast is not None:
+            return fast
+    rule = _rule(("integer" if integer else "number") if what is None else what, interval)
+    kind = "an integer" if integer else "a real number"
+    tail = "" if interval == REAL else f" in {interval}"
+    if not isinstance(x, numbers.Real | str | bytes | np.bool_) and x is not None:
+        try:  # arrays and sequences: a 0-d real array is its number
+            arr = np.asarray(x)
+        except (TypeError, ValueError):  # ragged sequences and the like
+            arr = np.asarray(None)
+        if arr.dtype.kind in "iuf":
+            if arr.ndim:
+                shape = arr.shape
+                raise TypeError(f"{name} must be a single number, not an array of shape {shape}")
+            x = arr[()]
+    if isinstance(x, bool | np.bool_) or not isinstance(x, numbers.Real):
+        raise TypeError(f"{name} must be {kind}{tail}; got {type(x).__name__}")
+    try:
+        value = float(x)
+    except OverflowError:  # an int (or Fraction) beyond the float range
+        shown = _show(int(x)) if isinstance(x, numbers.Integral) else "a number"
+        raise ValueError(f"{name} must be {rule}; got {shown}, beyond the float range") from None
+    arr = np.asarray(value, dtype=np.float64)
+    check_interval(arr, name, interval, rule=rule)
+    if integer:
+        check_integral(arr, name, rule=rule)
+    return value
+
+
+def check_int(x: object, name: str, low: int, high: int | None = None) -> int:
+    """``x`` as an ``int`` if it is an integer (Python or NumPy, not ``bool``) in
+    ``[low, high]`` (``[low, ∞)`` without ``high``), compared exactly; else ``TypeError``
+    (not an integer: floats, even whole ones, strings, ``None``, ``bool``) or ``ValueError``
+    (out of range), e.g. ``"jobs must be an integer >= 1; got 0"``."""
+    rule = f"an integer >= {low}" if high is None else f"an integer in [{low}, {high}]"
+    if isinstance(x, bool | np.bool_) or not isinstance(x, numbers.Integral):
+        raise TypeError(f"{name} must be {rule}; got {type(x).__name__}")
+    value = int(x)
+    if value < low or (high is not None and value > high):
+        raise ValueError(f"{name} must be {rule}; got {_show(value)}")
+    return value

@@ -61,7 +61,14 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import numpy as np
 from scipy.special import betaincinv
 
-from ._validation import Interval, as_real_array, check_interval
+from ._validation import (
+    Interval,
+    as_real_array,
+    check_int,
+    check_integral,
+    check_interval,
+    check_scalar,
+)
 from .noise.randomness import resolve_rng
 
 __all__ = [
@@ -97,7 +104,7 @@ class Mechanism(Protocol):
 # --------------------------------------------------------------------------- Clopper–Pearson
 
 
-def _cp_lower(k: np.ndarray, n: np.ndarray | int, alpha: float) -> np.ndarray:
+def _cp_lower(k: np.ndarray | float, n: np.ndarray | float, alpha: float) -> np.ndarray:
     """One-sided lower limit at level 1 − α: the p with P[Bin(n, p) ≥ k] = α; 0 if k = 0.
 
     Equal to the α-quantile of Beta(k, n − k + 1).  Accepts non-integer k (used for
@@ -110,7 +117,7 @@ def _cp_lower(k: np.ndarray, n: np.ndarray | int, alpha: float) -> np.ndarray:
     return out
 
 
-def _cp_upper(k: np.ndarray, n: np.ndarray | int, alpha: float) -> np.ndarray:
+def _cp_upper(k: np.ndarray | float, n: np.ndarray | float, alpha: float) -> np.ndarray:
     """One-sided upper limit at level 1 − α: the p with P[Bin(n, p) ≤ k] = α; 1 if k = n.
 
     Equal to the (1 − α)-quantile of Beta(k + 1, n − k).
@@ -125,8 +132,7 @@ def _cp_upper(k: np.ndarray, n: np.ndarray | int, alpha: float) -> np.ndarray:
 def _count_array(value: object, name: str, minimum: int) -> np.ndarray:
     arr = as_real_array(value, name)
     check_interval(arr, name, Interval(minimum, math.inf, low_closed=True))
-    if not np.all(arr == np.floor(arr)):
-        raise ValueError(f"{name} must be an integer (a count); got {value!r}")
+    check_integral(arr, name, rule="an integer (a count)")
     return arr
 
 
@@ -166,7 +172,7 @@ def clopper_pearson_interval(
         raise ValueError(
             f"alternative must be 'two-sided', 'less' or 'greater'; got {alternative!r}"
         )
-    level = _probability(confidence, "confidence")
+    level = check_scalar(confidence, "confidence", _UNIT_OPEN)
     k_arr = _count_array(k, "k", 0)
     n_arr = _count_array(n, "n", 1)
     try:
@@ -187,14 +193,6 @@ def clopper_pearson_interval(
     if k_arr.ndim == 0:
         return float(lower), float(upper)
     return lower, upper
-
-
-def _probability(value: object, name: str, allowed: Interval = _UNIT_OPEN) -> float:
-    arr = as_real_array(value, name)
-    if arr.ndim:
-        raise TypeError(f"{name} must be a single number, not an array of shape {arr.shape}")
-    check_interval(arr, name, allowed)
-    return float(arr)
 
 
 # --------------------------------------------------------------------------- the audit
@@ -456,29 +454,18 @@ def estimate_epsilon_lower_bound(
     norm = float(np.linalg.norm(diff))
     if statistic is None and not norm > 0.0:
         raise ValueError("x and x_prime must differ (they are the neighbouring inputs)")
-    if isinstance(n_samples, bool) or not isinstance(n_samples, numbers.Integral):
-        raise TypeError(f"n_samples must be an int; got {type(n_samples).__name__}")
-    n = int(n_samples)
-    if n < 2:
-        raise ValueError(f"n_samples must be at least 2; got {n}")
-    dlt = _probability(delta, "delta", _DELTA_RANGE)
-    level = _probability(confidence, "confidence")
-    frac = _probability(selection_fraction, "selection_fraction")
+    n = check_int(n_samples, "n_samples", 2)
+    dlt = check_scalar(delta, "delta", _DELTA_RANGE)
+    level = check_scalar(confidence, "confidence", _UNIT_OPEN)
+    frac = check_scalar(selection_fraction, "selection_fraction", _UNIT_OPEN)
     n_sel = min(max(int(n * frac), 1), n - 1)
     n_eval = n - n_sel
-    if isinstance(n_thresholds, bool) or not isinstance(n_thresholds, numbers.Integral):
-        raise TypeError(f"n_thresholds must be an int; got {type(n_thresholds).__name__}")
-    if n_thresholds < 1:
-        raise ValueError(f"n_thresholds must be at least 1; got {n_thresholds}")
+    n_thresholds = check_int(n_thresholds, "n_thresholds", 1)
     per_row = max(xf.size, 1)
     if batch_size is None:
         rows = max(1, _BATCH_ELEMENTS // per_row)
-    elif isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral):
-        raise TypeError(f"batch_size must be an int or None; got {type(batch_size).__name__}")
-    elif batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1; got {batch_size}")
     else:
-        rows = int(batch_size)
+        rows = check_int(batch_size, "batch_size", 1)
     source = resolve_rng(rng)
 
     if statistic is None:

@@ -63,10 +63,13 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
+from .._validation import Interval, check_scalar
+
 __all__ = ["RoadGraph", "load_manhattan_graph", "snap_to_nodes"]
 
 _GRAPH_FILE = "taxivis_manhattan_with_weights.txt"
 _EARTH_RADIUS_M = 6_371_008.8
+_DISTANCE = Interval(0.0, math.inf, low_closed=True, high_closed=True)
 
 
 @dataclass(frozen=True, eq=False)
@@ -164,10 +167,7 @@ def snap_to_nodes(
         )
     except (TypeError, ValueError) as exc:
         raise TypeError(f"lat and lon must be real arrays of the same shape: {exc}") from None
-    if isinstance(max_distance_m, bool) or not isinstance(max_distance_m, int | float):
-        raise TypeError(f"max_distance_m must be a number; got {type(max_distance_m).__name__}")
-    if not max_distance_m >= 0:
-        raise ValueError(f"max_distance_m must be in [0, inf]; got {max_distance_m!r}")
+    max_distance_m = check_scalar(max_distance_m, "max_distance_m", _DISTANCE)
     if graph.n == 0:
         raise ValueError("graph has no nodes to snap to")
     lat0 = math.radians(float(np.mean(graph.lat)))

@@ -12,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
-import numbers
 import time
 import warnings
 from collections.abc import Callable
@@ -23,6 +22,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from .._optional import install_hint
+from .._validation import NONNEGATIVE, check_scalar
 from .graph import Graph
 from .result import Denoised, check_noise
 from .shrinkage import james_stein
@@ -212,10 +212,7 @@ def auto(
     """
     arr, s = check_noise(y, sigma)
     per_key = np.ndim(s) > 0
-    if isinstance(margin, bool) or not isinstance(margin, numbers.Real):
-        raise TypeError(f"margin must be a real number ≥ 0; got {type(margin).__name__}")
-    if not (math.isfinite(margin) and margin >= 0):
-        raise ValueError(f"margin must be a finite number ≥ 0; got {margin!r}")
+    margin = check_scalar(margin, "margin", NONNEGATIVE)
     if not isinstance(screen, bool):
         raise TypeError(f"screen must be True or False; got {screen!r}")
     d = arr.size

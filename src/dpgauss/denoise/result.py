@@ -90,7 +90,7 @@ import numpy as np
 from scipy import special
 from scipy.stats import t as student_t
 
-from .._validation import REAL, as_real_array, check_interval
+from .._validation import REAL, UNIT_OPEN, as_real_array, check_int, check_interval, check_scalar
 from .._validation import Interval as _Range
 
 __all__ = [
@@ -201,15 +201,6 @@ class Interval(NamedTuple):
     upper: np.ndarray
 
 
-def _check_level(level: object) -> float:
-    if isinstance(level, bool) or not isinstance(level, numbers.Real):
-        raise TypeError(f"level must be a number in (0, 1); got {type(level).__name__}")
-    value = float(level)
-    if not 0.0 < value < 1.0:
-        raise ValueError(f"level must be a number in (0, 1); got {level!r}")
-    return value
-
-
 @dataclass(frozen=True)
 class ErrorBars:
     """Per-key error scale of a denoised vector and its total error, with their sources.
@@ -260,7 +251,7 @@ class ErrorBars:
 
     def quantile(self, level: float = 0.95) -> float:
         """The two-sided quantile multiplying :attr:`scale` at ``level``."""
-        p = (1.0 + _check_level(level)) / 2.0
+        p = (1.0 + check_scalar(level, "level", UNIT_OPEN)) / 2.0
         if math.isinf(self.dof):
             return float(-special.ndtri(1.0 - p))
         return float(student_t.ppf(p, self.dof))
@@ -276,7 +267,7 @@ class ErrorBars:
         ``max(R + z_level · risk_sd, M)``; ``M`` alone where there is no SURE.  Positive
         whenever any key is uncertain.
         """
-        z = float(-special.ndtri(1.0 - _check_level(level)))
+        z = float(-special.ndtri(1.0 - check_scalar(level, "level", UNIT_OPEN)))
         if self.risk is None or not math.isfinite(self.risk):
             return self.simulated
         return max(self.risk + z * self.risk_sd, self.simulated)
@@ -294,14 +285,6 @@ def public_seed(y: object, sigma: object) -> np.random.SeedSequence:
     h.update(b"|")
     h.update(np.ascontiguousarray(np.asarray(sigma, dtype=np.float64)).tobytes())
     return np.random.SeedSequence(int.from_bytes(h.digest()[:16], "little"))
-
-
-def _check_draws(draws: object) -> int:
-    if isinstance(draws, bool) or not isinstance(draws, numbers.Integral):
-        raise TypeError(f"draws must be an integer in [2, {_MAX_DRAWS:,}]; got {draws!r}")
-    if not 2 <= int(draws) <= _MAX_DRAWS:
-        raise ValueError(f"draws must be an integer in [2, {_MAX_DRAWS:,}]; got {draws!r}")
-    return int(draws)
 
 
 def error_bars(result: Denoised, *, draws: int = DRAWS, rng: object = None) -> ErrorBars:
@@ -338,7 +321,7 @@ def error_bars(result: Denoised, *, draws: int = DRAWS, rng: object = None) -> E
             f"a {result.method!r} result without its noise level or refit has no error bars: "
             "run the denoiser with sigma (every denoiser of dpgauss.denoise records both)"
         )
-    n = _check_draws(draws)
+    n = check_int(draws, "draws", 2, _MAX_DRAWS)
     gen = np.random.default_rng(rng)  # type: ignore[arg-type]
     sigma = np.broadcast_to(np.asarray(result.sigma, dtype=np.float64), estimate.shape)
     squares = np.zeros(estimate.shape)

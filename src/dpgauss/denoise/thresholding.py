@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from .._validation import NONNEGATIVE, as_real_array, check_interval
+from .._validation import NONNEGATIVE, as_real_array, check_interval, check_scalar
 from .result import Denoised, check_noise
 
 __all__ = ["hard_threshold", "soft_threshold"]
@@ -38,11 +38,7 @@ def _threshold_arg(threshold: object, allowed: tuple[str, ...]) -> str | float:
                 f"threshold must be one of {names} or a number λ ≥ 0; got {threshold!r}"
             )
         return threshold
-    arr = as_real_array(threshold, "threshold")
-    if arr.ndim:
-        raise TypeError(f"threshold must be a single number, not an array of shape {arr.shape}")
-    check_interval(arr, "threshold", NONNEGATIVE, "a threshold λ ≥ 0, finite")
-    return float(arr)
+    return check_scalar(threshold, "threshold", NONNEGATIVE)
 
 
 def _key_threshold(

@@ -51,6 +51,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from .._optional import install_hint
+from .._validation import check_int
 
 __all__ = [
     "DEFAULT_OUT",
@@ -450,14 +451,6 @@ class RunReport:
         return "\n".join(lines)
 
 
-def _check_int(value: object, name: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer >= {low}; got {type(value).__name__}")
-    if value < low:
-        raise ValueError(f"{name} must be an integer >= {low}; got {value}")
-    return int(value)
-
-
 def _command(figures: Sequence[Figure], quick: bool, out: Path, seed: int, jobs: int) -> str:
     parts = ["dpgauss reproduce", *(f.number for f in figures)]
     if quick:
@@ -564,8 +557,8 @@ def run(
     from . import plotting
 
     selected = resolve_figures(figures)
-    seed = _check_int(seed, "seed", 0)
-    jobs = _check_int(jobs, "jobs", 1)
+    seed = check_int(seed, "seed", 0)
+    jobs = check_int(jobs, "jobs", 1)
     if plots:
         plotting.require_matplotlib()
     make_plots = plotting.have_matplotlib() if plots is None else bool(plots)

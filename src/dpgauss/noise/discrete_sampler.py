@@ -72,7 +72,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .._validation import Interval, as_real_array, check_interval
+from .._validation import Interval, as_real_array, check_int, check_interval
 from .randomness import RandomSource, random_below, random_bits, resolve_rng
 
 __all__ = ["SIGMA_RANGE", "discrete_gaussian"]
@@ -344,14 +344,8 @@ def _check_size(size: object) -> tuple[int, ...]:
         raise TypeError(
             f"size must be a non-negative int or a tuple of them; got {type(size).__name__}"
         )
-    shape = []
-    for d in dims:
-        if not isinstance(d, numbers.Integral) or isinstance(d, bool | np.bool_):
-            raise TypeError(f"size must be a non-negative int or a tuple of them; got {size!r}")
-        if d < 0:
-            raise ValueError(f"size must be non-negative; got {size!r}")
-        shape.append(int(d))
-    return tuple(shape)
+    many = isinstance(size, tuple)
+    return tuple(check_int(d, f"size[{i}]" if many else "size", 0) for i, d in enumerate(dims))
 
 
 def discrete_gaussian(

@@ -49,7 +49,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from .._validation import Interval, as_real_array, check_interval
+from .._validation import POSITIVE, Interval, check_scalar
 from ..privacy.calibration import analytic_gaussian_sigma
 from ..privacy.discrete_multivariate import discrete_gaussian_gdp_sigma
 from .discrete_sampler import SIGMA_RANGE, _discrete_laplace, discrete_gaussian
@@ -72,16 +72,7 @@ half of it, being powers of two)."""
 _MAX_LATTICE_SCALE_LOG2 = 36  # default grids keep σ/γ ≤ 2^36 (sampler allows 2^40)
 _MAX_QUOTIENT = 2.0**51
 _MAX_LAPLACE_SCALE = 1 << 47
-_POSITIVE_FINITE = Interval(0.0, math.inf)
 _DIM = Interval(1.0, math.inf, low_closed=True)
-
-
-def _positive(value: object, name: str) -> float:
-    arr = as_real_array(value, name)
-    if arr.ndim:
-        raise TypeError(f"{name} must be a single number, not an array of shape {arr.shape}")
-    check_interval(arr, name, _POSITIVE_FINITE)
-    return float(arr)
 
 
 def choose_grid(sigma: float, dim: int, sensitivity: float, *, norm: int = 2) -> float:
@@ -105,15 +96,11 @@ def choose_grid(sigma: float, dim: int, sensitivity: float, *, norm: int = 2) ->
     >>> choose_grid(4.0, 100, 1.0)
     0.0009765625
     """
-    sigma = _positive(sigma, "sigma")
-    sensitivity = _positive(sensitivity, "sensitivity")
-    d_arr = as_real_array(dim, "dim")
-    check_interval(d_arr, "dim", _DIM)
-    if d_arr.ndim or float(d_arr) != math.floor(float(d_arr)):
-        raise ValueError(f"dim must be a positive integer; got {dim!r}")
+    sigma = check_scalar(sigma, "sigma", POSITIVE)
+    sensitivity = check_scalar(sensitivity, "sensitivity", POSITIVE)
+    d = int(check_scalar(dim, "dim", _DIM, integer=True))
     if norm not in (1, 2):
         raise ValueError(f"norm must be 1 or 2; got {norm!r}")
-    d = int(d_arr)
     spread = math.sqrt(d) if norm == 2 else float(d)
     k = math.floor(math.log2(ROUNDING_COST * sensitivity / spread))
     # log2 is rounded: make sure 2^k·spread ≤ cost·Δ really holds, and 2^(k+1) does not.
@@ -128,7 +115,7 @@ def choose_grid(sigma: float, dim: int, sensitivity: float, *, norm: int = 2) ->
 def _grid(grid: object, default: float) -> float:
     if grid is None:
         return default
-    return _positive(grid, "grid")
+    return check_scalar(grid, "grid", POSITIVE)
 
 
 def round_to_grid(values: np.ndarray, grid: float) -> np.ndarray:

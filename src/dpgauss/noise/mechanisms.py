@@ -42,9 +42,8 @@ from .._validation import (
     REAL,
     UNIT_OPEN,
     Interval,
-    as_real_array,
     check_interval,
-    plain_number,
+    check_scalar,
 )
 from ..privacy import analytic_gaussian_sigma, classical_gaussian_sigma, laplace_scale
 from ..privacy.discrete_multivariate import discrete_gaussian_gdp_sigma
@@ -67,17 +66,6 @@ from .release import (
 __all__ = ["DiscreteGaussianMechanism", "GaussianMechanism", "LaplaceMechanism"]
 
 _CALIBRATIONS = ("analytic", "classical")
-
-
-def _scalar(value: object, name: str, allowed: Interval) -> float:
-    fast = plain_number(value, allowed)
-    if fast is not None:
-        return fast
-    arr = as_real_array(value, name)
-    if arr.ndim:
-        raise TypeError(f"{name} must be a single number, not an array of shape {arr.shape}")
-    check_interval(arr, name, allowed)  # type: ignore[arg-type]
-    return float(arr)
 
 
 class GaussianMechanism:
@@ -108,9 +96,9 @@ class GaussianMechanism:
     ) -> None:
         if calibration not in _CALIBRATIONS:
             raise ValueError(f"calibration must be one of {_CALIBRATIONS}; got {calibration!r}")
-        self.epsilon = _scalar(epsilon, "epsilon", NONNEGATIVE)
-        self.delta = _scalar(delta, "delta", UNIT_OPEN)
-        self.sensitivity = _scalar(sensitivity, "sensitivity", POSITIVE)
+        self.epsilon = check_scalar(epsilon, "epsilon", NONNEGATIVE, what="")
+        self.delta = check_scalar(delta, "delta", UNIT_OPEN, what="")
+        self.sensitivity = check_scalar(sensitivity, "sensitivity", POSITIVE, what="")
         self.calibration = calibration
         calibrate = (
             analytic_gaussian_sigma if calibration == "analytic" else classical_gaussian_sigma
@@ -184,8 +172,8 @@ class LaplaceMechanism:
     """
 
     def __init__(self, epsilon: float, l1_sensitivity: float) -> None:
-        self.epsilon = _scalar(epsilon, "epsilon", POSITIVE)
-        self.l1_sensitivity = _scalar(l1_sensitivity, "l1_sensitivity", POSITIVE)
+        self.epsilon = check_scalar(epsilon, "epsilon", POSITIVE, what="")
+        self.l1_sensitivity = check_scalar(l1_sensitivity, "l1_sensitivity", POSITIVE, what="")
         self.scale: float = float(laplace_scale(self.epsilon, self.l1_sensitivity))
         self.sigma = math.sqrt(2.0) * self.scale
 
@@ -345,9 +333,9 @@ class DiscreteGaussianMechanism:
     """
 
     def __init__(self, epsilon: float, delta: float, l2_sensitivity: float = 1.0) -> None:
-        self.epsilon = _scalar(epsilon, "epsilon", NONNEGATIVE)
-        self.delta = _scalar(delta, "delta", UNIT_OPEN)
-        self.l2_sensitivity = _scalar(l2_sensitivity, "l2_sensitivity", _AT_LEAST_ONE)
+        self.epsilon = check_scalar(epsilon, "epsilon", NONNEGATIVE, what="")
+        self.delta = check_scalar(delta, "delta", UNIT_OPEN, what="")
+        self.l2_sensitivity = check_scalar(l2_sensitivity, "l2_sensitivity", _AT_LEAST_ONE, what="")
 
     def __repr__(self) -> str:
         return (

@@ -18,7 +18,7 @@ from typing import Any, Protocol, TypeGuard
 import numpy as np
 from scipy.special import log_ndtr, ndtri
 
-from .._validation import REAL, Interval, as_real_array, check_interval
+from .._validation import REAL, UNIT_OPEN, as_real_array, check_interval, check_scalar
 from ..privacy._rounding import quotient_up, up
 from ..privacy.events import (
     DiscreteGaussianEvent,
@@ -36,19 +36,7 @@ __all__ = [
     "NoiseLaw",
     "NoisePlan",
     "Release",
-    "check_level",
 ]
-
-_LEVEL = Interval(0.0, 1.0)
-
-
-def check_level(level: object) -> float:
-    """Validate a confidence level in (0, 1)."""
-    arr = as_real_array(level, "level")
-    if arr.ndim:
-        raise TypeError("level must be a single number in (0, 1)")
-    check_interval(arr, "level", _LEVEL)
-    return float(arr)
 
 
 class NoiseLaw(Protocol):
@@ -80,7 +68,7 @@ class GaussianNoise:
         return self.sigma
 
     def half_width(self, level: float) -> float:
-        level = check_level(level)
+        level = check_scalar(level, "level", UNIT_OPEN)
         # Φ⁻¹((1+ℓ)/2) = −Φ⁻¹((1−ℓ)/2): the second form keeps digits for ℓ near 1.
         return float(np.nextafter(-self.sigma * ndtri(0.5 * (1.0 - level)), np.inf))
 
@@ -104,7 +92,7 @@ class LaplaceNoise:
         return math.sqrt(2.0) * self.scale
 
     def half_width(self, level: float) -> float:
-        level = check_level(level)
+        level = check_scalar(level, "level", UNIT_OPEN)
         return float(np.nextafter(-self.scale * math.log1p(-level), np.inf))
 
     def event(self, sensitivity: float) -> LaplaceEvent:
@@ -302,7 +290,7 @@ class DiscreteGaussianNoise:
 
     def half_width(self, level: float) -> float:
         """Smallest w with P(|noise| ≤ w) ≥ level for every rounding offset (rounded up)."""
-        level = check_level(level)
+        level = check_scalar(level, "level", UNIT_OPEN)
         tails = _DiscreteGaussianTails(self.sigma_lattice)
         guess = -self.sigma_lattice * float(ndtri(0.5 * (1.0 - level)))
         return _lattice_half_width(tails.bracket, guess, level, self.rounded, self.grid)
@@ -340,7 +328,7 @@ class DiscreteLaplaceNoise:
 
     def half_width(self, level: float) -> float:
         """Smallest w with P(|noise| ≤ w) ≥ level for every rounding offset (rounded up)."""
-        level = check_level(level)
+        level = check_scalar(level, "level", UNIT_OPEN)
         t = self.scale
         guess = -t * (math.log1p(-level) - math.log(2.0) + math.log1p(math.exp(-1.0 / t))) - 1.0
         return _lattice_half_width(self._bracket, guess, level, self.rounded, self.grid)

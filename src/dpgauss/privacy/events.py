@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import POSITIVE, Interval, as_real_array, check_interval, plain_number
+from .._validation import POSITIVE, check_scalar
 from ._rounding import up
 from .discrete_multivariate import discrete_gaussian_vector_mu
 
@@ -50,19 +50,6 @@ __all__ = [
 ]
 
 _LIMIT_DIM = 2.0**53
-
-
-def _number(owner: str, name: str, value: object, allowed: Interval = POSITIVE) -> float:
-    fast = plain_number(value, allowed)
-    if fast is not None:
-        return fast
-    arr = as_real_array(value, name)
-    if arr.ndim:
-        raise TypeError(
-            f"{owner}: {name} must be a single number, not an array of shape {arr.shape}"
-        )
-    check_interval(arr, name, allowed)
-    return float(arr)
 
 
 def check_count(count: object) -> int:
@@ -97,8 +84,8 @@ class GaussianEvent:
     count: int = 1
 
     def __post_init__(self) -> None:
-        _set(self, "sigma", _number("GaussianEvent", "sigma", self.sigma))
-        _set(self, "sensitivity", _number("GaussianEvent", "sensitivity", self.sensitivity))
+        _set(self, "sigma", check_scalar(self.sigma, "sigma", POSITIVE, what=""))
+        _set(self, "sensitivity", check_scalar(self.sensitivity, "sensitivity", POSITIVE, what=""))
         _set(self, "count", check_count(self.count))
 
     @property
@@ -124,11 +111,15 @@ class DiscreteGaussianEvent:
 
     def __post_init__(self) -> None:
         owner = "DiscreteGaussianEvent"
-        _set(self, "sigma_lattice", _number(owner, "sigma_lattice", self.sigma_lattice))
+        _set(
+            self,
+            "sigma_lattice",
+            check_scalar(self.sigma_lattice, "sigma_lattice", POSITIVE, what=""),
+        )
         _set(
             self,
             "lattice_sensitivity",
-            _number(owner, "lattice_sensitivity", self.lattice_sensitivity),
+            check_scalar(self.lattice_sensitivity, "lattice_sensitivity", POSITIVE, what=""),
         )
         _set(self, "dim", _dim(owner, self.dim))
         _set(self, "count", check_count(self.count))
@@ -150,7 +141,7 @@ class GdpEvent:
     count: int = 1
 
     def __post_init__(self) -> None:
-        _set(self, "mu", _number("GdpEvent", "mu", self.mu))
+        _set(self, "mu", check_scalar(self.mu, "mu", POSITIVE, what=""))
         _set(self, "count", check_count(self.count))
 
 
@@ -168,8 +159,8 @@ class LaplaceEvent:
     count: int = 1
 
     def __post_init__(self) -> None:
-        _set(self, "scale", _number("LaplaceEvent", "scale", self.scale))
-        _set(self, "sensitivity", _number("LaplaceEvent", "sensitivity", self.sensitivity))
+        _set(self, "scale", check_scalar(self.scale, "scale", POSITIVE, what=""))
+        _set(self, "sensitivity", check_scalar(self.sensitivity, "sensitivity", POSITIVE, what=""))
         if not isinstance(self.discrete, bool):
             raise TypeError(f"LaplaceEvent: discrete must be a bool; got {self.discrete!r}")
         _set(self, "count", check_count(self.count))

@@ -150,7 +150,7 @@ from typing import Any
 import numpy as np
 
 from ..._optional import install_hint
-from ..._validation import REAL, as_real_array, check_interval
+from ..._validation import REAL, UNIT_OPEN, as_real_array, check_int, check_interval, check_scalar
 from ...errors import TrendFilterConvergenceWarning
 from ..graph import Graph
 from ..result import Denoised, check_noise
@@ -226,14 +226,6 @@ def _check_solver(solver: object, order: int, chain: bool) -> bool:
     return solver == "auto" and order == 0 and (chain or _graph_tv.available())
 
 
-def _check_positive_int(value: object, name: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an integer >= {low}; got {type(value).__name__}")
-    if int(value) < low:
-        raise ValueError(f"{name} must be an integer >= {low}; got {value!r}")
-    return int(value)
-
-
 def _check_lam(lam: object) -> float | np.ndarray | None:
     """``None`` for "sure", a float for one λ, a 1-D array for a user grid."""
     if isinstance(lam, str):
@@ -251,16 +243,9 @@ def _check_lam(lam: object) -> float | np.ndarray | None:
     return float(arr) if arr.ndim == 0 else np.array(arr, dtype=np.float64)
 
 
-def _check_unit(value: object, name: str) -> float:
-    arr = as_real_array(value, name)
-    if arr.ndim or not 0.0 < float(arr) < 1.0:
-        raise ValueError(f"{name} must be a number in (0, 1); got {value!r}")
-    return float(arr)
-
-
 def trend_filter(
     y: object,
-    sigma: float | None = None,
+    sigma: object = None,
     structure: object = None,
     *,
     order: int = 0,
@@ -359,13 +344,11 @@ def trend_filter(
         s: float | None = None
     else:
         arr, s = check_noise(y, sigma)
-    n_lambdas = _check_positive_int(n_lambdas, "n_lambdas", 1)
+    n_lambdas = check_int(n_lambdas, "n_lambdas", 1)
     if lam_min_ratio is not None:
-        lam_min_ratio = _check_unit(lam_min_ratio, "lam_min_ratio")
-    tol_arr = as_real_array(tol, "tol")
-    if tol_arr.ndim or not 0.0 < float(tol_arr) < 1.0:
-        raise ValueError(f"tol must be a number in (0, 1); got {tol!r}")
-    max_iter = _check_positive_int(max_iter, "max_iter", 1)
+        lam_min_ratio = check_scalar(lam_min_ratio, "lam_min_ratio", UNIT_OPEN)
+    tol = check_scalar(tol, "tol", UNIT_OPEN)
+    max_iter = check_int(max_iter, "max_iter", 1)
 
     shape = arr.shape
     yv = arr.ravel()
@@ -390,7 +373,7 @@ def trend_filter(
             lam_spec,
             n_lambdas,
             lam_min_ratio,
-            float(tol_arr),
+            tol,
             max_iter,
             solver,
             chain,
@@ -411,12 +394,10 @@ def trend_filter(
         lam_max = float(np.max(np.abs(u_ls))) if u_ls.size else 0.0
 
         def new_path() -> _Path:
-            admm = _Solver(yv, op, float(tol_arr), max_iter)
+            admm = _Solver(yv, op, tol, max_iter)
             lattice = None
             if grid and isinstance(op, _LatticeDifference):
-                lattice = _tv2d.LatticeTV(
-                    yv, op.shape, float(tol_arr), min(max_iter, _LATTICE_MAX_ITER)
-                )
+                lattice = _tv2d.LatticeTV(yv, op.shape, tol, min(max_iter, _LATTICE_MAX_ITER))
             return _Path(
                 admm,
                 lam_max,
@@ -455,7 +436,7 @@ def trend_filter(
         bad = [f.lam for f in fits if not f.converged]
         warnings.warn(
             f"trend_filter: ADMM reached max_iter={max_iter} before the relative duality gap "
-            f"fell below tol={float(tol_arr):g} at lam = {', '.join(f'{b:.4g}' for b in bad)}; "
+            f"fell below tol={tol:g} at lam = {', '.join(f'{b:.4g}' for b in bad)}; "
             "returning the best iterate (see params['gap'])",
             TrendFilterConvergenceWarning,
             stacklevel=2,
@@ -505,7 +486,7 @@ def trend_filter(
         structure=g,
         order=k,
         lam=fit.lam,
-        tol=float(tol_arr),
+        tol=tol,
         max_iter=max_iter,
         solver=solver,
     )

@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import csv
 import importlib
-import importlib.util
 import json
 import math
 import multiprocessing
@@ -50,7 +49,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from .._optional import install_hint
+from .._optional import install_hint, missing
 
 __all__ = [
     "DEFAULT_OUT",
@@ -172,7 +171,7 @@ REQUIRES: dict[str, tuple[tuple[str, ...], str]] = {
 def missing_requirements(number: str) -> str | None:
     """Why figure ``number`` cannot run here (a missing extra), or None if it can."""
     modules, extra = REQUIRES.get(number, ((), ""))
-    absent = [m for m in modules if importlib.util.find_spec(m) is None]
+    absent = missing(*modules)
     if not absent:
         return None
     return (

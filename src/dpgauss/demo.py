@@ -156,7 +156,7 @@ def run_demo(out_dir: str | Path = DEMO_DIR, *, progress: TextIO | None = None) 
     png = out / "heatmap.png"
     heatmap: Path | None = png
     try:
-        from .heatmap import PlotUnavailableError, draw_graph_panels
+        from .plotting import PlotUnavailableError, draw_graph_panels
 
         den = rel.report["denoise"]
         draw_graph_panels(

@@ -4,18 +4,28 @@ An error a user can fix names what to change.  The same mistake is fixed differe
 Python (an argument), from a spec (a TOML key) and from the command line (a flag), so these
 errors carry both phrasings: ``str(exc)`` is the library's, ``exc.cli`` the command line's,
 which :func:`dpgauss.cli.app.main` prints (``dpgauss: error: ...``, exit status 2).  Every
-class is a ``ValueError``, so code that catches ``ValueError`` keeps working.
+class is a ``ValueError``, so code that catches ``ValueError`` keeps working, except
+:class:`PlotUnavailableError`, an ``ImportError`` (a missing package, not a wrong value).
 
 * :class:`SettingError` — a required setting is missing, or two settings conflict;
 * :class:`OutputError` — an output cannot be written where it was asked for;
-* :class:`OutputExistsError` — an output exists and overwriting was not asked for.
+* :class:`OutputExistsError` — an output exists and overwriting was not asked for;
+* :class:`PlotUnavailableError` — a plot was asked for and matplotlib (the ``plot`` extra)
+  is not installed (``MatplotlibMissingError`` is its other name, the experiments' one).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["OutputError", "OutputExistsError", "SettingError", "cli_message"]
+__all__ = [
+    "MatplotlibMissingError",
+    "OutputError",
+    "OutputExistsError",
+    "PlotUnavailableError",
+    "SettingError",
+    "cli_message",
+]
 
 
 class SettingError(ValueError):
@@ -46,6 +56,15 @@ class OutputExistsError(OutputError):
     @property
     def cli(self) -> str:
         return f"{self.path} already exists (to replace it: --overwrite)"
+
+
+class PlotUnavailableError(ImportError):
+    """matplotlib (the ``plot`` extra) is not installed: a plot or a figure's PNG cannot be
+    drawn; the message carries the install hint."""
+
+
+#: The experiments' name of :class:`PlotUnavailableError` (``dpgauss reproduce --plots``).
+MatplotlibMissingError = PlotUnavailableError
 
 
 def cli_message(exc: BaseException) -> str:

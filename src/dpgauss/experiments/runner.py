@@ -135,7 +135,7 @@ class Figure:
     run_point : ``run_point(params, seed) -> list[row]``, a module-level function (it is
         sent to worker processes); ``seed`` is a ``numpy.random.SeedSequence``
     summarize : ``summarize(rows) -> Summary``, rows of all points in point order
-    plot : ``plot(rows, path)`` writes the PNG (uses :mod:`dpgauss.experiments.plotting`);
+    plot : ``plot(rows, path)`` writes the PNG (uses :mod:`dpgauss.plotting`);
         it may write further images beside it and return their paths (else None)
 
     A row's keys that start with ``_`` are a payload for ``summarize`` and ``plot`` (e.g. a
@@ -553,14 +553,14 @@ def run(
     seed : integer ≥ 0; every point's randomness derives from it (see the module docs)
     jobs : worker processes (≥ 1) over independent grid points; results do not depend on it
     progress : progress on stderr (True/False; None: on, as a bar on a terminal)
-    plots : write PNGs (True: required, raises ``MatplotlibMissingError`` without
+    plots : write PNGs (True: required, raises ``PlotUnavailableError`` without
         matplotlib; False: skip; None: write them if matplotlib is installed)
 
     Returns
     -------
     RunReport
     """
-    from . import plotting
+    from .. import plotting
 
     selected = resolve_figures(figures)
     seed = _check_int(seed, "seed", 0)

@@ -23,8 +23,8 @@ LAYERS = (
     "dpgauss.noise",
     "dpgauss.denoise",
     "dpgauss.datasets",
-    "dpgauss.heatmap",
     "dpgauss.plotting",
+    "dpgauss.heatmap",  # plotting's old name, a shim
     "dpgauss.release",
     "dpgauss.experiments",
     "dpgauss.audit",

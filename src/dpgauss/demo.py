@@ -28,7 +28,6 @@ more than 5 trips in the window is drawn independently of the release's own.
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import shutil
 import sys
@@ -39,6 +38,7 @@ from typing import TextIO
 
 import numpy as np
 
+from . import _optional
 from ._optional import install_hint
 from .errors import OutputDirError
 from .privacy import classical_gaussian_sigma
@@ -133,7 +133,7 @@ def run_demo(out_dir: str | Path = DEMO_DIR, *, progress: TextIO | None = None) 
 
     ``progress`` receives one line per step (default: stderr).
     """
-    missing = [m for m in ("duckdb", "matplotlib") if importlib.util.find_spec(m) is None]
+    missing = _optional.missing("duckdb", "matplotlib")
     if missing:  # before anything is written: the demo's own extra, not the engine's
         raise ValueError(f"dpgauss demo needs {' and '.join(missing)}: {install_hint('demo')}")
     stream = sys.stderr if progress is None else progress
@@ -153,7 +153,7 @@ def run_demo(out_dir: str | Path = DEMO_DIR, *, progress: TextIO | None = None) 
     png = out / "heatmap.png"
     heatmap: Path | None = png
     try:
-        from .heatmap import PlotUnavailableError, draw_graph_panels
+        from .plotting import PlotUnavailableError, draw_graph_panels
 
         den = rel.report["denoise"]
         draw_graph_panels(

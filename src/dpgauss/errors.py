@@ -3,7 +3,8 @@ module that raises it, where it was public before: ``dpgauss.release.ledger.Budg
 ``dpgauss.release.engines.base.EngineError``, ...).
 
 Every error is a ``ValueError`` (so the command line reports it in one line, exit status 2),
-except :class:`UsageError` (a bad command line) and the warnings.
+except :class:`UsageError` (a bad command line), :class:`PlotUnavailableError` (an
+``ImportError``: a missing package, not a wrong value) and the warnings.
 
 * the ledger: :class:`LedgerError`, :class:`LedgerFormatError`,
   :class:`UnknownDatasetError`, :class:`BudgetExceeded`;
@@ -11,7 +12,9 @@ except :class:`UsageError` (a bad command line) and the warnings.
   :class:`ReleaseDeliveryError` (after the charge), :class:`EngineError` (a source or query
   problem), :class:`CsvError`;
 * the demo: :class:`OutputDirError`; the command line: :class:`UsageError`;
-* denoising: :class:`TrendFilterConvergenceWarning`.
+* denoising: :class:`TrendFilterConvergenceWarning`;
+* plots: :class:`PlotUnavailableError` — matplotlib (the ``plot`` extra) is not installed
+  (``MatplotlibMissingError`` is its other name, the experiments' one).
 
 **Two phrasings.**  An error a user can fix names what to change, and the same mistake is
 fixed differently from Python (an argument), from a spec (a TOML key) and from the command
@@ -36,9 +39,11 @@ __all__ = [
     "EngineError",
     "LedgerError",
     "LedgerFormatError",
+    "MatplotlibMissingError",
     "OutputDirError",
     "OutputError",
     "OutputExistsError",
+    "PlotUnavailableError",
     "ReleaseDeliveryError",
     "SettingError",
     "TrendFilterConvergenceWarning",
@@ -120,6 +125,7 @@ def _sigma_text(mu_remaining: float) -> str:
         return "none (the budget is used up)"
     return f"{1.0 / mu_remaining:.10g}"
 
+
 class EngineError(ValueError):
     """A data source or query problem, reported in one line (a ``ValueError``).
 
@@ -132,8 +138,10 @@ class EngineError(ValueError):
         super().__init__(message)
         self.detail = detail
 
+
 class CsvError(ValueError):
     """A CSV source that cannot be read as this format (no such file, a bad header, …)."""
+
 
 class ReleaseDeliveryError(ValueError):
     """A release failed *after* its charge: the budget is spent, nothing was written.
@@ -145,14 +153,26 @@ class ReleaseDeliveryError(ValueError):
         super().__init__(message)
         self.charge_id = charge_id
 
+
 class OutputDirError(ValueError):
     """The demo's output directory is not one it may use (the message says why)."""
+
 
 class TrendFilterConvergenceWarning(UserWarning):
     """ADMM reached ``max_iter`` before the duality gap fell below ``tol``."""
 
+
 class UsageError(Exception):
     """A bad command line: reported in one line, exit status 2."""
+
+
+class PlotUnavailableError(ImportError):
+    """matplotlib (the ``plot`` extra) is not installed: a plot or a figure's PNG cannot be
+    drawn; the message carries the install hint."""
+
+
+#: The experiments' name of :class:`PlotUnavailableError` (``dpgauss reproduce --plots``).
+MatplotlibMissingError = PlotUnavailableError
 
 
 def cli_message(exc: BaseException) -> str:

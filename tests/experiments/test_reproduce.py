@@ -10,8 +10,8 @@ import sys
 import pytest
 
 from dpgauss.cli.reproduce import add_reproduce_parser
+from dpgauss.errors import MatplotlibMissingError
 from dpgauss.experiments import REGISTRY, load_figure, run
-from dpgauss.experiments.plotting import MatplotlibMissingError
 from dpgauss.experiments.runner import ProgressBar, point_seed, resolve_figures
 
 from ..helpers import csv_number as number

@@ -19,6 +19,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .._optional import require
+
 __all__ = ["NEIGHBOURHOODS", "convert_data_polygamy", "nyc_neighbourhoods_path"]
 
 NEIGHBOURHOODS = "nyc_neighbourhoods.geojson"
@@ -40,6 +42,7 @@ def convert_data_polygamy(text: str) -> dict[str, Any]:
 
     Needs shapely (the ``regions`` extra) for the repair of invalid polygons.
     """
+    require("shapely", "regions", "repairing a data-polygamy neighbourhood file")
     import shapely
     from shapely.geometry import MultiPolygon, Polygon, mapping
 

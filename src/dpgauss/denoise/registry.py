@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from .._optional import install_hint
+from .._optional import require
 from .result import Denoised, check_noise
 
 __all__ = ["DENOISERS", "Entry", "denoise", "entry", "identity"]
@@ -65,12 +65,7 @@ class Entry:
         """The function, after checking that its optional dependency is installed."""
         if self.needs is not None:
             module, extra = self.needs
-            try:
-                importlib.import_module(module)
-            except ImportError:
-                raise ImportError(
-                    f"the {self.name!r} denoiser needs {module}: {install_hint(extra)}"
-                ) from None
+            require(module, extra, f"the {self.name!r} denoiser")
         if self.module == "registry":
             return identity
         mod = importlib.import_module(f"{__package__}.{self.module}")

@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from .._optional import install_hint
+from .._optional import require
 from .._validation import NONNEGATIVE, as_real_array, check_interval
 from .result import Denoised, check_noise
 from .structure import as_structure
@@ -66,14 +66,7 @@ _ORTHONORMAL_TOL = 1e-10
 
 
 def _import_pywt() -> ModuleType:
-    try:
-        import pywt
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise ImportError(
-            "wavelet denoising needs PyWavelets, an optional dependency: "
-            + install_hint("wavelets")
-        ) from exc
-    return pywt
+    return require("pywt", "wavelets", "wavelet denoising (PyWavelets)")
 
 
 def orthonormal_wavelet(wavelet: object) -> Any:

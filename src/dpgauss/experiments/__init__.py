@@ -1,4 +1,5 @@
-"""The paper's experiments: one module per figure, a shared runner and plotting.
+"""The paper's experiments: one module per figure and a shared runner (the figures
+are drawn with :mod:`dpgauss.plotting`).
 
 ``dpgauss reproduce`` (or :func:`run`) regenerates Balle & Wang (ICML 2018)'s figures:
 

@@ -28,10 +28,10 @@ from .. import (
     analytic_gaussian_sigma,
     classical_gaussian_sigma,
     delta0,
+    plotting,
     theorem2_sigma,
     theorem4_sigma_lower_bound,
 )
-from . import plotting
 from .runner import Claim, Figure, Point, Summary
 
 __all__ = ["DELTAS", "FIGURE", "epsilon_grid"]

@@ -30,8 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import GaussianMechanism, LaplaceMechanism, denoise
-from . import plotting
+from .. import GaussianMechanism, LaplaceMechanism, denoise, plotting
 from .runner import Claim, Figure, Point, Summary
 
 __all__ = ["FIGURE", "METHODS", "compare_methods", "sample_means"]

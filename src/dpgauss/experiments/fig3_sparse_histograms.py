@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from . import plotting
+from .. import plotting
 from .fig2_mean_estimation import DENOISED, METHOD_COLUMNS, auto_claim, compare_methods, lookup
 from .runner import Claim, Figure, Point, Summary
 

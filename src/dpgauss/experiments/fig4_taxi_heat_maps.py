@@ -62,14 +62,14 @@ from typing import Any
 
 import numpy as np
 
-from .. import GaussianMechanism, denoise
+from .. import GaussianMechanism, denoise, plotting
 from ..datasets import load_trips
 from ..datasets.trips import NYC_LAT, NYC_LON
 from ..release.domains.key_domain import KeyDomain, resolve_domain
 from ..release.pipeline import bounded_aggregate
 from ..release.plan import sensitivity_of
 from ..release.spec import ReleaseSpec
-from . import plotting, taxi_resample
+from . import taxi_resample
 from .fig2_mean_estimation import METHOD_COLUMNS, soft_claim
 from .runner import Claim, Figure, Point, Summary
 
@@ -655,9 +655,9 @@ _PANELS = (
 
 def plot(rows: list[dict[str, Any]], path: Path) -> list[Path]:
     """MSE against ε per (dataset, window, kind) in ``path``; a heat-map PNG per map point."""
+    plotting.require_matplotlib()
     from matplotlib.figure import Figure as MplFigure
 
-    plotting.require_matplotlib()
     configs = sorted(
         {(r["dataset"], r["window"], r["kind"]) for r in rows},
         key=lambda c: (DATASETS.index(c[0]), c[1], KINDS.index(c[2])),
@@ -684,7 +684,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> list[Path]:
     axes[0][0].legend(fontsize=6)
     plotting.save(fig, path)
 
-    from ..heatmap import draw_graph_panels
+    from ..plotting import draw_graph_panels
 
     lat, lon, edges = _junctions()
     written = []

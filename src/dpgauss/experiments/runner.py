@@ -32,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import csv
 import importlib
-import importlib.util
 import json
 import math
 import multiprocessing
@@ -50,7 +49,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from .._optional import install_hint
+from .._optional import install_hint, missing
 from .._validation import check_int
 
 __all__ = [
@@ -137,7 +136,7 @@ class Figure:
     run_point : ``run_point(params, seed) -> list[row]``, a module-level function (it is
         sent to worker processes); ``seed`` is a ``numpy.random.SeedSequence``
     summarize : ``summarize(rows) -> Summary``, rows of all points in point order
-    plot : ``plot(rows, path)`` writes the PNG (uses :mod:`dpgauss.experiments.plotting`);
+    plot : ``plot(rows, path)`` writes the PNG (uses :mod:`dpgauss.plotting`);
         it may write further images beside it and return their paths (else None)
 
     A row's keys that start with ``_`` are a payload for ``summarize`` and ``plot`` (e.g. a
@@ -173,7 +172,7 @@ REQUIRES: dict[str, tuple[tuple[str, ...], str]] = {
 def missing_requirements(number: str) -> str | None:
     """Why figure ``number`` cannot run here (a missing extra), or None if it can."""
     modules, extra = REQUIRES.get(number, ((), ""))
-    absent = [m for m in modules if importlib.util.find_spec(m) is None]
+    absent = missing(*modules)
     if not absent:
         return None
     return (
@@ -547,14 +546,14 @@ def run(
     seed : integer ≥ 0; every point's randomness derives from it (see the module docs)
     jobs : worker processes (≥ 1) over independent grid points; results do not depend on it
     progress : progress on stderr (True/False; None: on, as a bar on a terminal)
-    plots : write PNGs (True: required, raises ``MatplotlibMissingError`` without
+    plots : write PNGs (True: required, raises ``PlotUnavailableError`` without
         matplotlib; False: skip; None: write them if matplotlib is installed)
 
     Returns
     -------
     RunReport
     """
-    from . import plotting
+    from .. import plotting
 
     selected = resolve_figures(figures)
     seed = check_int(seed, "seed", 0)

@@ -46,6 +46,7 @@ from scipy.spatial import cKDTree
 from scipy.spatial.distance import cdist
 from scipy.special import logsumexp
 
+from .._optional import require
 from ..datasets import Trips
 from ..datasets.trips import valid_coordinates
 from ..release.domains.mapping import EARTH_RADIUS_M
@@ -225,6 +226,7 @@ def resample_trips(
 
 def write_parquet(columns: dict[str, np.ndarray], path: str | Path) -> Path:
     """Write resampled trip columns to a Parquet file (needs ``pyarrow``, the ``data`` extra)."""
+    require("pyarrow.parquet", "data", "writing resampled trips to Parquet")
     import pyarrow as pa
     import pyarrow.parquet as pq
 

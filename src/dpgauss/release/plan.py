@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from .._optional import install_hint
+from .._optional import install_hint, optional, require
 from ..denoise import Denoised
 from ..errors import SettingError
 from ..noise.mechanisms import GaussianMechanism
@@ -403,9 +403,7 @@ def _plot_decision(spec: ReleaseSpec, domain: KeyDomain) -> str | None:
             first, last = str(a.labels[0])[:4], str(a.labels[-1])[:4]
             if int(first) < 2 or int(last) > 9997:
                 return "not drawn (timestamps within a year of 0001 or 9999: matplotlib's dates)"
-    try:
-        import matplotlib  # noqa: F401
-    except ImportError:
+    if optional("matplotlib") is None:
         return f"not drawn: matplotlib is not installed ({install_hint('plot')})"
     return None
 
@@ -473,12 +471,7 @@ def plan_release(
             sigma = float(cal.probe.sigma) * (sens.parts[part] if part is not None else 1.0)
             denoiser(np.zeros(domain.size), sigma).error_bars(draws=2, rng=0)
     if fmt == "parquet":
-        try:
-            import pyarrow.parquet  # noqa: F401
-        except ImportError:
-            raise ValueError(
-                "[output] format 'parquet' needs pyarrow: " + install_hint("data")
-            ) from None
+        require("pyarrow.parquet", "data", "[output] format 'parquet'", error=ValueError)
 
     # 4. the source's columns.
     eng = make_engine(engine, engine_options)

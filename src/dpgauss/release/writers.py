@@ -72,7 +72,7 @@ def _plot_keys(labels: np.ndarray) -> np.ndarray:
 def draw(path: str, plan: ReleasePlan, columns: dict[str, np.ndarray], chosen: str) -> None:
     """Draw the release (graph: maps; a lattice: images; range: a series) into ``path`` (a
     staged file)."""
-    from ..heatmap import (
+    from ..plotting import (
         draw_graph_panels,
         draw_grid_panels,
         draw_region_panels,

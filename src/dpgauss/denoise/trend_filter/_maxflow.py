@@ -27,14 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from ..._optional import install_hint
+from ..._optional import install_hint, numba
 
 __all__ = ["available", "maximum_preflow"]
 
-try:  # numba is optional (the `fast` extra)
-    import numba as _numba
-except ImportError:  # pragma: no cover - exercised in environments without numba
-    _numba = None
+_numba = numba()  # numba is optional (the `fast` extra)
 
 
 def available() -> bool:

@@ -37,12 +37,11 @@ from typing import Any
 
 import numpy as np
 
+from ..._optional import numba
+
 __all__ = ["tv1d"]
 
-try:
-    import numba as _numba
-except ImportError:  # pragma: no cover - exercised in environments without numba
-    _numba = None
+_numba = numba()
 
 
 def _condat(y: Any, w: Any, lam: float, x: Any, u: Any, rate: int, slack: int) -> bool:

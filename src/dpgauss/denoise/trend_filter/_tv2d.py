@@ -94,14 +94,11 @@ from typing import Any
 
 import numpy as np
 
-from ..._optional import install_hint
+from ..._optional import install_hint, numba
 
 __all__ = ["LatticeTV", "available"]
 
-try:
-    import numba as _numba
-except ImportError:  # pragma: no cover - exercised in environments without numba
-    _numba = None
+_numba = numba()
 
 # A warm start from a λ more than 1/COLD_BELOW times larger is replaced by the cold start
 # (one λ far below λ_max, blocks + N(0, 1) on 300 × 300, λ = 1: 72 iterations from the

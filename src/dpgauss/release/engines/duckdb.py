@@ -78,7 +78,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._optional import install_hint
+from ..._optional import install_hint, require
 from .. import schema
 from ..domains.keys import TIMESTAMP_TEXT
 from ..spec import DomainSpec, ReleaseSpec
@@ -116,12 +116,7 @@ def quote_ident(name: str) -> str:
 
 
 def _duckdb() -> Any:
-    try:
-        import duckdb
-    except ImportError:  # pragma: no cover - the data extra is missing
-        hint = install_hint("data")
-        raise EngineError(f"the DuckDB engine needs the 'data' extra: {hint}") from None
-    return duckdb
+    return require("duckdb", "data", "the DuckDB engine", error=EngineError)
 
 
 def _no_stats(disabled: str) -> str:

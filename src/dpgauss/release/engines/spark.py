@@ -97,7 +97,7 @@ from typing import Any
 
 import numpy as np
 
-from ..._optional import install_hint
+from ..._optional import install_hint, optional
 from .. import schema
 from ..domains.keys import INT_LITERAL, TIMESTAMP_TEXT
 from ..spec import DomainSpec, ReleaseSpec
@@ -132,14 +132,12 @@ _EPOCH = datetime(1970, 1, 1)
 
 
 def _pyspark() -> Any:
-    try:
-        import pyspark
-        import pyspark.sql
-    except ImportError:  # the spark extra is missing
+    pyspark = optional("pyspark")
+    if pyspark is None or optional("pyspark.sql") is None:  # the spark extra is missing
         raise EngineError(
             "the Spark engine is not available: it needs the 'spark' extra "
             f"({install_hint('spark')}) and Java 17+"
-        ) from None
+        )
     return pyspark
 
 
@@ -181,20 +179,16 @@ def _file_uri(path: str) -> str:
 
 def _spark_errors() -> tuple[type[BaseException], ...]:
     errors: list[type[BaseException]] = []
-    try:
-        from pyspark.errors import PySparkException
-
-        errors.append(PySparkException)
-    except ImportError:  # pragma: no cover - pyspark < 3.4
+    pyspark_errors = optional("pyspark.errors")
+    if pyspark_errors is not None:
+        errors.append(pyspark_errors.PySparkException)
+    else:  # pragma: no cover - pyspark < 3.4
         from pyspark.sql.utils import AnalysisException
 
         errors.append(AnalysisException)
-    try:
-        from py4j.protocol import Py4JError
-
-        errors.append(Py4JError)
-    except ImportError:  # pragma: no cover - Spark Connect without py4j
-        pass
+    py4j_protocol = optional("py4j.protocol")
+    if py4j_protocol is not None:  # (not with Spark Connect without py4j)
+        errors.append(py4j_protocol.Py4JError)
     return tuple(errors)
 
 

@@ -71,14 +71,11 @@ from typing import Any
 
 import numpy as np
 
-from ..._optional import install_hint
+from ..._optional import install_hint, numba
 
 __all__ = ["available", "select"]
 
-try:  # numba is optional (the `fast` extra); without it the general query runs
-    import numba as _numba
-except ImportError:  # pragma: no cover - exercised in environments without numba
-    _numba = None
+_numba = numba()  # numba is optional (the `fast` extra)
 
 #: Rows per bucket aimed at (a bucket's table and rows then fit in a core's cache).
 BUCKET_ROWS = 4096

@@ -244,7 +244,7 @@ def auto(
         james_stein(arr, s, target="zero"),
         james_stein(arr, s, target="mean"),
     ]
-    base_risks = [float(c.risk) for c in baselines]  # type: ignore[arg-type]
+    base_risks = [float(c.risk) for c in baselines]
     first_choice = int(np.argmin(base_risks))
     base, base_risk = np.ravel(baselines[first_choice].estimate), base_risks[first_choice]
     # the standard deviation of ‖noise‖²: σ²√(2d), √(2 Σ σᵢ⁴) with one σ per key
@@ -262,8 +262,8 @@ def auto(
     def add(res: Denoised, name: str) -> None:
         nonlocal best
         challengers.append(res)
-        if _passes(res, base, base_risk, full, margin, var) and float(res.risk) < best:  # type: ignore[arg-type]
-            best = float(res.risk)  # type: ignore[arg-type]
+        if _passes(res, base, base_risk, full, margin, var) and float(res.risk) < best:
+            best = float(res.risk)
         lap(name)
 
     def trend(structure_: object, order: int, name: str, screenable: bool) -> None:
@@ -346,8 +346,8 @@ def auto(
     candidates = baselines + challengers
     chosen, best = first_choice, base_risk
     for i, cand in enumerate(challengers, start=len(baselines)):
-        if _passes(cand, base, base_risk, full, margin, var) and float(cand.risk) < best:  # type: ignore[arg-type]
-            chosen, best = i, float(cand.risk)  # type: ignore[arg-type]
+        if _passes(cand, base, base_risk, full, margin, var) and float(cand.risk) < best:
+            chosen, best = i, float(cand.risk)
     winner = candidates[chosen]
     table = [{"method": c.method, "risk": c.risk, "params": _summary(c.params)} for c in candidates]
     params = dict(winner.params)

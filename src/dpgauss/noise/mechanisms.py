@@ -76,7 +76,7 @@ def _scalar(value: object, name: str, allowed: Interval) -> float:
     arr = as_real_array(value, name)
     if arr.ndim:
         raise TypeError(f"{name} must be a single number, not an array of shape {arr.shape}")
-    check_interval(arr, name, allowed)  # type: ignore[arg-type]
+    check_interval(arr, name, allowed)
     return float(arr)
 
 

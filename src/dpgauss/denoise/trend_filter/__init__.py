@@ -263,7 +263,7 @@ def _check_unit(value: object, name: str) -> float:
 
 def trend_filter(
     y: object,
-    sigma: float | None = None,
+    sigma: float | np.ndarray | None = None,
     structure: object = None,
     *,
     order: int = 0,
@@ -359,7 +359,7 @@ def trend_filter(
         arr = as_real_array(y, "y")
         check_interval(arr, "y", REAL)
         arr = np.array(arr, dtype=np.float64)
-        s: float | None = None
+        s: float | np.ndarray | None = None
     else:
         arr, s = check_noise(y, sigma)
     n_lambdas = _check_positive_int(n_lambdas, "n_lambdas", 1)

@@ -34,7 +34,7 @@ __all__ = ["available", "maximum_preflow"]
 try:  # numba is optional (the `fast` extra)
     import numba as _numba
 except ImportError:  # pragma: no cover - exercised in environments without numba
-    _numba = None
+    _numba = None  # type: ignore[assignment]  # a module or None: callers test for None
 
 
 def available() -> bool:

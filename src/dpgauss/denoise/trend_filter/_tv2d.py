@@ -101,7 +101,7 @@ __all__ = ["LatticeTV", "available"]
 try:
     import numba as _numba
 except ImportError:  # pragma: no cover - exercised in environments without numba
-    _numba = None
+    _numba = None  # type: ignore[assignment]  # a module or None: callers test for None
 
 # A warm start from a λ more than 1/COLD_BELOW times larger is replaced by the cold start
 # (one λ far below λ_max, blocks + N(0, 1) on 300 × 300, λ = 1: 72 iterations from the

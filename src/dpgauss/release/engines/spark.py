@@ -100,6 +100,7 @@ import numpy as np
 from ..._optional import install_hint
 from .. import schema
 from ..domains.keys import INT_LITERAL, TIMESTAMP_TEXT
+from ..domains.mapping import GraphMapper
 from ..spec import DomainSpec, ReleaseSpec
 from . import csv_format
 from .base import (
@@ -1206,7 +1207,7 @@ class _Job(RecordExpressions):
         from pyspark.sql import functions as sf
 
         mapper = self.plan.domain.mapper
-        assert mapper is not None
+        assert isinstance(mapper, GraphMapper)  # kde: a graph's mapper
 
         def spread(la: pd.Series, lo: pd.Series) -> pd.DataFrame:
             offsets, nodes, weights = mapper.spread(

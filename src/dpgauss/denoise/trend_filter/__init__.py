@@ -263,7 +263,7 @@ def _check_unit(value: object, name: str) -> float:
 
 def trend_filter(
     y: object,
-    sigma: float | np.ndarray | None = None,
+    sigma: object = None,
     structure: object = None,
     *,
     order: int = 0,

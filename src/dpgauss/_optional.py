@@ -29,6 +29,7 @@ import importlib.util
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 __all__ = ["install_hint", "missing", "numba", "optional", "require"]
 
@@ -97,7 +98,9 @@ def missing(*modules: str) -> list[str]:
 
 
 @functools.cache
-def numba() -> ModuleType | None:
+def numba() -> Any:
     """numba (the ``fast`` extra) or None: the one probe of it, shared by every compiled
-    kernel (the trend filter's and the engines'); imported on the first call."""
+    kernel (the trend filter's and the engines'); imported on the first call.  Typed
+    ``Any``: the kernels that use its attributes (``prange``, ``njit``) are compiled only where
+    it is not None."""
     return optional("numba")

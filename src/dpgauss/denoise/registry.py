@@ -69,7 +69,7 @@ class Entry:
         if self.module == "registry":
             return identity
         mod = importlib.import_module(f"{__package__}.{self.module}")
-        return getattr(mod, self.function)  # type: ignore[no-any-return]
+        return getattr(mod, self.function)
 
     @functools.cached_property
     def params(self) -> tuple[str, ...]:

@@ -182,7 +182,7 @@ def _rule_lambda(
     if rule == "universal":
         return universal_threshold(1.0, arr.size) * s
     if np.ndim(s) == 0:
-        return sure_threshold(np.abs(arr).ravel(), float(s))[0]  # type: ignore[arg-type]
+        return sure_threshold(np.abs(arr).ravel(), float(s))[0]
     sd = np.asarray(s)
     abs_y = np.abs(arr)
     t = weighted_sure_threshold((abs_y / sd).ravel(), (sd * sd).ravel())[0]

@@ -77,19 +77,19 @@ def plain(*values: object) -> tuple[float, ...] | None:
     """The values as floats if every one is a finite real number — a Python ``int`` or
     ``float`` or a NumPy scalar of those kinds, not a ``bool`` or an array — else None (the
     caller's vectorised path then validates and computes)."""
-    out = []
+    out: list[float] = []
     for v in values:
         t = type(v)
-        if t is float:
+        if type(v) is float:  # t is float, narrowed for the checker
             f = v
         elif t in REAL_SCALAR_TYPES:
             f = float(v)  # type: ignore[arg-type]
         else:
             return None
-        if not math.isfinite(f):  # type: ignore[arg-type]
+        if not math.isfinite(f):
             return None
         out.append(f)
-    return tuple(out)  # type: ignore[return-value]
+    return tuple(out)
 
 
 #: Arrays of at most this many elements run element by element here too, so that a small

@@ -135,12 +135,13 @@ class GaussianAccountant:
             raise ValueError(
                 f"argument shapes do not broadcast: sigma {s.shape}, sensitivity {d.shape}"
             ) from None
-        scalar = np.ndim(sigma) == 0 and np.ndim(sensitivity) == 0
+        scalar = np.ndim(sigma) == 0 and np.ndim(sensitivity) == 0  # type: ignore[arg-type]
         return self._charge(mu_up(d, s), count, label, scalar)
 
     def add_mu(self, mu: object, count: int = 1, label: str | None = None) -> float | np.ndarray:
         """Charge ``count`` μ-GDP mechanisms (e.g. a discrete release's dominating μ)."""
-        return self._charge(_positive_array(mu, "mu"), count, label, np.ndim(mu) == 0)
+        # np.ndim takes any object (the stubs ask for ArrayLike), here and in add
+        return self._charge(_positive_array(mu, "mu"), count, label, np.ndim(mu) == 0)  # type: ignore[arg-type]
 
     def add_event(self, event: PrivacyEvent, label: str | None = None) -> float:
         """Charge one typed event (:mod:`dpgauss.privacy.events`), ``event.count`` times.
@@ -182,6 +183,7 @@ class GaussianAccountant:
                     f"GdpEvent); got {type(event).__name__}"
                 )
         for event in todo:  # every μ certified before any is charged
+            assert isinstance(event, GaussianEvent | DiscreteGaussianEvent | GdpEvent)  # above
             _certified_mu(event)
         for event in todo:
             self.add_event(event, label)

@@ -100,7 +100,7 @@ def _log_delta(sigma: float, epsilon: float, sens: int) -> float:
     eps = Fraction(epsilon)
     m = math.floor(eps * s / sens - Fraction(sens, 2)) + 1
     x0 = max(m, 0)  # the x ≥ m of largest weight
-    c0 = x0 * x0 / (2 * s)  # -log w(x₀), exact
+    c0: Fraction | float = x0 * x0 / (2 * s)  # -log w(x₀), exact
     if c0 > _UNDERFLOW:  # Z ≥ 1 and the sum is < 2^26 + 1 times w(x₀): δ < e^-780
         return -_UNDERFLOW + math.log(_MAX_TERMS + 1)
     c0 = float(c0)

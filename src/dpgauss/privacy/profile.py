@@ -205,7 +205,9 @@ def _epsilon_flat(mu: np.ndarray, log_target: np.ndarray, q: np.ndarray) -> np.n
         return eps
     mu_s, lt = mu[todo], log_target[todo]
 
-    def kernel(x: np.ndarray, idx: np.ndarray, exact: bool) -> tuple[np.ndarray, ...]:
+    def kernel(
+        x: np.ndarray, idx: np.ndarray | None, exact: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         m = mu_s[idx]
         log_d, t, log_phi = log_delta_terms(m, x, exact)
         log_r = log_mills_far(m, t)

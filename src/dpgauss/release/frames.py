@@ -165,13 +165,13 @@ def release_frame(
         spec = ReleaseSpec.from_dict(d)
     if not isinstance(spec, ReleaseSpec):
         raise TypeError(f"spec must be a ReleaseSpec, a dict or a TOML path; got {type(spec)}")
-    src = spec.source
-    if src.table != name or src.database is not None:
+    source = spec.source
+    if source.table != name or source.database is not None:
         raise ValueError(
             f"[source] of a DataFrame release is table = {name!r} (or left out of a dict spec); "
             "got a spec that reads another source"
         )
-    if src.types is None:
+    if source.types is None:
         raise ValueError(
             'a DataFrame release needs [source] types, e.g. types = { uid = "int64", '
             'key = "string" }: every column it reads, declared, because a frame\'s dtypes '

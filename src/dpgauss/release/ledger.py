@@ -425,7 +425,7 @@ class Ledger:
                 )
             _create(self.path)  # False: another process won the race; its file is checked
         _check_header(self.path, _read_header(self.path))
-        self._conn = self._open()
+        self._conn: sqlite3.Connection | None = self._open()
 
     # ----------------------------------------------------------------- connection
 

@@ -245,7 +245,7 @@ class OutputGroup:
 
     # ------------------------------------------------------------------------ stage
 
-    def stage(self, path: Path, write: Callable[[str], None]) -> None:
+    def stage(self, path: Path, write: Callable[[str], object]) -> None:
         """Write ``path``'s content by ``write(p)``, ``p`` a path that opens the staged file."""
         path = Path(os.path.abspath(os.fspath(path)))
         if path not in self.paths:

@@ -137,7 +137,7 @@ class PublicReport:
         )
         if self.noise_off:
             out["noise_off"] = True
-        return json_ready(out)  # type: ignore[no-any-return]
+        return json_ready(out)
 
     def text(self) -> str:
         """The lines ``dpgauss release`` prints (public facts only)."""
@@ -213,7 +213,8 @@ def error_fields(risk: float | None, upper: float | None, d: int) -> dict[str, A
         "sure": risk if ok else None,
         "estimated_error": None,
         "rmse_per_key": None,
-        "rmse_per_key_upper95": math.sqrt(max(upper, 0.0) / d) if up_ok and d else None,
+        # up_ok and ok say that upper and risk are floats, which mypy does not follow
+        "rmse_per_key_upper95": math.sqrt(max(upper, 0.0) / d) if up_ok and d else None,  # type: ignore[type-var, operator]
     }
     if ok and d and risk > 0.0 and (not up_ok or risk > 0.01 * upper):  # type: ignore[operator]
         out["estimated_error"] = risk
@@ -247,7 +248,7 @@ class Diagnostics:
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON-ready dict of the ``CONFIDENTIAL-…json`` file."""
-        out = {
+        out: dict[str, Any] = {
             "confidential": CONFIDENTIAL_NOTE,
             "delivery": self.delivery,
             "engine": self.engine,
@@ -258,7 +259,7 @@ class Diagnostics:
         }
         if self.seed is not None:
             out["seed"] = self.seed
-        return json_ready(out)  # type: ignore[no-any-return]
+        return json_ready(out)
 
     def text(self) -> str:
         """The lines ``dpgauss release --diagnostics`` prints, under a CONFIDENTIAL banner."""

@@ -112,6 +112,7 @@ def count_l2(
     if c is not None:
         candidates.append((f"c*sqrt({k_text}) = {c}*sqrt({K}) (L_inf and L0)", sqrt_up(c * c * K)))
     C = c if b is None else (b if c is None else min(c, b))
+    assert C is not None  # b or c is given (checked above)
     if b is None:
         exact = C * C * K
     else:

@@ -170,7 +170,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from datetime import date, datetime, time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 from ..denoise.registry import DENOISERS as _REGISTRY
 from .domains.graph_files import BUNDLED_GRAPHS
@@ -253,6 +253,10 @@ def _policy(where: str, key: str, value: object) -> str:
     return _choice(where, key, value, POLICIES)
 
 
+@overload
+def _real(where: str, key: str, value: object, *, optional: Literal[False] = ...) -> float: ...
+@overload
+def _real(where: str, key: str, value: object, *, optional: bool) -> float | None: ...
 def _real(where: str, key: str, value: object, *, optional: bool = False) -> float | None:
     if value is None and optional:
         return None
@@ -284,7 +288,7 @@ def _count(where: str, key: str, value: object, *, optional: bool = False) -> in
             raise _type_fail(where, key, "an integer >= 1", value)
     if value < 1:
         raise _fail(where, key, "an integer >= 1", value)
-    if value > _MAX_COUNT:
+    if value > _MAX_COUNT:  # type: ignore[operator]  # typeshed's numbers.Integral has no __gt__
         raise _fail(where, key, "an integer in [1, 2**53]", value)
     return int(value)
 
@@ -300,7 +304,7 @@ def _columns(where: str, key: str, value: object) -> tuple[str, ...] | None:
         return None
     if isinstance(value, str) or not isinstance(value, list | tuple):
         raise _type_fail(where, key, "a list of column names", value)
-    out = tuple(_text(where, key, v) for v in value)  # type: ignore[misc]
+    out = tuple(_text(where, key, v) for v in value)
     if not out:
         raise _fail(where, key, "a non-empty list of column names", value)
     if len(set(out)) != len(out):
@@ -769,7 +773,10 @@ class DomainSpec:
             )
         if self.edge_columns is not None and self.edges is None:
             raise ValueError(f"[{self.where}] edge_columns goes with edges (an edge table)")
-        allowed = {"node_columns": ("lat", "lon"), "edge_columns": ("u", "v")}
+        allowed: dict[str, tuple[str, ...]] = {
+            "node_columns": ("lat", "lon"),
+            "edge_columns": ("u", "v"),
+        }
         if self.nodes is not None:
             allowed["node_columns"] = ("id", "lat", "lon")
         for key, names in allowed.items():
@@ -830,7 +837,7 @@ class DomainSpec:
         if not isinstance(box, list | tuple) or len(box) != 4:
             raise _type_fail(self.where, "bbox", "[lat_min, lat_max, lon_min, lon_max]", box)
         vals = tuple(_real(self.where, "bbox", v) for v in box)
-        lat0, lat1, lon0, lon1 = vals  # type: ignore[misc]
+        lat0, lat1, lon0, lon1 = vals
         if not (-90 <= lat0 < lat1 <= 90 and -180 <= lon0 < lon1 <= 180):
             raise _fail(
                 self.where,
@@ -1046,7 +1053,7 @@ class StatisticSpec:
             )
         lower = _real(w, "lower", self.lower)
         upper = _real(w, "upper", self.upper)
-        if not upper > lower:  # type: ignore[operator]
+        if not upper > lower:
             raise ValueError(
                 f"[statistic] upper must be greater than lower; got lower={lower!r}, "
                 f"upper={upper!r}"
@@ -1094,15 +1101,15 @@ class PrivacySpec:
         if self.delta is None:
             raise ValueError("[privacy] delta is required (0 < delta < 1)")
         delta = _real(w, "delta", self.delta)
-        if not 0 < delta < 1:  # type: ignore[operator]
+        if not 0 < delta < 1:
             raise _fail(w, "delta", "in (0, 1)", self.delta)
         if (self.epsilon is None) == (self.sigma is None):
             raise ValueError("[privacy] give exactly one of epsilon or sigma (with delta)")
         if self.epsilon is not None:
             eps = _real(w, "epsilon", self.epsilon)
-            if eps < 0:  # type: ignore[operator]
+            if eps < 0:
                 raise _fail(w, "epsilon", "a number >= 0", self.epsilon)
-            if eps > MAX_EPSILON:  # type: ignore[operator]
+            if eps > MAX_EPSILON:
                 raise _fail(w, "epsilon", "a number in [0, 1e20]", self.epsilon)
         else:
             # The smallest usable sigma depends on the sensitivity: checked by the pipeline.
@@ -1160,7 +1167,7 @@ class OutputSpec:
         _text(w, "path", self.path, optional=True)
         _choice(w, "format", self.format, ("auto", "csv", "parquet"))
         level = _real(w, "level", self.level)
-        if not 0 < level < 1:  # type: ignore[operator]
+        if not 0 < level < 1:
             raise _fail(w, "level", "in (0, 1)", self.level)
         _flag(w, "overwrite", self.overwrite)
 
@@ -1252,8 +1259,10 @@ def read_columns(spec: ReleaseSpec) -> list[tuple[str, str]]:
     wanted = [("[unit] column", spec.unit.column)]
     for d in spec.domain.axes:
         if d.locates:
+            assert d.lat is not None and d.lon is not None  # checked when d was made
             wanted += [(f"[{d.where}] lat", d.lat), (f"[{d.where}] lon", d.lon)]
         else:
+            assert d.column is not None  # checked when d was made
             wanted.append((f"[{d.where}] column", d.column))
     if spec.statistic.column is not None:
         wanted.append(("[statistic] column", spec.statistic.column))
@@ -1261,7 +1270,7 @@ def read_columns(spec: ReleaseSpec) -> list[tuple[str, str]]:
         wanted.append(("[filter] column", spec.filter.column))
     for col in spec.bounds.record_columns or ():
         wanted.append(("[bounds] record_columns", col))
-    return wanted  # type: ignore[return-value]
+    return wanted
 
 
 def _check_declared(spec: ReleaseSpec) -> None:

@@ -341,7 +341,7 @@ def trend_filter(
         arr = as_real_array(y, "y")
         check_interval(arr, "y", REAL)
         arr = np.array(arr, dtype=np.float64)
-        s: float | None = None
+        s: float | np.ndarray | None = None
     else:
         arr, s = check_noise(y, sigma)
     n_lambdas = check_int(n_lambdas, "n_lambdas", 1)

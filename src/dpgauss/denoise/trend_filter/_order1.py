@@ -46,6 +46,8 @@ exceed the tolerance (a scrambled 2,000-node path: relative gap 3e-4).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -86,7 +88,7 @@ class FaceSolver:
         self.q_indptr, self.q_indices, self.q_data = qp.indptr, qp.indices, qp.data
         self.q_col = np.repeat(np.arange(self.n), np.diff(qp.indptr))
         self.base: np.ndarray | None = None  # R₀ as a mask over the nodes
-        self.base_solve = None
+        self.base_solve: Callable[[np.ndarray], np.ndarray] | None = None
         self.factorisations = 0
 
     def _factor(self, rows: np.ndarray) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -111,7 +111,8 @@ def _sure_path(
         n_lambdas > 1
         and extra < n_lambdas
         and fits[-1].lam > lam_max * _LAM_FLOOR
-        and int(np.argmin([sure(f) for f in fits])) == len(fits) - 1
+        # σ is given on the SURE path, so no risk is None
+        and int(np.argmin(cast(list[float], [sure(f) for f in fits]))) == len(fits) - 1
     ):
         fits.append(solve(fits[-1].lam * step))
         extra += 1

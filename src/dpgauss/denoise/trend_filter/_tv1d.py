@@ -542,6 +542,10 @@ def tv1d(
     if lam <= 0.0 or n < 2:
         return y.copy(), np.zeros(max(n - 1, 0))
     kernels = _kernels()
+    ys: list[float] | np.ndarray
+    ws: list[float] | np.ndarray | None
+    xs: list[float] | np.ndarray
+    us: list[float] | np.ndarray
     if kernels is _PYTHON:  # lists: about 3x faster than arrays element by element
         scan, scan_unit, dp, dp_unit = _condat, _condat_unit, _dp_weighted, _dp_unit
         ys, ws, xs, us = y.tolist(), None if w is None else w.tolist(), [0.0] * n, [0.0] * n
@@ -552,6 +556,7 @@ def tv1d(
         if not scan_unit(ys, lam, xs, us, BUDGET, SLACK):
             _fallback(dp_unit, scan_unit, (ys,), lam, xs, us, y)
     elif not scan(ys, ws, lam, xs, us, BUDGET, SLACK):
+        assert w is not None  # ws is None exactly when w is
         _fallback(dp, scan, (ys, ws), lam, xs, us, w * y)
     x, u = np.asarray(xs, dtype=np.float64), np.asarray(us, dtype=np.float64)
     return x, u[:-1]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,6 +30,9 @@ from ..spec import DomainSpec
 from .graph_files import load_public_graph
 from .keys import RangeBins
 from .mapping import GraphMapper
+
+if TYPE_CHECKING:
+    from .regions import RegionMapper
 
 __all__ = ["Axis", "product_edges", "resolve_axis"]
 
@@ -45,7 +48,7 @@ class Axis:
     size: int
     labels: np.ndarray
     edges: np.ndarray | None = None
-    mapper: GraphMapper | None = None
+    mapper: GraphMapper | RegionMapper | None = None
     node_lat: np.ndarray | None = None
     node_lon: np.ndarray | None = None
     source: str | None = None

@@ -335,7 +335,7 @@ def _column(path: str, table: Any, name: str, key: str) -> list[Any]:
             path, f"column {name!r} holds numbers with a fraction; node ids are integers or text"
         )
     try:
-        return col.to_pylist()  # type: ignore[no-any-return]
+        return col.to_pylist()
     except (UnicodeDecodeError, pa.ArrowException) as exc:
         raise _fail(path, f"column {name!r} cannot be read: {str(exc).splitlines()[0]}") from None
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -45,6 +45,9 @@ from ..spec import DomainSpec, ReleaseSpec
 from .axes import Axis, product_edges, resolve_axis
 from .keys import MAX_KEYS
 from .mapping import GraphMapper
+
+if TYPE_CHECKING:
+    from .regions import RegionMapper
 
 __all__ = ["KeyDomain", "resolve_domain"]
 
@@ -64,7 +67,7 @@ class KeyDomain:
     kind: str
     size: int
     labels: np.ndarray
-    mapper: GraphMapper | None = None
+    mapper: GraphMapper | RegionMapper | None = None
     edges: np.ndarray | None = None
     grid: tuple[int, ...] | None = None
     node_lat: np.ndarray | None = None

@@ -153,6 +153,7 @@ def read_geojson(path: str | Path, id_property: str = "id") -> PublicRegions:
                 f"feature {_show(rid)} has the geometry {_show(kind)}; a region is a Polygon "
                 "or MultiPolygon",
             )
+        assert isinstance(geom, dict)  # it has a geometry type
         _check_coords(p, _show(rid), geom.get("coordinates"), 2 if kind == "Polygon" else 3)
         try:
             g = shape(geom)

@@ -166,7 +166,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, astuple, dataclass
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import numpy as np
 
@@ -225,7 +225,7 @@ def check_mode(mode: object) -> str:
     """``mode`` if it is one of :data:`MODES`, else ``ValueError``."""
     if mode not in MODES:
         raise ValueError(f"csv mode must be one of {', '.join(map(repr, MODES))}; got {mode!r}")
-    return mode  # type: ignore[return-value]
+    return mode
 
 
 def delimiter_problem(delimiter: object) -> str | None:
@@ -479,7 +479,7 @@ def open_file(path: str) -> IO[bytes]:
         raise CsvError(f"{path}: compressed CSV is read only as .gz or .bz2")
     try:
         if low.endswith(".gz"):
-            return gzip.open(path, "rb")
+            return gzip.open(path, "rb")  # type: ignore[return-value]  # typeshed: GzipFile is no IO[bytes]
         if low.endswith(".bz2"):
             return bz2.open(path, "rb")
         return open(path, "rb")
@@ -541,10 +541,11 @@ def parse_header(line: bytes | None, delimiter: str, where: str) -> tuple[str, .
         )
     if any(not f for f in fields):
         raise CsvError(f"{where}: the header has an empty column name: {_short(text)!r}")
-    if len(set(fields)) != len(fields):
-        dup = sorted({f for f in fields if fields.count(f) > 1})  # type: ignore[arg-type]
+    names = cast("list[str]", fields)  # no field is None or empty (checked above)
+    if len(set(names)) != len(names):
+        dup = sorted({f for f in names if names.count(f) > 1})
         raise CsvError(f"{where}: the header repeats the column names {dup}")
-    return tuple(fields)  # type: ignore[arg-type]
+    return tuple(names)
 
 
 def _short(text: str) -> str:
@@ -662,7 +663,7 @@ def _valid_utf8(arr: np.ndarray, starts: np.ndarray, ends: np.ndarray, high: np.
     lines = np.flatnonzero(high)
     if lines.size == 0:
         return valid
-    view = memoryview(arr)
+    view = memoryview(arr)  # type: ignore[arg-type]  # an ndarray is a buffer; its stubs say not
     pos, stop = int(starts[lines[0]]), int(ends[lines[-1]])
     while pos < stop:
         try:

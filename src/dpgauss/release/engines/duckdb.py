@@ -81,6 +81,7 @@ import numpy as np
 from ..._optional import install_hint, require
 from .. import schema
 from ..domains.keys import TIMESTAMP_TEXT
+from ..domains.mapping import GraphMapper
 from ..spec import DomainSpec, ReleaseSpec
 from . import csv_format, unit_topb
 from .base import (
@@ -1038,6 +1039,7 @@ FROM ({rows_sql}) GROUP BY g"""
             return pa.array(mapper.nearest(as_numpy(lat), as_numpy(lon)), type=pa.int64())
 
         def spread(lat: Any, lon: Any) -> Any:
+            assert isinstance(mapper, GraphMapper)  # called for kde only: a graph's mapper
             offsets, nodes, weights = mapper.spread(as_numpy(lat), as_numpy(lon))
             entries = pa.StructArray.from_arrays(
                 [pa.array(nodes, pa.int64()), pa.array(weights, pa.float64())], names=["k", "w"]

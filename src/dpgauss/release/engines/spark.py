@@ -100,6 +100,7 @@ import numpy as np
 from ..._optional import install_hint, optional
 from .. import schema
 from ..domains.keys import INT_LITERAL, TIMESTAMP_TEXT
+from ..domains.mapping import GraphMapper
 from ..spec import DomainSpec, ReleaseSpec
 from . import csv_format
 from .base import (
@@ -344,7 +345,7 @@ class SparkEngine:
                     conf.set(key, value)
                 _launch_quiet_jvm(conf, tail)
                 self._spark = builder.getOrCreate()
-            except (*_spark_errors(), RuntimeError, OSError) as exc:
+            except (*_spark_errors(), RuntimeError, OSError) as exc:  # type: ignore[misc]  # mypy: a starred tuple of classes
                 # the JVM's (or spark-class's) last words, e.g. "…/bin/java: No such file"
                 said = "; ".join(line.strip() for line in list(tail)[-2:] if line.strip())
                 why = _one_line(exc) + (f" ({said[:300]})" if said else "")
@@ -913,12 +914,16 @@ class _Job(RecordExpressions):
             x = self._timestamp(f.column)
             lit = "CAST({} AS TIMESTAMP_NTZ)"
             ends = {k: f.bound(k) for k in ("start", "stop")}
-            text = {k: _text(v.isoformat(sep=" ")) for k, v in ends.items() if v is not None}
+            text = {
+                k: _text(v.isoformat(sep=" ")) for k, v in ends.items() if isinstance(v, datetime)
+            }
         else:
             x = self._double(f.column)
             lit = "CAST({} AS DOUBLE)"
             text = {
-                k: _text(repr(float(v))) for k in ("start", "stop") if (v := f.bound(k)) is not None
+                k: _text(repr(float(v)))
+                for k in ("start", "stop")
+                if isinstance(v := f.bound(k), float)
             }
         conds = []
         if "start" in text:
@@ -939,7 +944,7 @@ class _Job(RecordExpressions):
         f = self.spec.filter
         assert f is not None
         c = _ident(f.column)
-        ends = {k: v for k in ("start", "stop") if (v := f.bound(k)) is not None}
+        ends = {k: v for k in ("start", "stop") if isinstance(v := f.bound(k), datetime)}
         if not self.nanos[f.column]:
             x = f"CAST({c} AS DECIMAL(20, 0))"
             ns = {k: f"CAST('{_epoch_ns(v)}' AS DECIMAL(38, 0))" for k, v in ends.items()}
@@ -1134,7 +1139,9 @@ class _Job(RecordExpressions):
             ref = dx[ch]
             if ch == "str":
                 val_type: Any = spt.StringType()
-                data = [(str(v), i) for v, i in found]
+                data: list[tuple[str | float | int | Decimal, int]] = [
+                    (str(v), i) for v, i in found
+                ]
             elif ch == "dbl":
                 val_type = spt.DoubleType()
                 data = [(float(v), i) for v, i in found]
@@ -1200,7 +1207,7 @@ class _Job(RecordExpressions):
         from pyspark.sql import functions as sf
 
         mapper = self.plan.domain.mapper
-        assert mapper is not None
+        assert isinstance(mapper, GraphMapper)  # kde: a graph's mapper
 
         def spread(la: pd.Series, lo: pd.Series) -> pd.DataFrame:
             offsets, nodes, weights = mapper.spread(

@@ -207,7 +207,7 @@ def _scatter(
                     at[b] = w
 
 
-def _load_word(raw: Any, words: Any, k: int, end: int) -> Any:
+def _load_word(raw: Any, words: Any, k: int | np.int64, end: int | np.int64) -> Any:
     """The bytes ``raw[k:min(k + 8, end)]`` as a little-endian 64-bit word, zero-padded.
     ``words`` is ``raw``'s whole words (``raw`` viewed as ``uint64``; empty on a big-endian
     machine): two aligned loads and shifts where they cover the bytes, else byte by byte."""
@@ -488,7 +488,7 @@ def _id_buffers(column: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if _is_string_view(column.type):
         column = column.cast(pa.large_string())
     if pa.types.is_large_string(column.type):
-        offset_type = np.int64
+        offset_type: type[np.int64 | np.int32] = np.int64
     elif pa.types.is_string(column.type):
         offset_type = np.int32
     else:
@@ -504,7 +504,7 @@ def _id_buffers(column: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _select_locked(
     columns: list[Any],
-    ids: list[Any],
+    ids: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
     b: int,
     key_bits: int,
     d: int,

@@ -478,7 +478,7 @@ def test_toml_ranges_are_read_as_the_decimals_written(tmp_path: Path) -> None:
         path.write_text(
             '[source]\npath = "x.csv"\n[unit]\ncolumn = "u"\n[domain]\nkind = "range"\n'
             f'column = "lat"\nstart = 52.5195\nstop = {stop}\nstep = 0.0005\n'
-            '[bounds]\nmax_records_per_unit = 1\n'
+            "[bounds]\nmax_records_per_unit = 1\n"
             '[privacy]\nepsilon = 1.0\ndelta = 1e-6\ndataset = "d"\n'
         )
         return load_spec(path)

@@ -68,9 +68,8 @@ class Axis:
             what = f"chain of {self.size} ordered bins" if self.edges is not None else "1 bin"
             first, last = self.labels[0], self.labels[-1]
             step = self.spec.step
-            return (
-                f"{what} of {self.spec.column} from {first} by {step}"
-                + (f", the last from {last}" if self.size > 1 else "")
+            return f"{what} of {self.spec.column} from {first} by {step}" + (
+                f", the last from {last}" if self.size > 1 else ""
             )
         return f"{self.size} values without order"
 

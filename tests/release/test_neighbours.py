@@ -63,9 +63,10 @@ hold its declared type is refused by ``schema.check`` (a ``ValueError``, before 
 is read): a pair with a refused frame is *not checked* (counted apart in the summary), and
 every pair whose frames are accepted is checked like the others.  There is no untyped frame
 id: a table source without ``[source] types`` is refused by the spec before any record is
-read (:data:`dpgauss.release.spec.TABLE_NEEDS_TYPES`; the reproducer at the end).  A new
-CSV source (an RFC 4180 reader with quoted line breaks, ``csv-rfc4180``) is a feature of :data:`CSV_FEATURES` with its hazards in
-:data:`HAZARDS` (the lines are built by :func:`lines`, the file by :class:`Files`).
+read (:data:`dpgauss.release.spec.TABLE_NEEDS_TYPES`; the reproducer at the end).  A new CSV
+source (an RFC 4180 reader with quoted line breaks, ``csv-rfc4180``) is a feature of
+:data:`CSV_FEATURES` with its hazards in :data:`HAZARDS` (the lines are built by
+:func:`lines`, the file by :class:`Files`).
 
 Each engine/source/feature combination is its own test id; the ones that fail on main's code
 for a known reason are marked ``xfail(strict=False)`` in :data:`KNOWN_ON_MAIN` (none

@@ -24,7 +24,6 @@ from dpgauss.release.pipeline import bounded_aggregate  # noqa: E402
 from dpgauss.release.plan import sensitivity_of  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 
-
 #: the columns of :func:`_base`, declared (a table source needs ``[source] types``)
 TYPES = {"uid": "int64", "key": "int64", "note": "string"}
 #: the columns of :func:`_float_sources`

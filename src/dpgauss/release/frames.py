@@ -17,10 +17,10 @@ The spec is a TOML path, a dict shaped like the TOML file, or a
 :class:`~dpgauss.release.spec.ReleaseSpec`.  Its ``[source]`` is ``table = "<name>"`` (the
 name the frame is scanned under; a dict spec may leave it out) and **must declare**
 ``types``, as every table source does (the spec refuses one without, with the sentence
-:data:`~dpgauss.release.spec.TABLE_NEEDS_TYPES`): every column the release reads, each
-taken in its declared type (:mod:`dpgauss.release.schema`).  The frame is registered in a private in-memory DuckDB
-connection and scanned in place, without a copy, by the DuckDB engine; the release is then
-exactly :func:`~dpgauss.release.pipeline.run_release` (plan, charge, write).
+:data:`~dpgauss.release.spec.TABLE_NEEDS_TYPES`): every column the release reads, each taken
+in its declared type (:mod:`dpgauss.release.schema`).  The frame is registered in a private
+in-memory DuckDB connection and scanned in place, without a copy, by the DuckDB engine; the
+release is then exactly :func:`~dpgauss.release.pipeline.run_release` (plan, charge, write).
 
 **A column's type is the spec's, never the records'.**  A frame's dtypes are a function of
 its records: one missing value widens int64 to float64 (``DataFrame(records)``, ``concat``,

@@ -52,12 +52,13 @@ Every table and key
     (opened read-only).  ``types``: the declared schema, a table ``column = "type"``
     (``int64``, ``float64``, ``string``, ``bool``, ``date``, ``timestamp``, … —
     :mod:`dpgauss.release.schema`): every column the release reads, each taken in its
-    declared type, never in a type inferred from the records; required for a ``table``
-    (a table, a view, a DataFrame), allowed for every source.  CSV only (the format is :mod:`dpgauss.release.engines.csv_format`):
-    ``csv`` = ``"rfc4180"`` (the default: the file's writer quotes as RFC 4180 says, so a
-    quoted field may hold line breaks and a record ends at an LF outside quotes — the data
-    owner asserts it) or ``"lines"`` (one record per line, for writers that never put a line
-    break in a field: a line with a stray quote is then exactly one malformed line); ``delimiter``
+    declared type, never in a type inferred from the records; required for a ``table`` (a
+    table, a view, a DataFrame), allowed for every source.  CSV only (the format is
+    :mod:`dpgauss.release.engines.csv_format`): ``csv`` = ``"rfc4180"`` (the default: the
+    file's writer quotes as RFC 4180 says, so a quoted field may hold line breaks and a
+    record ends at an LF outside quotes — the data owner asserts it) or ``"lines"`` (one
+    record per line, for writers that never put a line break in a field: a line with a stray
+    quote is then exactly one malformed line); ``delimiter``
     (default ``","``; one character, not ``"``, CR, LF or U+FFFD), ``header`` (default true:
     the first line of the first file names the columns, and every file starts with that same
     line), ``columns`` (the list of column names: required with ``header = false``; with a
@@ -344,7 +345,8 @@ class SourceSpec:
 
     ``types`` (column → declared type, :mod:`dpgauss.release.schema`) is the schema every
     column the release reads is taken in: required for a ``table`` source (a table, a view
-    or a registered DataFrame: :data:`TABLE_NEEDS_TYPES`), allowed for every source.  CSV sources (:mod:`dpgauss.release.engines.csv_format`) take ``delimiter``, ``header``,
+    or a registered DataFrame: :data:`TABLE_NEEDS_TYPES`), allowed for every source.  CSV
+    sources (:mod:`dpgauss.release.engines.csv_format`) take ``delimiter``, ``header``,
     ``columns`` and ``on_malformed``.  ``columns`` lists the column names in order: required
     with ``header = false`` (the files then hold records only), optional with a header (it
     must then equal the header, which the engines check before anything is charged).

@@ -96,7 +96,7 @@ def test_the_engine_scans_a_registered_frame_in_place() -> None:
     con = duckdb.connect()
     df = frame()
     con.register("records", df)
-    spec = ReleaseSpec.from_dict({**SPEC, "source": {"table": "records"}})
+    spec = ReleaseSpec.from_dict(SPEC)
     agg = bounded_aggregate(spec, salt=1, engine=DuckDBEngine(con))
     assert agg.counts.sum() == (df.zone.between(1, 4)).sum()
 

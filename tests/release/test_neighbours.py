@@ -61,15 +61,16 @@ lists, dicts, numpy scalars, Decimal and NaN: each valid or invalid for its own 
 unit's rows carry its id as any object whose text is the id).  A frame whose dtype cannot
 hold its declared type is refused by ``schema.check`` (a ``ValueError``, before any record
 is read): a pair with a refused frame is *not checked* (counted apart in the summary), and
-every pair whose frames are accepted is checked like the others.  ``category-untyped`` and
-``category-int-untyped`` register categorical frames *without* declared types (the engine's
-own reading of an ENUM id, finding 2).  A new CSV source (an RFC 4180 reader with quoted
-line breaks, ``csv-rfc4180``) is a feature of :data:`CSV_FEATURES` with its hazards in
-:data:`HAZARDS` (the lines are built by :func:`lines`, the file by :class:`Files`).
+every pair whose frames are accepted is checked like the others.  There is no untyped frame
+id: a table source without ``[source] types`` is refused by the spec before any record is
+read (:data:`dpgauss.release.spec.TABLE_NEEDS_TYPES`; the reproducer at the end).  A new CSV
+source (an RFC 4180 reader with quoted line breaks, ``csv-rfc4180``) is a feature of
+:data:`CSV_FEATURES` with its hazards in :data:`HAZARDS` (the lines are built by
+:func:`lines`, the file by :class:`Files`).
 
 Each engine/source/feature combination is its own test id; the ones that fail on main's code
-for a known reason are marked ``xfail(strict=False)`` in :data:`KNOWN_ON_MAIN`
-(``frame-category-int-untyped``: its deterministic reproducer is at the end).  By default
+for a known reason are marked ``xfail(strict=False)`` in :data:`KNOWN_ON_MAIN` (none
+today).  By default
 a fixed, derandomized slice runs (CI); ``pytest --fuzz-long`` runs thousands of pairs with
 random seeds, and the terminal summary says how many pairs were checked per engine and
 source, and how many were not because a frame was refused (``tests/conftest.py``).  The
@@ -115,12 +116,13 @@ from dpgauss.datasets import load_manhattan_graph  # noqa: E402
 from dpgauss.release.domains.key_domain import resolve_domain  # noqa: E402
 from dpgauss.release.engines.base import EngineError  # noqa: E402
 from dpgauss.release.engines.duckdb import DuckDBEngine  # noqa: E402
-from dpgauss.release.frames import _scannable  # noqa: E402
+from dpgauss.release.frames import _scannable, release_frame  # noqa: E402
 from dpgauss.release.pipeline import bounded_aggregate  # noqa: E402
 from dpgauss.release.plan import sensitivity_of  # noqa: E402
-from dpgauss.release.spec import ReleaseSpec  # noqa: E402
+from dpgauss.release.spec import TABLE_NEEDS_TYPES, ReleaseSpec  # noqa: E402
 
 from ..conftest import spark_missing  # noqa: E402
+from ..helpers import charges, make_ledger  # noqa: E402
 
 HAVE_SPARK = spark_missing() is None
 
@@ -148,10 +150,8 @@ PARQUET_FEATURES = ("int", "int-fast", "str", "str-nullflip", "float-nan")
 #: ``arrow`` (``pa.Table.to_pandas()`` of nullable columns), ``polars`` (``pl.read_csv``;
 #: where polars is installed), ``category`` (the uid and the unnamed ``n`` as categoricals),
 #: ``hostile`` (object columns of values without a text, str subclasses, bytes, lists,
-#: numpy scalars, Decimal, NaN) — all with ``[source] types`` — and ``category-untyped``
-#: (categorical string uid and ``n``, no declared types: the engine's own reading, finding 2)
-#: and ``category-int-untyped`` (the same with integer ids: a known violation, see
-#: :data:`KNOWN_ON_MAIN`).
+#: numpy scalars, Decimal, NaN) — all with ``[source] types``, which every table source
+#: declares (the spec refuses one without).
 FRAME_FEATURES = (
     "readcsv",
     "records",
@@ -159,8 +159,6 @@ FRAME_FEATURES = (
     "polars",
     "category",
     "hostile",
-    "category-untyped",
-    "category-int-untyped",
 )
 #: Frame features whose records are text (the CSV strategies), the others typed values.
 TEXT_FRAMES = ("readcsv", "polars")
@@ -174,7 +172,7 @@ KERNEL_FEATURES = (
     ("parquet", "int-fast"),
     ("parquet", "str"),
     ("parquet", "str-nullflip"),
-    *(("frame", f) for f in FRAME_FEATURES if "untyped" not in f),
+    *(("frame", f) for f in FRAME_FEATURES),
 )
 #: the ids of the sources of issue #25 that run in the CI slice (a few examples each, under
 #: ``duckdb-general``); every engine runs them with --fuzz-long.
@@ -183,16 +181,9 @@ NEW_CI_EXAMPLES = 6
 
 #: (engine, source, feature) → why it fails.  Empty: the violations the fuzzer found on the
 #: code before the hardening (DuckDB's CSV reader was not line-local; string ids were hashed
-#: only when the hash was injective on the whole source) are fixed, and these ids pass.
-KNOWN_ON_MAIN: dict[tuple[str, str, str], str] = {
-    (engine, "frame", "category-int-untyped"): (
-        "without [source] types, DuckDB scans a registered pandas categorical of Int64 "
-        "categories as BIGINT when it has no missing value and as DOUBLE when it has one: "
-        "one row without a unit re-types every unit's id and redraws their records "
-        "(test_an_int_categorical_id_is_not_retyped_by_a_missing_id)"
-    )
-    for engine in ("duckdb-fast", "duckdb-general")
-}
+#: only when the hash was injective on the whole source; an untyped table's categorical of
+#: ints was BIGINT or DOUBLE by whether one id was missing) are fixed, and these ids pass.
+KNOWN_ON_MAIN: dict[tuple[str, str, str], str] = {}
 
 
 def _combos() -> list[Any]:
@@ -1098,10 +1089,8 @@ def cases(draw: Any, combo: tuple[str, str, str], n_salts: int) -> Case:
     ids = "int" if feature in ("int", "int-fast") else "str"
     if feature == "float-nan":
         ids = "float"
-    if source == "frame" and feature not in ("hostile", "category-untyped"):
+    if source == "frame" and feature != "hostile":
         ids = draw(st.sampled_from(["int", "str"]))
-    if feature == "category-int-untyped":
-        ids = "int"
     order = tuple(draw(st.permutations(COLUMNS))) if source == "csv" else COLUMNS
     typed = source == "parquet" or (source == "frame" and feature not in TEXT_FRAMES)
     x_type = draw(st.sampled_from(X_TYPES[dkind])) if typed else "string"
@@ -1248,8 +1237,7 @@ def cases(draw: Any, combo: tuple[str, str, str], n_salts: int) -> Case:
     elif source == "parquet":
         case.row_group = draw(st.sampled_from([1, 2, 3, 64]))
     else:
-        untyped = feature.endswith("-untyped")
-        case.types = None if untyped else draw(declared_types(ctx))
+        case.types = draw(declared_types(ctx))
         case.frame = draw(frame_options(ctx))
     return case
 
@@ -1324,8 +1312,6 @@ def frame_options(draw: Any, ctx: Ctx) -> dict[str, Any]:
         if draw(st.integers(0, 2)) > 0:  # mostly an explicit nullable id (else float64)
             cols = sorted({*cols, "uid"})
         out["casts"] = {c: nullable[c] for c in cols}
-    if f.endswith("-untyped"):
-        out["casts"] = nullable
     if f.startswith("category"):
         extra = ["x"] if draw(st.booleans()) else []
         out["categorical"] = ["uid", "n", *extra]
@@ -1445,8 +1431,6 @@ class Files:
             if c == "f" or (c == "x" and not rows):
                 continue
             df[c] = pd.array(cols[c], dtype=dtype)
-        if feature.endswith("-untyped") and ctx.filter_kind == "number":
-            df["f"] = pd.array(cols["f"], dtype="Float64")
         for c in opts.get("categorical", []):
             df[c] = df[c].astype("category")
         return _scannable(df, "pandas")
@@ -1885,42 +1869,58 @@ def test_spark_a_csv_line_is_one_record_of_its_own_unit(tmp_path: Path, request,
         assert diff == c_u, f"salt {salt}: D {c_d}, D ∪ U {c_du}, U {c_u}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "DuckDB scans a registered pandas categorical of Int64 categories as BIGINT without a "
-        "missing value and as DOUBLE with one; without [source] types the engine hashes the "
-        "ids in the type the whole frame decides (fuzzer id frame-category-int-untyped)"
-    ),
-)
-def test_an_int_categorical_id_is_not_retyped_by_a_missing_id() -> None:
-    """Found by the fuzzer (``frame-category-int-untyped``), smallest case: unit 1 has two
-    records (x = 0, x = 1) and b = 1; a row without a unit (a missing id) is added.  Without
-    ``[source] types``, the categorical ``uid`` is BIGINT in the first frame and DOUBLE in
-    the second, and with salt 0 unit 1 keeps the record on key 1, then the one on key 0: a
-    row that belongs to no unit changes a unit's contribution.  (Declared, the DOUBLE column
-    is refused by ``schema.check``: the ``frame-category`` id.)"""
+def _one_unit_spec(source: dict[str, Any]) -> dict[str, Any]:
+    """Unit 1's two records (x = 0, x = 1), b = 1: the case the fuzzer found."""
+    return {
+        "source": source,
+        "unit": {"column": "uid"},
+        "domain": {"kind": "values", "column": "x", "values": [0, 1]},
+        "bounds": {"max_records_per_unit": 1},
+        "privacy": {"epsilon": 1.0, "delta": 1e-6, "dataset": "d"},
+        "denoise": {"method": "none"},
+        "output": {"plot": False},
+    }
+
+
+def _int_categorical(uid: list[int | None], x: list[int]) -> Any:
+    df = pd.DataFrame({"uid": pd.array(uid, dtype="Int64"), "x": pd.array(x, dtype="Int64")})
+    df["uid"] = df["uid"].astype("category")
+    return df
+
+
+def test_an_untyped_table_spec_is_refused() -> None:
+    """Found by the fuzzer (the former id ``frame-category-int-untyped``): without
+    ``[source] types``, DuckDB scanned a registered pandas categorical of Int64 categories as
+    BIGINT without a missing value and as DOUBLE with one, so one row without a unit re-typed
+    every unit's id and redrew their records.  A table source now declares its types: the
+    spec is refused with one fixed sentence, before any record is read."""
+    with pytest.raises(ValueError) as info:
+        ReleaseSpec.from_dict(_one_unit_spec({"table": "records"}))
+    assert str(info.value) == TABLE_NEEDS_TYPES
+    assert "docs/security.md" in TABLE_NEEDS_TYPES and "types = {" in TABLE_NEEDS_TYPES
+
+
+def test_a_declared_int_categorical_id_with_a_missing_id_is_refused_before_the_charge(
+    tmp_path: Path,
+) -> None:
+    """The same frames with ``types = { uid = "int64", x = "int64" }``: without a missing id
+    the categorical is BIGINT and is read (unit 1 keeps one record); with one, DuckDB scans
+    it as DOUBLE, which cannot hold int64 exactly, and ``schema.check`` refuses the source
+    (one sentence naming the schema, never a value) before the budget is touched."""
     spec = ReleaseSpec.from_dict(
-        {
-            "source": {"table": "records"},
-            "unit": {"column": "uid"},
-            "domain": {"kind": "values", "column": "x", "values": [0, 1]},
-            "bounds": {"max_records_per_unit": 1},
-            "privacy": {"epsilon": 1.0, "delta": 1e-6, "dataset": "d"},
-            "denoise": {"method": "none"},
-        }
+        _one_unit_spec({"table": "records", "types": {"uid": "int64", "x": "int64"}})
     )
-
-    def counts(uid: list[int | None], x: list[int]) -> list[float]:
-        df = pd.DataFrame({"uid": pd.array(uid, dtype="Int64"), "x": pd.array(x, dtype="Int64")})
-        df["uid"] = df["uid"].astype("category")
-        con = duckdb.connect()
-        con.register("records", _scannable(df, "pandas"))
-        try:
-            return bounded_aggregate(spec, salt=0, engine=DuckDBEngine(con)).counts.tolist()
-        finally:
-            con.close()
-
-    d = counts([1, 1], [0, 1])
-    d_junk = counts([1, 1, None], [0, 1, 0])
-    assert d_junk == d, f"unit 1 alone: {d}; with a row without a unit: {d_junk}"
+    con = duckdb.connect()
+    try:
+        con.register("records", _scannable(_int_categorical([1, 1], [0, 1]), "pandas"))
+        agg = bounded_aggregate(spec, salt=0, engine=DuckDBEngine(con))
+    finally:
+        con.close()
+    assert agg.counts.sum() == 1 and agg.rows.units == 1
+    ledger = make_ledger(tmp_path)
+    junk = _int_categorical([1, 1, None], [0, 1, 0])
+    with pytest.raises(ValueError, match="declares 'uid' as int64") as info:
+        release_frame(junk, spec, out=tmp_path / "o.csv", ledger=ledger)
+    msg = str(info.value)
+    assert "\n" not in msg and "cannot hold" in msg
+    assert charges(ledger) == 0

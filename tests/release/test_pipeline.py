@@ -606,7 +606,15 @@ def test_table_source_in_a_duckdb_file(tmp_path: Path) -> None:
         "CREATE TABLE trips AS SELECT range % 50 AS uid, range % 10 AS key FROM range(1000)"
     )
     con.close()
-    spec = make_spec("unused", source={"path": None, "table": "trips", "database": str(db)})
+    spec = make_spec(
+        "unused",
+        source={
+            "path": None,
+            "table": "trips",
+            "database": str(db),
+            "types": {"uid": "int64", "key": "int64"},
+        },
+    )
     assert spec.source.table == "trips"
     agg = bounded_aggregate(spec, engine=ENGINE)
     assert agg.counts.sum() == 50 * 5 and agg.rows.read == 1000
@@ -621,7 +629,7 @@ def test_a_callers_connection_is_left_clean(tmp_path: Path) -> None:
     before = con.execute("SELECT count(*) FROM duckdb_tables()").fetchall()
     spec = make_spec(
         "unused",
-        source={"path": None, "table": "visits"},
+        source={"path": None, "table": "visits", "types": {"uid": "int64", "shop": "string"}},
         domain={"kind": "values", "column": "shop", "values": ["0", "1", "2"]},
         bounds={"max_records_per_unit": 2},
     )

@@ -199,7 +199,7 @@ def test_the_spec_checks_types_before_any_record(tmp_path: Path) -> None:
 def test_a_frame_without_types_is_refused_before_the_budget(tmp_path: Path) -> None:
     ledger = make_ledger(tmp_path)
     df = pd.DataFrame({"uid": [1, 2], "key": [1, 1]})
-    with pytest.raises(ValueError, match=r"a DataFrame release needs \[source\] types"):
+    with pytest.raises(ValueError, match=r"\[source\] table needs types"):
         release_frame(df, _spec([1], None), ledger=ledger)
     with pytest.raises(ValueError, match="'nope', which is not a column of the source"):
         types = {"uid": "int64", "key": "int64", "nope": "string"}

@@ -305,7 +305,7 @@ def test_source_formats() -> None:
     assert SourceSpec(path=["a.pq", "b.parquet"]).file_format == "parquet"
     assert SourceSpec(path="a.txt").file_format == "csv"
     assert SourceSpec(path="a.txt", format="parquet").file_format == "parquet"
-    assert SourceSpec(table="trips").file_format is None
+    assert SourceSpec(table="trips", types={"uid": "int64"}).file_format is None
     with pytest.raises(ValueError, match="mixes Parquet and other files"):
         _ = SourceSpec(path=["a.parquet", "b.csv"]).file_format
     with pytest.raises(ValueError, match="database is only used with table"):

@@ -74,7 +74,9 @@ def on_table(data: Any, spec: ReleaseSpec, salt: int) -> Aggregate:
         con.close()
 
 
-TABLE = {"table": "records"}
+#: the registered table, its columns declared (a table source needs ``[source] types``)
+TABLE = {"table": "records", "types": {"uid": "int64", "key": "int64", "note": "string"}}
+TEXT_TABLE = {"table": "records", "types": {"uid": "string", "key": "int64", "note": "string"}}
 STOP = UNITS * PER_UNIT + 10  # eve's key: UNITS * PER_UNIT
 
 
@@ -135,7 +137,7 @@ def test_a_categorical_column_never_named_is_hashed_by_its_text(
 
 def test_a_categorical_unit_is_hashed_and_sorted_by_its_text() -> None:
     """Eve's id "a" sorts before every other id (measured: 271 count changes, for Δ = 1)."""
-    spec = spec_of(TABLE, STOP)
+    spec = spec_of(TEXT_TABLE, STOP)
     df = records(uid_as_text=True)
     for salt in (3, 11):
         base = on_table(categorical(df, "uid", "note"), spec, salt)
@@ -147,7 +149,12 @@ def test_a_categorical_unit_is_hashed_and_sorted_by_its_text() -> None:
 def test_the_key_priority_of_a_categorical_unit_is_its_texts() -> None:
     """``max_keys_per_unit`` ranks a unit's keys by ``H(salt, 'keys', unit, key)``: the unit
     by its text, not by its ENUM code."""
-    spec = spec_of(TABLE, STOP, max_records_per_key=1, max_keys_per_unit=1)
+    spec = spec_of(
+        {"table": "records", "types": {"uid": "string", "key": "int64"}},
+        STOP,
+        max_records_per_key=1,
+        max_keys_per_unit=1,
+    )
     df = records(uid_as_text=True).drop(columns="note")
     base = on_table(categorical(df, "uid"), spec, 5)
     more = on_table(categorical(with_eve(df, uid="a").drop(columns="note"), "uid"), spec, 5)
@@ -159,7 +166,8 @@ def test_the_key_priority_of_a_categorical_unit_is_its_texts() -> None:
 def test_an_empty_categorical_unit_is_no_unit() -> None:
     """As for a text id, the empty string is no unit (``null_unit``); so is a missing one."""
     df = pd.DataFrame({"uid": ["a", "", "b", None, "a"], "key": [0, 1, 2, 3, 4]})
-    spec = spec_of(TABLE, 10, max_records_per_unit=5)
+    types = {"uid": "string", "key": "int64"}
+    spec = spec_of({"table": "records", "types": types}, 10, max_records_per_unit=5)
     for data in (df, categorical(df, "uid")):
         agg = on_table(data, spec, 1)
         assert agg.counts[:5].tolist() == [1, 0, 1, 0, 1]
@@ -172,7 +180,7 @@ def test_a_categorical_key_column_is_still_read_by_its_text() -> None:
     df = pd.DataFrame({"uid": np.arange(6), "key": ["x", "y", "x", "z", "y", "x"]})
     spec = ReleaseSpec.from_dict(
         {
-            "source": TABLE,
+            "source": {"table": "records", "types": {"uid": "int64", "key": "string"}},
             "unit": {"column": "uid"},
             "domain": {"kind": "values", "column": "key", "values": ["x", "y", "z"]},
             "bounds": {"max_records_per_unit": 1},
@@ -253,7 +261,8 @@ def duckdb_float_aggregate(kind: str, tmp_path: Path) -> Any:
                 spec_of({"path": str(path)}, stop), salt=salt, engine=DuckDBEngine(threads=2)
             )
         data = df if kind == "pandas" else pa.Table.from_pandas(df, preserve_index=False)
-        return on_table(data, spec_of(TABLE, stop), salt)
+        types = {"uid": "float64", "key": "int64"}
+        return on_table(data, spec_of({"table": "records", "types": types}, stop), salt)
 
     return aggregate
 

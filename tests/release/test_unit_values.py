@@ -24,11 +24,18 @@ from dpgauss.release.pipeline import bounded_aggregate  # noqa: E402
 from dpgauss.release.plan import sensitivity_of  # noqa: E402
 from dpgauss.release.spec import ReleaseSpec  # noqa: E402
 
+#: the columns of :func:`_base`, declared (a table source needs ``[source] types``)
+TYPES = {"uid": "int64", "key": "int64", "note": "string"}
+#: the columns of :func:`_float_sources`
+FLOAT_TYPES = {"uid": "float64", "key": "int64"}
 
-def _spec(keys: list[Any], b: int = 1, source: dict | None = None) -> ReleaseSpec:
+
+def _spec(
+    keys: list[Any], b: int = 1, source: dict | None = None, types: dict | None = None
+) -> ReleaseSpec:
     return ReleaseSpec.from_dict(
         {
-            "source": source or {"table": "records"},
+            "source": source or {"table": "records", "types": types or TYPES},
             "unit": {"column": "uid"},
             "domain": {"kind": "values", "column": "key", "values": keys},
             "bounds": {"max_records_per_unit": b},
@@ -74,7 +81,7 @@ def test_a_categorical_uid_is_a_unit_by_its_value(salt: int) -> None:
     eve = pd.DataFrame({"uid": ["a"], "key": [0], "note": ["m"]})
     more = pd.concat([df, eve], ignore_index=True)
     df["uid"], more["uid"] = df["uid"].astype("category"), more["uid"].astype("category")
-    spec = _spec(list(range(4)))
+    spec = _spec(list(range(4)), types={**TYPES, "uid": "string"})
     a, b = _agg(df, spec, salt), _agg(more, spec, salt)
     assert (b.counts - a.counts).tolist() == [1, 0, 0, 0]  # was ~28
     as_text = _agg(df.astype({"uid": str, "note": str}), spec, salt)
@@ -106,14 +113,14 @@ def test_nan_and_infinite_ids_have_no_unit(tmp_path: Path, kind: str) -> None:
     if kind == "parquet":
         agg = bounded_aggregate(_spec(keys, source={"path": str(data)}), salt=4)
     else:
-        agg = _agg(data, _spec(keys), 4)
+        agg = _agg(data, _spec(keys, types=FLOAT_TYPES), 4)
     assert agg.rows.null_unit == 52 and agg.rows.units == 50
     assert agg.counts.sum() == 50  # b = 1: one record per real unit; no NaN "unit" kept
 
 
 def test_minus_zero_is_the_unit_zero() -> None:
     t = pa.table({"uid": pa.array([0.0, -0.0, 1.0]), "key": pa.array([0, 1, 0])})
-    agg = _agg(t, _spec([0, 1], b=5), 1)
+    agg = _agg(t, _spec([0, 1], b=5, types=FLOAT_TYPES), 1)
     assert agg.rows.units == 2 and agg.counts.sum() == 3
 
 

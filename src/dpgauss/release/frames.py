@@ -16,10 +16,11 @@
 The spec is a TOML path, a dict shaped like the TOML file, or a
 :class:`~dpgauss.release.spec.ReleaseSpec`.  Its ``[source]`` is ``table = "<name>"`` (the
 name the frame is scanned under; a dict spec may leave it out) and **must declare**
-``types``: every column the release reads, each taken in its declared type
-(:mod:`dpgauss.release.schema`).  The frame is registered in a private in-memory DuckDB
-connection and scanned in place, without a copy, by the DuckDB engine; the release is then
-exactly :func:`~dpgauss.release.pipeline.run_release` (plan, charge, write).
+``types``, as every table source does (the spec refuses one without, with the sentence
+:data:`~dpgauss.release.spec.TABLE_NEEDS_TYPES`): every column the release reads, each taken
+in its declared type (:mod:`dpgauss.release.schema`).  The frame is registered in a private
+in-memory DuckDB connection and scanned in place, without a copy, by the DuckDB engine; the
+release is then exactly :func:`~dpgauss.release.pipeline.run_release` (plan, charge, write).
 
 **A column's type is the spec's, never the records'.**  A frame's dtypes are a function of
 its records: one missing value widens int64 to float64 (``DataFrame(records)``, ``concat``,
@@ -170,13 +171,6 @@ def release_frame(
         raise ValueError(
             f"[source] of a DataFrame release is table = {name!r} (or left out of a dict spec); "
             "got a spec that reads another source"
-        )
-    if source.types is None:
-        raise ValueError(
-            'a DataFrame release needs [source] types, e.g. types = { uid = "int64", '
-            'key = "string" }: every column it reads, declared, because a frame\'s dtypes '
-            "are a function of its records (one missing value widens int64 to float64; "
-            "dpgauss.release.schema)"
         )
     frame = _scannable(data, kind)
     con = duckdb.connect()

@@ -17,8 +17,9 @@ types::
     table = "records"
     types = { uid = "int64", key = "int64", note = "string" }
 
-``types`` is required for a DataFrame source (:func:`~dpgauss.release.frames.release_frame`)
-and allowed for every source.  With it:
+``types`` is required for every ``table`` source (a DuckDB table or view, a DataFrame of
+:func:`~dpgauss.release.frames.release_frame`: the spec refuses one without,
+:data:`~dpgauss.release.spec.TABLE_NEEDS_TYPES`) and allowed for every source.  With it:
 
 1. **Every column the release reads is declared** (the unit, the domain's, the statistic's
    and the filter's columns and ``[bounds] record_columns``; the spec refuses a missing

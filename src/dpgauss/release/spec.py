@@ -5,7 +5,7 @@ what is computed per key, how each unit's contribution is bounded, the privacy g
 the denoiser and the output::
 
     [source]
-    path = "trips.csv"            # CSV or Parquet, glob allowed; or table = "trips"
+    path = "trips.csv"            # CSV or Parquet, glob allowed; or table = "trips" + types
     [unit]
     column = "hack_license"       # the privacy unit: one driver
     [domain]
@@ -52,12 +52,13 @@ Every table and key
     (opened read-only).  ``types``: the declared schema, a table ``column = "type"``
     (``int64``, ``float64``, ``string``, ``bool``, ``date``, ``timestamp``, … —
     :mod:`dpgauss.release.schema`): every column the release reads, each taken in its
-    declared type, never in a type inferred from the records; required for a DataFrame,
-    allowed for every source.  CSV only (the format is :mod:`dpgauss.release.engines.csv_format`):
-    ``csv`` = ``"rfc4180"`` (the default: the file's writer quotes as RFC 4180 says, so a
-    quoted field may hold line breaks and a record ends at an LF outside quotes — the data
-    owner asserts it) or ``"lines"`` (one record per line, for writers that never put a line
-    break in a field: a line with a stray quote is then exactly one malformed line); ``delimiter``
+    declared type, never in a type inferred from the records; required for a ``table`` (a
+    table, a view, a DataFrame), allowed for every source.  CSV only (the format is
+    :mod:`dpgauss.release.engines.csv_format`): ``csv`` = ``"rfc4180"`` (the default: the
+    file's writer quotes as RFC 4180 says, so a quoted field may hold line breaks and a
+    record ends at an LF outside quotes — the data owner asserts it) or ``"lines"`` (one
+    record per line, for writers that never put a line break in a field: a line with a stray
+    quote is then exactly one malformed line); ``delimiter``
     (default ``","``; one character, not ``"``, CR, LF or U+FFFD), ``header`` (default true:
     the first line of the first file names the columns, and every file starts with that same
     line), ``columns`` (the list of column names: required with ``header = false``; with a
@@ -329,13 +330,27 @@ def _build(where: str, cls: type, data: object) -> Any:
 # -------------------------------------------------------------------------- sections
 
 
+#: The refusal of a table source without ``[source] types``: a table's (or a view's, or a
+#: registered DataFrame's) column types were decided by whoever built it, often from every
+#: record (one missing id turns a pandas categorical of ints from BIGINT into DOUBLE), and a
+#: type inferred from the data is a switch decided on the whole source (docs/security.md).
+TABLE_NEEDS_TYPES = (
+    '[source] table needs types, e.g. types = { uid = "int64", key = "string" }: every '
+    "column the release reads, declared, because a table's column types (a view's, a "
+    "DataFrame's dtypes) are a function of its records, and a type inferred from the data "
+    "is a switch decided on the whole source (one missing value widens int64 to float64; "
+    "docs/security.md)"
+)
+
+
 @dataclass(frozen=True)
 class SourceSpec:
     """``[source]``: where the records are (exactly one of ``path``, ``table``, ``bundled``).
 
     ``types`` (column → declared type, :mod:`dpgauss.release.schema`) is the schema every
-    column the release reads is taken in: required for a DataFrame, allowed for every
-    source.  CSV sources (:mod:`dpgauss.release.engines.csv_format`) take ``delimiter``, ``header``,
+    column the release reads is taken in: required for a ``table`` source (a table, a view
+    or a registered DataFrame: :data:`TABLE_NEEDS_TYPES`), allowed for every source.  CSV
+    sources (:mod:`dpgauss.release.engines.csv_format`) take ``delimiter``, ``header``,
     ``columns`` and ``on_malformed``.  ``columns`` lists the column names in order: required
     with ``header = false`` (the files then hold records only), optional with a header (it
     must then equal the header, which the engines check before anything is charged).
@@ -370,6 +385,8 @@ class SourceSpec:
         elif self.path is not None:
             _text(w, "path", self.path)
         _text(w, "table", self.table, optional=True)
+        if self.table is not None and self.types is None:
+            raise ValueError(TABLE_NEEDS_TYPES)
         if self.bundled is not None:
             _choice(w, "bundled", self.bundled, BUNDLED)
         _choice(w, "format", self.format, ("auto", "csv", "parquet"))

@@ -37,6 +37,8 @@ LOWER, UPPER = 0, 100
 VALUES = [0, 1, 2, 3, 4, 5, 6, 7, 42, 99]  # 42 and 99: keys no record has
 RANGE = (0, 12)  # keys 0 … 11; 8 … 11 have no record
 TABLE = "records"
+#: the frame's columns, declared (a table source needs ``[source] types``)
+TYPES = {"uid": "string", "key": "int64", "fare": "float64"}
 
 
 def records() -> pd.DataFrame:
@@ -127,7 +129,7 @@ def sources(tmp_path_factory) -> dict[str, object]:
 def aggregate(engine: str, kind: str, source: object, domain: str, statistic: str, request):
     """The bounded (unnoised) aggregate of the records given as ``kind`` on ``engine``."""
     if kind == "pandas":
-        spec = spec_for({"table": TABLE}, domain, statistic)
+        spec = spec_for({"table": TABLE, "types": TYPES}, domain, statistic)
         if engine == "duckdb":
             import duckdb
 

@@ -122,7 +122,10 @@ def test_a_unit_with_a_million_records_keeps_its_bound(spark) -> None:
     # All three bounds in one job: c = 2 per key, k = 3 keys, b = 5 records.
     bounds = {"max_records_per_key": 2, "max_keys_per_unit": 3, "max_records_per_unit": 5}
     spec = make_spec(
-        "-", source={"path": None, "table": "heavy"}, domain={"stop": 200}, bounds=bounds
+        "-",
+        source={"path": None, "table": "heavy", "types": {"uid": "int64", "key": "int64"}},
+        domain={"stop": 200},
+        bounds=bounds,
     )
     agg = bounded_aggregate(spec, engine=eng)
     top = agg.counts[:100]
@@ -301,7 +304,8 @@ def test_sources_tables_dataframes_and_globs(tmp_path: Path, spark, engine) -> N
     np.testing.assert_array_equal(agg.counts, truth)
     df = spark.read.parquet(str(src))
     df.createOrReplaceTempView("dp_visits")
-    spec = make_spec("-", source={"path": None, "table": "dp_visits"})
+    types = {"uid": "int64", "key": "int64"}
+    spec = make_spec("-", source={"path": None, "table": "dp_visits", "types": types})
     assert engine.describe(spec)["uid"] == "bigint"
     np.testing.assert_array_equal(bounded_aggregate(spec, engine=engine).counts, truth)
     own = get_engine("spark", dataframe=df.filter("key < 5"))

@@ -217,7 +217,12 @@ def test_the_kernel_serves_only_what_it_can(tmp_path: Path, monkeypatch):
 
     con = duckdb.connect()
     con.execute(f"CREATE TABLE t AS SELECT * FROM read_parquet('{strs}')")
-    table = ReleaseSpec.from_dict({**make_spec(strs).to_dict(), "source": {"table": "t"}})
+    table = ReleaseSpec.from_dict(
+        {
+            **make_spec(strs).to_dict(),
+            "source": {"table": "t", "types": {"uid": "string", "key": "int64"}},
+        }
+    )
     bounded_aggregate(table, salt=1, engine=DuckDBEngine(con, kernel=True))
     con.execute("SET default_collation = 'nocase'")
     bounded_aggregate(make_spec(strs), salt=1, engine=DuckDBEngine(con, kernel=True))
@@ -364,7 +369,7 @@ def test_an_error_while_streaming_is_the_engines_fixed_message(tmp_path: Path):
     con.execute("CREATE VIEW src AS SELECT uid, CAST(k AS INTEGER) AS key FROM raw")
     spec = ReleaseSpec.from_dict(
         {
-            "source": {"table": "src"},
+            "source": {"table": "src", "types": {"uid": "int64", "key": "int64"}},
             "unit": {"column": "uid"},
             "domain": {"kind": "range", "column": "key", "start": 0, "stop": 50},
             "statistic": {"kind": "count"},

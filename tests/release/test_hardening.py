@@ -141,7 +141,8 @@ def test_denoising_time_and_share_go_to_the_diagnostics_only(tmp_path: Path) -> 
     text = (tmp_path / "r.csv.report.json").read_text()
     assert "timing" not in text and "denoise_s" not in text
     assert "timing" not in res.report["denoise"]["params"]
-    assert "timing" in res.diagnostics_text and "denoise_share" in res.diagnostics_text
+    assert "timing     : plan " in res.diagnostics_text and " % of it)" in res.diagnostics_text
+    assert "candidates : " in res.diagnostics_text and "soft_threshold" in res.diagnostics_text
 
 
 # ------------------------------------------------ finding 8: checked before the charge

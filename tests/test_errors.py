@@ -59,7 +59,10 @@ def test_every_error_is_a_value_error_but_the_usage_error_and_the_warnings() -> 
         obj = getattr(errors, name)
         if not isinstance(obj, type):
             continue
-        if issubclass(obj, Warning) or obj in (errors.UsageError, errors.PlotUnavailableError):
+        if issubclass(obj, Warning | KeyboardInterrupt) or obj in (
+            errors.UsageError,
+            errors.PlotUnavailableError,
+        ):
             continue
         assert issubclass(obj, ValueError), name
         assert obj.__doc__, name

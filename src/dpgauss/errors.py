@@ -12,6 +12,8 @@ except :class:`UsageError` (a bad command line), :class:`PlotUnavailableError` (
   :class:`ReleaseDeliveryError` (after the charge), :class:`EngineError` (a source or query
   problem), :class:`CsvError`;
 * the demo: :class:`OutputDirError`; the command line: :class:`UsageError`;
+* Ctrl-C: :class:`ReleaseInterrupted` (a ``KeyboardInterrupt`` that says what became of a
+  release's charge) and :func:`interrupted` (was an exception Ctrl-C's doing);
 * denoising: :class:`TrendFilterConvergenceWarning`;
 * plots: :class:`PlotUnavailableError` — matplotlib (the ``plot`` extra) is not installed
   (``MatplotlibMissingError`` is its other name, the experiments' one).
@@ -45,11 +47,13 @@ __all__ = [
     "OutputExistsError",
     "PlotUnavailableError",
     "ReleaseDeliveryError",
+    "ReleaseInterrupted",
     "SettingError",
     "TrendFilterConvergenceWarning",
     "UnknownDatasetError",
     "UsageError",
     "cli_message",
+    "interrupted",
 ]
 
 
@@ -179,3 +183,30 @@ def cli_message(exc: BaseException) -> str:
     """What the command line prints for ``exc``: its ``cli`` phrasing when it has one."""
     cli = getattr(exc, "cli", None)
     return cli if isinstance(cli, str) else str(exc)
+
+
+class ReleaseInterrupted(KeyboardInterrupt):
+    """Ctrl-C after a release charged the ledger: ``str(exc)`` says, in one line, what became
+    of the charge (#``charge_id``: spent, and whether the release was delivered; the ledger
+    entry records it), and the command line prints that line instead of "interrupted"."""
+
+    def __init__(self, message: str, charge_id: int) -> None:
+        super().__init__(message)
+        self.charge_id = charge_id
+
+
+def interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` is Ctrl-C's doing: a ``KeyboardInterrupt``, or the ``SystemError``
+    ("... returned a result with an exception set") that a compiled function (numba) raises
+    when the interrupt lands while it runs, which carries the ``KeyboardInterrupt`` as its
+    cause."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        if isinstance(cur, KeyboardInterrupt):
+            return True
+        if not isinstance(cur, SystemError):
+            return False
+        seen.add(id(cur))
+        cur = cur.__cause__ or cur.__context__
+    return False

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -140,7 +141,8 @@ def test_denoising_time_and_share_go_to_the_diagnostics_only(tmp_path: Path) -> 
     text = (tmp_path / "r.csv.report.json").read_text()
     assert "timing" not in text and "denoise_s" not in text
     assert "timing" not in res.report["denoise"]["params"]
-    assert "timing" in res.diagnostics_text and "denoise_share" in res.diagnostics_text
+    assert "timing     : plan " in res.diagnostics_text and " % of it)" in res.diagnostics_text
+    assert "candidates : " in res.diagnostics_text and "soft_threshold" in res.diagnostics_text
 
 
 # ------------------------------------------------ finding 8: checked before the charge
@@ -339,7 +341,50 @@ def test_a_failure_after_the_charge_is_recorded_and_writes_nothing(
     assert json.loads(diag.read_text())["delivery"].startswith("failed after the charge")
 
 
+def _ctrl_c_in_compiled_code() -> SystemError:
+    """What a numba function raises when Ctrl-C lands while it runs."""
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise SystemError("CPUDispatcher(...) returned a result with an exception set") from exc
+    except SystemError as exc:
+        return exc
+
+
+@pytest.mark.parametrize("how", ["KeyboardInterrupt", "SystemError"])
 def test_an_interrupt_after_the_charge_is_one_line_and_recorded(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    how: str,
+) -> None:
+    """Ctrl-C after the charge: exit 130 and ONE line, which says the budget is spent,
+    nothing was delivered and the ledger entry records it (issue #28: it printed two)."""
+    src, _ = small_release_data(tmp_path)
+    ledger = make_ledger(tmp_path)
+    spec = tmp_path / "s.toml"
+    small_spec_toml(spec, src, "none")
+
+    def interrupt(step: str) -> None:
+        if step == "charged":
+            raise KeyboardInterrupt if how == "KeyboardInterrupt" else _ctrl_c_in_compiled_code()
+
+    monkeypatch.setattr(pipeline, "_at_step", interrupt)
+    code = main(["release", str(spec), "--out", str(tmp_path / "r.csv"), "--ledger", str(ledger)])
+    assert code == 130
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert re.fullmatch(
+        r"dpgauss: interrupted after charge #1 \(mu=[0-9.e-]+\) to dataset 'd': the budget is "
+        r"spent and nothing was delivered \(the ledger entry records it as 'failed'\)",
+        line,
+    ), line
+    (entry,) = entries(ledger)
+    assert entry.delivery == "failed" and "interrupted" in entry.note
+    assert "r.csv" not in files(tmp_path)
+
+
+def test_an_interrupt_once_delivered_says_so_in_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     src, _ = small_release_data(tmp_path)
@@ -348,17 +393,42 @@ def test_an_interrupt_after_the_charge_is_one_line_and_recorded(
     small_spec_toml(spec, src, "none")
 
     def interrupt(step: str) -> None:
-        if step == "charged":
+        if step == "committed":
             raise KeyboardInterrupt
 
     monkeypatch.setattr(pipeline, "_at_step", interrupt)
     code = main(["release", str(spec), "--out", str(tmp_path / "r.csv"), "--ledger", str(ledger)])
     assert code == 130
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 2 and "interrupted after charge #1" in err[0] and "Traceback" not in err[0]
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("dpgauss: interrupted just after the release was delivered: charge #1")
+    assert line.endswith(
+        "the table and its report are written (the ledger entry records it as 'delivered')"
+    )
     (entry,) = entries(ledger)
-    assert entry.delivery == "failed" and "interrupted" in entry.note
-    assert "r.csv" not in files(tmp_path)
+    assert entry.delivery == "delivered"
+    assert "r.csv" in files(tmp_path)
+
+
+def test_an_interrupt_from_python_is_a_keyboard_interrupt_naming_the_charge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """From Python the library prints nothing: the exception says it (and is still a
+    KeyboardInterrupt, so ``except KeyboardInterrupt`` keeps working)."""
+    from dpgauss.errors import ReleaseInterrupted
+
+    src, _ = small_release_data(tmp_path)
+    ledger = make_ledger(tmp_path)
+
+    def interrupt(step: str) -> None:
+        if step == "denoised":
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(pipeline, "_at_step", interrupt)
+    with pytest.raises(KeyboardInterrupt) as info:
+        run_release(make_spec(src), out=tmp_path / "r.csv", ledger=ledger, engine=ENGINE)
+    assert isinstance(info.value, ReleaseInterrupted) and info.value.charge_id == 1
+    assert "nothing was delivered" in str(info.value)
+    assert capsys.readouterr().err == ""
 
 
 _KILLER = textwrap.dedent(

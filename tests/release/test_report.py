@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -68,3 +69,32 @@ def test_a_flat_release_reports_no_zero_error(tmp_path: Path) -> None:
         seen.append(den["sure"])
         (tmp_path / "budget.sqlite").unlink()
     assert np.all(np.isfinite(seen))
+
+
+def test_the_diagnostics_timing_line_reads_stage_by_stage() -> None:
+    """``--diagnostics`` (issue #28): each stage a name and its unit, the total with the
+    denoising time and share, and ``auto``'s candidates (whose names hold commas) apart."""
+    from dpgauss.release.report import Diagnostics
+
+    timing = {
+        "plan_s": 0.123,
+        "aggregate_s": 0.4,
+        "denoise none, james_stein_s": 0.01,
+        "denoise soft_threshold_s": 0.02,
+        "denoise_s": 0.25,
+        "noise_denoise_s": 0.3,
+        "write_s": 0.05,
+        "total_s": 0.9,
+        "denoise_share": 0.25 / 0.9,
+    }
+    lines = Diagnostics(timing=timing).text().splitlines()
+    assert lines[1] == (
+        "timing     : plan 0.12 s, read and aggregate 0.40 s, noise and denoise 0.30 s, "
+        "write 0.05 s; total 0.90 s (denoising 0.25 s, 28 % of it)"
+    )
+    assert lines[2] == "candidates : none, james_stein 0.01 s; soft_threshold 0.02 s"
+    text = "\n".join(lines)
+    assert not re.search(r"_s\b", text) and "share" not in text  # no raw keys
+    only = Diagnostics(timing={"plan_s": 0.5, "other_step_s": 1.0}).text().splitlines()
+    assert only[1] == "timing     : plan 0.50 s, other step 1.00 s"
+    assert len(Diagnostics().text().splitlines()) == 1  # no timing, no line

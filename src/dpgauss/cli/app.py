@@ -12,7 +12,7 @@ import math
 import sys
 from collections.abc import Callable, Sequence
 
-from ..errors import UsageError, cli_message
+from ..errors import ReleaseInterrupted, UsageError, cli_message, interrupted
 from .budget import add_budget_parser
 from .calibrate import add_calibrate_parser, add_profile_parser
 from .check import add_check_parser
@@ -54,9 +54,25 @@ def _build_parser() -> _Parser:
     return parser
 
 
+def _interrupted(exc: BaseException, process: bool) -> int:
+    """Ctrl-C: one line on stderr (what became of a charge, if a release had charged), exit
+    status 130.  When ``main`` is the process's command (``process``: called without
+    ``argv``), the process ends here, so a second Ctrl-C (a user pressing again) is ignored
+    from now on: it must not end in a traceback."""
+    if process:
+        import signal
+
+        with contextlib.suppress(ValueError):  # not the main thread
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+    charged = isinstance(exc, ReleaseInterrupted) and str(exc)
+    print(f"dpgauss: {charged}" if charged else "dpgauss: interrupted", file=sys.stderr)
+    return 130
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dpgauss`` console script; returns the exit status."""
     parser = _build_parser()
+    process = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
     if not argv:  # a bare `dpgauss`: what it can do, not just "a command is required"
         print(parser.format_help(), end="", file=sys.stderr)
@@ -79,9 +95,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, TypeError) as exc:
         print(f"dpgauss: error: {cli_message(exc)}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("dpgauss: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        return _interrupted(exc, process)
+    except SystemError as exc:  # Ctrl-C inside a compiled (numba) function
+        if not interrupted(exc):
+            raise
+        return _interrupted(exc, process)
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly, and keep Python from complaining
         # again when it flushes stdout at exit.

@@ -50,7 +50,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from ..errors import ReleaseDeliveryError
+from ..errors import ReleaseDeliveryError, ReleaseInterrupted, interrupted
 from .domains.key_domain import resolve_domain
 from .engines.base import Aggregate, AggregationPlan, Engine
 from .estimate import estimate
@@ -111,9 +111,11 @@ def _status(plan: ReleasePlan) -> dict[str, Any] | None:
 
 
 @contextlib.contextmanager
-def _signals_deferred() -> Iterator[None]:
+def _signals_deferred(absorb_interrupts: bool = False) -> Iterator[None]:
     """Defer SIGINT/SIGTERM while a failure is being recorded (main thread only), so that a
-    second Ctrl-C cannot leave the ledger entry unrecorded."""
+    second Ctrl-C cannot leave the ledger entry unrecorded.  ``absorb_interrupts`` (the
+    failure is itself a Ctrl-C): a Ctrl-C that came meanwhile is dropped, not delivered at
+    the end, where it would replace the exception that says what became of the charge."""
     import signal
     import threading
 
@@ -125,6 +127,9 @@ def _signals_deferred() -> Iterator[None]:
     try:
         yield
     finally:
+        if absorb_interrupts and hasattr(signal, "sigtimedwait"):
+            while signal.SIGINT in signal.sigpending():
+                signal.sigtimedwait({signal.SIGINT}, 0)
         signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
@@ -271,24 +276,43 @@ def run_release(
         _step("committed")
         timing["write_s"] = time.perf_counter() - t
     except BaseException as exc:
-        with _signals_deferred():
+        ctrl_c = interrupted(exc)
+        with _signals_deferred(absorb_interrupts=ctrl_c):
             if plan.outputs.named:  # interrupted once every file had its name: delivered
                 plan.outputs.release()
                 diag.delivery = "delivered (interrupted just after)"
-                _record(plan.ledger, charge_id, "delivered", files)
+                extra = _record(plan.ledger, charge_id, "delivered", files)
                 write_diagnostics(plan, diag, charge_id)
+                if ctrl_c and entry is not None:
+                    raise ReleaseInterrupted(
+                        f"interrupted just after the release was delivered: charge "
+                        f"#{entry.id} (mu={entry.mu:.6g}) to dataset "
+                        f"{spec.privacy.dataset!r}, the table and its report are written"
+                        f"{_ledger_says('delivered', extra)}",
+                        entry.id,
+                    ) from exc
                 raise
             plan.outputs.release()
             reason = _reason(exc)
             diag.delivery = f"failed after the charge: {reason}"
             extra = _record(plan.ledger, charge_id, "failed", reason)
             write_diagnostics(plan, diag, charge_id)
-        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            if ctrl_c and entry is not None:
+                # one line, which the command line prints instead of "interrupted"
+                raise ReleaseInterrupted(
+                    f"interrupted after charge #{entry.id} (mu={entry.mu:.6g}) to dataset "
+                    f"{spec.privacy.dataset!r}: the budget is spent and nothing was "
+                    f"delivered{_ledger_says('failed', extra)}",
+                    entry.id,
+                ) from exc
+        if ctrl_c:
+            raise
+        if isinstance(exc, SystemExit):
             if entry is not None:
                 sys.stderr.write(
-                    f"dpgauss: interrupted after charge #{entry.id} (mu={entry.mu:.6g}) to "
-                    f"dataset {spec.privacy.dataset!r}: the budget is spent, nothing was "
-                    f"written; the ledger entry says so{extra}\n"
+                    f"dpgauss: stopped after charge #{entry.id} (mu={entry.mu:.6g}) to "
+                    f"dataset {spec.privacy.dataset!r}: the budget is spent and nothing was "
+                    f"delivered{_ledger_says('failed', extra)}\n"
                 )
             raise
         if entry is None:
@@ -320,8 +344,13 @@ def run_release(
     )
 
 
+def _ledger_says(state: str, extra: str) -> str:
+    """How the message ends: the ledger entry's record of it, or why there is none."""
+    return extra if extra else f" (the ledger entry records it as {state!r})"
+
+
 def _reason(exc: BaseException) -> str:
-    if isinstance(exc, KeyboardInterrupt):
+    if interrupted(exc):
         return "interrupted (KeyboardInterrupt)"
     text = " ".join(str(exc).split()) or type(exc).__name__
     if not isinstance(exc, ValueError | TypeError | OSError):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -234,6 +235,45 @@ def rmse_text(rmse: float | None, upper: float | None) -> str:
     return f"{rmse:.4g} (SURE; 95 % upper bound {upper:.4g})"
 
 
+#: The stages of a release's confidential timing, in their order, as ``--diagnostics`` says
+#: them (``denoise_s`` and ``denoise_share`` go at the end, with the total).
+_STAGES = {
+    "plan_s": "plan",
+    "aggregate_s": "read and aggregate",
+    "noise_denoise_s": "noise and denoise",
+    "write_s": "write",
+}
+_CANDIDATE = re.compile(r"denoise (.+)_s")
+
+
+def _timing_lines(timing: dict[str, float]) -> list[str]:
+    """``timing`` as ``--diagnostics`` prints it: one line of stages, each with its unit
+    (``timing     : plan 0.12 s, read and aggregate 0.40 s, ...; total 0.90 s (denoising
+    0.25 s, 28 % of it)``), and ``auto``'s seconds per candidate on a line of their own
+    (candidate names hold commas: ``;`` between them)."""
+    if not timing:
+        return []
+    stages = [f"{label} {timing[k]:.2f} s" for k, label in _STAGES.items() if k in timing]
+    candidates = []
+    for key, value in timing.items():
+        match = _CANDIDATE.fullmatch(key)
+        if match:
+            candidates.append(f"{match[1]} {value:.2f} s")
+        elif key not in _STAGES and key not in ("total_s", "denoise_s", "denoise_share"):
+            stages.append(f"{key.removesuffix('_s').replace('_', ' ')} {value:.2f} s")
+    line = "timing     : " + ", ".join(stages)
+    if "total_s" in timing:
+        line += ("; " if stages else "") + f"total {timing['total_s']:.2f} s"
+    if "denoise_s" in timing:
+        share = timing.get("denoise_share")
+        of_it = f", {100 * share:.0f} % of it" if share is not None else ""
+        line += f" (denoising {timing['denoise_s']:.2f} s{of_it})"
+    lines = [line]
+    if candidates:
+        lines.append("candidates : " + "; ".join(candidates))
+    return lines
+
+
 @dataclass
 class Diagnostics:
     """The confidential side of a release (module docstring).  Never published."""
@@ -285,10 +325,7 @@ class Diagnostics:
                 + f"; {r['in_domain']:,} in domain from {r['units']:,} units; "
                 f"{r['kept']:,} kept" + (f" ({bounded} dropped)" if bounded else "")
             )
-        if self.timing:
-            lines.append(
-                "timing     : " + ", ".join(f"{k} {v:.2f}" for k, v in self.timing.items())
-            )
+        lines.extend(_timing_lines(self.timing))
         for key, value in self.paths.items():
             lines.append(f"{key:<11}: {value}")
         entry = self.ledger.get("entry")

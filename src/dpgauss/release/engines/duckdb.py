@@ -73,6 +73,7 @@ from __future__ import annotations
 import contextlib
 import math
 import secrets
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,6 +139,50 @@ def _one_line(exc: BaseException) -> str:
         text = text[:cut]
     text = " ".join(text.split())
     return text if len(text) <= 400 else text[:397] + "..."
+
+
+@contextlib.contextmanager
+def _interruptible(con: Any) -> Iterator[None]:
+    """Ctrl-C while DuckDB works is a ``KeyboardInterrupt``: never lost, never an engine error.
+
+    DuckDB's Python client checks for signals while a query runs and turns SIGINT into an
+    error of its own (``RuntimeError: Query interrupted``, which read as "the engine could not
+    read the source"), or drops it when the query is ending: the run went on and charged the
+    budget (measured with duckdb 2.0.1).  Here (main thread, Python's own SIGINT handler
+    only) a SIGINT is recorded, stops the running query (``con.interrupt()``) and raises
+    ``KeyboardInterrupt`` as the default handler does; whatever DuckDB makes of it, the block
+    ends in ``KeyboardInterrupt``.  Another handler (a caller's own) is left alone.
+    """
+    import signal
+    import threading
+
+    if (
+        threading.current_thread() is not threading.main_thread()
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        yield
+        return
+    hit: list[int] = []
+
+    def handler(signum: int, frame: Any) -> None:
+        hit.append(signum)
+        with contextlib.suppress(Exception):
+            con.interrupt()
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield
+    except KeyboardInterrupt:
+        raise
+    except BaseException:
+        if hit:
+            raise KeyboardInterrupt from None
+        raise
+    finally:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    if hit:
+        raise KeyboardInterrupt
 
 
 def _literal(text: str) -> str:
@@ -403,16 +448,17 @@ class DuckDBEngine:
         duckdb = _duckdb()
         con, owned = self._connect()
         tag = secrets.token_hex(4)
-        try:
-            source, params, _, types = self._typed(con, spec, tag)
-            if declared is None:
-                return types
-            con.execute(f"DESCRIBE SELECT * FROM {source}", params).fetchall()  # it binds
-        except duckdb.Error as exc:
-            where = f" {', '.join(spec.source.paths)}" if spec.source.paths else ""
-            raise EngineError(f"cannot read the source{where}: {_one_line(exc)}") from None
-        finally:
-            self._cleanup(con, owned, tag)
+        with _interruptible(con):
+            try:
+                source, params, _, types = self._typed(con, spec, tag)
+                if declared is None:
+                    return types
+                con.execute(f"DESCRIBE SELECT * FROM {source}", params).fetchall()  # it binds
+            except duckdb.Error as exc:
+                where = f" {', '.join(spec.source.paths)}" if spec.source.paths else ""
+                raise EngineError(f"cannot read the source{where}: {_one_line(exc)}") from None
+            finally:
+                self._cleanup(con, owned, tag)
         return types
 
     def _cleanup(self, con: Any, owned: bool, tag: str, axes: int = 1) -> None:
@@ -543,24 +589,27 @@ class DuckDBEngine:
         duckdb = _duckdb()
         con, owned = self._connect()
         tag = secrets.token_hex(4)
-        try:
-            # a CSV's line reader is scanned once, by the query below
-            source, params, csv, types = self._typed(con, plan.spec, tag)
-            if self.kernel and unit_topb.available() and _kernel_serves(plan, types, con):
-                groups, spread = self._run_kernel(plan, con, source, params, types, tag, csv)
-            else:
-                unit_range = None
-                if self.fast_path:
-                    unit_range = self._unit_range(con, plan, source, params, types)
-                groups, spread = self._run(plan, con, source, params, types, tag, unit_range, csv)
-        except duckdb.Error as exc:
-            raise EngineError(AGGREGATION_FAILED, f"duckdb: {_one_line(exc)}") from None
-        except csv_format.CsvError as exc:  # a file failed while it was streamed
-            raise EngineError(
-                AGGREGATION_FAILED, f"cannot read the source: {_one_line(exc)}"
-            ) from None
-        finally:
-            self._cleanup(con, owned, tag, len(plan.domain.axes))
+        with _interruptible(con):
+            try:
+                # a CSV's line reader is scanned once, by the query below
+                source, params, csv, types = self._typed(con, plan.spec, tag)
+                if self.kernel and unit_topb.available() and _kernel_serves(plan, types, con):
+                    groups, spread = self._run_kernel(plan, con, source, params, types, tag, csv)
+                else:
+                    unit_range = None
+                    if self.fast_path:
+                        unit_range = self._unit_range(con, plan, source, params, types)
+                    groups, spread = self._run(
+                        plan, con, source, params, types, tag, unit_range, csv
+                    )
+            except duckdb.Error as exc:
+                raise EngineError(AGGREGATION_FAILED, f"duckdb: {_one_line(exc)}") from None
+            except csv_format.CsvError as exc:  # a file failed while it was streamed
+                raise EngineError(
+                    AGGREGATION_FAILED, f"cannot read the source: {_one_line(exc)}"
+                ) from None
+            finally:
+                self._cleanup(con, owned, tag, len(plan.domain.axes))
         return collect(plan, groups, spread)
 
 

@@ -11,6 +11,7 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -26,6 +27,20 @@ _LONG = "SELECT sum(a * b) FROM range(20000000000) t(a), range(1) u(b)"
 
 def _ctrl_c() -> None:
     os.kill(os.getpid(), signal.SIGINT)
+
+
+@pytest.fixture(autouse=True)
+def _python_default_sigint() -> Iterator[None]:
+    """These tests are about Python's default SIGINT handler; a Spark session of an earlier
+    test (the ``spark`` fixture lives for the whole run) installs its own, which
+    ``_interruptible`` rightly leaves alone.  Each test runs with the default, then the
+    handler it found is put back."""
+    old = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 def test_ctrl_c_during_a_query_stops_it_as_a_keyboard_interrupt() -> None:

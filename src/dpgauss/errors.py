@@ -69,10 +69,6 @@ class SettingError(ValueError):
 class OutputError(ValueError):
     """An output cannot be written at its path (nothing was written or charged)."""
 
-    @property
-    def cli(self) -> str:
-        return str(self)
-
 
 class OutputExistsError(OutputError):
     """The output ``path`` exists and ``overwrite`` was not set; ``how`` says how to set it

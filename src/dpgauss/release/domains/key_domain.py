@@ -91,8 +91,6 @@ class KeyDomain:
             return f"{what} of {shape} keys: {inner}; {m} edges in all"
         if self.kind in ("graph", "regions") or (self.axes and self.axes[0].spec.kind == "range"):
             return self.axes[0].words
-        if self.grid is not None:  # pragma: no cover - a one-axis grid is a range
-            return f"chain of {self.size} ordered bins"
         return "none"
 
     def keys_of(self, part: DomainSpec) -> tuple[Any, ...]:

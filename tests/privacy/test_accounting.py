@@ -1,4 +1,4 @@
-"""μ-GDP accounting, the planner, and the composition baselines (issue numbers reproduced)."""
+"""μ-GDP accounting and the planner (the composition baselines: ``test_composition.py``)."""
 
 from __future__ import annotations
 
@@ -9,29 +9,11 @@ import numpy as np
 import pytest
 
 import dpgauss
-from dpgauss.privacy.accounting import GaussianAccountant, dominating_mu, plan, plan_equal
-from dpgauss.privacy.composition import METHODS, composed_epsilon, composed_sigma, kov_delta
+from dpgauss.privacy.accounting import GaussianAccountant, plan, plan_equal
 
 from .reference import ref_delta, ref_epsilon
 
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
-
-
-@pytest.mark.parametrize(
-    ("method", "k", "expected"),
-    [
-        ("exact", 10, 19.42),
-        ("exact", 100, 96.72),
-        ("rdp", 10, 20.55),
-        ("rdp", 100, 100.72),
-        ("basic", 10, 53.49),
-        ("basic", 100, 577.6),
-    ],
-)
-def test_issue_numbers_for_unit_sigma(method, k, expected):
-    """ε at δ = 1e-6 of k releases with σ = Δ = 1 (numbers measured elsewhere)."""
-    eps = composed_epsilon(method, k, 1.0, 1e-6)
-    assert round(eps, 2 if expected < 500 else 1) == expected
 
 
 def test_accountant_matches_high_precision_composition():
@@ -120,43 +102,6 @@ def test_plan_equal_closed_form():
         acc.add(sigma, 2.0, count=k)
         assert acc.epsilon(1e-5) <= 0.5
     assert plan_equal(1.0, 1e-6, 1) >= dpgauss.analytic_gaussian_sigma(1.0, 1e-6)
-
-
-def test_kov_single_release_is_randomised_response():
-    for eps0 in (0.1, 1.0, 3.0):
-        assert kov_delta(eps0, 0.0, 1, 0.0) == pytest.approx(math.tanh(eps0 / 2), rel=1e-12)
-        assert kov_delta(eps0, 0.0, 1, eps0) == 0.0
-
-
-def test_kov_never_worse_than_basic():
-    for k in (2, 10, 50):
-        eps0, d0 = 0.3, 1e-7
-        assert kov_delta(eps0, d0, k, k * eps0) <= k * d0 * (1 + 1e-12)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("k", [1, 10, 100])
-def test_exact_needs_least_noise(k):
-    sig = {m: composed_sigma(m, k, 1.0, 1e-6) for m in METHODS}
-    assert sig["exact"] <= min(sig.values()) * (1 + 1e-12)
-    assert sig["zcdp"] <= sig["rdp"] * (1 + 1e-9)  # continuous vs grid of orders
-    assert sig["advanced"] <= sig["basic"] * (1 + 1e-9)
-    for m in METHODS:  # each σ really composes to ε = 1 under its own method
-        assert composed_epsilon(m, k, sig[m], 1e-6) == pytest.approx(1.0, abs=1e-6)
-
-
-def test_dominating_mu_bounds_the_discrete_profile():
-    sigma = 3.0
-
-    def profile(e):
-        return dpgauss.discrete_gaussian_delta(sigma, e, 1)
-
-    mu = dominating_mu(profile, 1 / sigma)
-    assert 1 / sigma < mu < 1.01 / sigma  # the discrete profile is slightly worse
-    eps = np.linspace(0.0, 8.0, 801)
-    assert np.all(dpgauss.gdp_delta(mu, eps) >= profile(eps))
-    # …and tight: a slightly smaller μ fails somewhere.
-    assert np.any(dpgauss.gdp_delta(mu * (1 - 1e-4), eps) < profile(eps))
 
 
 def test_one_add_at_a_time_equals_one_array_call() -> None:

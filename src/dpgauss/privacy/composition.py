@@ -47,7 +47,7 @@ RDP_ORDERS = np.concatenate([1.0 + np.arange(1, 100) / 10.0, np.arange(12.0, 64.
 def kov_delta(eps0: float, delta0: float, k: int, epsilon: float) -> float:
     """δ of the k-fold composition of (ε₀, δ₀)-DP mechanisms at ε (KOV 2015, Thm 3.3)."""
     if eps0 <= 0:
-        return 1.0 - (1.0 - delta0) ** k
+        return float(-math.expm1(k * math.log1p(-delta0)))
     l_max = math.ceil((k * eps0 - epsilon) / (2.0 * eps0))  # terms with l < l_max are > 0
     if l_max <= 0 or epsilon - k * eps0 >= 0:
         d_kov = 0.0
@@ -58,7 +58,10 @@ def kov_delta(eps0: float, delta0: float, k: int, epsilon: float) -> float:
         gap = epsilon - (k - 2 * ll) * eps0
         log_terms = log_binom + (k - ll) * eps0 + np.log(-np.expm1(gap))
         d_kov = float(np.exp(logsumexp(log_terms) - k * np.logaddexp(0.0, eps0)))
-    return 1.0 - (1.0 - delta0) ** k * (1.0 - min(d_kov, 1.0))
+    # 1 − (1 − δ₀)^k (1 − δ_KOV) without the cancellation of 1 − (nearly 1)
+    if d_kov >= 1.0:
+        return 1.0
+    return float(-math.expm1(k * math.log1p(-delta0) + math.log1p(-d_kov)))
 
 
 def _advanced_epsilon(k: int, mu0: float, delta: float) -> float:

@@ -35,6 +35,7 @@ import math
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -93,14 +94,44 @@ def signals(coords: np.ndarray, rng: np.random.Generator) -> dict[str, np.ndarra
 
 
 def key_classes(theta: np.ndarray, edges: np.ndarray, sigma: float) -> dict[str, np.ndarray]:
+    """The classes of keys the table reports (each a boolean mask over the keys).
+
+    ``all``; ``top`` the top decile (the ``⌈d/10⌉`` keys of largest true value, ties at the
+    boundary included, zeros never); ``jump`` the keys next to a jump (θ differs from some
+    neighbour's by more than σ); ``zero`` (θ = 0).  A class with no key is left out.
+    """
     diff = np.abs(theta[edges[:, 0]] - theta[edges[:, 1]])
     jump = np.zeros(theta.size)
     np.maximum.at(jump, edges[:, 0], diff)
     np.maximum.at(jump, edges[:, 1], diff)
-    sharp = jump > sigma
-    zero = theta == 0.0
-    out = {"sharp": sharp, "calm": ~sharp, "zero": zero, "nonzero": ~zero}
-    return {k: v for k, v in out.items() if v.sum() >= max(1, theta.size // 100)}
+    k = max(1, math.ceil(theta.size / 10))
+    cut = np.sort(theta)[::-1][k - 1]
+    top = (theta >= cut) & (theta > 0.0) if cut <= 0.0 else theta >= cut
+    out = {"all": np.ones(theta.size, bool), "top": top, "jump": jump > sigma, "zero": theta == 0}
+    return {name: mask for name, mask in out.items() if mask.any()}
+
+
+CLASSES = ("all", "top", "jump", "zero")
+
+
+def sparse_map(d: int, rng: np.random.Generator, zeros: float = 0.74) -> np.ndarray:
+    """Counts like a map of rare events, one record per unit: ``zeros`` of the keys are 0,
+    most of the others small counts (geometric, mean 2, at most 9), and a few isolated
+    hot spots (2 % of the keys, 10–40) at random places."""
+    theta = np.zeros(d)
+    hot = rng.choice(d, max(1, d // 50), replace=False)
+    theta[hot] = rng.integers(10, 41, hot.size)
+    rest = np.setdiff1d(np.arange(d), hot)
+    small = rng.choice(rest, max(0, round((1.0 - zeros) * d) - hot.size), replace=False)
+    theta[small] = np.minimum(rng.geometric(0.5, small.size), 9)
+    return theta
+
+
+def count_sigma(eps: float) -> float:
+    """σ of a count with one record per unit (Δ₂ = 1) at (ε, δ = 1e-6), analytic."""
+    from dpgauss.privacy import analytic_gaussian_sigma
+
+    return float(analytic_gaussian_sigma(eps, 1e-6, 1.0))
 
 
 def denoisers(kind: str, edges: np.ndarray, d: int, shape: tuple[int, ...]) -> dict[str, Fn]:
@@ -124,10 +155,11 @@ def denoisers(kind: str, edges: np.ndarray, d: int, shape: tuple[int, ...]) -> d
 
 def measure(
     theta: np.ndarray, sigma: float, fn: Fn, classes: dict[str, np.ndarray], draws: int, seed: int
-) -> dict[str, float | str]:
+) -> dict[str, Any]:
     rng = np.random.default_rng(seed)
-    cover, width, loss, t_fit, t_bars = [], [], [], 0.0, 0.0
-    per_class = {k: [] for k in classes}
+    z = 1.959963984540054
+    cover, width, ratio, loss, t_fit, t_bars = [], [], [], [], 0.0, 0.0
+    per_class: dict[str, list[float]] = {k: [] for k in classes}
     for _ in range(draws):
         y = theta + sigma * rng.standard_normal(theta.size)
         t = time.perf_counter()
@@ -136,26 +168,31 @@ def measure(
         t = time.perf_counter()
         lo, hi = res.interval(LEVEL, rng=rng)
         t_bars += time.perf_counter() - t
+        lo, hi = np.ravel(lo), np.ravel(hi)
         inside = (lo <= theta) & (theta <= hi)
         cover.append(inside.mean())
         for k, mask in classes.items():
             per_class[k].append(inside[mask].mean())
-        width.append(np.median(hi - lo) / (2 * 1.959964 * sigma))
-        loss.append(np.mean((res.estimate - theta) ** 2))
-    worst = min(per_class, key=lambda k: np.mean(per_class[k])) if per_class else "-"
+        width.append(np.median(hi - lo) / (2 * z * sigma))
+        ratio.append(np.mean(hi - lo) / (2 * z * sigma))
+        loss.append(np.mean((np.ravel(res.estimate) - theta) ** 2))
+    others = [k for k in per_class if k != "all"]
+    worst = min(others, key=lambda k: np.mean(per_class[k])) if others else "-"
     return {
         "coverage": float(np.mean(cover)),
         "worst_draw": float(np.min(cover)),
+        "classes": {k: float(np.mean(v)) for k, v in per_class.items()},
         "worst_class": worst,
-        "worst_class_coverage": float(np.mean(per_class[worst])) if per_class else math.nan,
+        "worst_class_coverage": float(np.mean(per_class[worst])) if others else math.nan,
         "width": float(np.mean(width)),
+        "width_ratio": float(np.mean(ratio)),
         "gain": float(sigma**2 / np.mean(loss)),
         "cost": t_bars / max(t_fit, 1e-12),
         "fit_s": t_fit / draws,
     }
 
 
-def taxi_settings() -> list[tuple[str, np.ndarray, float]]:
+def taxi_settings(epsilons: list[float]) -> list[tuple[str, np.ndarray, float]]:
     from dpgauss.demo import demo_spec
     from dpgauss.privacy import analytic_gaussian_sigma
     from dpgauss.release.pipeline import bounded_aggregate
@@ -165,9 +202,14 @@ def taxi_settings() -> list[tuple[str, np.ndarray, float]]:
     truth = np.asarray(bounded_aggregate(spec, salt=1).counts, dtype=np.float64)
     l2 = sensitivity_of(spec).l2
     out = []
-    for eps in (0.1, 0.5, 1.0, 2.0, 5.0, 10.0):
+    for eps in epsilons:
         out.append((f"taxi ε={eps:g}", truth, float(analytic_gaussian_sigma(eps, 1e-6, l2))))
     return out
+
+
+def _cell(res: dict[str, Any], name: str) -> str:
+    value = res["classes"].get(name)
+    return "-" if value is None else f"{value:.3f}"
 
 
 def main() -> None:
@@ -178,10 +220,16 @@ def main() -> None:
     ap.add_argument("--skip-taxi", action="store_true")
     ap.add_argument("--methods", default=None, help="comma-separated denoisers (default all)")
     ap.add_argument(
-        "--signals", default=None, help="comma-separated: piecewise,smooth,sparse (default all)"
+        "--signals",
+        default=None,
+        help="comma-separated: piecewise,smooth,sparse,map (default all)",
+    )
+    ap.add_argument(
+        "--eps", default="0.1,0.5,1,2", help="comma-separated ε of the map and taxi settings"
     )
     ap.add_argument("--out", default="docs/results/bench_coverage.json")
     args = ap.parse_args()
+    epsilons = [float(e) for e in args.eps.split(",")]
     rng = np.random.default_rng(7)
     d = args.size
     rows = []
@@ -203,19 +251,29 @@ def main() -> None:
         else:
             coords, edges = planar(d, rng)
             shape = (d,)
+        wanted_signals = None if args.signals is None else args.signals.split(",")
         for sname, theta in signals(coords, rng).items():
-            if args.signals is not None and sname not in args.signals.split(","):
+            if wanted_signals is not None and sname not in wanted_signals:
                 continue
             structures.append((f"{kind} {sname} d={d:,}", kind, theta, 1.0, edges, shape))
+        if wanted_signals is None or "map" in wanted_signals:
+            theta = sparse_map(d, rng)
+            for eps in epsilons:
+                sigma = count_sigma(eps)
+                name = f"{kind} map ε={eps:g} σ={sigma:.1f}"
+                structures.append((name, kind, theta, sigma, edges, shape))
     if not args.skip_taxi and args.only in (None, "taxi"):
         from dpgauss.datasets import load_manhattan_graph
 
         medges = np.asarray(load_manhattan_graph().edges)
-        for name, theta, sigma in taxi_settings():
+        for name, theta, sigma in taxi_settings(epsilons):
             structures.append((name, "taxi", theta, sigma, medges, (theta.size,)))
     wanted = None if args.methods is None else set(args.methods.split(","))
-    print("| setting | denoiser | coverage | worst draw | worst class | width | gain | cost |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(
+        "| setting | denoiser | all | top decile | next to jump | zero | worst draw "
+        "| width/raw | gain | cost |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for i, (name, kind, theta, sigma, edges, shape) in enumerate(structures):
         classes = key_classes(theta, edges, sigma)
         for mname, fn in denoisers(kind, edges, theta.size, shape).items():
@@ -225,14 +283,21 @@ def main() -> None:
             res.update({"setting": name, "denoiser": mname, "draws": args.draws})
             rows.append(res)
             print(
-                f"| {name} | {mname} | {res['coverage']:.3f} | {res['worst_draw']:.3f} | "
-                f"{res['worst_class']} {res['worst_class_coverage']:.3f} | {res['width']:.2f} | "
-                f"{res['gain']:.1f} | {res['cost']:.1f}× |",
+                f"| {name} | {mname} | {res['coverage']:.3f} | {_cell(res, 'top')} | "
+                f"{_cell(res, 'jump')} | {_cell(res, 'zero')} | {res['worst_draw']:.3f} | "
+                f"{res['width_ratio']:.2f} | {res['gain']:.1f} | {res['cost']:.1f}× |",
                 flush=True,
             )
     if rows:
         worst = min(rows, key=lambda r: r["coverage"])
         print(f"\nworst setting: {worst['setting']} / {worst['denoiser']}: {worst['coverage']:.3f}")
+        for cls in ("top", "jump"):
+            have = [r for r in rows if cls in r["classes"]]
+            if have:
+                low = min(have, key=lambda r: r["classes"][cls])
+                print(
+                    f"lowest {cls}: {low['setting']} / {low['denoiser']}: {low['classes'][cls]:.3f}"
+                )
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(rows, indent=1))

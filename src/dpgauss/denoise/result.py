@@ -95,7 +95,9 @@ from .._validation import Interval as _Range
 
 __all__ = [
     "DRAWS",
+    "FAR",
     "GUARD",
+    "NEAR",
     "Denoised",
     "ErrorBars",
     "Interval",
@@ -131,6 +133,11 @@ class Denoised:
     scale
         For a linear estimator, the exact per-key standard deviation of its error (the
         error bars then need no simulation); ``None`` otherwise.
+    observed
+        The released vector ``y`` the estimate was computed from (every denoiser of this
+        package records it): the intervals are bias-aware around it and never wider than
+        the raw ``y ± z·σ`` (module doc).  ``None``: the intervals are the bootstrap's
+        ``ŷ ± t·s`` alone.
     """
 
     estimate: np.ndarray
@@ -140,6 +147,7 @@ class Denoised:
     sigma: float | np.ndarray | None = field(default=None, repr=False, compare=False)
     refit: Callable[[np.ndarray], Denoised] | None = field(default=None, repr=False, compare=False)
     scale: np.ndarray | None = field(default=None, repr=False, compare=False)
+    observed: np.ndarray | None = field(default=None, repr=False, compare=False)
     _bars: dict[int, ErrorBars] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -156,6 +164,11 @@ class Denoised:
             raise TypeError(f"Denoised: params must be a dict; got {type(self.params).__name__}")
         if self.refit is not None and not callable(self.refit):
             raise TypeError("Denoised: refit must be a function of y or None")
+        if self.observed is not None and np.size(self.observed) != np.size(self.estimate):
+            raise ValueError(
+                f"Denoised: observed must have one value per key of the estimate "
+                f"({np.size(self.estimate)}); got {np.size(self.observed)}"
+            )
 
     @property
     def mse(self) -> float | None:
@@ -191,6 +204,12 @@ class Denoised:
 DRAWS = 32
 #: The bias remainder is ``R − M`` taken this many standard deviations of ``R`` up.
 GUARD = 1.0
+#: The bias-aware interval always contains ``y ± NEAR·z·σ`` and, on the side of ``y`` away
+#: from ``ŷ`` (where a shrinking estimator's bias puts θ), reaches ``y + FAR·z·σ``
+#: (fractions of the raw half-width ``z·σ``; at 95 %: ``y ± 0.674σ``, a 50 % raw interval,
+#: and ``1.282σ``, the one-sided 90 % bound).  Module doc, step 4.
+NEAR = 0.344
+FAR = 0.654
 _MAX_DRAWS = 100_000
 
 
@@ -226,6 +245,14 @@ class ErrorBars:
         ``B`` (0 for an exact scale).
     source
         ``"exact"`` or ``"bootstrap"``.
+    observed
+        The released ``y`` (shape of ``estimate``), or ``None``: then :meth:`interval` is
+        ``estimate ± quantile · scale`` alone (no bias-aware part, no raw fallback).
+    sigma
+        The public σ of every key (shape of ``estimate``), or ``None``.
+    nonnegative
+        θ ≥ 0 is public knowledge (the denoiser's ``params["nonnegative"]``): lower bounds
+        are clipped at 0.
     """
 
     estimate: np.ndarray
@@ -236,6 +263,9 @@ class ErrorBars:
     simulated: float
     draws: int
     source: str
+    observed: np.ndarray | None = field(default=None, repr=False, compare=False)
+    sigma: np.ndarray | None = field(default=None, repr=False, compare=False)
+    nonnegative: bool = False
 
     def __post_init__(self) -> None:
         for name in ("estimate", "scale"):
@@ -257,9 +287,23 @@ class ErrorBars:
         return float(student_t.ppf(p, self.dof))
 
     def interval(self, level: float = 0.95) -> Interval:
-        """``estimate ± quantile(level) · scale``."""
+        """Per-key ``(lower, upper)`` at confidence ``level`` (module doc, step 4).
+
+        The bootstrap's ``estimate ± quantile(level) · scale``, widened toward the released
+        ``y`` (always containing ``y ± NEAR·z·σ``, and ``y + FAR·z·σ`` on the side away from
+        the estimate), and replaced by the raw ``y ± z·σ`` at every key where it would be
+        wider; lower bounds clipped at 0 when θ ≥ 0 is public (:attr:`nonnegative`).  An
+        exact scale (a linear estimator) keeps ``estimate ± z · scale``.
+        """
         half = self.quantile(level) * self.scale
-        return Interval(self.estimate - half, self.estimate + half)
+        lower, upper = self.estimate - half, self.estimate + half
+        if self.source == "bootstrap" and self.observed is not None and self.sigma is not None:
+            lower, upper = _bias_aware(
+                lower, upper, self.estimate, self.observed, self.sigma, level
+            )
+        if self.nonnegative:
+            lower, upper = np.maximum(lower, 0.0), np.maximum(upper, 0.0)
+        return Interval(lower, upper)
 
     def risk_upper(self, level: float = 0.95) -> float:
         """One-sided upper confidence bound on the total squared error ``E‖ŷ − θ‖²``.
@@ -271,6 +315,33 @@ class ErrorBars:
         if self.risk is None or not math.isfinite(self.risk):
             return self.simulated
         return max(self.risk + z * self.risk_sd, self.simulated)
+
+
+def raw_quantile(level: float) -> float:
+    """``z``, the two-sided normal quantile of the raw interval ``y ± z·σ`` at ``level``."""
+    p = (1.0 + check_scalar(level, "level", UNIT_OPEN)) / 2.0
+    return float(-special.ndtri(1.0 - p))
+
+
+def _bias_aware(
+    lower: np.ndarray,
+    upper: np.ndarray,
+    estimate: np.ndarray,
+    y: np.ndarray,
+    sigma: np.ndarray,
+    level: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The fit's interval widened toward ``y``, or the raw one where that is wider (step 4)."""
+    z = raw_quantile(level)
+    half = z * sigma
+    toward = y >= estimate  # θ is pulled from y toward ŷ: it lies on y's side
+    below = np.where(toward, NEAR, FAR) * half
+    above = np.where(toward, FAR, NEAR) * half
+    lower = np.minimum(lower, y - below)
+    upper = np.maximum(upper, y + above)
+    raw_lo, raw_hi = y - half, y + half
+    wider = (upper - lower) > (raw_hi - raw_lo)
+    return np.where(wider, raw_lo, lower), np.where(wider, raw_hi, upper)
 
 
 def public_seed(y: object, sigma: object) -> np.random.SeedSequence:
@@ -312,10 +383,17 @@ def error_bars(result: Denoised, *, draws: int = DRAWS, rng: object = None) -> E
         )
     estimate = np.asarray(result.estimate, dtype=np.float64)
     d = estimate.size
+    nonnegative = bool(result.params.get("nonnegative", False))
+    observed = sig = None
+    if result.observed is not None and result.sigma is not None:
+        observed = np.reshape(np.asarray(result.observed, dtype=np.float64), estimate.shape)
+        sig = np.array(np.broadcast_to(np.asarray(result.sigma, np.float64), estimate.shape))
     if result.scale is not None:
         scale = np.array(np.broadcast_to(np.asarray(result.scale, np.float64), estimate.shape))
         exact = float(np.sum(scale**2))
-        return ErrorBars(estimate, scale, math.inf, exact, 0.0, exact, 0, "exact")
+        return ErrorBars(
+            estimate, scale, math.inf, exact, 0.0, exact, 0, "exact", observed, sig, nonnegative
+        )
     if result.refit is None or result.sigma is None:
         raise ValueError(
             f"a {result.method!r} result without its noise level or refit has no error bars: "
@@ -346,7 +424,9 @@ def error_bars(result: Denoised, *, draws: int = DRAWS, rng: object = None) -> E
     # killed in every draw would otherwise get an interval of width 0
     scale = np.sqrt(np.maximum(m + spread, guard / d if d else 0.0))
     risk = result.risk if result.risk is not None and math.isfinite(result.risk) else None
-    return ErrorBars(estimate, scale, float(n), risk, sd, simulated, n, "bootstrap")
+    return ErrorBars(
+        estimate, scale, float(n), risk, sd, simulated, n, "bootstrap", observed, sig, nonnegative
+    )
 
 
 def _sd(values: np.ndarray) -> float:

@@ -87,6 +87,7 @@ def posterior_mean(
         {"shrinkage": shrink, "df": df, "prior_variance": _summary(w2), "prior_mean": _summary(m)},
         sigma=s,
         scale=np.sqrt(c) * s,  # the posterior standard deviation √(w²σ²/(w²+σ²))
+        observed=arr,
     )
 
 
@@ -178,6 +179,7 @@ def james_stein(
             },
             sigma=s,
             scale=np.sqrt(s2).copy(),
+            observed=arr,
         )
     w = 1.0 / s2
     if target == "mean":
@@ -210,4 +212,5 @@ def james_stein(
         {"target": target, "shrinkage": float(factor), "df": float(df), "center": center},
         sigma=s,
         refit=refit,
+        observed=arr,
     )

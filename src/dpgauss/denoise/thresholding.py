@@ -166,6 +166,7 @@ def soft_threshold(
         {"threshold": rule if isinstance(rule, str) else lam, "lambda": lam, "df": df},
         sigma=s,
         refit=functools.partial(soft_threshold, sigma=s, threshold=lam),
+        observed=arr,
     )
 
 
@@ -242,4 +243,5 @@ def hard_threshold(
         },
         sigma=s,
         refit=functools.partial(hard_threshold, sigma=s, threshold=lam),
+        observed=arr,
     )

@@ -168,6 +168,7 @@ def graph_wavelet_denoise(
         refit=functools.partial(
             graph_wavelet_denoise, sigma=s, structure=g, threshold=shrunk.params["lambda"]
         ),
+        observed=arr,
     )
 
 

@@ -425,6 +425,7 @@ def wavelet_denoise(
             level=levels,
             threshold=tuple(thresholds),
         ),
+        observed=arr.reshape(given_shape),
     )
 
 
@@ -517,6 +518,7 @@ def _per_key(
             level=levels,
             threshold=tuple(thresholds),
         ),
+        observed=arr.reshape(given_shape),
     )
 
 

@@ -497,6 +497,7 @@ def trend_filter(
         params=params,
         sigma=s,
         refit=refit if s is not None else None,
+        observed=arr,
     )
 
 
@@ -594,4 +595,5 @@ def _weighted_trend_filter(
         params=params,
         sigma=sigma.reshape(y.shape),
         refit=refit,
+        observed=y,
     )

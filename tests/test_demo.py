@@ -59,8 +59,16 @@ def test_the_release_is_noisy_around_the_truth_and_denoising_helps(demo) -> None
 def test_the_denoised_intervals_contain_the_estimate_and_are_narrower(demo) -> None:
     cols = demo.release.columns
     lo, hi, den = cols["denoised_lower"], cols["denoised_upper"], cols["denoised"]
-    assert np.all(lo <= den) and np.all(den <= hi)
-    assert np.median(hi - lo) < 0.5 * np.median(cols["released_upper"] - cols["released_lower"])
+    # each contains the estimate or is the raw interval (the fallback, issue #26)
+    raw_lo, raw_hi = cols["released_lower"], cols["released_upper"]
+    tol = 1e-4 * cols["sigma"]  # the release's raw half-width is the mechanism's own
+    raw = np.isclose(lo, raw_lo, rtol=0, atol=tol) & np.isclose(hi, raw_hi, rtol=0, atol=tol)
+    assert np.all(((lo <= den) & (den <= hi)) | raw)
+    assert np.all(hi - lo <= (raw_hi - raw_lo) * (1 + 1e-12))
+    # bias-aware intervals reach y + 1.28σ beyond y, away from the fit (issue #26): 0.58 of
+    # the raw median width on this draw (0.25 for the fit's interval alone, which missed
+    # hot spots)
+    assert np.median(hi - lo) < 0.65 * np.median(cols["released_upper"] - cols["released_lower"])
     covered = np.mean((lo <= demo.truth) & (demo.truth <= hi))
     assert covered > 0.85  # one draw; the coverage table is benchmarks/bench_coverage.py
 

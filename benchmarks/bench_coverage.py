@@ -245,6 +245,7 @@ def main() -> None:
     for kind in ("chain", "grid", "planar"):
         if args.only not in (None, kind):
             continue
+        shape: tuple[int, ...]
         if kind == "chain":
             coords = (np.arange(d) / d)[:, None]
             edges, shape = chain_edges(d), (d,)

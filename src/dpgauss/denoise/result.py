@@ -79,11 +79,12 @@ Every other estimator is handled the same way, from its own output, the released
    proved: ``benchmarks/bench_coverage.py``, table in ``docs/denoising.md``.
 
    Why 0.80.  The top-decile keys of a sparse count map at ε = 2 are small counts at about
-   σ that every denoiser kills: for them only the floor counts, and with the
-   floor at 0.75 or below, their class fell under 0.9.  Measured (``auto``, sparse maps,
-   d = 600, 8 draws, ε = 2): an asymmetric hull — ``y + 1.282σ`` on the side away from
-   ``ŷ``, ``y − 0.674σ`` toward it, floor 0.50 — gave top-decile 0.876–0.879 at width 0.75
-   of raw; the symmetric 1.282σ, 0.906–0.907 at 0.77–0.78.  The price is width: every
+   σ that every denoiser kills: for them only the floor counts.  Measured (``auto``, the
+   sparse maps of ``bench_coverage.py``, d = 600, 8 draws, ε = 2): a core of ``y ± 1.04σ``
+   (floor 0.70) gave top-decile coverage 0.863 (planar graph); an asymmetric hull —
+   ``y + 1.282σ`` on the side away from ``ŷ``, ``y − 0.674σ`` toward it, floor 0.50 —
+   0.876–0.879 (chain, grid) at width 0.75 of raw; ``y ± 1.282σ``, 0.906–0.907 at
+   0.77–0.78.  The price is width: every
    interval that is not the raw one is at least ``2·CORE·z·σ``, 0.65 of the raw width,
    even where the fit is excellent (the fit's own interval was 0.25 of raw on the taxi
    demo, and missed its busiest junctions).

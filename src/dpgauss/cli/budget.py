@@ -46,7 +46,7 @@ def _exact(x: float) -> str:
 
 def _status_lines(s: BudgetStatus) -> list[str]:
     eps, dlt = _exact(s.epsilon), _exact(s.delta)
-    return [
+    lines = [
         f"budget    : epsilon={eps} delta={dlt} (mu={_exact(s.mu_budget)})",
         f"spent     : mu={_exact(s.mu_spent)} in {s.charges} charge(s) "
         f"(epsilon={s.epsilon_spent:.10g} at delta={dlt})",
@@ -54,6 +54,14 @@ def _status_lines(s: BudgetStatus) -> list[str]:
         f"(one more release using all of it: epsilon={s.epsilon_remaining:.10g} "
         f"at delta={dlt})",
     ]
+    if s.eta_spent > 0.0:
+        lines.insert(
+            2,
+            f"outside   : delta={_exact(s.eta_spent)} spent by key selections, outside "
+            f"mu-GDP: the mu budget is now {_exact(s.mu_effective or 0.0)} "
+            f"(gdp_mu(epsilon, delta - {_exact(s.eta_spent)}))",
+        )
+    return lines
 
 
 def _list(args: argparse.Namespace) -> str:
@@ -110,9 +118,10 @@ def _show(args: argparse.Namespace) -> str:
         for e in entries:
             sigma = "-" if e.sigma is None else f"{e.sigma:.6g}"
             sens = "-" if e.sensitivity is None else f"{e.sensitivity:.6g}"
+            outside = f" (+ delta {e.eta:.6g} outside mu-GDP)" if e.eta else ""
             lines.append(
                 f"{e.id:>5}  {e.time:<32} {sigma:>12} {sens:>12} {e.mu:>12.6g}  "
-                f"{e.delivery or '-':<10} {e.label or ''}"
+                f"{e.delivery or '-':<10} {e.label or ''}{outside}"
             )
         unfinished = [e for e in entries if e.delivery in ("charged", "writing", "failed")]
         for e in unfinished:

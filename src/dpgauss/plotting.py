@@ -79,6 +79,9 @@ SCALE_PERCENTILES = (2.0, 98.0)
 MAX_MULTIPLES = 12
 #: The colours of the keys that stand out (:func:`stand_out`): above the map's mean, below.
 MARK_COLOURS = {1: "#00e5ff", -1: "#76ff03"}
+#: Line width and opacity of the marks: above the mean drawn bold, below the mean light (on
+#: a sparse count map most keys are below it, and the hot spots are what a reader seeks).
+_MARK_STYLE = {1: (1.0, 1.0), -1: (0.45, 0.55)}
 _DPI = 130
 
 
@@ -443,7 +446,8 @@ def _draw_one(
                             s=10,
                             facecolors="none",
                             edgecolors=colour,
-                            linewidths=0.7,
+                            linewidths=0.8 * _MARK_STYLE[sign][0],
+                            alpha=_MARK_STYLE[sign][1],
                             zorder=3,
                             label=_mark_label(sign, idx.size),
                         )
@@ -476,8 +480,9 @@ def _draw_one(
                             [paths[i] for i in idx],
                             facecolor="none",
                             edgecolor=colour,
-                            linewidth=1.1,
-                            zorder=3,
+                            linewidth=1.3 * _MARK_STYLE[sign][0],
+                            alpha=_MARK_STYLE[sign][1],
+                            zorder=3 if sign > 0 else 2.5,
                         )
                     )
                     legend.append(
@@ -527,7 +532,8 @@ def _draw_one(
                             marker="s",
                             facecolors="none",
                             edgecolors=colour,
-                            linewidths=0.6,
+                            linewidths=0.7 * _MARK_STYLE[sign][0],
+                            alpha=_MARK_STYLE[sign][1],
                             label=_mark_label(sign, int(sel.sum())),
                         )
                     )
@@ -536,8 +542,8 @@ def _draw_one(
         _draw_series_panel(ax, geo, p, values, marks, scale)
         return None, "neither"
     if legend:
-        ax.legend(handles=legend, fontsize=6, loc="lower left", framealpha=0.7)
-    ax.set_title(_title(p, scale, marks), fontsize=8)
+        ax.legend(handles=legend, fontsize=6, loc="best", framealpha=0.7)
+    ax.set_title(_title(p, robust_scale(values), marks), fontsize=8)
     return mappable, _extend(extend_of, scale)
 
 

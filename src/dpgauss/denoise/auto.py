@@ -45,7 +45,7 @@ _SCALAR_TYPES = (str, bool, int, float, type(None))
 def _summary(params: dict[str, Any]) -> dict[str, Any]:
     """A candidate's parameters as ``auto``'s table (and the release's report) lists them:
     its scalar entries (order, target, λ or threshold, shrinkage, df, ...) and short lists
-    of numbers (a wavelet's per-level thresholds, at most 32) as floats; arrays, longer
+    of numbers (a wavelet's per-level thresholds, at most 32); arrays, longer
     lists and tables (a λ path) left out."""
     out: dict[str, Any] = {}
     for key, value in params.items():

@@ -132,7 +132,8 @@ def draw(path: str, plan: ReleasePlan, columns: dict[str, np.ndarray], chosen: s
         if spec.denoise.method == chosen
         else (f"{spec.denoise.method} → {chosen}")
     )
-    den_name = f"denoised ({method}); mean {centre:.4g}"
+    top = f", max {float(shown.max()):.4g}" if shown.size else ""
+    den_name = f"denoised ({method}); mean {centre:.4g}{top}"
     axes = list(domain.axes)
     if len(axes) > 1 and domain.kind != "grid":
         part = _map_part([a.spec.kind for a in axes])

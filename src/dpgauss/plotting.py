@@ -62,6 +62,7 @@ __all__ = [
     "draw_series",
     "draw_small_multiples",
     "have_matplotlib",
+    "map_figure",
     "method_curves",
     "new_figure",
     "pick_multiples",
@@ -69,6 +70,7 @@ __all__ = [
     "robust_scale",
     "save",
     "shared_scale",
+    "small_multiples_figure",
     "stand_out",
 ]
 
@@ -629,8 +631,7 @@ def _check_panels(geo: Geometry, panels: Sequence[MapPanel]) -> None:
             )
 
 
-def draw_maps(
-    path: str | Path,
+def map_figure(
     geometry: Geometry,
     panels: Sequence[PanelLike],
     *,
@@ -641,22 +642,9 @@ def draw_maps(
     shared: bool = False,
     ncols: int | None = None,
     note: str | None = None,
-) -> Path:
-    """Draw each panel on ``geometry`` (a graph, regions, a grid or a series), a PNG.
-
-    Colour scales: by default every panel has its own robust scale (:func:`robust_scale`:
-    its 2nd–98th percentile, arrows on the colour bar where values go beyond), and its own
-    colour bar; a constant panel is drawn on ``value ± max(0.5, 5 %)`` and says
-    "constant" in its title.  ``shared=True`` puts every panel on one robust scale over all
-    of them (the small multiples of one quantity, :func:`draw_small_multiples`; a panel
-    with its own ``cmap`` keeps its own scale); ``vmax`` the old fixed ``[0, vmax]``.
-    Marked keys (``MapPanel.marks``) are hollow markers (nodes, cells) or outlines
-    (regions), cyan above and green below the map's mean, counted in the title.  Tick
-    labels never carry an offset; the figure is laid out to its panels' own shapes
-    (constrained layout, tight bounding box).  ``ncols`` panels per row (default: all in
-    one row); ``note`` goes under the title.  Raises :class:`PlotUnavailableError` without
-    matplotlib and ``ValueError`` for inconsistent inputs.
-    """
+) -> Any:
+    """The figure :func:`draw_maps` saves (a ``matplotlib.figure.Figure``; its axes hold the
+    panels in order, then their colour bars), for a caller that adds to it or inspects it."""
     if isinstance(geometry, GraphGeometry):
         geometry = geometry.checked()
     ps = [_panel(p) for p in panels]
@@ -695,6 +683,48 @@ def draw_maps(
     heading = "\n".join(t for t in (title, note) if t)
     if heading:
         fig.suptitle(heading, fontsize=10)
+    return fig
+
+
+def draw_maps(
+    path: str | Path,
+    geometry: Geometry,
+    panels: Sequence[PanelLike],
+    *,
+    label: str = "value",
+    title: str | None = None,
+    cmap: str = "magma",
+    vmax: float | None = None,
+    shared: bool = False,
+    ncols: int | None = None,
+    note: str | None = None,
+) -> Path:
+    """Draw each panel on ``geometry`` (a graph, regions, a grid or a series), a PNG.
+
+    Colour scales: by default every panel has its own robust scale (:func:`robust_scale`:
+    its 2nd–98th percentile, arrows on the colour bar where values go beyond), and its own
+    colour bar; a constant panel is drawn on ``value ± max(0.5, 5 %)`` and says
+    "constant" in its title.  ``shared=True`` puts every panel on one robust scale over all
+    of them (the small multiples of one quantity, :func:`draw_small_multiples`; a panel
+    with its own ``cmap`` keeps its own scale); ``vmax`` the old fixed ``[0, vmax]``.
+    Marked keys (``MapPanel.marks``) are hollow markers (nodes, cells) or outlines
+    (regions), cyan above and green below the map's mean, counted in the title.  Tick
+    labels never carry an offset; the figure is laid out to its panels' own shapes
+    (constrained layout, tight bounding box).  ``ncols`` panels per row (default: all in
+    one row); ``note`` goes under the title.  Raises :class:`PlotUnavailableError` without
+    matplotlib and ``ValueError`` for inconsistent inputs.
+    """
+    fig = map_figure(
+        geometry,
+        panels,
+        label=label,
+        title=title,
+        cmap=cmap,
+        vmax=vmax,
+        shared=shared,
+        ncols=ncols,
+        note=note,
+    )
     out = Path(path)
     fig.savefig(out, dpi=_DPI, format="png", bbox_inches="tight", pad_inches=0.08)
     return out
@@ -706,6 +736,35 @@ def pick_multiples(n: int, limit: int = MAX_MULTIPLES) -> np.ndarray:
     if n <= limit:
         return np.arange(n)
     return np.unique(np.round(np.linspace(0, n - 1, limit)).astype(np.int64))
+
+
+def small_multiples_figure(
+    geometry: Geometry,
+    maps: Sequence[PanelLike],
+    *,
+    total: int | None = None,
+    what: str = "values",
+    label: str = "value",
+    title: str | None = None,
+    ncols: int = 4,
+) -> Any:
+    """The figure :func:`draw_small_multiples` saves."""
+    shown = len(maps)
+    total = shown if total is None else int(total)
+    note = (
+        f"{shown} of {total} {what} drawn (evenly spaced); {total - shown} left out"
+        if total > shown
+        else f"one map per {what} ({shown})"
+    )
+    return map_figure(
+        geometry,
+        maps,
+        label=label,
+        title=title,
+        shared=True,
+        ncols=min(ncols, max(shown, 1)),
+        note=note,
+    )
 
 
 def draw_small_multiples(
@@ -722,25 +781,14 @@ def draw_small_multiples(
     """Small multiples: one map per value of a part (``maps``: the ones drawn, at most
     :data:`MAX_MULTIPLES` of them, e.g. by :func:`pick_multiples`) on one robust colour scale
     (their pooled 2nd–98th percentile), ``ncols`` a row.  ``total`` is how many values the
-    part has: the heading says how many were left out (``12 of 24 hours drawn; 12 left
-    out``).  A PNG."""
-    shown = len(maps)
-    total = shown if total is None else int(total)
-    note = (
-        f"{shown} of {total} {what} drawn (evenly spaced); {total - shown} left out"
-        if total > shown
-        else f"one map per {what} ({shown})"
+    part has: the heading says how many were left out (``12 of 24 values of hour drawn
+    (evenly spaced); 12 left out``).  A PNG."""
+    fig = small_multiples_figure(
+        geometry, maps, total=total, what=what, label=label, title=title, ncols=ncols
     )
-    return draw_maps(
-        path,
-        geometry,
-        maps,
-        label=label,
-        title=title,
-        shared=True,
-        ncols=min(ncols, max(shown, 1)),
-        note=note,
-    )
+    out = Path(path)
+    fig.savefig(out, dpi=_DPI, format="png", bbox_inches="tight", pad_inches=0.08)
+    return out
 
 
 def draw_graph_panels(

@@ -3,6 +3,7 @@ without matplotlib (``PlotUnavailableError``, also named ``MatplotlibMissingErro
 
 from __future__ import annotations
 
+import itertools
 import sys
 
 import numpy as np
@@ -225,7 +226,7 @@ def test_no_offset_on_the_axes_and_grid_x_labels_do_not_overlap():
     for ax in fig.axes[:3]:
         boxes = [t.get_window_extent(renderer) for t in ax.get_xticklabels() if t.get_text()]
         assert len(boxes) >= 2
-        for a, b in zip(boxes, boxes[1:], strict=False):
+        for a, b in itertools.pairwise(boxes):
             assert not a.overlaps(b)
     series = plotting.SeriesGeometry(1e6 + np.arange(20.0))
     fig = plotting.map_figure(series, [("s", 1e4 + np.arange(20.0))])

@@ -43,24 +43,13 @@ _SCALAR_TYPES = (str, bool, int, float, type(None))
 
 
 def _summary(params: dict[str, Any]) -> dict[str, Any]:
-    """A candidate's parameters as ``auto``'s table (and the release's report) lists them:
-    its scalar entries (order, target, λ or threshold, shrinkage, df, ...) and short lists
-    of numbers (a wavelet's per-level thresholds, at most 32); arrays, longer
-    lists and tables (a λ path) left out."""
+    """The scalar entries of a candidate's params (arrays and tables left out)."""
     out: dict[str, Any] = {}
     for key, value in params.items():
         if isinstance(value, np.generic):
             value = value.item()
         if isinstance(value, _SCALAR_TYPES):
             out[key] = value
-        elif (
-            isinstance(value, list | tuple)
-            and 0 < len(value) <= 32
-            and all(
-                isinstance(v, int | float | np.number) and not isinstance(v, bool) for v in value
-            )
-        ):
-            out[key] = [v.item() if isinstance(v, np.generic) else v for v in value]
     return out
 
 

@@ -397,10 +397,10 @@ def _centres(e: np.ndarray) -> np.ndarray:
     return (e + np.append(e[1:], last)) / 2.0
 
 
-def _date_axis(axis: Any) -> None:
+def _date_axis(axis: Any, maxticks: int = 5) -> None:
     from matplotlib.dates import AutoDateLocator, ConciseDateFormatter
 
-    loc = AutoDateLocator(maxticks=5)
+    loc = AutoDateLocator(minticks=3, maxticks=maxticks)
     axis.set_major_locator(loc)
     axis.set_major_formatter(ConciseDateFormatter(loc))
 
@@ -590,7 +590,7 @@ def _draw_series_panel(
     if scale is not None:
         ax.set_ylim(scale.vmin, scale.vmax)
     if is_date:
-        _date_axis(ax.xaxis)
+        _date_axis(ax.xaxis, maxticks=9)
     else:
         _no_offset(ax.xaxis)
     _no_offset(ax.yaxis)
@@ -922,7 +922,7 @@ def draw_series(
                     label=_mark_label(sign, int(sel.sum())),
                 )
     if is_date:
-        _date_axis(ax.xaxis)
+        _date_axis(ax.xaxis, maxticks=9)
     else:
         _no_offset(ax.xaxis)
     _no_offset(ax.yaxis)

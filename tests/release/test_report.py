@@ -318,3 +318,13 @@ def test_a_release_on_an_un_noded_graph_says_constant_components_and_no_plot(
     assert "WARNING: the graph falls apart into 40 components" in res.summary
     assert "plot       : not drawn: matplotlib is not installed" in res.summary
     assert not (tmp_path / "r.csv.png").exists()
+
+
+def test_a_mean_lists_the_candidates_of_its_sum_and_its_count() -> None:
+    part = {
+        "method": "none",
+        "candidates": candidates_table([{"method": "none", "risk": 3.0, "params": {}}], 0),
+    }
+    text = _report(denoise={"method": "sum: none, count: none", "sum": part, "count": part}).text()
+    assert "candidates : SURE of each candidate auto tried for the sum (* the one chosen)" in text
+    assert "candidates : SURE of each candidate auto tried for the count (* the one chosen)" in text

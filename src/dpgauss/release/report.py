@@ -193,6 +193,11 @@ class PublicReport:
                 f"{const['why']}"
             )
         lines.extend(_candidate_lines(den.get("candidates") or []))
+        for part in ("sum", "count"):  # a mean: each part denoised on its own
+            if isinstance(den.get(part), dict):
+                lines.extend(
+                    _candidate_lines(den[part].get("candidates") or [], f" for the {part}")
+                )
         comp = self.domain.get("components")
         if comp:
             lines.append(f"components : {components_text(comp)}")
@@ -392,11 +397,11 @@ def candidates_table(
     ]
 
 
-def _candidate_lines(cands: list[dict[str, Any]]) -> list[str]:
+def _candidate_lines(cands: list[dict[str, Any]], part: str = "") -> list[str]:
     if not cands:
         return []
     width = min(max(len(c.get("label", c["method"])) for c in cands), 64)
-    lines = ["candidates : SURE of each candidate auto tried (* the one chosen)"]
+    lines = [f"candidates : SURE of each candidate auto tried{part} (* the one chosen)"]
     for c in cands:
         risk = c.get("risk")
         sure = f"{risk:.4g}" if isinstance(risk, int | float) else "n/a"

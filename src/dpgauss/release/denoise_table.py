@@ -40,7 +40,7 @@ from ..denoise.registry import entry
 from ..denoise.result import public_seed
 from ..denoise.structure import lattice_graph
 from .outputs import OutputGroup, write_csv
-from .report import json_ready
+from .report import candidates_table, json_ready
 
 __all__ = ["NOISE_LAWS", "DenoisedTable", "denoise_table"]
 
@@ -333,9 +333,9 @@ def denoise_table(
             "params": {k: v for k, v in res.params.items() if not isinstance(v, dict | list)}
             | (
                 {
-                    "candidates": [
-                        {"method": c["method"], "risk": c["risk"]} for c in res.params["candidates"]
-                    ]
+                    "candidates": candidates_table(
+                        res.params["candidates"], res.params.get("selected")
+                    )
                 }
                 if "candidates" in res.params
                 else {}

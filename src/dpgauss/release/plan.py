@@ -396,8 +396,8 @@ def _plot_decision(spec: ReleaseSpec, domain: KeyDomain) -> str | None:
         return "not drawn ([output] plot = false)"
     if domain.kind == "values":
         return "not drawn (values domain)"
-    if len(domain.axes) > 1 and not (domain.grid is not None and len(domain.grid) == 2):
-        return "not drawn (a product of several axes: no one picture of it is built yet)"
+    if len(domain.axes) > 1 and all(a.spec.kind == "values" for a in domain.axes):
+        return "not drawn (a product of values parts only: no map, image or series to draw)"
     for a in domain.axes:  # matplotlib's dates are years 1 … 9999, margins included
         if a.spec.is_time and a.size:
             first, last = str(a.labels[0])[:4], str(a.labels[-1])[:4]

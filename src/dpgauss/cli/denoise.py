@@ -55,6 +55,7 @@ def _run(args: argparse.Namespace) -> str:
         noise=args.noise,
         assume_gaussian=args.assume_gaussian,
         overwrite=args.overwrite,
+        nonnegative=args.nonnegative,
     )
     if args.json:
         return json.dumps(result.report)
@@ -97,6 +98,13 @@ def add_denoise_parser(sub: Any) -> None:
         "--method", default="auto", choices=list(DENOISERS), help="the denoiser (default auto)"
     )
     p.add_argument("--params", help="the denoiser's parameters, a JSON object")
+    p.add_argument(
+        "--nonnegative",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="the values are counts or sums of values >= 0: denoised values and lower bounds "
+        "are never negative (default off: a table does not say what its statistic is)",
+    )
     p.add_argument("--level", type=float, default=0.95, help="interval level (default 0.95)")
     p.add_argument("--draws", type=int, default=None, help="bootstrap draws (default 32)")
     p.add_argument(

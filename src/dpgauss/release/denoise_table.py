@@ -235,11 +235,16 @@ def denoise_table(
     noise: str = "gaussian",
     assume_gaussian: bool = False,
     overwrite: bool = False,
+    nonnegative: bool = False,
 ) -> DenoisedTable:
     """Denoise column ``value`` of ``table`` and write it with intervals (module docstring).
 
     ``sigma`` is a number or the name of a column of per-row σ (default: the column
     ``sigma`` if the table has one, as a ``dpgauss release`` table does).
+    ``nonnegative`` (``--nonnegative``) publishes the positive part of the estimate and
+    lower bounds ≥ 0, for counts and sums of values ≥ 0.  Off by default: a table does not
+    say what its statistic is (a ``dpgauss release`` decides it from its spec).  Refused for
+    ``method = "none"`` (the raw values are written as they are).
     """
     src = os.fspath(table)
     dst = os.fspath(out)
@@ -261,6 +266,17 @@ def denoise_table(
             f"--params of method {method!r} has unknown keys {', '.join(map(repr, bad))} "
             f"(allowed: {', '.join(e.params) or 'none'})"
         )
+    if not isinstance(nonnegative, bool):
+        raise TypeError(f"nonnegative must be True or False; got {nonnegative!r}")
+    if nonnegative:
+        if "nonnegative" not in e.params:
+            raise ValueError(
+                f"--nonnegative does not apply to method {method!r} (the raw values are "
+                "written as they are)"
+            )
+        if "nonnegative" in params:
+            raise ValueError("give --nonnegative or --params '{\"nonnegative\": ...}', not both")
+        params["nonnegative"] = True
     if not 0.0 < float(level) < 1.0:
         raise ValueError(f"--level must be in (0, 1); got {level}")
     columns = _read(src)
@@ -330,6 +346,7 @@ def denoise_table(
             "structure": described,
             "method": res.method,
             "asked": method,
+            "nonnegative": bool(res.params.get("nonnegative", False)),
             "params": {k: v for k, v in res.params.items() if not isinstance(v, dict | list)}
             | (
                 {

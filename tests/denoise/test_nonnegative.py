@@ -63,7 +63,12 @@ CASES: list[tuple[str, Callable[..., object], object, tuple[int, ...]]] = [
         _grid_sigma((N,)),
         (N,),
     ),
-    ("soft_threshold", lambda y, s: soft_threshold(y, s, threshold=6.0, nonnegative=True), 4.0, (N,)),
+    (
+        "soft_threshold",
+        lambda y, s: soft_threshold(y, s, threshold=6.0, nonnegative=True),
+        4.0,
+        (N,),
+    ),
     (
         "soft_threshold, per key",
         lambda y, s: soft_threshold(y, s, threshold="universal", nonnegative=True),
@@ -234,7 +239,8 @@ def test_order0_positive_part_solves_the_constrained_problem() -> None:
         lam = 5.0 if np.ndim(sigma) == 0 else 0.4
         ours = trend_filter(y, sigma, g, order=0, lam=lam, nonnegative=True).estimate
         beta = cp.Variable(30)
-        w = 1.0 / np.broadcast_to(np.asarray(sigma) ** 2, (30,))
+        # one σ: ½‖y − β‖²; one σ per key: the weighted fidelity ½ Σ (yᵢ − βᵢ)²/σᵢ²
+        w = np.ones(30) if np.ndim(sigma) == 0 else 1.0 / np.asarray(sigma) ** 2
         d = np.zeros((g.edges.shape[0], 30))
         d[np.arange(d.shape[0]), g.edges[:, 0]] = 1.0
         d[np.arange(d.shape[0]), g.edges[:, 1]] = -1.0

@@ -1310,7 +1310,6 @@ class ReleaseSpec:
             if getattr(self, key) is None:
                 continue
             out[key] = _plain(asdict(getattr(self, key)))
-        out["denoise"]["nonnegative"] = self.nonnegative  # the decision, default resolved
         return out
 
 

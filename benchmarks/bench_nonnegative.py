@@ -93,7 +93,7 @@ def denoisers(kind: str, shape: tuple[int, ...], edges: np.ndarray) -> dict[str,
 
 
 def run(size: int, sigmas: list[float], draws: int, seed: int, only: set[str] | None) -> list:
-    side = int(round(math.sqrt(size)))
+    side = round(math.sqrt(size))
     settings = [
         ("chain", (size,), chain_edges(size)),
         ("grid", (side, side), lattice_graph((side, side)).edges),

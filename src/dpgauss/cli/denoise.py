@@ -101,9 +101,10 @@ def add_denoise_parser(sub: Any) -> None:
     p.add_argument(
         "--nonnegative",
         action=argparse.BooleanOptionalAction,
-        default=False,
+        default=None,
         help="the values are counts or sums of values >= 0: denoised values and lower bounds "
-        "are never negative (default off: a table does not say what its statistic is)",
+        "are never negative (default: as the table's dpgauss release report "
+        "<table>.report.json says, else off: a table alone does not say what it counts)",
     )
     p.add_argument("--level", type=float, default=0.95, help="interval level (default 0.95)")
     p.add_argument("--draws", type=int, default=None, help="bootstrap draws (default 32)")

@@ -10,7 +10,10 @@ Taylor 2012), ``Z`` its zero rows.
   ``J_ii = w_i / Σ_G w`` and the SURE term ``Σ σ_i² J_ii`` is ``Σ_{G>0} |G| / Σ_G w``).
   There the positive part is also the exact solution of the problem constrained to
   ``β ≥ 0`` (``trend_filter``'s docstring).
-* Orders ≥ 1: ``J`` is applied by one sparse factorisation of the saddle-point system
+* Order 1 with a small face (``df ≤`` :data:`HARMONIC_MAX_DF`): exactly, from the
+  harmonic basis ``H = [−L_{Z'Z'}⁻¹ L_{Z'F}; I]`` of ``null(L_{Z'})`` (as the polish of
+  :mod:`._admm` builds it): ``J = H (HᵀH)⁻¹ Hᵀ``, ``J_ii = ‖R⁻ᵀ h_i‖²`` with ``HᵀH = RᵀR``.
+* Otherwise ``J`` is applied by one sparse factorisation of the saddle-point system
   ``[I Cᵀ; C 0]`` (``C`` a row basis of ``Δ_Z``, as the polish of :mod:`._admm` solves).
   With ``S`` the smaller of ``P`` and its complement ``N`` (``Σ_P J_ii = tr J − Σ_N J_ii``,
   ``tr J = df`` exactly), ``Σ_S J_ii`` is computed exactly by ``|S|`` solves when
@@ -28,7 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..result import public_seed
-from ._admm import _KKT_REFINE, _KKT_REG, _basis_rows
+from ._admm import _KKT_REG, _basis_rows
 from ._operators import _Operator
 from ._sparse_spd import spd_lu
 
@@ -36,8 +39,12 @@ __all__ = ["EXACT_MAX", "PROBES", "positive_divergence", "positive_groups"]
 
 #: Up to this many keys in the smaller of the positive and nonpositive sets, the diagonal
 #: of the Jacobian is summed exactly (one solve per key); beyond, by PROBES probes.
-EXACT_MAX = 128
-PROBES = 64
+EXACT_MAX = 32
+PROBES = 32
+#: Order 1: the harmonic basis (n × df, dense) is used up to this df (its dense Gram
+#: factorisation costs df³; under load a multithreaded BLAS made df = 400 cost 0.8 s).
+HARMONIC_MAX_DF = 100
+_REFINE = 1
 
 
 def positive_groups(
@@ -70,6 +77,10 @@ def positive_divergence(
     rows = _basis_rows(op, zero)
     if rows.size == 0:  # J = I
         return float(np.count_nonzero(pos))
+    if op.order == 1 and n - rows.size <= HARMONIC_MAX_DF:
+        diag = _harmonic_diagonal(op, rows)
+        if diag is not None:
+            return float(np.sum(diag[pos]))
     small = pos if np.count_nonzero(pos) <= n - np.count_nonzero(pos) else ~pos
     idx = np.flatnonzero(small)
     project = _projector(op, rows)
@@ -85,6 +96,33 @@ def positive_divergence(
     return part if small is pos else float(df) - part
 
 
+def _harmonic_diagonal(op: _Operator, rows: np.ndarray) -> np.ndarray | None:
+    """Order 1: the diagonal of ``J = Π_{null(L_rows)}`` from the harmonic basis (module
+    doc); None if ``L_{rows,rows}`` cannot be factorised."""
+    lap = sp.csr_matrix(op.matrix)
+    free = np.ones(op.n, dtype=bool)
+    free[rows] = False
+    free_idx = np.flatnonzero(free)
+    sub = lap[rows]
+    try:
+        lu = spd_lu(sp.csc_matrix(sub[:, rows]))
+    except RuntimeError:
+        return None
+    basis = np.zeros((op.n, free_idx.size))
+    basis[rows] = -lu.solve(sub[:, free_idx].toarray())
+    basis[free_idx, np.arange(free_idx.size)] = 1.0
+    if not np.all(np.isfinite(basis)):
+        return None
+    try:
+        chol = np.linalg.cholesky(basis.T @ basis)  # HᵀH = R Rᵀ here (numpy's lower factor)
+    except np.linalg.LinAlgError:
+        return None
+    from scipy.linalg import solve_triangular
+
+    x = solve_triangular(chol, basis.T, lower=True)  # R⁻¹ Hᵀ, df × n
+    return np.einsum("ij,ij->j", x, x)
+
+
 def _projector(op: _Operator, rows: np.ndarray):  # type: ignore[no-untyped-def]
     """``v ↦ Π_{null(Δ_rows)} v`` for a block of columns ``v`` (the polish's KKT system)."""
     n = op.n
@@ -97,7 +135,7 @@ def _projector(op: _Operator, rows: np.ndarray):  # type: ignore[no-untyped-def]
     def project(v: np.ndarray) -> np.ndarray:
         rhs = np.concatenate([v, np.zeros((rows.size, v.shape[1]))])
         sol = lu.solve(rhs)
-        for _ in range(_KKT_REFINE):
+        for _ in range(_REFINE):
             sol += lu.solve(rhs - exact @ sol)
         return np.asarray(sol[:n])
 

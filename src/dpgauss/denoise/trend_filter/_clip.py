@@ -27,8 +27,11 @@ Taylor 2012), ``Z`` its zero rows.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg import solve_triangular
 
 from ..result import public_seed
 from ._admm import _KKT_REG, _basis_rows
@@ -117,13 +120,11 @@ def _harmonic_diagonal(op: _Operator, rows: np.ndarray) -> np.ndarray | None:
         chol = np.linalg.cholesky(basis.T @ basis)  # HᵀH = R Rᵀ here (numpy's lower factor)
     except np.linalg.LinAlgError:
         return None
-    from scipy.linalg import solve_triangular
-
     x = solve_triangular(chol, basis.T, lower=True)  # R⁻¹ Hᵀ, df × n
     return np.einsum("ij,ij->j", x, x)
 
 
-def _projector(op: _Operator, rows: np.ndarray):  # type: ignore[no-untyped-def]
+def _projector(op: _Operator, rows: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
     """``v ↦ Π_{null(Δ_rows)} v`` for a block of columns ``v`` (the polish's KKT system)."""
     n = op.n
     c = sp.csr_matrix(op.matrix)[rows]

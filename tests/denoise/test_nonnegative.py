@@ -314,3 +314,19 @@ def test_nonnegative_must_be_a_flag() -> None:
         trend_filter(np.ones(8), 1.0, CHAIN[:7], nonnegative="yes")
     with pytest.raises(TypeError, match="nonnegative"):
         auto(np.ones(8), 1.0, nonnegative=None)
+
+
+@pytest.mark.parametrize("nonnegative", [False, True])
+def test_auto_takes_a_grid_with_one_sigma_per_cell(nonnegative: bool) -> None:
+    """A 2-D y with a 2-D σ (the candidates are run on the flattened y: σ too; on main
+    before this, the wavelet candidate refused σ's shape)."""
+    rng = np.random.default_rng(12)
+    theta = _sparse_truth(400, seed=12).reshape(20, 20)
+    sigma = rng.uniform(3.0, 8.0, (20, 20))
+    y = theta + sigma * rng.standard_normal((20, 20))
+    res = auto(y, sigma, (20, 20), nonnegative=nonnegative)
+    assert np.shape(res.estimate) == (20, 20)
+    names = [c["method"] for c in res.params["candidates"]]
+    assert "wavelet" in names and "trend_filter" in names
+    if nonnegative:
+        assert np.min(res.estimate) >= 0.0

@@ -240,6 +240,8 @@ def auto(
     known = as_structure(structure, d)
     shape, graph = known.grid, known.graph
     flat = arr.ravel()
+    # one σ per key goes with the flattened y (a 2-D y with a 2-D σ)
+    s_flat = np.ravel(s) if per_key else s
     timing: dict[str, float] = {}
     clock = time.perf_counter()
 
@@ -305,7 +307,13 @@ def auto(
                 screened.append(record)
                 return
         res = trend_filter(
-            flat, s, structure_, order=order, lam="sure", n_lambdas=_N_LAMBDAS, nonnegative=clip
+            flat,
+            s_flat,
+            structure_,
+            order=order,
+            lam="sure",
+            n_lambdas=_N_LAMBDAS,
+            nonnegative=clip,
         )
         add(_reshaped(res, arr.shape), name)
 
@@ -315,7 +323,7 @@ def auto(
 
         try:
             res = wavelet_denoise(
-                flat, s, shape, wavelet="haar", threshold="sure", nonnegative=clip
+                flat, s_flat, shape, wavelet="haar", threshold="sure", nonnegative=clip
             )
         except ImportError as exc:  # PyWavelets is optional: compare the others
             skipped.append(f"wavelet_denoise ({exc})")
@@ -349,7 +357,8 @@ def auto(
         g = graph
         add(
             _reshaped(
-                graph_wavelet_denoise(flat, s, g, threshold="sure", nonnegative=clip), arr.shape
+                graph_wavelet_denoise(flat, s_flat, g, threshold="sure", nonnegative=clip),
+                arr.shape,
             ),
             "graph_wavelet",
         )

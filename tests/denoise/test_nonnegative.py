@@ -171,11 +171,17 @@ def test_divergence_matches_a_finite_difference_jacobian(name, fit, sigma, shape
     assert _divergence(res, y, sigma) == pytest.approx(expected, rel=1e-5, abs=1e-5 * s2.max())
 
 
-#: SURE unbiasedness: (name, fit, sigma, shape, replications)
-UNBIASED = [c for c in CASES if not c[0].endswith("lattice")]
+#: SURE unbiasedness (the higher-order trend filters' are slow: 8 s each)
+UNBIASED = [
+    pytest.param(*c, marks=[pytest.mark.slow] if c[0][-7:] in ("order 1", "order 2") else [])
+    for c in CASES
+    if not c[0].endswith("lattice")
+]
 
 
-@pytest.mark.parametrize(("name", "fit", "sigma", "shape"), UNBIASED, ids=[c[0] for c in UNBIASED])
+@pytest.mark.parametrize(
+    ("name", "fit", "sigma", "shape"), UNBIASED, ids=[c[0] for c in CASES if "lattice" not in c[0]]
+)
 def test_clipped_sure_is_unbiased(name, fit, sigma, shape) -> None:
     rng = np.random.default_rng(2026)
     reps = 300

@@ -127,3 +127,28 @@ def test_dpgauss_denoise_flag(tmp_path: Path) -> None:
     assert outs[None]["nonnegative"] is False  # a bare table: off
     assert main(["denoise", str(table), "--sigma", "5", "--method", "none", "--nonnegative",
                  "--out", str(tmp_path / "x.csv")]) == 2  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_count_release_is_never_negative(tmp_path: Path) -> None:
+    pytest.importorskip("duckdb")
+    pytest.importorskip("pyarrow")
+    from dpgauss.release.pipeline import run_release
+
+    from .test_pipeline import ENGINE, make_spec, small_release_data
+
+    src, _ = small_release_data(tmp_path)
+    privacy = {"epsilon": 0.05, "delta": 1e-6, "dataset": "d", "secure": False, "seed": 5}
+    cols = {}
+    for flag in (None, False):
+        denoise: dict = {"method": "soft_threshold"}
+        if flag is not None:
+            denoise["nonnegative"] = flag
+        spec = make_spec(src, privacy=privacy, denoise=denoise)
+        rel = run_release(spec, out=tmp_path / f"r{flag}.csv", engine=ENGINE)
+        cols[flag] = rel.columns["denoised"]
+        assert rel.report["denoise"]["params"].get("nonnegative") is (
+            True if flag is None else None
+        )
+    assert np.min(cols[None]) >= 0.0
+    assert np.min(rel.columns["released"]) < 0.0  # the noise made some counts negative

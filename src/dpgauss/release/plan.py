@@ -366,6 +366,9 @@ def plan_denoiser(spec: ReleaseSpec, domain: KeyDomain) -> Denoiser:
             f"[denoise] params of method = {method!r} has unknown keys {', '.join(map(repr, bad))} "
             f"(allowed: {', '.join(e.params) or 'none'})"
         )
+    if spec.nonnegative and "nonnegative" in e.params:
+        # counts and sums of values >= 0 are never negative ([denoise] nonnegative)
+        params["nonnegative"] = True
     graph = dn.as_graph(domain.edges, domain.size) if domain.edges is not None else None
     structure = dn.Structure(graph=graph, grid=domain.grid)
 

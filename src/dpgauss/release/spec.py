@@ -152,7 +152,12 @@ Every table and key
     grid of the domain), or one of ``"james_stein"``, ``"soft_threshold"``,
     ``"hard_threshold"``, ``"wavelet"`` (range domains), ``"graph_wavelet"``,
     ``"trend_filter"`` (graph or range domains); ``params`` = a table of keyword arguments
-    passed to it (e.g. ``params = { order = 1 }``).
+    passed to it (e.g. ``params = { order = 1 }``); ``nonnegative`` (default: true for a
+    count, and for a sum or mean whose ``[statistic] lower`` is ``>= 0``; false otherwise):
+    the denoised values and their lower bounds are then never negative (the positive part
+    of the estimate, which SURE and ``auto`` take into account; ``false`` turns it off;
+    ``true`` is refused for a statistic that can be negative, and for ``method = "none"``,
+    the raw release, which is never clipped).
 ``[output]``
     ``path``; ``format`` = ``"auto"`` (``.parquet``/``.pq`` → Parquet, else CSV), ``"csv"`` or
     ``"parquet"``; ``level`` (the interval level, default 0.95); ``overwrite`` (default false:
@@ -1155,9 +1160,23 @@ class DenoiseSpec:
 
     method: str = "auto"
     params: Mapping[str, Any] = field(default_factory=dict)
+    #: None: decided by the statistic (:meth:`ReleaseSpec.nonnegative`); True or False: asked
+    nonnegative: bool | None = None
 
     def __post_init__(self) -> None:
         _choice("denoise", "method", self.method, DENOISERS)
+        if self.nonnegative is not None:
+            _flag("denoise", "nonnegative", self.nonnegative)
+            if self.nonnegative and self.method == "none":
+                raise ValueError(
+                    "[denoise] nonnegative = true does not apply to method = 'none' (the raw "
+                    "release is published as drawn); choose a denoiser, e.g. method = 'auto'"
+                )
+        if isinstance(self.params, Mapping) and "nonnegative" in self.params:
+            raise ValueError(
+                "[denoise] params may not set nonnegative: write [denoise] nonnegative = "
+                "true/false (the release checks it against the statistic)"
+            )
         if not isinstance(self.params, Mapping):
             raise _type_fail("denoise", "params", "a table of keyword arguments", self.params)
         if self.method == "none" and self.params:
@@ -1243,6 +1262,29 @@ class ReleaseSpec:
             raise ValueError(
                 f"[denoise] method = {method!r} needs public structure: a graph or range domain"
             )
+        if self.denoise.nonnegative and not self.never_negative:
+            raise ValueError(
+                f"[denoise] nonnegative = true needs a statistic that is never negative: a "
+                f"count, or a sum or mean with [statistic] lower >= 0 (got kind = "
+                f"{self.statistic.kind!r}, lower = {self.statistic.lower!r})"
+            )
+
+    @property
+    def never_negative(self) -> bool:
+        """The released statistic is never negative: a count, or a sum or mean of values
+        clamped to ``[lower, upper]`` with ``lower >= 0`` (for a mean, its sum and count)."""
+        st = self.statistic
+        return st.kind == "count" or (st.lower is not None and float(st.lower) >= 0.0)
+
+    @property
+    def nonnegative(self) -> bool:
+        """Whether the denoised values are clipped at 0: ``[denoise] nonnegative`` if given,
+        else whether the statistic is never negative (never for ``method = "none"``)."""
+        if self.denoise.method == "none":
+            return False
+        if self.denoise.nonnegative is not None:
+            return self.denoise.nonnegative
+        return self.never_negative
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ReleaseSpec:

@@ -116,8 +116,6 @@ def _dyadic(q: Fraction) -> tuple[int, int]:
     return num >> tz, e + tz
 
 
-
-
 def _ceil(q: Fraction) -> int:
     return -((-q.numerator) // q.denominator)
 

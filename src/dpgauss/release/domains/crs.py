@@ -122,8 +122,10 @@ def parse_crs(text: object, where: str) -> Crs:
             f"{crs.type_name or 'another kind'} with {len(axes)} axes"
         )
     if crs.is_geographic:
-        if any(a.unit_name not in ("degree", "degree (supplier to define representation)")
-               for a in axes):
+        if any(
+            a.unit_name not in ("degree", "degree (supplier to define representation)")
+            for a in axes
+        ):
             raise ValueError(f"{where}: the geographic CRS {text!r} is not in degrees")
         wgs84 = crs.equals(_pyproj_crs("OGC:CRS84"), ignore_axis_order=True)
         return Crs(text, True, math.nan, bool(wgs84))

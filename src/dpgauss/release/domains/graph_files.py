@@ -31,13 +31,13 @@ of its CRS: its coordinates are *assumed* to be degrees, with a
 
 **Refused, before any record is read** (one ``ValueError`` naming the file): a file that does
 not exist or cannot be parsed, a missing column or attribute, a duplicate or empty node id, a
-node without coordinates or with coordinates that are not finite degrees
-(``lat ∈ [−90, 90]``, ``lon ∈ [−180, 180]``; a map in another CRS needs ``[domain] crs``)
-or, in another CRS, not finite or without an image in degrees, an edge to an unknown node, a graph without
-nodes; for GraphML also a file with no ``<graph>`` element, with more than one, or with a
-``<graph>`` nested in a node or an edge (only one graph is read, never the first of several
-silently), with or without the GraphML namespace (comments are not elements).  Disconnected
-graphs and isolated nodes are allowed: every node is a key.
+node without coordinates or with coordinates that are not finite degrees (``lat ∈ [−90, 90]``,
+``lon ∈ [−180, 180]``; a map in another CRS needs ``[domain] crs``) or, in another CRS, not
+finite or without an image in degrees, an edge to an unknown node, a graph without nodes; for
+GraphML also a file with no ``<graph>`` element, with more than one, or with a ``<graph>``
+nested in a node or an edge (only one graph is read, never the first of several silently), with
+or without the GraphML namespace (comments are not elements). Disconnected graphs and isolated
+nodes are allowed: every node is a key.
 
 The graph is public: nothing here depends on the records.  Edge weights are not read (the
 graph denoisers are unweighted).
@@ -524,15 +524,13 @@ def load_public_graph(domain: Any) -> PublicGraph:
     if name in BUNDLED_GRAPHS:
         from ...datasets import load_manhattan_graph
 
-        g = load_manhattan_graph(prune_dead_ends=name == "manhattan-pruned")
+        road = load_manhattan_graph(prune_dead_ends=name == "manhattan-pruned")
         return PublicGraph(
-            np.arange(g.n, dtype=np.int64),
-            np.asarray(g.lat),
-            np.asarray(g.lon),
-            np.asarray(g.edges, dtype=np.int64),
+            np.arange(road.n, dtype=np.int64),
+            np.asarray(road.lat),
+            np.asarray(road.lon),
+            np.asarray(road.edges, dtype=np.int64),
             name,
         )
-    g = read_graphml(
-        name, lat=cols.get("lat", "y"), lon=cols.get("lon", "x"), crs=crs, where=where
-    )
+    g = read_graphml(name, lat=cols.get("lat", "y"), lon=cols.get("lon", "x"), crs=crs, where=where)
     return _assumed(g, name, where)

@@ -6,16 +6,17 @@ placed by their coordinates (``lat``, ``lon``: point in polygon) or by a column 
 holds the region id (``column``: an exact match, as a ``values`` domain).  The structure is the
 adjacency graph of the regions, which the graph denoisers use; a choropleth is drawn.
 
-**Reading** (Shapely 2, the ``regions`` extra; :func:`read_geojson`).  Features with a
+**Reading** (Shapely 2, the ``regions`` extra; :func:`read_geojson`). Features with a
 ``Polygon`` or ``MultiPolygon`` geometry (holes respected), coordinates ``[lon, lat]`` in
 degrees — or ``[x, y]`` in the CRS that ``[domain] crs`` or the file's legacy ``crs`` member
 names (:mod:`.crs`: pyproj, the ``geo`` extra), the polygons then transformed vertex by vertex
-to WGS84 degrees (for the plot) and into the records' CRS (for point in polygon), once, at
-plan time.  ``name_property``: the feature property written as each region's ``name`` column
-(text, an integer or null).  Refused, before any record is read, in one line naming the file: a file that is not
-JSON or not a ``FeatureCollection``, no features, a feature without a polygonal geometry, a
-missing, empty or duplicate id, coordinates that are not finite degrees, a polygon that is not
-valid (a self-intersecting ring, a hole outside its shell, …: Shapely's reason is quoted).
+to WGS84 degrees (for the plot) and into the records' CRS (for point in polygon), once, at plan
+time. ``name_property``: the feature property written as each region's ``name`` column (text,
+an integer or null). Refused, before any record is read, in one line naming the file: a file
+that is not JSON or not a ``FeatureCollection``, no features, a feature without a polygonal
+geometry, a missing, empty or duplicate id, coordinates that are not finite degrees, a polygon
+that is not valid (a self-intersecting ring, a hole outside its shell, …: Shapely's reason is
+quoted).
 
 **Point in polygon** (:class:`RegionMapper`).  A point belongs to the regions whose *closed*
 polygon contains it (boundary included); a point on a border shared by several regions goes

@@ -87,7 +87,7 @@ def test_utm18_off_its_meridian_against_snyder_to_1e6_degrees(lon: float, lat: f
 
 
 def test_the_transform_is_total_and_the_identity_is_exact() -> None:
-    x, y = transform_xy(
+    x, _ = transform_xy(
         UTM18, WGS84, [math.inf, math.nan, 1e300, 583_960.0], [0.0, 0.0, 0.0, 4.5e6]
     )
     assert not np.isfinite(x[:3]).any() and np.isfinite(x[3])  # no exception for a point
@@ -137,3 +137,274 @@ def test_the_rule_declared_then_the_files_then_assumed() -> None:
     assert crs.text == "EPSG:32618" and not assumed
     with pytest.raises(ValueError, match=r"^f: the file says its CRS is 'EPSG:32619' but "):
         map_crs("EPSG:32618", "EPSG:32619", "f", "domain.parts #2")
+
+
+# ------------------------------------------------------------- releases over maps in a CRS
+
+shapely = pytest.importorskip("shapely")
+pa = pytest.importorskip("pyarrow")
+pq = pytest.importorskip("pyarrow.parquet")
+pytest.importorskip("duckdb")
+
+import json  # noqa: E402
+import warnings  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from dpgauss.errors import CrsWarning  # noqa: E402
+from dpgauss.release.check import check_source  # noqa: E402
+from dpgauss.release.domains.key_domain import resolve_domain  # noqa: E402
+from dpgauss.release.engines.duckdb import DuckDBEngine  # noqa: E402
+from dpgauss.release.pipeline import bounded_aggregate, run_release  # noqa: E402
+from dpgauss.release.spec import ReleaseSpec  # noqa: E402
+
+from ...helpers import make_ledger, read_csv, square  # noqa: E402
+
+ENGINE = DuckDBEngine(threads=2)
+E0, N0, W = 583_000.0, 4_506_000.0, 1_000.0  # 3 × 3 squares of 1 km in UTM 18N (Manhattan)
+MEMBER = {"type": "name", "properties": {"name": "urn:ogc:def:crs:EPSG::32618"}}
+
+
+def utm_squares() -> list[tuple[str, list]]:
+    """The 3 × 3 squares' ids and rings (UTM metres), row-major, the names "sq<r><c>"."""
+    return [(f"r{r}{c}", square(E0 + c * W, N0 + r * W, W)) for r in range(3) for c in range(3)]
+
+
+def write_layer(path: Path, *, lonlat: bool = False, member: dict | None = None) -> Path:
+    """The squares as GeoJSON: in UTM (with the legacy ``member`` if given) or every vertex
+    transformed to lon/lat by pyproj (the layer a user would pre-project by hand)."""
+    feats = []
+    for rid, ring in utm_squares():
+        if lonlat:
+            x, y = transform_xy(UTM18, WGS84, [p[0] for p in ring], [p[1] for p in ring])
+            ring = [[float(a), float(b)] for a, b in zip(x, y, strict=True)]
+        feats.append(
+            {
+                "type": "Feature",
+                "properties": {"id": rid, "label": f"sq{rid[1:]}"},
+                "geometry": {"type": "Polygon", "coordinates": [ring]},
+            }
+        )
+    data: dict = {"type": "FeatureCollection", "features": feats}
+    if member is not None:
+        data["crs"] = member
+    path.write_text(json.dumps(data))
+    return path
+
+
+def points(tmp_path: Path, n: int = 4000, seed: int = 3) -> tuple[Path, np.ndarray, np.ndarray]:
+    """Records around the squares (some outside), with lon/lat and UTM x/y columns."""
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(E0 - 400, E0 + 3 * W + 400, n)
+    y = rng.uniform(N0 - 400, N0 + 3 * W + 400, n)
+    lon, lat = transform_xy(UTM18, WGS84, x, y)
+    uid = np.arange(n) // 2
+    src = tmp_path / "p.parquet"
+    pq.write_table(pa.table({"uid": uid, "lat": lat, "lon": lon, "x": x, "y": y}), src)
+    return src, x, y
+
+
+def spec_of(src: Path, domain: dict, source: dict | None = None, **extra: object) -> ReleaseSpec:
+    where = {"lat": "lat", "lon": "lon"} if domain["kind"] != "product" else {}
+    return ReleaseSpec.from_dict(
+        {
+            "source": {"path": str(src), **(source or {})},
+            "unit": {"column": "uid"},
+            "domain": {**where, **domain},
+            "bounds": {"max_records_per_unit": 2},
+            "privacy": {"epsilon": 1.0, "delta": 1e-6, "dataset": "d"},
+            "denoise": {"method": "none"},
+            **extra,
+        }
+    )
+
+
+def expected_squares(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The count per square of points (x, y) in UTM (no point falls on a border here)."""
+    c = np.floor((x - E0) / W).astype(int)
+    r = np.floor((y - N0) / W).astype(int)
+    inside = (c >= 0) & (c < 3) & (r >= 0) & (r < 3)
+    return np.bincount((r * 3 + c)[inside], minlength=9).astype(float)
+
+
+def test_a_utm_layer_with_crs_releases_as_the_layer_pre_projected(tmp_path: Path) -> None:
+    """The same squares in UTM with ``[domain] crs``, in UTM with the legacy ``crs`` member,
+    and pre-projected to lon/lat by hand: the very same aggregate (counts and every row
+    counter), and the counts those of the squares in UTM."""
+    src, x, y = points(tmp_path)
+    utm = write_layer(tmp_path / "utm.geojson")
+    with_member = write_layer(tmp_path / "member.geojson", member=MEMBER)
+    lonlat = write_layer(tmp_path / "lonlat.geojson", lonlat=True)
+    got = [
+        bounded_aggregate(spec_of(src, {"kind": "regions", **d}), salt=1, engine=ENGINE)
+        for d in (
+            {"regions": str(utm), "crs": "EPSG:32618"},
+            {"regions": str(with_member)},
+            {"regions": str(with_member), "crs": "EPSG:32618"},  # the same CRS twice: fine
+            {"regions": str(lonlat)},
+        )
+    ]
+    for agg in got[:3]:
+        assert np.array_equal(agg.counts, got[3].counts) and agg.rows == got[3].rows
+    assert got[3].rows.outside_domain > 0 and got[3].counts.min() > 0
+    # 1 km squares, vertices transformed: a record within ~1 cm of a border may differ
+    want = expected_squares(x, y)
+    assert np.abs(got[3].counts - want).sum() <= 2
+
+
+def test_records_in_utm_are_matched_in_utm(tmp_path: Path) -> None:
+    """``[source] crs = "EPSG:32618"``: the records' x/y columns are metres, none invalid
+    (degrees' range does not apply), each in its square exactly; the map's own UTM polygons
+    are used as they are, and a lon/lat map is transformed into UTM."""
+    src, x, y = points(tmp_path)
+    utm = write_layer(tmp_path / "utm.geojson", member=MEMBER)
+    lonlat = write_layer(tmp_path / "lonlat.geojson", lonlat=True)
+    for layer in (utm, lonlat):
+        spec = spec_of(
+            src,
+            {"kind": "regions", "regions": str(layer), "lat": "y", "lon": "x"},
+            {"crs": "EPSG:32618"},
+        )
+        agg = bounded_aggregate(spec, salt=1, engine=ENGINE)
+        assert agg.rows.invalid_domain == 0
+        assert np.abs(agg.counts - expected_squares(x, y)).sum() <= (0 if layer is utm else 2)
+
+
+def test_a_node_table_in_utm_and_records_in_either_crs(tmp_path: Path) -> None:
+    """Nodes in UTM (``[domain] crs``) with records in lon/lat equal the nodes pre-projected
+    (the output's lat/lon are the WGS84 degrees); with ``[source] crs`` the records' x/y are
+    matched in the plane: the nearest node within the cutoff, by brute force in metres."""
+    rng = np.random.default_rng(5)
+    nx_, ny_ = E0 + rng.uniform(0, 3000, 40), N0 + rng.uniform(0, 3000, 40)
+    nlon, nlat = transform_xy(UTM18, WGS84, nx_, ny_)
+    pq.write_table(pa.table({"id": np.arange(40), "lat": ny_, "lon": nx_}), tmp_path / "u.parquet")
+    pq.write_table(
+        pa.table({"id": np.arange(40), "lat": nlat, "lon": nlon}), tmp_path / "g.parquet"
+    )
+    src, x, y = points(tmp_path)
+    graph = {"kind": "graph", "cutoff": 200.0}
+    a = spec_of(src, {**graph, "nodes": str(tmp_path / "u.parquet"), "crs": "EPSG:32618"})
+    b = spec_of(src, {**graph, "nodes": str(tmp_path / "g.parquet"), "crs": "EPSG:4326"})
+    ga, gb = (bounded_aggregate(s, salt=1, engine=ENGINE) for s in (a, b))
+    assert np.array_equal(ga.counts, gb.counts) and ga.rows == gb.rows
+    assert np.array_equal(resolve_domain(a).place_columns()["lat"], nlat)
+    planar = spec_of(
+        src,
+        {**graph, "nodes": str(tmp_path / "g.parquet"), "crs": "EPSG:4326", "lat": "y", "lon": "x"},
+        {"crs": "EPSG:32618"},
+    )
+    got = bounded_aggregate(planar, salt=1, engine=ENGINE)
+    d = np.hypot(x[:, None] - nx_[None, :], y[:, None] - ny_[None, :])
+    near = np.where(d.min(axis=1) <= 200.0, d.argmin(axis=1), -1)
+    assert got.rows.invalid_domain == 0 and got.rows.outside_domain == (near < 0).sum() > 0
+    # the transform UTM → lon/lat → UTM of the nodes moves them by nanometres
+    assert np.array_equal(got.counts, np.bincount(near[near >= 0], minlength=40).astype(float))
+
+
+def test_the_ambiguity_without_crs(tmp_path: Path) -> None:
+    """Out-of-range coordinates are refused, naming ``[domain] crs``; a node table in range
+    without a crs warns (degrees are assumed); declaring the CRS silences it."""
+    src, _, _ = points(tmp_path)
+    utm = write_layer(tmp_path / "utm.geojson")
+    with pytest.raises(ValueError, match=r"utm\.geojson: feature 'r00'.*needs \[domain\] crs"):
+        resolve_domain(spec_of(src, {"kind": "regions", "regions": str(utm)}))
+    nodes = tmp_path / "n.csv"
+    nodes.write_text("id,lat,lon\n1,40.7,-74.0\n2,40.71,-74.0\n")
+    with pytest.warns(CrsWarning, match=r"n\.csv: .* set \[domain\] crs = 'EPSG:4326'"):
+        resolve_domain(spec_of(src, {"kind": "graph", "nodes": str(nodes)}))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        resolve_domain(spec_of(src, {"kind": "graph", "nodes": str(nodes), "crs": "EPSG:4326"}))
+    nodes.write_text("id,lat,lon\n1,4506000,583000\n")
+    with pytest.raises(ValueError, match=r"n\.csv: node '?1'? has the lat 4506000.*\[domain\] crs"):
+        resolve_domain(spec_of(src, {"kind": "graph", "nodes": str(nodes)}))
+
+
+def test_graphml_crs_attribute_as_osmnx_writes_it(tmp_path: Path) -> None:
+    nx = pytest.importorskip("networkx")
+    g = nx.Graph(crs="EPSG:32618")
+    g.add_node("a", x=E0, y=N0)
+    g.add_node("b", x=E0 + 100.0, y=N0)
+    g.add_edge("a", "b")
+    nx.write_graphml(g, tmp_path / "g.graphml")
+    src, _, _ = points(tmp_path)
+    spec = spec_of(src, {"kind": "graph", "graph": str(tmp_path / "g.graphml")})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the file says its CRS: no warning
+        dom = resolve_domain(spec)
+    _, lat = transform_xy(UTM18, WGS84, [E0], [N0])
+    assert dom.place_columns()["lat"][0] == lat[0] and "EPSG:32618" in dom.structure
+    bad = spec_of(src, {"kind": "graph", "graph": str(tmp_path / "g.graphml"), "crs": "EPSG:2263"})
+    with pytest.raises(ValueError, match=r"the file says its CRS is 'EPSG:32618' but \[domain\]"):
+        resolve_domain(bad)
+
+
+@pytest.mark.parametrize(
+    ("domain", "source", "message"),
+    [
+        ({"crs": "EPSG:99999"}, {}, r"^\[domain\] crs must be a CRS pyproj knows"),
+        ({}, {"crs": "nonsense"}, r"^\[source\] crs must be a CRS pyproj knows"),
+        ({"graph": "manhattan", "crs": "EPSG:32618"}, {}, r"^\[domain\] crs applies to a map"),
+        (
+            {"bbox": [40, 41, -75, -73]},
+            {"crs": "EPSG:32618"},
+            r"^\[domain\] bbox is in degrees; the records are in the projected \[source\] crs",
+        ),
+        ({"name_property": "label"}, {}, r"name_property does not apply to kind = 'graph'"),
+    ],
+)
+def test_spec_refusals_name_the_key(tmp_path: Path, domain: dict, source: dict, message: str):
+    base = {"kind": "graph", "nodes": "n.csv"} if "graph" not in domain else {"kind": "graph"}
+    with pytest.raises(ValueError, match=message):
+        spec_of(tmp_path / "p.csv", {**base, **domain}, source)
+
+
+def test_source_crs_needs_coordinates(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"^\[source\] crs applies to the records' coordinates"):
+        ReleaseSpec.from_dict(
+            {
+                "source": {"path": "p.csv", "crs": "EPSG:32618"},
+                "unit": {"column": "uid"},
+                "domain": {"kind": "values", "column": "k", "values": [1]},
+                "bounds": {"max_records_per_unit": 1},
+                "privacy": {"epsilon": 1.0, "delta": 1e-6, "dataset": "d"},
+            }
+        )
+
+
+def test_check_warns_when_most_records_miss_the_map(tmp_path: Path) -> None:
+    """The records in UTM read as degrees (no ``[source] crs``): every one is invalid or
+    outside, and the check says so; with the right crs, no warning."""
+    src, _, _ = points(tmp_path)
+    layer = write_layer(tmp_path / "utm.geojson", member=MEMBER)
+    wrong = spec_of(src, {"kind": "regions", "regions": str(layer), "lat": "y", "lon": "x"})
+    res = check_source(wrong)
+    assert len(res.warnings) == 1 and res.ok
+    assert res.warnings[0].startswith("100% of the records that reach the domain (4,000 of 4,000)")
+    assert "warning: 100% of the records" in res.text() and res.as_dict()["warnings"]
+    right = spec_of(src, {"kind": "regions", "regions": str(layer)})
+    assert check_source(right).warnings == ()
+
+
+def test_region_names_are_a_column(tmp_path: Path, zero_noise) -> None:
+    src, _, _ = points(tmp_path)
+    layer = write_layer(tmp_path / "utm.geojson", member=MEMBER)
+    out = tmp_path / "r.csv"
+    spec = spec_of(
+        src,
+        {"kind": "regions", "regions": str(layer), "name_property": "label"},
+        output={"path": str(out), "plot": False},
+    )
+    with zero_noise():
+        run_release(spec, ledger=make_ledger(tmp_path), engine=ENGINE)
+    rows = read_csv(out)
+    assert list(rows[0])[:2] == ["key", "name"]
+    assert [r["name"] for r in rows] == [f"sq{r}{c}" for r in range(3) for c in range(3)]
+    hours = {"kind": "values", "column": "uid", "values": [0, 1], "name": "u"}
+    part = {"kind": "regions", "regions": str(layer), "name_property": "label", "lat": "lat"}
+    prod = spec_of(src, {"kind": "product", "parts": [hours, {**part, "lon": "lon"}]})
+    cols = resolve_domain(prod).key_columns()
+    assert list(cols) == ["u", "region", "region_name"] and cols["region_name"][9] == "sq00"
+    with pytest.raises(ValueError, match=r"no feature has the property 'nom' \(name_property"):
+        resolve_domain(
+            spec_of(src, {"kind": "regions", "regions": str(layer), "name_property": "nom"})
+        )

@@ -65,6 +65,10 @@ Every table and key
     header it must equal it), ``on_malformed`` = ``"drop"`` (lines that are not records —
     invalid UTF-8, an unterminated quote, too many or too few fields, … — are skipped and
     counted; the default) or ``"check_fails"`` (``dpgauss check`` fails; see *Policies*).
+    ``crs``: the CRS of the records' coordinates (``"EPSG:2263"``; pyproj, the ``geo`` extra),
+    for a graph or regions domain placed by ``lat``/``lon`` (a projected CRS: ``lon`` the
+    easting column, ``lat`` the northing; no ``bbox``); default WGS84 degrees
+    (:mod:`dpgauss.release.domains.crs`).
 ``[unit]``
     ``column``; ``on_null`` = ``"drop"`` (rows without a unit id are dropped and counted; the
     default) or ``"check_fails"`` (``dpgauss check`` fails; see *Policies*).
@@ -99,14 +103,18 @@ Every table and key
       ``cutoff`` — default 3 × ``bandwidth`` — with Gaussian kernel weights of ``bandwidth``
       metres, in [1e-150, 1e150], summing to 1); ``bbox = [lat_min, lat_max, lon_min,
       lon_max]``: coordinates outside it are malformed (always: outside [−90, 90] × [−180,
-      180]).
+      180], for records in degrees).  ``crs``: the CRS of a graph file's or node table's
+      coordinates (default: a GraphML graph's ``crs`` attribute, else WGS84 degrees with a
+      ``CrsWarning``; :mod:`dpgauss.release.domains.crs`).
 
     * ``"regions"``: the features of a GeoJSON FeatureCollection, ``regions = "file.geojson"``
       (ids from ``id_property``, default ``"id"``) or ``"nyc-neighbourhoods"`` (bundled);
       records placed by point in polygon on ``lat``, ``lon`` (a point on a shared border goes
       to the first region of the file) or by a ``column`` holding the region id; structure
       ``adjacency = "queen"`` (default), ``"rook"``, ``"none"``, or ``edges = "file.csv"``
-      (columns ``u``, ``v``; ``edge_columns`` to rename) (:mod:`dpgauss.release.domains.regions`).
+      (columns ``u``, ``v``; ``edge_columns`` to rename) (:mod:`dpgauss.release.domains.regions`);
+      ``crs`` (default: the file's legacy ``crs`` member, else WGS84 as RFC 7946 says);
+      ``name_property``: the feature property written as each region's ``name`` column.
     * ``"grid"``: ``x`` and ``y``, each a table ``{ column, start, stop, step }`` of a range;
       the keys are the cells in row-major order (``y`` outer), the structure the lattice.
     * ``"product"``: ``[[domain.parts]]``, two or more values, range, graph (``nearest``

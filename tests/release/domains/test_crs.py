@@ -408,3 +408,21 @@ def test_region_names_are_a_column(tmp_path: Path, zero_noise) -> None:
         resolve_domain(
             spec_of(src, {"kind": "regions", "regions": str(layer), "name_property": "nom"})
         )
+
+
+def test_planar_kde_weights_are_the_kernel_of_plane_distances() -> None:
+    """A planar mapper (records in a projected CRS, feet here) spreads a record over its
+    nodes with ``exp(−d²/2h²)`` of the Euclidean distance in metres, nearest first."""
+    from dpgauss.release.domains.mapping import GraphMapper
+
+    ft = 1200 / 3937  # metres per US survey foot
+    ny, nx = np.array([0.0, 0.0, 300.0, 5000.0]), np.array([0.0, 200.0, 0.0, 0.0])
+    m = GraphMapper(ny, nx, mapping="kde", bandwidth=50.0, cutoff=150.0, neighbors=3, planar=ft)
+    off, nodes, w = m.spread([10.0, 4000.0], [20.0, 0.0])
+    assert off.tolist() == [0, 3, 3]  # the second point: no node within 150 m
+    d = np.hypot(10.0 - ny[:3], 20.0 - nx[:3]) * ft
+    k = np.exp(-(d**2) / (2 * 50.0**2))
+    assert nodes.tolist() == [0, 1, 2] and np.allclose(w, k / k.sum(), rtol=1e-12)
+    assert m.nearest([10.0, math.inf], [20.0, 0.0]).tolist() == [0, -1]
+    with pytest.raises(ValueError, match="bbox"):
+        GraphMapper(ny, nx, planar=ft, bbox=(0, 1, 0, 1))

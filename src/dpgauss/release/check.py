@@ -194,7 +194,7 @@ def _map_warnings(spec: ReleaseSpec, domain: Any, r: RowCounts) -> tuple[str, ..
         f"{reached:,}) fall outside {where} ({near}, or coordinates out of range). Are the "
         f"records and the map in the same CRS? The records' is {crs}; the map's is "
         f"[{part.where}] crs, or its file's (docs/release.md, 'Coordinates'). Are "
-        f"[{part.where}] lat and lon the right way round?",
+        f"[{part.where}] lat and lon the right way round? Does the map cover the records' area?",
     )
 
 

@@ -426,3 +426,18 @@ def test_planar_kde_weights_are_the_kernel_of_plane_distances() -> None:
     assert m.nearest([10.0, math.inf], [20.0, 0.0]).tolist() == [0, -1]
     with pytest.raises(ValueError, match="bbox"):
         GraphMapper(ny, nx, planar=ft, bbox=(0, 1, 0, 1))
+
+
+def test_the_cli_refuses_a_utm_layer_without_crs_before_the_budget(tmp_path: Path) -> None:
+    from ..test_pipeline import assert_cli_refuses_uncharged
+
+    src, _, _ = points(tmp_path)
+    utm = write_layer(tmp_path / "utm.geojson")
+    domain = {"kind": "regions", "regions": str(utm), "lat": "lat", "lon": "lon"}
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    message = "needs [domain] crs = 'EPSG:…'"
+    assert_cli_refuses_uncharged(tmp_path / "a", src, domain, message, 2)
+    domain = {**domain, "crs": "EPSG:326l8"}
+    message = "[domain] crs must be a CRS pyproj knows"
+    assert_cli_refuses_uncharged(tmp_path / "b", src, domain, message, 2)

@@ -441,3 +441,29 @@ def test_the_cli_refuses_a_utm_layer_without_crs_before_the_budget(tmp_path: Pat
     domain = {**domain, "crs": "EPSG:326l8"}
     message = "[domain] crs must be a CRS pyproj knows"
     assert_cli_refuses_uncharged(tmp_path / "b", src, domain, message, 2)
+
+
+def test_without_pyproj_a_crs_says_which_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A spec naming a CRS other than WGS84 needs pyproj, and says how to install it; WGS84
+    by name needs nothing."""
+    import builtins
+
+    from dpgauss.release.domains import crs as crs_module
+
+    real = builtins.__import__
+
+    def no_pyproj(name: str, *args: object, **kwargs: object):
+        if name.partition(".")[0] == "pyproj":
+            raise ImportError("No module named 'pyproj'")
+        return real(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_pyproj)
+    crs_module._pyproj_crs.cache_clear()
+    try:
+        assert parse_crs("urn:ogc:def:crs:OGC:1.3:CRS84", "[domain] crs").wgs84
+        with pytest.raises(ValueError, match=r"^\[source\] crs = 'EPSG:2263' needs pyproj: pip"):
+            parse_crs("EPSG:2263", "[source] crs")
+        with pytest.raises(ValueError, match=r"dpgauss\[geo\]"):
+            parse_crs("EPSG:2263", "[source] crs")
+    finally:
+        crs_module._pyproj_crs.cache_clear()

@@ -467,3 +467,26 @@ def test_without_pyproj_a_crs_says_which_extra(monkeypatch: pytest.MonkeyPatch) 
             parse_crs("EPSG:2263", "[source] crs")
     finally:
         crs_module._pyproj_crs.cache_clear()
+
+
+@pytest.mark.parametrize("suffix", ["csv", "parquet"])
+def test_a_region_without_a_name_is_written_empty(tmp_path: Path, zero_noise, suffix) -> None:
+    src, _, _ = points(tmp_path)
+    layer = write_layer(tmp_path / "utm.geojson", member=MEMBER)
+    data = json.loads(layer.read_text())
+    data["features"][4]["properties"]["label"] = None  # no name for the centre square
+    data["features"][5]["properties"]["label"] = 7  # an integer, written as text
+    layer.write_text(json.dumps(data))
+    out = tmp_path / f"r.{suffix}"
+    spec = spec_of(
+        src,
+        {"kind": "regions", "regions": str(layer), "name_property": "label"},
+        output={"path": str(out), "plot": False},
+    )
+    with zero_noise():
+        run_release(spec, ledger=make_ledger(tmp_path), engine=ENGINE)
+    if suffix == "csv":
+        names = [r["name"] for r in read_csv(out)]
+        assert names[3:6] == ["sq10", "", "7"]
+    else:
+        assert pq.read_table(out).column("name").to_pylist()[3:6] == ["sq10", None, "7"]

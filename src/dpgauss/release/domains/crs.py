@@ -38,7 +38,10 @@ included.
 WGS84 by its common names (``EPSG:4326``, ``OGC:CRS84``, their URNs) needs no pyproj; every
 other CRS does.  Transforms use ``always_xy`` (x = easting or longitude first, whatever the
 CRS's axis order); a point that cannot be transformed comes back non-finite, and a map with
-such a point is refused at plan time.
+such a point is refused at plan time.  The transform is pyproj's best operation for the pair,
+computed once in the process that plans the release (every engine then sees the same map);
+between datums, a PROJ install with more grids may pick a finer operation and move a map by
+centimetres to metres.
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ method = "auto"
 def main(where: str = ".") -> None:
     out = Path(where)
     g = load_manhattan_graph()
-    city = nx.MultiDiGraph()
+    city = nx.MultiDiGraph(crs="epsg:4326")  # the graph attribute OSMnx writes: its CRS
     osm_id = [4_200_000_000 + 17 * i for i in range(g.n)]
     for i in range(g.n):
         city.add_node(osm_id[i], y=repr(float(g.lat[i])), x=repr(float(g.lon[i])))

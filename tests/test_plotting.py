@@ -3,6 +3,7 @@ without matplotlib (``PlotUnavailableError``, also named ``MatplotlibMissingErro
 
 from __future__ import annotations
 
+import itertools
 import sys
 
 import numpy as np
@@ -82,3 +83,153 @@ def test_the_figure_helpers_draw_method_curves(tmp_path):
 def test_graph_inputs_are_checked():
     with pytest.raises(ValueError, match="edges must index nodes"):
         plotting.draw_graph_panels("x.png", np.zeros(2), np.zeros(2), np.array([[0, 2]]), [])
+
+
+# Maps that show their uncertainty (issue #26, item 5).
+
+
+def _chain(n: int) -> plotting.GraphGeometry:
+    lat = 40.70 + 0.001 * np.arange(n)
+    lon = -74.0 + 0.0005 * np.sin(np.arange(n))
+    return plotting.GraphGeometry(lat, lon, np.stack([np.arange(n - 1), np.arange(1, n)], axis=1))
+
+
+def _drawn(fig) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig).draw()
+
+
+def test_the_robust_scale_is_the_2nd_and_98th_percentile():
+    v = np.random.default_rng(0).standard_t(2, size=5000) * 10
+    scale = plotting.robust_scale(v)
+    lo, hi = np.percentile(v, [2, 98])
+    assert (scale.vmin, scale.vmax) == (lo, hi) and not scale.constant
+    assert v.min() < lo and v.max() > hi  # heavy tails: the outliers do not set the scale
+
+
+def test_a_map_of_mostly_zeros_scales_to_its_min_and_max():
+    v = np.zeros(1000)
+    v[:5] = [3.0, 7.0, 9.0, 12.0, 40.0]  # 0.5 % hot spots: the 98th percentile is 0
+    scale = plotting.robust_scale(v)
+    assert (scale.vmin, scale.vmax) == (0.0, 40.0) and not scale.constant
+
+
+@pytest.mark.parametrize("value", [0.0, 39.3, -1e6])
+def test_a_constant_map_gets_a_sane_scale_and_says_constant(value):
+    v = np.full(100, value)
+    v[0] += 1e-12 * max(1.0, abs(value))  # a fused fit's last-bit differences
+    scale = plotting.robust_scale(v)
+    h = max(0.5, 0.05 * abs(value))
+    assert scale.constant and scale.value == pytest.approx(value)
+    assert (scale.vmin, scale.vmax) == pytest.approx((value - h, value + h))
+    assert scale.vmax - scale.vmin >= 1.0  # never the collapsed [0, 1e-12]
+
+
+@needs_mpl
+def test_every_graph_panel_has_its_own_percentile_scale_and_the_pm_panel_too():
+    rng = np.random.default_rng(1)
+    geo = _chain(300)
+    truth = np.linspace(0.0, 5.0, 300)
+    released = truth + 20.0 * rng.standard_normal(300)
+    half = 8.0 + rng.random(300)
+    fig = plotting.map_figure(
+        geo,
+        [
+            ("released", released),
+            ("denoised", truth),
+            plotting.MapPanel("±", half, cmap="viridis"),
+        ],
+    )
+    for ax, v in zip(fig.axes[:3], (released, truth, half), strict=True):
+        on_edges = 0.5 * (v[geo.edges[:, 0]] + v[geo.edges[:, 1]])
+        assert ax.collections[0].get_clim() == tuple(np.percentile(on_edges, [2, 98]))
+    assert len(fig.axes) == 6  # three panels, three colour bars
+    assert fig.axes[2].collections[0].get_cmap().name == "viridis"
+
+
+@needs_mpl
+def test_a_constant_panel_is_drawn_on_a_sane_scale_with_constant_in_its_title():
+    geo = plotting.GridGeometry(np.arange(6.0), np.arange(4.0))
+    fig = plotting.map_figure(geo, [("denoised", np.zeros(24))])
+    ax = fig.axes[0]
+    assert ax.images[0].get_clim() == (-0.5, 0.5)
+    assert "constant: every value is 0" in ax.get_title()
+
+
+@needs_mpl
+def test_the_keys_beyond_their_intervals_are_marked():
+    n = 50
+    est = np.full(n, 10.0)
+    est[[3, 17, 30]] = 40.0  # three hot spots, intervals ±5: above the mean
+    est[44] = -20.0  # one cold spot: below it
+    lo, hi = est - 5.0, est + 5.0
+    marks = plotting.stand_out(lo, hi, float(np.mean(est)))
+    assert np.flatnonzero(marks == 1).tolist() == [3, 17, 30]
+    assert np.flatnonzero(marks == -1).tolist() == [44]
+    fig = plotting.map_figure(_chain(n), [plotting.MapPanel("denoised", est, marks=marks)])
+    ax = fig.axes[0]
+    counts = [len(c.get_offsets()) for c in ax.collections[1:]]
+    assert sorted(counts) == [1, 3]
+    assert "4 stand out beyond their intervals (3 above, 1 below the mean)" in ax.get_title()
+    # regions: outlines of the marked regions
+    shapely = pytest.importorskip("shapely.geometry")
+    boxes = [shapely.box(i, 0, i + 1, 1) for i in range(n)]
+    fig = plotting.map_figure(
+        plotting.RegionGeometry(boxes), [plotting.MapPanel("denoised", est, marks=marks)]
+    )
+    outlined = [len(c.get_paths()) for c in fig.axes[0].collections[1:]]
+    assert sorted(outlined) == [1, 3]
+
+
+def test_stand_out_uses_the_intervals_not_the_values():
+    lo, hi = np.array([1.0, -3.0, 0.5, np.nan]), np.array([2.0, -1.0, 3.0, 9.0])
+    assert plotting.stand_out(lo, hi, 0.0).tolist() == [1, -1, 1, 0]
+    assert plotting.stand_out(lo, hi, 1.5).tolist() == [0, -1, 0, 0]
+
+
+@needs_mpl
+@pytest.mark.parametrize(("n", "drawn"), [(5, 5), (12, 12), (24, 12), (100, 12)])
+def test_small_multiples_draw_at_most_12_maps_and_say_how_many_are_left_out(n, drawn):
+    picks = plotting.pick_multiples(n)
+    assert len(picks) == drawn and picks[0] == 0 and picks[-1] == n - 1
+    geo = plotting.GridGeometry(np.arange(5.0), np.arange(3.0))
+    rng = np.random.default_rng(2)
+    maps = [(f"hour = {k}", rng.random(15) * (k + 1)) for k in picks]
+    fig = plotting.small_multiples_figure(geo, maps, total=n, what="values of hour")
+    images = [ax for ax in fig.axes if ax.get_visible() and ax.images]
+    assert len(images) == drawn
+    heading = fig.get_suptitle()
+    if n > drawn:
+        assert f"{drawn} of {n} values of hour drawn" in heading
+        assert f"{n - drawn} left out" in heading
+    else:
+        assert "left out" not in heading
+    pooled = np.concatenate([m[1] for m in maps])
+    clims = {ax.images[0].get_clim() for ax in images}
+    assert clims == {tuple(np.percentile(pooled, [2, 98]))}  # one scale for comparison
+
+
+@needs_mpl
+def test_no_offset_on_the_axes_and_grid_x_labels_do_not_overlap():
+    # the grid that drew its x labels over each other: 45 bins of 0.002 degrees
+    geo = plotting.GridGeometry(
+        -74.02 + 0.002 * np.arange(45), 40.70 + 0.002 * np.arange(90), "lon", "lat"
+    )
+    v = np.random.default_rng(3).random(45 * 90) + 1000.0  # would give a "+1e3" offset
+    fig = plotting.map_figure(geo, [("a", v), ("b", v), ("c", v)])
+    _drawn(fig)
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            assert axis.get_offset_text().get_text() == ""
+    for ax in fig.axes[:3]:
+        boxes = [t.get_window_extent(renderer) for t in ax.get_xticklabels() if t.get_text()]
+        assert len(boxes) >= 2
+        for a, b in itertools.pairwise(boxes):
+            assert not a.overlaps(b)
+    series = plotting.SeriesGeometry(1e6 + np.arange(20.0))
+    fig = plotting.map_figure(series, [("s", 1e4 + np.arange(20.0))])
+    _drawn(fig)
+    assert fig.axes[0].xaxis.get_offset_text().get_text() == ""
+    assert fig.axes[0].yaxis.get_offset_text().get_text() == ""

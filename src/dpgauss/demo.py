@@ -17,8 +17,9 @@ The taxi pickup heat map of Balle & Wang (2018, Sec. 6) through the release pipe
 Outputs, in ``dpgauss-demo/`` (replaced on every run, ledger included: it is a demo):
 ``release.csv`` (per junction: key, released, denoised, sigma, the 95 % interval lower and
 upper, lat, lon), ``release.csv.report.json`` (the pipeline's report), ``release.csv.png``
-(the pipeline's own plot), ``heatmap.png`` (three maps on one colour scale: the true bounded
-counts, the release, the denoised release) and ``budget.sqlite`` (the ledger).
+(the pipeline's own plot), ``heatmap.png`` (maps, each on its own robust colour scale: the
+true bounded counts, the release, the denoised release with the junctions that stand out
+beyond their intervals marked, and the intervals' ±) and ``budget.sqlite`` (the ledger).
 
 The "true" panel is :func:`dpgauss.release.bounded_aggregate` of the same spec: the exact
 bounded counts, which are *not* private — shown because the demo's data are a public sample
@@ -153,9 +154,10 @@ def run_demo(out_dir: str | Path = DEMO_DIR, *, progress: TextIO | None = None) 
     png = out / "heatmap.png"
     heatmap: Path | None = png
     try:
-        from .plotting import PlotUnavailableError, draw_graph_panels
+        from .plotting import MapPanel, PlotUnavailableError, draw_graph_panels, stand_out
 
         den = rel.report["denoise"]
+        lo, hi = cols["denoised_lower"], cols["denoised_upper"]
         draw_graph_panels(
             png,
             cols["lat"],
@@ -164,10 +166,16 @@ def run_demo(out_dir: str | Path = DEMO_DIR, *, progress: TextIO | None = None) 
             [
                 ("true (bounded, not private)", truth),
                 (f"released (σ = {float(cols['sigma'][0]):.3g})", released),
-                (f"denoised: auto → {den['method']}", denoised),
-                (
+                MapPanel(
+                    f"denoised: auto → {den['method']}",
+                    denoised,
+                    marks=stand_out(lo, hi, float(np.mean(denoised))),
+                ),
+                MapPanel(
                     "± of the denoised 95 % interval",
-                    (cols["denoised_upper"] - cols["denoised_lower"]) / 2.0,
+                    (hi - lo) / 2.0,
+                    cmap="viridis",
+                    label="± pickups per junction",
                 ),
             ],
             label="pickups per junction",

@@ -14,7 +14,7 @@ except :class:`UsageError` (a bad command line), :class:`PlotUnavailableError` (
 * the demo: :class:`OutputDirError`; the command line: :class:`UsageError`;
 * Ctrl-C: :class:`ReleaseInterrupted` (a ``KeyboardInterrupt`` that says what became of a
   release's charge) and :func:`interrupted` (was an exception Ctrl-C's doing);
-* denoising: :class:`TrendFilterConvergenceWarning`;
+* denoising: :class:`TrendFilterConvergenceWarning`; maps: :class:`CrsWarning`;
 * plots: :class:`PlotUnavailableError` — matplotlib (the ``plot`` extra) is not installed
   (``MatplotlibMissingError`` is its other name, the experiments' one).
 
@@ -37,6 +37,7 @@ if TYPE_CHECKING:  # annotations only: errors.py imports nothing of the package
 
 __all__ = [
     "BudgetExceeded",
+    "CrsWarning",
     "CsvError",
     "EngineError",
     "LedgerError",
@@ -160,6 +161,12 @@ class OutputDirError(ValueError):
 
 class TrendFilterConvergenceWarning(UserWarning):
     """ADMM reached ``max_iter`` before the duality gap fell below ``tol``."""
+
+
+class CrsWarning(UserWarning):
+    """A public map's coordinates are read as WGS84 degrees without anything saying so (a
+    node table, a GraphML file without a ``crs``): ``[domain] crs`` says which CRS they are
+    in (:mod:`dpgauss.release.domains.crs`)."""
 
 
 class UsageError(Exception):

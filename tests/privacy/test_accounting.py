@@ -118,3 +118,38 @@ def test_one_add_at_a_time_equals_one_array_call() -> None:
         one.add(-1.0)
     with pytest.raises(ValueError, match="count"):
         one.add(1.0, count=0)
+
+
+def test_threshold_events_compose_with_eta_beside_mu():
+    """Gaussian thresholding (``ThresholdEvent``) composes as √Σμ² beside Ση:
+    ``δ(ε) = δ_μ(ε) + Ση`` and ``ε(δ) = ε_μ(δ − Ση)`` (mpmath), ∞ once δ ≤ Ση."""
+    from fractions import Fraction
+
+    from dpgauss.privacy.events import GaussianEvent, ThresholdEvent
+
+    events = [ThresholdEvent(0.3, 1e-7), GaussianEvent(5.0, 1.0), ThresholdEvent(0.2, 2e-7, 2)]
+    acc = GaussianAccountant().compose(events)
+    mu = math.sqrt(0.09 + 0.04 + 2 * 0.04)
+    assert acc.mu >= mu and acc.mu == pytest.approx(mu, rel=1e-14)
+    assert Fraction(acc.eta) >= Fraction(1e-7) + 2 * Fraction(2e-7)
+    assert acc.eta == pytest.approx(5e-7, rel=1e-15)
+    for eps in (0.0, 0.1, 1.0, 3.0):
+        exact = float(ref_delta(acc.mu, eps)) + 5e-7
+        assert acc.delta(eps) >= exact and acc.delta(eps) == pytest.approx(exact, rel=1e-12)
+    got = acc.epsilon(1e-6)
+    assert got >= float(ref_epsilon(acc.mu, 1e-6 - 5e-7))
+    assert got == pytest.approx(float(ref_epsilon(acc.mu, 5e-7)), rel=1e-9)
+    assert acc.epsilon(5e-7) == math.inf and acc.epsilon(1e-7) == math.inf
+    np.testing.assert_array_equal(acc.epsilon(np.array([1e-7, 1e-6])) == math.inf, [True, False])
+    assert GaussianAccountant().compose([GaussianEvent(5.0, 1.0)]).eta == 0.0
+
+
+def test_a_threshold_event_names_its_fields():
+    from dpgauss.privacy.events import ThresholdEvent
+
+    with pytest.raises(ValueError, match="eta must be in"):
+        ThresholdEvent(0.3, 1.0)
+    with pytest.raises(ValueError, match="eta"):
+        ThresholdEvent(0.3, -1e-9)
+    with pytest.raises(ValueError, match="mu"):
+        ThresholdEvent(0.0, 1e-9)

@@ -251,3 +251,83 @@ def test_plan_text_names_the_noise(capsys) -> None:
         assert "24 releases fit, release 25 is refused" in out
     assert main(["budget", "plan", "--epsilon", "1", "--delta", "0.1", "--queries", "1000"]) == 2
     assert "cannot fit" in capsys.readouterr().err
+
+
+# ------------------------------------- budget plan --target-rmse: the least ε that meets R
+
+
+@pytest.mark.parametrize("secure", [pytest.param(True, marks=pytest.mark.slow), False])
+@pytest.mark.parametrize(("k", "target", "c"), [(1, "21.26", 5), (6, "10", 5), (3, "0.5", 1)])
+def test_target_plan_meets_the_error_and_fits(tmp_path: Path, capsys, secure, k, target, c):
+    """Every planned release's σ, as the pipeline calibrates it, meets the target; the ε one
+    decimal step (1e-9 relative) below does not; K of them fit the planned budget and one
+    more is refused."""
+    flag = "--secure" if secure else "--no-secure"
+    argv = ["budget", "plan", "--target-rmse", target, "--delta", "1e-6", "--queries", str(k)]
+    assert main([*argv, "--sensitivity", str(c), "--keys", "3", flag, "--json"]) == 0
+    p = json.loads(capsys.readouterr().out)["raw"]
+    eps_q, total = p["epsilon_per_query"], p["epsilon_total"]
+    s = spec(
+        3, {"epsilon": eps_q, "delta": 1e-6, "secure": secure}, bounds={"max_records_per_unit": c}
+    )
+    delivered = calibrate(s).probe.sigma  # the law drawn: the secure lattice's σ, or σ
+    assert delivered <= float(target) and delivered == p["noise_sigma"]
+    below = spec(
+        3,
+        {"epsilon": eps_q * (1 - 2e-9), "delta": 1e-6, "secure": secure},
+        bounds={"max_records_per_unit": c},
+    )
+    assert calibrate(below).probe.sigma > float(target)
+    ledger = tmp_path / "budget.sqlite"
+    budget_init(ledger, "d", repr(total), "1e-6")
+    for i in range(k):
+        pipeline._charge(ledger, "d", calibrate(s), f"release {i + 1}")
+    if k > 1:  # the budget is the least 10-digit decimal for K: one more never fits
+        with pytest.raises(BudgetExceeded):
+            pipeline._charge(ledger, "d", calibrate(s), f"release {k + 1}")
+
+
+def test_target_plan_from_a_report(tmp_path: Path, capsys):
+    """The denoised estimate is labelled so and follows the model of
+    ``dpgauss.privacy.target_error`` (σ = σ₀R/r₀ above the previous error)."""
+    report = tmp_path / "r.json"
+    report.write_text(
+        json.dumps(
+            {
+                "privacy": {"sigma": 20.0},
+                "denoise": {"method": "trend_filter", "rmse_per_key": 4.0},
+            }
+        )
+    )
+    argv = ["budget", "plan", "--target-rmse", "8", "--delta", "1e-6", "--no-secure"]
+    assert main([*argv, "--from-report", str(report), "--json"]) == 0
+    est = json.loads(capsys.readouterr().out)["denoised_estimate"]
+    assert est["label"].startswith("estimate") and est["denoiser"] == "trend_filter"
+    assert est["sigma"] == pytest.approx(40.0, rel=1e-12)
+    assert main([*argv, "--from-report", str(report)]) == 0
+    assert "ESTIMATE" in capsys.readouterr().out
+    report.write_text(json.dumps({"privacy": {"sigma": 20.0}, "denoise": {"method": "none"}}))
+    assert main([*argv, "--from-report", str(report)]) == 2
+    assert "gives no denoised error" in capsys.readouterr().err
+    assert main([*argv, "--from-report", str(tmp_path / "missing.json")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--delta", "1e-6", "--queries", "2"], "exactly one of --epsilon E and --target-rmse R"),
+        (["--epsilon", "1", "--target-rmse", "3", "--delta", "1e-6"], "exactly one of"),
+        (["--target-rmse", "0", "--delta", "1e-6"], "--target-rmse must be a number > 0"),
+        (["--target-rmse", "nan", "--delta", "1e-6"], "--target-rmse must be a number > 0"),
+        (["--epsilon", "1", "--delta", "1e-6"], "--epsilon needs --queries K"),
+        (
+            ["--epsilon", "1", "--delta", "1e-6", "--queries", "2", "--from-report", "x"],
+            "goes with",
+        ),
+    ],
+)
+def test_target_plan_refusals_are_one_line(capsys, argv, message):
+    assert main(["budget", "plan", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1

@@ -528,16 +528,43 @@ def test_ledger_schema_1_is_upgraded_in_place(tmp_path: Path) -> None:
     conn = sqlite3.connect(ledger)  # make it look like a version-1 ledger
     conn.execute("ALTER TABLE charges DROP COLUMN delivery")
     conn.execute("ALTER TABLE charges DROP COLUMN note")
+    conn.execute("ALTER TABLE charges DROP COLUMN eta")
     conn.execute("PRAGMA user_version = 1")
     conn.commit()
     conn.close()
     (entry,) = entries(ledger)
-    assert entry.delivery is None and entry.mu == pytest.approx(0.1)
+    assert entry.delivery is None and entry.mu == pytest.approx(0.1) and entry.eta == 0.0
     with Ledger(ledger, create=False) as led:
         led.record_delivery(entry.id, "delivered")
     assert entries(ledger)[0].delivery == "delivered"
     conn = sqlite3.connect(ledger)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    conn.close()
+
+
+def test_ledger_schema_2_is_upgraded_in_place(tmp_path: Path) -> None:
+    """Version 2 lacked ``eta``: its charges spent none, and a threshold charge then fits
+    ``√Σμ² ≤ gdp_mu(ε, δ − Ση)``."""
+    import sqlite3
+
+    from dpgauss.privacy.events import ThresholdEvent
+
+    ledger = make_ledger(tmp_path)
+    with Ledger(ledger, create=False) as led:
+        led.charge("d", sigma=10.0, sensitivity=1.0)
+    conn = sqlite3.connect(ledger)
+    conn.execute("ALTER TABLE charges DROP COLUMN eta")
+    conn.execute("PRAGMA user_version = 2")
+    conn.commit()
+    conn.close()
+    with Ledger(ledger, create=False) as led:
+        assert led.remaining("d").eta_spent == 0.0
+        led.charge_event("d", ThresholdEvent(0.05, 1e-9))
+        status = led.remaining("d")
+    assert status.eta_spent == 1e-9 and status.mu_effective < status.mu_budget
+    assert [e.eta for e in entries(ledger)] == [0.0, 1e-9]
+    conn = sqlite3.connect(ledger)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
     conn.close()
 
 

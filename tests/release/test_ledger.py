@@ -716,3 +716,49 @@ def test_the_ledger_page_matches_the_code():
     assert re.findall(r"`user_version` (\d+)", page) == [str(ledger_module.SCHEMA_VERSION)]
     example = re.findall(r"```python\n(.*?)```", page, re.S)[0]
     assert example.count("record_delivery(") >= 2 and '"delivered"' in example
+
+
+def test_delta_spent_outside_gdp_fits_exactly(tmp_path):
+    """A budget (ε, δ) admits threshold charges iff √Σμ² ≤ gdp_mu(ε, δ − Ση): the largest μ
+    that fits fits, one ulp more is refused, and nothing more fits after it."""
+    from dpgauss.privacy import gdp_mu
+    from dpgauss.privacy.events import ThresholdEvent
+
+    path = tmp_path / "l.sqlite"
+    eta = 3e-7
+    with Ledger(path) as led:
+        led.create_budget("d", 1.0, 1e-6)
+        mu = float(gdp_mu(1.0, 1e-6 - eta))
+        assert mu < led.remaining("d").mu_budget
+        with pytest.raises(BudgetExceeded):
+            led.charge_event("d", ThresholdEvent(math.nextafter(mu, math.inf), eta))
+        entry = led.charge_event("d", ThresholdEvent(mu, eta), label="discovered keys")
+        assert entry.eta == eta and entry.mu == mu
+        status = led.remaining("d")
+        assert status.eta_spent == eta and status.mu_effective == mu
+        assert status.mu_remaining == 0.0 and status.epsilon_spent <= 1.0
+        with pytest.raises(BudgetExceeded):
+            led.charge("d", mu=1e-9)
+        led.check()
+    with Ledger(path) as led:  # the η is read back from the file
+        assert [e.eta for e in led.charges("d")] == [eta]
+    with Ledger(tmp_path / "m.sqlite") as led:  # η alone can exhaust δ
+        led.create_budget("d", 1.0, 1e-6)
+        with pytest.raises(BudgetExceeded):
+            led.charge("d", mu=1e-3, eta=1e-6)
+        with pytest.raises(ValueError, match="eta"):
+            led.charge("d", mu=1e-3, eta=1.5)
+
+
+def test_budget_show_prints_the_delta_outside_gdp(path: Path):
+    from dpgauss.privacy.events import ThresholdEvent
+
+    _cli("budget", "init", "d", "--epsilon", "1", "--delta", "1e-6", "--ledger", str(path))
+    assert "outside" not in _cli("budget", "show", "d", "--ledger", str(path))
+    with Ledger(path, create=False) as led:
+        led.charge_event("d", ThresholdEvent(0.1, 3e-7), label="shops")
+    text = _cli("budget", "show", "d", "--ledger", str(path))
+    assert "outside   : delta=3e-07 spent by key selections" in text
+    assert "shops (+ delta 3e-07 outside mu-GDP)" in text
+    obj = json.loads(_cli("budget", "show", "d", "--ledger", str(path), "--json"))
+    assert obj["eta_spent"] == 3e-7 and obj["entries"][0]["eta"] == 3e-7

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 
 from ..noise.mechanisms import GaussianMechanism
 from ..privacy import gaussian_epsilon
 from ..privacy._rounding import fits_budget
 from ..privacy.accounting import GaussianAccountant, QueryPlan, plan_queries
+from ..privacy.calibration import gdp_mu
 from ..privacy.composition import composed_sigma
+from ..privacy.target_error import decimal_up, denoised_sigma, smallest_epsilon
 from ..release.ledger import BudgetStatus, Ledger, _budget_terms, charge_mu
 from ..release.plan import LEDGER_ENV
 from ._args import number, whole
@@ -43,7 +46,7 @@ def _exact(x: float) -> str:
 
 def _status_lines(s: BudgetStatus) -> list[str]:
     eps, dlt = _exact(s.epsilon), _exact(s.delta)
-    return [
+    lines = [
         f"budget    : epsilon={eps} delta={dlt} (mu={_exact(s.mu_budget)})",
         f"spent     : mu={_exact(s.mu_spent)} in {s.charges} charge(s) "
         f"(epsilon={s.epsilon_spent:.10g} at delta={dlt})",
@@ -51,6 +54,14 @@ def _status_lines(s: BudgetStatus) -> list[str]:
         f"(one more release using all of it: epsilon={s.epsilon_remaining:.10g} "
         f"at delta={dlt})",
     ]
+    if s.eta_spent > 0.0:
+        lines.insert(
+            2,
+            f"outside   : delta={_exact(s.eta_spent)} spent by key selections, outside "
+            f"mu-GDP: the mu budget is now {_exact(s.mu_effective or 0.0)} "
+            f"(gdp_mu(epsilon, delta - {_exact(s.eta_spent)}))",
+        )
+    return lines
 
 
 def _list(args: argparse.Namespace) -> str:
@@ -107,9 +118,10 @@ def _show(args: argparse.Namespace) -> str:
         for e in entries:
             sigma = "-" if e.sigma is None else f"{e.sigma:.6g}"
             sens = "-" if e.sensitivity is None else f"{e.sensitivity:.6g}"
+            outside = f" (+ delta {e.eta:.6g} outside mu-GDP)" if e.eta else ""
             lines.append(
                 f"{e.id:>5}  {e.time:<32} {sigma:>12} {sens:>12} {e.mu:>12.6g}  "
-                f"{e.delivery or '-':<10} {e.label or ''}"
+                f"{e.delivery or '-':<10} {e.label or ''}{outside}"
             )
         unfinished = [e for e in entries if e.delivery in ("charged", "writing", "failed")]
         for e in unfinished:
@@ -134,7 +146,131 @@ def _checked(plan: QueryPlan, keys: int, secure: bool) -> tuple[float, float]:
     return worst
 
 
+def _previous_report(path: str) -> tuple[str, float, float, str]:
+    """(denoiser, σ₀, denoised per-key RMSE r₀, which estimate) from a release's
+    ``<table>.report.json``; ``ValueError`` naming the file and the missing field."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            report = json.load(f)
+    except OSError as e:
+        raise ValueError(f"--from-report: cannot read {path}: {e.strerror or e}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise ValueError(f"--from-report: {path} is not a release report (not JSON)") from None
+    privacy = report.get("privacy") if isinstance(report, dict) else None
+    den = report.get("denoise") if isinstance(report, dict) else None
+    sigma0 = privacy.get("sigma") if isinstance(privacy, dict) else None
+    if not isinstance(sigma0, int | float) or not sigma0 > 0 or not isinstance(den, dict):
+        raise ValueError(
+            f"--from-report: {path} has no privacy.sigma and denoise section (write it with "
+            "dpgauss release; a release without a denoiser has nothing to extrapolate)"
+        )
+    for key, which in (("rmse_per_key", "SURE"), ("rmse_per_key_upper95", "its 95 % bound")):
+        value = den.get(key)
+        if isinstance(value, int | float) and math.isfinite(value) and value > 0:
+            return str(den.get("method", "?")), float(sigma0), float(value), which
+    raise ValueError(f"--from-report: {path} gives no denoised error (denoise.rmse_per_key)")
+
+
+def _target_plan(args: argparse.Namespace) -> str:
+    """``budget plan --target-rmse R``: the smallest ε whose raw release meets R per key
+    (exact), and an estimate of the ε at which a denoised release would
+    (:mod:`dpgauss.privacy.target_error`)."""
+    r, dlt, sens = args.target_rmse, args.delta, args.sensitivity
+    k = 1 if args.queries is None else args.queries
+    keys = 1 if args.keys is None else args.keys
+
+    def law(e: float) -> object:
+        return GaussianMechanism(e, dlt, sens).noise_plan(keys, secure=args.secure)
+
+    def sigma_of(e: float) -> float:
+        return float(law(e).sigma)  # type: ignore[attr-defined]
+
+    def per_query(target: float) -> dict[str, float]:
+        eps_q = smallest_epsilon(sigma_of, target, dlt, sens)
+        plan_law = law(eps_q)
+        mu_q = charge_mu(plan_law)
+        acc = GaussianAccountant()
+        acc.add_mu(mu_q, count=k)
+        # one release fits a budget of its own spec's (ε, δ) exactly (the ledger's rule)
+        total = eps_q if k == 1 else decimal_up(float(acc.epsilon(dlt)))
+        while not fits_budget([mu_q], float(gdp_mu(total, dlt)), count=k):
+            total = decimal_up(total * (1.0 + 1e-9))
+        return {
+            "epsilon_per_query": eps_q,
+            "noise_sigma": float(plan_law.sigma),  # type: ignore[attr-defined]
+            "mu_per_query": mu_q,
+            "epsilon_total": total,
+        }
+
+    raw = per_query(r)
+    noise = "secure" if args.secure else "continuous"
+    out: dict[str, object] = {
+        "target_rmse": r,
+        "delta": dlt,
+        "sensitivity": sens,
+        "queries": k,
+        "keys": args.keys,
+        "noise": noise,
+        "raw": raw,
+        "denoised_estimate": None,
+    }
+    den_lines: list[str] = []
+    if args.from_report is not None:
+        method, sigma0, rmse0, which = _previous_report(args.from_report)
+        model = denoised_sigma(r, sigma0, rmse0)
+        est = per_query(model.sigma)
+        out["denoised_estimate"] = {
+            "label": "estimate: extrapolated from a previous release's report "
+            "(dpgauss.privacy.target_error), not a guarantee",
+            "report": args.from_report,
+            "denoiser": method,
+            "sigma0": sigma0,
+            "rmse0": rmse0,
+            "rmse0_from": which,
+            "sigma": model.sigma,
+            **est,
+        }
+        den_lines = [
+            f"denoised (ESTIMATE): {method} had RMSE {rmse0:.4g} per key ({which}) at sigma "
+            f"{sigma0:.4g} in {args.from_report}; expected to meet {r:g} at sigma "
+            f"<= {model.sigma:.6g}: epsilon per query {est['epsilon_per_query']:.10g}"
+            + (f", {k} together epsilon {est['epsilon_total']:.10g}" if k > 1 else "")
+            + " (an extrapolation, not a guarantee: the error after denoising depends on the "
+            "data)",
+        ]
+    if args.json:
+        return json.dumps(out)
+    keys_note = (
+        f"{args.keys} keys"
+        if args.keys is not None
+        else "1 key; give --keys N: the secure law's sigma depends on the table's size"
+        if args.secure
+        else "any number of keys"
+    )
+    lines = [
+        f"target            : RMSE per key <= {r:g} for the raw release; delta={dlt:g} "
+        f"sensitivity={sens:g} noise={noise} ({keys_note})",
+        f"epsilon per query : {raw['epsilon_per_query']:.10g} (spec: [privacy] epsilon), the "
+        f"smallest 10-digit decimal whose noise meets the target: sigma="
+        f"{raw['noise_sigma']:.10g}",
+        f"budget            : {k} such release(s) fit epsilon={raw['epsilon_total']:.10g} at "
+        f"delta={dlt:g} (dpgauss budget init ... --epsilon {raw['epsilon_total']:.10g})",
+        *den_lines,
+    ]
+    return "\n".join(lines)
+
+
 def _plan(args: argparse.Namespace) -> str:
+    if (args.epsilon is None) == (args.target_rmse is None):
+        raise ValueError("budget plan needs exactly one of --epsilon E and --target-rmse R")
+    if args.target_rmse is not None:
+        if not (math.isfinite(args.target_rmse) and args.target_rmse > 0):
+            raise ValueError(f"--target-rmse must be a number > 0; got {args.target_rmse:g}")
+        return _target_plan(args)
+    if args.from_report is not None:
+        raise ValueError("--from-report goes with --target-rmse")
+    if args.queries is None:
+        raise ValueError("budget plan --epsilon needs --queries K (K >= 1)")
     k, eps, dlt, sens = args.queries, args.epsilon, args.delta, args.sensitivity
     plan = plan_queries(eps, dlt, k, sens)
     noise = "secure" if args.secure else "continuous"
@@ -245,11 +381,28 @@ def add_budget_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     show.set_defaults(run=_show)
 
     plan = sub.add_parser(
-        "plan", help="epsilon and sigma per query so that K releases fit (epsilon, delta)"
+        "plan",
+        help="epsilon and sigma per query so that K releases fit (epsilon, delta); or the "
+        "smallest epsilon that meets a target error (--target-rmse)",
     )
-    plan.add_argument("--epsilon", type=number, required=True, help="total epsilon > 0")
+    plan.add_argument("--epsilon", type=number, help="total epsilon > 0")
+    plan.add_argument(
+        "--target-rmse",
+        type=number,
+        metavar="R",
+        help="instead of --epsilon: the per-key RMSE the raw release must meet; prints the "
+        "smallest epsilon per query whose noise sigma <= R, and the budget of K of them",
+    )
     plan.add_argument("--delta", type=number, required=True, help="total 0 < delta < 1")
-    plan.add_argument("--queries", type=whole(1), required=True, metavar="K", help="K >= 1")
+    plan.add_argument(
+        "--queries", type=whole(1), metavar="K", help="K >= 1 (default 1 with --target-rmse)"
+    )
+    plan.add_argument(
+        "--from-report",
+        metavar="REPORT",
+        help="with --target-rmse: a previous release's <table>.report.json; also estimates "
+        "the epsilon at which its denoiser is expected to meet R (labelled an estimate)",
+    )
     plan.add_argument("--sensitivity", type=number, default=1.0, help="L2 sensitivity > 0")
     plan.add_argument(
         "--secure",

@@ -55,6 +55,7 @@ def _run(args: argparse.Namespace) -> str:
         noise=args.noise,
         assume_gaussian=args.assume_gaussian,
         overwrite=args.overwrite,
+        nonnegative=args.nonnegative,
     )
     if args.json:
         return json.dumps(result.report)
@@ -97,6 +98,14 @@ def add_denoise_parser(sub: Any) -> None:
         "--method", default="auto", choices=list(DENOISERS), help="the denoiser (default auto)"
     )
     p.add_argument("--params", help="the denoiser's parameters, a JSON object")
+    p.add_argument(
+        "--nonnegative",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="the values are counts or sums of values >= 0: denoised values and lower bounds "
+        "are never negative (default: as the table's dpgauss release report "
+        "<table>.report.json says, else off: a table alone does not say what it counts)",
+    )
     p.add_argument("--level", type=float, default=0.95, help="interval level (default 0.95)")
     p.add_argument("--draws", type=int, default=None, help="bootstrap draws (default 32)")
     p.add_argument(

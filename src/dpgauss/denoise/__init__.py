@@ -13,6 +13,9 @@ Results and error bars
     ``error_bars()``), :class:`ErrorBars`, :class:`Interval`, :func:`error_bars`
     (:mod:`.result`: exact for linear estimators, a calibrated parametric bootstrap
     for the others).
+Zoom levels that add up
+    :func:`consistent_levels` → :class:`Levels` (:mod:`.levels`): the consistent GLS
+    estimate of a tree of noisy totals, with exact intervals per node and for sums.
 Structure
     :class:`Graph`, :func:`as_graph`, :class:`Structure`, :func:`as_structure`,
     :func:`tree_wavelet_basis`.
@@ -22,6 +25,7 @@ Validation
 
 from .auto import auto
 from .graph import Graph, as_graph
+from .levels import Levels, consistent_levels
 from .registry import DENOISERS, denoise
 from .result import Denoised, ErrorBars, Interval, check_noise, check_observation, error_bars
 from .shrinkage import james_stein, posterior_mean
@@ -37,12 +41,14 @@ __all__ = [
     "ErrorBars",
     "Graph",
     "Interval",
+    "Levels",
     "Structure",
     "as_graph",
     "as_structure",
     "auto",
     "check_noise",
     "check_observation",
+    "consistent_levels",
     "denoise",
     "error_bars",
     "graph_wavelet_denoise",

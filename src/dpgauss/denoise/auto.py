@@ -23,6 +23,7 @@ from scipy.sparse.csgraph import connected_components
 
 from .._optional import install_hint
 from .._validation import NONNEGATIVE, check_scalar
+from ._nonnegative import MARK, check_nonnegative, clipped_sure, positive_part
 from .graph import Graph
 from .result import Denoised, check_noise
 from .shrinkage import james_stein
@@ -93,6 +94,7 @@ def auto(
     *,
     margin: float = 1.0,
     screen: bool = True,
+    nonnegative: bool = False,
 ) -> Denoised:
     """The candidate denoiser with the smallest SURE, behind a guard against selection bias.
 
@@ -191,6 +193,15 @@ def auto(
     margin : float ≥ 0, the guard above in units of ``σ²√(2d)``
     screen : bool, screen the trend-filter candidates first (above; default True); False
         computes every candidate in full
+    nonnegative : bool, default False.  True (counts and sums of values ≥ 0) runs every
+        candidate with ``nonnegative=True``: each publishes the positive part of its
+        estimate, and its SURE is that of the clipped estimator
+        (:mod:`dpgauss.denoise._nonnegative`), so the choice is made between the clipped
+        candidates; the identity becomes ``max(y, 0)`` with SURE
+        ``Σ_{yᵢ≤0} (yᵢ² − σᵢ²) + Σ_{yᵢ>0} σᵢ²`` (its error bars stay the raw ``σ``).  The
+        screening bounds hold for the unclipped fits only, so with ``nonnegative=True`` the
+        trend filters are computed in full (``params["screen"]`` is then False and
+        ``params["screen_off"]`` says why).  The result has ``params["nonnegative"] = True``.
 
     Returns
     -------
@@ -215,10 +226,22 @@ def auto(
     margin = check_scalar(margin, "margin", NONNEGATIVE)
     if not isinstance(screen, bool):
         raise TypeError(f"screen must be True or False; got {screen!r}")
+    clip = check_nonnegative(nonnegative)
+    screen_off = None
+    if clip and screen:
+        screen, screen_off = (
+            False,
+            (
+                "nonnegative: the screening bounds hold for unclipped fits only; every candidate "
+                "is computed in full"
+            ),
+        )
     d = arr.size
     known = as_structure(structure, d)
     shape, graph = known.grid, known.graph
     flat = arr.ravel()
+    # one σ per key goes with the flattened y (a 2-D y with a 2-D σ)
+    s_flat = np.ravel(s) if per_key else s
     timing: dict[str, float] = {}
     clock = time.perf_counter()
 
@@ -229,17 +252,26 @@ def auto(
         clock = now
 
     # Baselines that never lose to y: the identity and James–Stein (which dominates it).
-    baselines = [
-        Denoised(
-            arr.copy(),
-            float(np.sum(np.broadcast_to(np.asarray(s) ** 2, arr.shape))),
+    s2_keys = np.broadcast_to(np.asarray(s, dtype=np.float64) ** 2, arr.shape)
+    raw_scale = np.array(np.broadcast_to(s, arr.shape), dtype=np.float64)
+    if clip:  # max(y, 0): SURE with divergence Σ_{yᵢ>0} σᵢ²; the raw σ as its error scale
+        kept = positive_part(arr)
+        identity = Denoised(
+            kept,
+            clipped_sure(arr, kept, s, float(np.sum(s2_keys[arr > 0]))),
             "none",
-            {},
+            {MARK: True},
             sigma=s,
-            scale=np.array(np.broadcast_to(s, arr.shape), dtype=np.float64),
-        ),
-        james_stein(arr, s, target="zero"),
-        james_stein(arr, s, target="mean"),
+            scale=raw_scale,
+        )
+    else:
+        identity = Denoised(
+            arr.copy(), float(np.sum(s2_keys)), "none", {}, sigma=s, scale=raw_scale
+        )
+    baselines = [
+        identity,
+        james_stein(arr, s, target="zero", nonnegative=clip),
+        james_stein(arr, s, target="mean", nonnegative=clip),
     ]
     base_risks = [float(c.risk) for c in baselines]  # type: ignore[arg-type]
     first_choice = int(np.argmin(base_risks))
@@ -274,15 +306,25 @@ def auto(
             if out:
                 screened.append(record)
                 return
-        res = trend_filter(flat, s, structure_, order=order, lam="sure", n_lambdas=_N_LAMBDAS)
+        res = trend_filter(
+            flat,
+            s_flat,
+            structure_,
+            order=order,
+            lam="sure",
+            n_lambdas=_N_LAMBDAS,
+            nonnegative=clip,
+        )
         add(_reshaped(res, arr.shape), name)
 
-    add(soft_threshold(arr, s, threshold="sure"), "soft_threshold")
+    add(soft_threshold(arr, s, threshold="sure", nonnegative=clip), "soft_threshold")
     if shape is not None:
         from .wavelets import wavelet_denoise
 
         try:
-            res = wavelet_denoise(flat, s, shape, wavelet="haar", threshold="sure")
+            res = wavelet_denoise(
+                flat, s_flat, shape, wavelet="haar", threshold="sure", nonnegative=clip
+            )
         except ImportError as exc:  # PyWavelets is optional: compare the others
             skipped.append(f"wavelet_denoise ({exc})")
             warnings.warn(
@@ -314,7 +356,10 @@ def auto(
     if graph is not None:
         g = graph
         add(
-            _reshaped(graph_wavelet_denoise(flat, s, g, threshold="sure"), arr.shape),
+            _reshaped(
+                graph_wavelet_denoise(flat, s_flat, g, threshold="sure", nonnegative=clip),
+                arr.shape,
+            ),
             "graph_wavelet",
         )
         for order in (0, 1):
@@ -349,6 +394,10 @@ def auto(
     table = [{"method": c.method, "risk": c.risk, "params": _summary(c.params)} for c in candidates]
     params = dict(winner.params)
     params.update({"candidates": table, "selected": chosen, "margin": margin, "screen": screen})
+    if screen_off is not None:
+        params["screen_off"] = screen_off
+    if clip:
+        params[MARK] = True
     if screened:
         params["screened"] = screened
     if skipped:

@@ -18,6 +18,7 @@ from typing import Literal
 import numpy as np
 
 from .._validation import NONNEGATIVE, REAL, as_real_array, broadcast_args, check_interval
+from ._nonnegative import MARK, check_nonnegative, clipped_sure, positive_part
 from .result import Denoised, check_noise
 
 __all__ = ["james_stein", "posterior_mean"]
@@ -101,6 +102,7 @@ def james_stein(
     structure: object = None,
     *,
     target: Literal["zero", "mean"] = "zero",
+    nonnegative: bool = False,
 ) -> Denoised:
     """Positive-part James–Stein shrinkage, toward zero or toward the mean of ``y``.
 
@@ -146,6 +148,14 @@ def james_stein(
     sigma : float > 0, the public noise standard deviation, or one per key
     structure : not used; accepted so that every denoiser is called alike
     target : ``"zero"`` (default) or ``"mean"``
+    nonnegative : bool, default False.  True returns the positive part ``max(ŷ, 0)``
+        (counts and sums of values ≥ 0: :mod:`dpgauss.denoise._nonnegative`), with the
+        exact SURE of the clipped estimator, whose divergence keeps the keys with
+        ``ŷᵢ > 0`` only: ``Σ_{ŷᵢ>0} σᵢ² ∂ŷᵢ/∂yᵢ`` with
+        ``∂ŷᵢ/∂yᵢ = f + 2k wᵢ rᵢ²/Q²`` toward zero and
+        ``wᵢ/W + f(1 − wᵢ/W) + 2k wᵢ rᵢ²/Q²`` toward the mean (``wᵢ/W`` alone, or 0 toward
+        zero, where the factor ``f`` is 0); ``params["nonnegative"] = True`` and ``df`` is
+        ``Σ_{ŷᵢ>0} ∂ŷᵢ/∂yᵢ``.
 
     Returns
     -------
@@ -153,6 +163,7 @@ def james_stein(
         ``params``: ``target``, ``shrinkage`` (the factor in ``[0, 1]``), ``df`` (the
         divergence), ``center`` (0 or ``ȳ``).
     """
+    clip = check_nonnegative(nonnegative)
     arr, s = check_noise(y, sigma)
     if not isinstance(target, str) or target not in ("zero", "mean"):
         raise ValueError(f"target must be 'zero' or 'mean'; got {target!r}")
@@ -161,13 +172,20 @@ def james_stein(
     noise = float(s2.sum())  # Σσᵢ², dσ² for one σ
     k = d - 2 if target == "zero" else d - 3
     minimum = 3 if target == "zero" else 4
-    refit = functools.partial(james_stein, sigma=s, target=target)
+    refit = functools.partial(james_stein, sigma=s, target=target, nonnegative=clip)
     if k <= 0:
+        kept, risk0 = arr.copy(), noise
+        extra: dict[str, object] = {}
+        if clip:
+            kept = positive_part(arr)
+            risk0 = clipped_sure(arr, kept, s, float(np.sum(s2[arr > 0])))
+            extra = {MARK: True}
         return Denoised(
-            arr.copy(),
-            noise,
+            kept,
+            risk0,
             "james_stein",
             {
+                **extra,
                 "target": target,
                 "shrinkage": 1.0,
                 "df": float(d),
@@ -200,6 +218,27 @@ def james_stein(
         factor = 0.0
         estimate = np.full_like(arr, center)
         div, df = base_div, base_df
+    if clip:
+        # ∂ŷᵢ/∂yᵢ at every key (the docstring), kept where ŷᵢ > 0
+        share = w / float(np.sum(w)) if target == "mean" else np.zeros(arr.shape)
+        diag = share + factor * (1.0 - share) + (2.0 * k * w * r * r / (q * q) if q > k else 0.0)
+        clipped = positive_part(estimate)
+        pos = clipped > 0
+        return Denoised(
+            clipped,
+            clipped_sure(arr, clipped, s, float(np.sum((s2 * diag)[pos]))),
+            "james_stein",
+            {
+                "target": target,
+                "shrinkage": float(factor),
+                "df": float(np.sum(diag[pos])),
+                "center": center,
+                MARK: True,
+            },
+            sigma=s,
+            refit=refit,
+            observed=arr,
+        )
     if np.ndim(s) == 0 and q > k:  # the classical closed form (no cancellation)
         ks2 = k * float(s) * float(s)
         risk = noise - ks2 * (ks2 / q1)  # no σ⁴ formed: finite for every σ allowed

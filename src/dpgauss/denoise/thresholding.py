@@ -24,6 +24,7 @@ import math
 import numpy as np
 
 from .._validation import NONNEGATIVE, as_real_array, check_interval, check_scalar
+from ._nonnegative import MARK, check_nonnegative, clipped_sure, positive_part
 from .result import Denoised, check_noise
 
 __all__ = ["hard_threshold", "soft_threshold"]
@@ -121,7 +122,12 @@ def sure_threshold(abs_y: np.ndarray, sigma: float) -> tuple[float, float]:
 
 
 def soft_threshold(
-    y: object, sigma: object, structure: object = None, *, threshold: object = "universal"
+    y: object,
+    sigma: object,
+    structure: object = None,
+    *,
+    threshold: object = "universal",
+    nonnegative: bool = False,
 ) -> Denoised:
     """Soft thresholding ``ŷᵢ = sign(yᵢ)(|yᵢ| − λ)₊``.
 
@@ -140,6 +146,13 @@ def soft_threshold(
         * ``"sure"``: the λ minimising SURE over ``{0} ∪ {|yᵢ|}`` (SureShrink's rule,
           Donoho & Johnstone 1995), computed in ``O(d log d)``;
         * a number: that λ.
+    nonnegative : bool, default False.  True returns the positive part
+        ``max(sign(yᵢ)(|yᵢ| − λ)₊, 0) = (yᵢ − λ)₊`` (counts and sums of values ≥ 0), whose
+        exact SURE is ``Σ σᵢ²(2·1{yᵢ > λᵢ} − 1) + Σ_{yᵢ>λᵢ} λᵢ² + Σ_{yᵢ≤λᵢ} yᵢ²`` (df
+        ``#{yᵢ > λᵢ}``); ``"sure"`` minimises that clipped SURE, which is soft
+        thresholding's SURE of ``max(y, 0)`` plus the constant ``Σ_{yᵢ<0} yᵢ²``, so its
+        minimiser is SureShrink's rule applied to ``max(y, 0)``.
+        ``params["nonnegative"] = True``.
 
     Returns
     -------
@@ -154,6 +167,26 @@ def soft_threshold(
     """
     arr, s = check_noise(y, sigma)
     rule = _key_threshold(threshold, ("universal", "sure"), arr.shape)
+    if check_nonnegative(nonnegative):
+        # the clipped SURE differs from soft thresholding's SURE of max(y, 0) by a constant
+        lam = _rule_lambda(rule, np.maximum(arr, 0.0), s)
+        up = arr > lam
+        clipped = positive_part(np.where(up, arr - lam, 0.0))
+        s2 = np.broadcast_to(np.asarray(s, dtype=np.float64) ** 2, arr.shape)
+        return Denoised(
+            clipped,
+            clipped_sure(arr, clipped, s, float(np.sum(s2[up]))),
+            "soft_threshold",
+            {
+                "threshold": rule if isinstance(rule, str) else lam,
+                "lambda": lam,
+                "df": int(np.count_nonzero(up)),
+                MARK: True,
+            },
+            sigma=s,
+            refit=functools.partial(soft_threshold, sigma=s, threshold=lam, nonnegative=True),
+            observed=arr,
+        )
     lam = _rule_lambda(rule, arr, s)
     abs_y = np.abs(arr)
     risk = soft_sure(abs_y.ravel(), _flat(s), _flat(lam))
@@ -193,7 +226,12 @@ def _rule_lambda(
 
 
 def hard_threshold(
-    y: object, sigma: object, structure: object = None, *, threshold: object = "universal"
+    y: object,
+    sigma: object,
+    structure: object = None,
+    *,
+    threshold: object = "universal",
+    nonnegative: bool = False,
 ) -> Denoised:
     """Hard thresholding ``ŷᵢ = yᵢ·1{|yᵢ| > λ}`` (keep or kill).
 
@@ -205,6 +243,9 @@ def hard_threshold(
     structure : not used (coordinatewise); accepted so that every denoiser is called alike
     threshold : ``"universal"`` (default, ``λ = σ√(2 ln d)``, Donoho & Johnstone 1994) or
         a number ``λ ≥ 0``.  ``"sure"`` is refused: see below.
+    nonnegative : bool, default False.  True keeps only ``yᵢ > λ`` (``ŷᵢ = yᵢ·1{yᵢ > λ}``,
+        the positive part), ``risk_proxy`` then being the naive formula of that estimator,
+        ``σ²·#kept + Σ_killed (yᵢ² − σ²)``; ``params["nonnegative"] = True``.
 
     Returns
     -------
@@ -227,21 +268,25 @@ def hard_threshold(
         )
     rule = _key_threshold(threshold, ("universal",), arr.shape)
     lam = _rule_lambda(rule, arr, s)
-    keep = np.abs(arr) > lam
+    clip = check_nonnegative(nonnegative)
+    keep = (arr if clip else np.abs(arr)) > lam
     estimate = np.asarray(np.where(keep, arr, 0.0), dtype=np.float64)
     s2 = np.broadcast_to(np.asarray(s) ** 2, arr.shape)
+    params = {
+        "threshold": rule if isinstance(rule, str) else lam,
+        "lambda": lam,
+        "kept": int(np.count_nonzero(keep)),
+        # the naive SURE (jump terms missing, so biased low): the level of its error bars
+        "risk_proxy": float(np.sum(np.where(keep, s2, arr * arr - s2))),
+    }
+    if clip:
+        params[MARK] = True
     return Denoised(
         estimate,
         None,
         "hard_threshold",
-        {
-            "threshold": rule if isinstance(rule, str) else lam,
-            "lambda": lam,
-            "kept": int(np.count_nonzero(keep)),
-            # the naive SURE (jump terms missing, so biased low): the level of its error bars
-            "risk_proxy": float(np.sum(np.where(keep, s2, arr * arr - s2))),
-        },
+        params,
         sigma=s,
-        refit=functools.partial(hard_threshold, sigma=s, threshold=lam),
+        refit=functools.partial(hard_threshold, sigma=s, threshold=lam, nonnegative=clip),
         observed=arr,
     )

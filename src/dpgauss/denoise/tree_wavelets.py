@@ -53,6 +53,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import breadth_first_order, depth_first_order
 
+from ._nonnegative import MARK, check_nonnegative, clipped_sure, positive_part
 from .graph import Graph, as_graph
 from .result import Denoised, check_noise
 from .structure import graph_of
@@ -92,7 +93,12 @@ def tree_wavelet_basis(graph: object, n: int | None = None) -> sp.csc_matrix:
 
 
 def graph_wavelet_denoise(
-    y: object, sigma: object, structure: object = None, *, threshold: object = "sure"
+    y: object,
+    sigma: object,
+    structure: object = None,
+    *,
+    threshold: object = "sure",
+    nonnegative: bool = False,
 ) -> Denoised:
     """Soft-threshold the spanning-tree Haar coefficients of ``y`` (SureShrink on a graph).
 
@@ -118,6 +124,12 @@ def graph_wavelet_denoise(
         ``"sure"`` (default): the λ minimising SURE over the detail coefficients
         (Donoho & Johnstone 1995); ``"universal"``: ``σ√(2 ln d)``, ``d`` the number of
         detail coefficients; or a number ``λ ≥ 0``.  One λ for all levels.
+    nonnegative
+        False (default) or True: return the positive part ``max(ŷ, 0)`` (counts and sums of
+        values ≥ 0), with its exact SURE ``‖max(ŷ, 0) − y‖² + 2 Σ_{ŷᵢ>0} σᵢ² Jᵢᵢ − Σσᵢ²``,
+        ``Jᵢᵢ = Σ_{j kept or a mean} W_ij²`` the diagonal of the Jacobian ``W D Wᵀ``
+        (``df`` is ``Σ_{ŷᵢ>0} Jᵢᵢ``).  λ is still chosen by the unclipped SURE.
+        ``params["nonnegative"] = True``.
 
     Returns
     -------
@@ -153,20 +165,37 @@ def graph_wavelet_denoise(
     new_coef = np.concatenate([coef[:c], shrunk.estimate])
     estimate = np.asarray(basis @ new_coef, dtype=np.float64)
     risk = means + float(shrunk.risk)  # type: ignore[arg-type]
+    params = {
+        "threshold": shrunk.params["threshold"],
+        "lambda": shrunk.params["lambda"],
+        "n_nonzero": int(np.count_nonzero(new_coef)),
+        "df": c + int(shrunk.params["df"]),
+        "n_components": c,
+    }
+    clip = check_nonnegative(nonnegative)
+    if clip:
+        # the Jacobian's diagonal: Σ_j W_ij² over the means and the kept details
+        kept = np.concatenate([np.ones(c), (np.asarray(shrunk.estimate) != 0).astype(float)])
+        diag = np.asarray(basis.multiply(basis) @ kept).ravel()
+        clipped = positive_part(estimate)
+        pos = clipped > 0
+        s2 = np.broadcast_to(np.asarray(s, dtype=np.float64) ** 2, arr.shape)
+        estimate = clipped
+        risk = clipped_sure(arr, clipped, s, float(np.sum((s2 * diag)[pos])))
+        params["df"] = float(np.sum(diag[pos]))
+        params[MARK] = True
     return Denoised(
         estimate,
         risk,
         "graph_wavelet",
-        {
-            "threshold": shrunk.params["threshold"],
-            "lambda": shrunk.params["lambda"],
-            "n_nonzero": int(np.count_nonzero(new_coef)),
-            "df": c + int(shrunk.params["df"]),
-            "n_components": c,
-        },
+        params,
         sigma=s,
         refit=functools.partial(
-            graph_wavelet_denoise, sigma=s, structure=g, threshold=shrunk.params["lambda"]
+            graph_wavelet_denoise,
+            sigma=s,
+            structure=g,
+            threshold=shrunk.params["lambda"],
+            nonnegative=clip,
         ),
         observed=arr,
     )

@@ -50,6 +50,7 @@ import scipy.sparse as sp
 
 from .._optional import require
 from .._validation import NONNEGATIVE, as_real_array, check_interval
+from ._nonnegative import MARK, check_nonnegative, clipped_sure, positive_part
 from .result import Denoised, check_noise
 from .structure import as_structure
 from .thresholding import (
@@ -288,6 +289,7 @@ def wavelet_denoise(
     wavelet: object = "haar",
     level: int | None = None,
     threshold: object = "sure",
+    nonnegative: bool = False,
 ) -> Denoised:
     """Soft-threshold the detail coefficients of an orthonormal wavelet transform of ``y``.
 
@@ -317,6 +319,13 @@ def wavelet_denoise(
         (``σ√(2 ln N)``, ``N = y.size``, at every level), a number ``λ ≥ 0`` (every
         level) or a sequence of ``level`` numbers, finest level first (what
         ``params["thresholds"]`` reports, so a fit can be repeated exactly)
+    nonnegative : bool, default False.  True returns the positive part ``max(ŷ, 0)``
+        (counts and sums of values ≥ 0) with its exact SURE
+        ``‖max(ŷ, 0) − y‖² + 2 Σ_{ŷᵢ>0} σᵢ² Jᵢᵢ − Σσᵢ²``, ``Jᵢᵢ = Σ_{kept or approximation j}
+        (Cw_j)ᵢ (Pᵀw_j)ᵢ`` the diagonal of the Jacobian ``C Wᵀ D W P`` (sparse products
+        over the translates of one prototype per level and axis, as for SURE itself;
+        ``df`` is ``Σ_{ŷᵢ>0} Jᵢᵢ``).  The thresholds are still chosen by the unclipped SURE.
+        ``params["nonnegative"] = True``.
 
     Returns
     -------
@@ -332,6 +341,7 @@ def wavelet_denoise(
         first), ``df`` (the divergence), ``padded_shape``.
     """
     arr, s = check_noise(y, sigma)
+    clip = check_nonnegative(nonnegative)
     given_shape = arr.shape
     known = as_structure(structure, arr.size)
     if known.grid is not None:
@@ -376,11 +386,13 @@ def wavelet_denoise(
             padded_shape,
             given_shape,
             known.grid is not None,
+            clip,
         )
     w_approx = _band_weights(bank, sizes, approx_key, levels)
     df = float(coeffs[0].size if w_approx is None else w_approx.sum())
     thresholds: list[float] = [0.0] * levels
     shrunk: list[Any] = [coeffs[0]]
+    masks: list[tuple[str, int, np.ndarray]] = [(approx_key, levels, np.ones(coeffs[0].shape))]
     for i, bands in enumerate(coeffs[1:]):
         lev = levels - i  # coeffs[1] is the coarsest detail level
         if per_level is not None:
@@ -396,6 +408,7 @@ def wavelet_denoise(
         new = {}
         for key, band in bands.items():
             kept = np.abs(band) > lam
+            masks.append((key, lev, kept.astype(np.float64)))
             new[key] = np.where(kept, band - np.sign(band) * lam, 0.0)
             weights = _band_weights(bank, sizes, key, lev)
             df += float(np.count_nonzero(kept) if weights is None else weights[kept].sum())
@@ -404,18 +417,26 @@ def wavelet_denoise(
     grid_shape = arr.shape
     d = arr.size
     risk = float(np.sum((estimate - arr) ** 2)) + 2.0 * s * s * df - d * s * s
+    params: dict[str, Any] = {
+        "wavelet": wav.name,
+        "level": levels,
+        "threshold": rule if isinstance(rule, str) and rule != "fixed" else thresholds,
+        "thresholds": thresholds,
+        "df": df,
+        "padded_shape": padded_shape,
+    }
+    if clip:
+        diag = _jacobian_diagonal(bank, sizes, masks)
+        estimate = positive_part(estimate)
+        pos = estimate > 0
+        risk = clipped_sure(arr, estimate, s, s * s * float(diag[pos].sum()))
+        params["df"] = float(diag[pos].sum())
+        params[MARK] = True
     return Denoised(
         estimate.reshape(given_shape),
         risk,
         "wavelet",
-        {
-            "wavelet": wav.name,
-            "level": levels,
-            "threshold": rule if isinstance(rule, str) and rule != "fixed" else thresholds,
-            "thresholds": thresholds,
-            "df": df,
-            "padded_shape": padded_shape,
-        },
+        params,
         sigma=s,
         refit=functools.partial(
             wavelet_denoise,
@@ -424,9 +445,27 @@ def wavelet_denoise(
             wavelet=wav,
             level=levels,
             threshold=tuple(thresholds),
+            nonnegative=clip,
         ),
         observed=arr.reshape(given_shape),
     )
+
+
+def _jacobian_diagonal(
+    bank: _FilterBank, sizes: list[tuple[int, int]], masks: list[tuple[str, int, np.ndarray]]
+) -> np.ndarray:
+    """``Jᵢᵢ = Σ_j D_j (Cw_j)ᵢ (Pᵀw_j)ᵢ`` for every key: the diagonal of the Jacobian
+    ``C Wᵀ D W P`` of the wavelet estimate, ``D`` the kept coefficients (``masks``: per
+    band its key, level and 0/1 array).  The basis is a tensor product, so per band it is
+    ``G₁ᵀ D G₂`` with the per-axis matrices ``G`` of :func:`_axis_matrices`."""
+    out = np.zeros(tuple(n for n, _ in sizes))
+    for key, lev, mask in masks:
+        part = mask
+        for axis, ((n, n_pad), kind) in enumerate(zip(sizes, key, strict=True)):
+            g_mat = _axis_matrices(bank, n, n_pad, kind, lev)[1]
+            part = _apply(sp.csr_matrix(g_mat.T), part, axis)
+        out += part
+    return out
 
 
 def _reconstruct(coeffs: list[Any], wav: Any, shape: tuple[int, ...]) -> np.ndarray:
@@ -451,6 +490,7 @@ def _per_key(
     padded_shape: tuple[int, ...],
     given_shape: tuple[int, ...],
     on_grid: bool,
+    clip: bool = False,
 ) -> Denoised:
     """:func:`wavelet_denoise` with one σ per key: coefficient ``j`` is thresholded at
     ``t·√v_j`` (module doc), ``t`` one number per level."""
@@ -461,6 +501,7 @@ def _per_key(
     df = float(_band_sums(bank, sizes, approx_key, levels, ones)[1].sum())
     thresholds: list[float] = [0.0] * levels
     shrunk: list[Any] = [coeffs[0]]
+    masks: list[tuple[str, int, np.ndarray]] = [(approx_key, levels, np.ones(coeffs[0].shape))]
     for i, bands in enumerate(coeffs[1:]):
         lev = levels - i  # coeffs[1] is the coarsest detail level
         noise = {key: _band_sums(bank, sizes, key, lev, var) for key in bands}
@@ -489,26 +530,36 @@ def _per_key(
         new = {}
         for key, band in bands.items():
             kept = ratio[key] > t  # decided in units of √v_j, as the rule chose t
+            masks.append((key, lev, kept.astype(np.float64)))
             new[key] = np.where(kept, band - np.sign(band) * t * np.sqrt(noise[key][0]), 0.0)
             divergence += float(noise[key][1][kept].sum())
             df += float(_band_sums(bank, sizes, key, lev, ones)[1][kept].sum())
         shrunk.append(new)
     estimate = _reconstruct(shrunk, wav, arr.shape)
     risk = float(np.sum((estimate - arr) ** 2)) + 2.0 * divergence - float(var.sum())
+    params: dict[str, Any] = {
+        "wavelet": wav.name,
+        "level": levels,
+        "threshold": rule if isinstance(rule, str) and rule != "fixed" else thresholds,
+        "thresholds": thresholds,
+        "threshold_units": "noise sd of each coefficient",
+        "df": df,
+        "divergence": divergence,
+        "padded_shape": padded_shape,
+    }
+    if clip:
+        diag = _jacobian_diagonal(bank, sizes, masks)
+        estimate = positive_part(estimate)
+        pos = estimate > 0
+        params["divergence"] = float((var * diag)[pos].sum())
+        params["df"] = float(diag[pos].sum())
+        params[MARK] = True
+        risk = clipped_sure(arr, estimate, s, params["divergence"])
     return Denoised(
         estimate.reshape(given_shape),
         risk,
         "wavelet",
-        {
-            "wavelet": wav.name,
-            "level": levels,
-            "threshold": rule if isinstance(rule, str) and rule != "fixed" else thresholds,
-            "thresholds": thresholds,
-            "threshold_units": "noise sd of each coefficient",
-            "df": df,
-            "divergence": divergence,
-            "padded_shape": padded_shape,
-        },
+        params,
         sigma=s.reshape(given_shape),
         refit=functools.partial(
             wavelet_denoise,
@@ -517,6 +568,7 @@ def _per_key(
             wavelet=wav,
             level=levels,
             threshold=tuple(thresholds),
+            nonnegative=clip,
         ),
         observed=arr.reshape(given_shape),
     )

@@ -684,7 +684,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> list[Path]:
     axes[0][0].legend(fontsize=6)
     plotting.save(fig, path)
 
-    from ..plotting import draw_graph_panels
+    from ..plotting import draw_graph_panels, shared_scale
 
     lat, lon, edges = _junctions()
     written = []
@@ -714,6 +714,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> list[Path]:
             lon,
             edges,
             panels,
+            vmax=shared_scale(panels),  # one scale, set by the true map: the paper's figures
             label=f"{r['kind']}s per junction (kde mass)",
             title=f"Taxi {r['kind']}s, {_window_label(r['window'])}: {data}; "
             f"{r['trips_kept']:,} trips kept; aGM at ε = {r['epsilon']:g}, δ = {DELTA:g}, "

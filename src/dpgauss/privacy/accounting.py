@@ -29,6 +29,7 @@ import math
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from decimal import ROUND_CEILING, ROUND_FLOOR, ROUND_HALF_EVEN, Decimal
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -41,7 +42,7 @@ from .._validation import (
     check_interval,
     plain_number,
 )
-from ._rounding import UNIT_ROUNDOFF, fits_budget, mu_up, sqrt_sum_up, up
+from ._rounding import UNIT_ROUNDOFF, fits_budget, mu_up, rational_up, sqrt_sum_up, up
 from .calibration import gdp_mu
 from .domination import dominating_mu
 from .events import (
@@ -50,6 +51,7 @@ from .events import (
     GdpEvent,
     LaplaceEvent,
     PrivacyEvent,
+    ThresholdEvent,
     check_count,
     event_of,
     not_gdp,
@@ -67,13 +69,19 @@ __all__ = [
 ]
 
 
+#: The events the accountant composes (the Laplace event is not μ-GDP).
+_GDP_EVENTS = (GaussianEvent, DiscreteGaussianEvent, GdpEvent, ThresholdEvent)
+
+
 def _positive_array(value: object, name: str) -> np.ndarray:
     arr = np.atleast_1d(as_real_array(value, name)).ravel()
     check_interval(arr, name, POSITIVE)
     return arr
 
 
-def _certified_mu(event: GaussianEvent | DiscreteGaussianEvent | GdpEvent) -> float:
+def _certified_mu(
+    event: GaussianEvent | DiscreteGaussianEvent | GdpEvent | ThresholdEvent,
+) -> float:
     """The μ of one release of ``event``, refused unless it is in (0, ∞]: a discrete law
     whose domination cannot be certified gives μ = 0, which must never be charged (an
     infinite μ, from an overflowing Δ/σ, is charged: it spends the whole budget)."""
@@ -88,11 +96,13 @@ def _certified_mu(event: GaussianEvent | DiscreteGaussianEvent | GdpEvent) -> fl
 
 @dataclass(frozen=True)
 class Charge:
-    """One call to the accountant: ``count`` releases of each μ in ``mu``."""
+    """One call to the accountant: ``count`` releases of each μ in ``mu``, each also
+    spending ``eta`` outside μ-GDP (a :class:`~.events.ThresholdEvent`; 0 otherwise)."""
 
     mu: np.ndarray
     count: int
     label: str | None
+    eta: float = 0.0
 
 
 @dataclass
@@ -152,17 +162,18 @@ class GaussianAccountant:
         :class:`~.events.GdpEvent` its μ; a :class:`~.events.LaplaceEvent` is not μ-GDP
         for any finite μ and raises ``TypeError``.
         """
-        if isinstance(event, GaussianEvent | DiscreteGaussianEvent | GdpEvent):
+        if isinstance(event, _GDP_EVENTS):
             # μ must be certified positive and finite: a discrete law whose domination cannot
             # be certified gives 0 (dominating_mu), which must refuse, never charge nothing.
             mu = _certified_mu(event)
-            self.charges.append(Charge(np.array([mu]), event.count, label))
+            eta = event.eta if isinstance(event, ThresholdEvent) else 0.0
+            self.charges.append(Charge(np.array([mu]), event.count, label, eta))
             return mu
         if isinstance(event, LaplaceEvent):
             raise not_gdp(event)
         raise TypeError(
-            "add_event needs a privacy event (GaussianEvent, DiscreteGaussianEvent, GdpEvent); "
-            f"got {type(event).__name__}"
+            "add_event needs a privacy event (GaussianEvent, DiscreteGaussianEvent, GdpEvent, "
+            f"ThresholdEvent); got {type(event).__name__}"
         )
 
     def compose(
@@ -177,13 +188,13 @@ class GaussianAccountant:
         for event in todo:
             if isinstance(event, LaplaceEvent):
                 raise not_gdp(event)
-            if not isinstance(event, GaussianEvent | DiscreteGaussianEvent | GdpEvent):
+            if not isinstance(event, _GDP_EVENTS):
                 raise TypeError(
                     "compose needs privacy events (GaussianEvent, DiscreteGaussianEvent, "
-                    f"GdpEvent); got {type(event).__name__}"
+                    f"GdpEvent, ThresholdEvent); got {type(event).__name__}"
                 )
         for event in todo:  # every μ certified before any is charged
-            assert isinstance(event, GaussianEvent | DiscreteGaussianEvent | GdpEvent)  # above
+            assert isinstance(event, _GDP_EVENTS)  # above
             _certified_mu(event)
         for event in todo:
             self.add_event(event, label)
@@ -222,13 +233,41 @@ class GaussianAccountant:
         ]
         return sqrt_sum_up(np.concatenate(squares))
 
+    @property
+    def eta(self) -> float:
+        """Total δ spent outside μ-GDP, ``Σ ηᵢ`` over the threshold events (rounded up;
+        0 without them).  Everything charged is ``(ε, δ_μ(ε) + η)``-DP."""
+        if not any(c.eta for c in self.charges):
+            return 0.0
+        total = sum((Fraction(c.eta) * c.mu.size * c.count for c in self.charges), Fraction(0))
+        return rational_up(total)
+
     def epsilon(self, delta: object) -> float | np.ndarray:
-        """Smallest ε such that everything charged is (ε, δ)-DP (never rounded down)."""
-        return self._read(gdp_epsilon, delta, "delta", UNIT_OPEN)
+        """Smallest ε such that everything charged is (ε, δ)-DP (never rounded down):
+        ``gdp_epsilon(μ, δ − η)``, and ``inf`` where ``δ ≤ η``."""
+        eta = self.eta
+        if eta == 0.0:
+            return self._read(gdp_epsilon, delta, "delta", UNIT_OPEN)
+        arr = as_real_array(delta, "delta")
+        check_interval(arr, "delta", UNIT_OPEN)
+        rest = np.atleast_1d(arr).astype(np.float64) - eta
+        # δ − η rounded down (one ulp below where the subtraction may have rounded up)
+        rest = np.where(rest > 0, np.nextafter(rest, 0.0), 0.0)
+        out = np.full(rest.shape, math.inf)
+        ok = rest > 0
+        if ok.any():
+            out[ok] = self._read(gdp_epsilon, rest[ok], "delta", UNIT_OPEN)
+        return float(out[0]) if arr.ndim == 0 else out.reshape(arr.shape)
 
     def delta(self, epsilon: object) -> float | np.ndarray:
-        """Smallest δ such that everything charged is (ε, δ)-DP (never rounded down)."""
-        return self._read(gdp_delta, epsilon, "epsilon", NONNEGATIVE)
+        """Smallest δ such that everything charged is (ε, δ)-DP (never rounded down):
+        ``δ_μ(ε) + η``, at most 1."""
+        d = self._read(gdp_delta, epsilon, "epsilon", NONNEGATIVE)
+        eta = self.eta
+        if eta == 0.0:
+            return d
+        total = np.minimum(np.nextafter(np.asarray(d, dtype=np.float64) + eta, np.inf), 1.0)
+        return float(total) if np.ndim(d) == 0 else total
 
     def _read(
         self, profile: Callable[..., float | np.ndarray], value: object, name: str, allowed: Any

@@ -17,10 +17,13 @@ The charge of each event in μ-GDP (Dong, Roth & Su 2019), always rounded up:
   GDP profile lies above its certified profile
   (:func:`dpgauss.privacy.discrete_multivariate.discrete_gaussian_vector_mu`);
 * :class:`GdpEvent` — any mechanism already known to be μ-GDP;
+* :class:`ThresholdEvent` — μ-GDP apart from a selection that spends η outside it
+  (Gaussian thresholding of keys not known in advance): charged μ, and η beside it;
 * :class:`LaplaceEvent` — Laplace (or discrete Laplace) noise: ε-DP, but not μ-GDP for any
   finite μ; the accountant refuses it with a ``TypeError``.
 
-``k`` events of charges ``μᵢ`` compose exactly to ``√(Σ μᵢ²)`` (their Cor. 3.3).
+``k`` events of charges ``μᵢ`` compose exactly to ``√(Σ μᵢ²)`` (their Cor. 3.3); the ``ηᵢ``
+of threshold events add, and the composition is ``(ε, δ_{√Σμᵢ²}(ε) + Σηᵢ)``-DP.
 
 Every event validates its fields when it is made: a wrong value raises ``ValueError``
 (``TypeError`` for a value that is not a number) naming the field and its allowed range.
@@ -33,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from .._validation import POSITIVE, check_scalar
+from .._validation import NONNEGATIVE, POSITIVE, check_scalar
 from ._rounding import up
 from .discrete_multivariate import discrete_gaussian_vector_mu
 
@@ -44,6 +47,7 @@ __all__ = [
     "GdpEvent",
     "LaplaceEvent",
     "PrivacyEvent",
+    "ThresholdEvent",
     "check_count",
     "event_of",
     "not_gdp",
@@ -146,6 +150,29 @@ class GdpEvent:
 
 
 @dataclass(frozen=True)
+class ThresholdEvent:
+    """A μ-GDP mechanism apart from a selection that spends ``eta`` outside μ-GDP,
+    ``count`` times: Gaussian thresholding of keys not known in advance
+    (:mod:`dpgauss.privacy.partition_selection`), ``(ε, δ_μ(ε) + η)``-DP for every ε.
+
+    ``mu`` ∈ (0, ∞), ``eta`` ∈ [0, 1).  Such events compose to ``√Σμᵢ²`` beside ``Σηᵢ``
+    (the module of :mod:`~dpgauss.privacy.partition_selection` proves it).
+    """
+
+    mu: float
+    eta: float
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        _set(self, "mu", check_scalar(self.mu, "mu", POSITIVE, what=""))
+        eta = check_scalar(self.eta, "eta", NONNEGATIVE, what="")
+        if not eta < 1.0:
+            raise ValueError(f"eta must be in [0, 1); got {eta!r}")
+        _set(self, "eta", eta)
+        _set(self, "count", check_count(self.count))
+
+
+@dataclass(frozen=True)
 class LaplaceEvent:
     """Laplace noise of scale ``b`` (lattice: discrete Laplace) on a function of L1
     sensitivity Δ₁: ε-DP with ``ε = Δ₁/b``, but not μ-GDP for any finite μ.
@@ -171,8 +198,8 @@ class LaplaceEvent:
         return "discrete laplace" if self.discrete else "laplace"
 
 
-PrivacyEvent = GaussianEvent | DiscreteGaussianEvent | GdpEvent | LaplaceEvent
-EVENT_TYPES = (GaussianEvent, DiscreteGaussianEvent, GdpEvent, LaplaceEvent)
+PrivacyEvent = GaussianEvent | DiscreteGaussianEvent | GdpEvent | ThresholdEvent | LaplaceEvent
+EVENT_TYPES = (GaussianEvent, DiscreteGaussianEvent, GdpEvent, ThresholdEvent, LaplaceEvent)
 
 
 def event_of(release: object) -> PrivacyEvent:

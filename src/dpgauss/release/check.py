@@ -9,6 +9,15 @@ that **never charges a budget and never writes a release**: it runs the same bou
 aggregation as a release (with a fresh salt) and reports the exact row counters, which are
 *confidential* (for the data owner only; not differentially private).
 
+**Records outside the map.**  When the domain places records by their coordinates (a graph,
+regions by ``lat``/``lon``) and more than half of the records that reach the domain test
+(:data:`OUTSIDE_WARNING`) fall outside it — farther than the cutoff from every node, in no
+region, or with coordinates out of range — the check warns: the map and the records are
+most likely not in the same CRS (``[source] crs``, ``[domain] crs``:
+:mod:`dpgauss.release.domains.crs`), or ``lat`` and ``lon`` are swapped.  A release cannot say
+this (the count is the records'); the check, which is confidential, can.  A warning does not
+change the exit status.
+
 The spec's policies are what it checks: ``[source] on_malformed``, ``[unit] on_null``,
 ``[domain] on_invalid`` and ``[statistic] on_invalid`` = ``"check_fails"`` make ``dpgauss check``
 exit with status 1 when rows of that class exist; ``"drop"`` (the default) only reports
@@ -36,7 +45,11 @@ from .engines.csv_format import CsvShape
 from .report import CONFIDENTIAL_NOTE, Diagnostics
 from .spec import ReleaseSpec
 
-__all__ = ["CheckResult", "check_source"]
+__all__ = ["OUTSIDE_WARNING", "CheckResult", "check_source"]
+
+#: ``dpgauss check`` warns when more than this share of the records that reach the domain
+#: test fall outside a map (module docstring).
+OUTSIDE_WARNING = 0.5
 
 
 @dataclass(frozen=True)
@@ -46,7 +59,8 @@ class CheckResult:
     ``rows``: the exact counters; ``violations``: one line per ``"check_fails"`` policy with rows
     of its class; ``ok`` is true when there are none.  ``csv``: the shape of a CSV source's
     local files (None for other sources, or files on another file system) and ``csv_mode``
-    its ``[source] csv``.
+    its ``[source] csv``.  ``warnings``: what looks wrong without being a policy's (most
+    records outside the map).
     """
 
     rows: RowCounts
@@ -54,6 +68,7 @@ class CheckResult:
     engine: str
     csv: CsvShape | None = None
     csv_mode: str | None = None
+    warnings: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -66,6 +81,7 @@ class CheckResult:
             "confidential": CONFIDENTIAL_NOTE,
             "ok": self.ok,
             "violations": list(self.violations),
+            "warnings": list(self.warnings),
             "engine": self.engine,
             "rows": self.rows.as_dict(),
             "csv": None if self.csv is None else {"mode": self.csv_mode, **self.csv.as_dict()},
@@ -76,6 +92,7 @@ class CheckResult:
         diag = Diagnostics(rows=self.rows.as_dict(), engine=self.engine)
         lines = diag.text().splitlines()  # no delivery: nothing is released
         lines += self._csv_text()
+        lines += [f"warning: {w}" for w in self.warnings]
         if self.violations:
             lines += [f"FAIL: {v}" for v in self.violations]
         else:
@@ -156,6 +173,31 @@ def _violations(spec: ReleaseSpec, r: RowCounts) -> tuple[str, ...]:
     )
 
 
+def _map_warnings(spec: ReleaseSpec, domain: Any, r: RowCounts) -> tuple[str, ...]:
+    """The warning of a map most records miss (module docstring), if it applies."""
+    maps = [a.spec for a in domain.axes if a.spec.locates]
+    reached = r.invalid_domain + r.outside_domain + r.in_domain
+    missed = r.invalid_domain + r.outside_domain
+    if not maps or not reached or missed <= OUTSIDE_WARNING * reached:
+        return ()
+    alone = len(domain.axes) == 1
+    where = "the map" if alone else "the domain (the map or another part)"
+    crs = spec.source.crs or "WGS84 lon/lat degrees (no [source] crs)"
+    part = maps[0]
+    near = (
+        f"farther than {part.effective_cutoff:g} m from every node"
+        if part.kind == "graph"
+        else "in no region"
+    )
+    return (
+        f"{missed / reached:.0%} of the records that reach the domain ({missed:,} of "
+        f"{reached:,}) fall outside {where} ({near}, or coordinates out of range). Are the "
+        f"records and the map in the same CRS? The records' is {crs}; the map's is "
+        f"[{part.where}] crs, or its file's (docs/release.md, 'Coordinates'). Are "
+        f"[{part.where}] lat and lon the right way round? Does the map cover the records' area?",
+    )
+
+
 def check_source(
     spec: ReleaseSpec,
     *,
@@ -191,4 +233,5 @@ def check_source(
         getattr(eng, "name", type(eng).__name__),
         shape,
         spec.source.csv if shape is not None else None,
+        _map_warnings(spec, domain, agg.rows),
     )

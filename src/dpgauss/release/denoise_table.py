@@ -40,7 +40,7 @@ from ..denoise.registry import entry
 from ..denoise.result import public_seed
 from ..denoise.structure import lattice_graph
 from .outputs import OutputGroup, write_csv
-from .report import json_ready
+from .report import candidates_table, json_ready
 
 __all__ = ["NOISE_LAWS", "DenoisedTable", "denoise_table"]
 
@@ -235,11 +235,18 @@ def denoise_table(
     noise: str = "gaussian",
     assume_gaussian: bool = False,
     overwrite: bool = False,
+    nonnegative: bool | None = None,
 ) -> DenoisedTable:
     """Denoise column ``value`` of ``table`` and write it with intervals (module docstring).
 
     ``sigma`` is a number or the name of a column of per-row σ (default: the column
     ``sigma`` if the table has one, as a ``dpgauss release`` table does).
+    ``nonnegative`` (``--nonnegative``) publishes the positive part of the estimate and
+    lower bounds ≥ 0, for counts and sums of values ≥ 0.  ``None`` (default): as the table's
+    own ``dpgauss release`` report says (``<table>.report.json`` beside it, whose denoiser
+    ran with ``nonnegative``; a release decides it from its statistic), else off — a table
+    alone does not say what its statistic is.  ``True`` is refused for ``method = "none"``
+    (the raw values are written as they are).
     """
     src = os.fspath(table)
     dst = os.fspath(out)
@@ -261,6 +268,19 @@ def denoise_table(
             f"--params of method {method!r} has unknown keys {', '.join(map(repr, bad))} "
             f"(allowed: {', '.join(e.params) or 'none'})"
         )
+    if nonnegative is None:
+        nonnegative = _release_says_nonnegative(src) and "nonnegative" in e.params
+    if not isinstance(nonnegative, bool):
+        raise TypeError(f"nonnegative must be True, False or None; got {nonnegative!r}")
+    if nonnegative:
+        if "nonnegative" not in e.params:
+            raise ValueError(
+                f"--nonnegative does not apply to method {method!r} (the raw values are "
+                "written as they are)"
+            )
+        if "nonnegative" in params:
+            raise ValueError("give --nonnegative or --params '{\"nonnegative\": ...}', not both")
+        params["nonnegative"] = True
     if not 0.0 < float(level) < 1.0:
         raise ValueError(f"--level must be in (0, 1); got {level}")
     columns = _read(src)
@@ -330,12 +350,13 @@ def denoise_table(
             "structure": described,
             "method": res.method,
             "asked": method,
+            "nonnegative": bool(res.params.get("nonnegative", False)),
             "params": {k: v for k, v in res.params.items() if not isinstance(v, dict | list)}
             | (
                 {
-                    "candidates": [
-                        {"method": c["method"], "risk": c["risk"]} for c in res.params["candidates"]
-                    ]
+                    "candidates": candidates_table(
+                        res.params["candidates"], res.params.get("selected")
+                    )
                 }
                 if "candidates" in res.params
                 else {}
@@ -375,6 +396,21 @@ def denoise_table(
     finally:
         group.release()
     return DenoisedTable(res, np.asarray(lo), np.asarray(hi), dst, report_path, report)
+
+
+def _release_says_nonnegative(table: str) -> bool:
+    """Whether ``<table>.report.json`` is a ``dpgauss release`` report whose denoiser ran
+    with ``nonnegative`` (its ``denoise.params``); False if there is none or it says not."""
+    path = Path(table + ".report.json")
+    if not path.is_file():
+        return False
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    den = report.get("denoise") if isinstance(report, dict) else None
+    params = den.get("params") if isinstance(den, dict) else None
+    return isinstance(params, dict) and params.get("nonnegative") is True
 
 
 def _write(path: str, columns: dict[str, list[Any]], parquet: bool) -> None:

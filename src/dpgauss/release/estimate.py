@@ -48,7 +48,7 @@ from ..noise.release import Release
 from ..privacy import classical_gaussian_sigma
 from .engines.base import Aggregate
 from .plan import Calibration, ReleasePlan
-from .report import error_fields, json_ready
+from .report import candidates_table, error_fields, json_ready
 
 __all__ = ["Estimate", "add_noise", "estimate", "noise_replaced", "ratio", "ratio_range"]
 
@@ -207,9 +207,8 @@ def _den_info(den: Denoised, bars: ErrorBars, sigma: float, d: int, level: float
         "params": json_ready({k: v for k, v in params.items() if not isinstance(v, dict)}),
     }
     if "candidates" in den.params:
-        info["candidates"] = json_ready(
-            [{"method": c["method"], "risk": c["risk"]} for c in den.params["candidates"]]
-        )
+        # every candidate auto tried, with its parameters (order, target, λ): report.py
+        info["candidates"] = candidates_table(den.params["candidates"], den.params.get("selected"))
     return info
 
 

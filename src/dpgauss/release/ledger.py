@@ -46,12 +46,12 @@ from pathlib import Path
 
 import numpy as np
 
-from .._validation import POSITIVE, UNIT_OPEN, as_real_array, check_interval
+from .._validation import POSITIVE, UNIT_OPEN, Interval, as_real_array, check_interval
 from ..errors import BudgetExceeded, LedgerError, LedgerFormatError, UnknownDatasetError
 from ..privacy import gdp_epsilon, gdp_mu
-from ..privacy._rounding import fits_budget, mu_up_exact, sqrt_down, sum_squares
+from ..privacy._rounding import fits_budget, mu_up_exact, rational_up, sqrt_down, sum_squares
 from ..privacy.accounting import GaussianAccountant
-from ..privacy.events import GaussianEvent, PrivacyEvent, event_of
+from ..privacy.events import GaussianEvent, PrivacyEvent, ThresholdEvent, event_of
 
 __all__ = [
     "APPLICATION_ID",
@@ -70,7 +70,7 @@ __all__ = [
 #: ``PRAGMA application_id`` of a dpgauss ledger: the bytes ``"DPGL"``.
 APPLICATION_ID = 0x4450474C
 #: ``PRAGMA user_version``: the version of the schema below.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _APPLICATION_NAME = "dpgauss-ledger"
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -96,17 +96,23 @@ _SCHEMA = (
         mu REAL NOT NULL CHECK (mu > 0),
         delivery TEXT,
         note TEXT,
+        eta REAL NOT NULL DEFAULT 0 CHECK (eta >= 0 AND eta < 1),
         CHECK ((sigma IS NULL) = (sensitivity IS NULL))
     )""",
     "CREATE INDEX charges_by_dataset ON charges (dataset, id)",
 )
 _TABLES = {"meta", "budgets", "charges"}
-#: Schema version 1 lacked the delivery state of a charge; it is upgraded in place.
+_ADD_ETA = "ALTER TABLE charges ADD COLUMN eta REAL NOT NULL DEFAULT 0 CHECK (eta >= 0 AND eta < 1)"
+#: Schema version 1 lacked the delivery state of a charge, and versions 1 and 2 the δ a
+#: charge spends outside μ-GDP (``eta``, 0 for every charge they hold); both are upgraded
+#: in place.
 _UPGRADES = {
     1: (
         "ALTER TABLE charges ADD COLUMN delivery TEXT",
         "ALTER TABLE charges ADD COLUMN note TEXT",
-    )
+        _ADD_ETA,
+    ),
+    2: (_ADD_ETA,),
 }
 #: The delivery states of a charge (``LedgerEntry.delivery``): charged and not yet written;
 #: writing its files (``note`` lists them); delivered; failed after the charge (``note`` says
@@ -129,6 +135,11 @@ class BudgetStatus:
     of everything charged so far at the budget's δ; ``epsilon_remaining`` is the ε, at the
     budget's δ, of one release that would use all of ``mu_remaining``.  ε's do not add:
     ``epsilon_spent + epsilon_remaining`` is in general more than ``epsilon``.
+
+    ``eta_spent = Σ ηᵢ`` is the δ spent outside μ-GDP (selections of keys not known in
+    advance, :class:`~dpgauss.privacy.events.ThresholdEvent`; 0 without them).  Everything
+    charged is ``(ε, δ_{mu_spent}(ε) + eta_spent)``-DP, so once ``eta_spent > 0`` the μ
+    budget is ``gdp_mu(epsilon, delta − eta_spent)`` (``mu_effective``), below ``mu_budget``.
     """
 
     dataset: str
@@ -140,6 +151,8 @@ class BudgetStatus:
     epsilon_spent: float
     epsilon_remaining: float
     charges: int
+    eta_spent: float = 0.0
+    mu_effective: float | None = None
 
     def as_dict(self) -> dict[str, object]:
         """A JSON-ready dict of the fields."""
@@ -150,6 +163,7 @@ class BudgetStatus:
 class LedgerEntry:
     """One committed charge.  ``sigma`` and ``sensitivity`` are None for a charge by μ.
 
+    ``eta`` is the δ the charge spends outside μ-GDP (0 for a Gaussian release).
     ``delivery`` is the state of the release it paid for (:data:`DELIVERY_STATES`; None for
     a charge made before the ledger tracked it) and ``note`` the detail: the files being
     written, or why the release failed after it was charged.  The budget stays spent
@@ -165,6 +179,7 @@ class LedgerEntry:
     mu: float
     delivery: str | None = None
     note: str | None = None
+    eta: float = 0.0
 
     def as_dict(self) -> dict[str, object]:
         """A JSON-ready dict of the fields."""
@@ -202,6 +217,38 @@ def _budget_terms(
     if not (math.isfinite(mu_budget) and mu_budget > 0.0):
         raise ValueError(f"epsilon={eps!r}, delta={dlt!r} give no usable budget")
     return name, eps, dlt, mu_budget
+
+
+#: ``eta`` ∈ [0, 1): the δ a charge spends outside μ-GDP.
+_ETA_RANGE = Interval(0.0, 1.0, low_closed=True)
+
+
+def _eta_total(etas: list[float]) -> float:
+    """``Σ ηᵢ`` rounded up (exact in rationals, then the double above)."""
+    if not any(etas):
+        return 0.0
+    return rational_up(sum((Fraction(e) for e in etas), Fraction(0)))
+
+
+def _delta_rest(delta: float, eta: float) -> float:
+    """``δ − η`` rounded down (0 when η ≥ δ)."""
+    if eta == 0.0:
+        return delta
+    rest = delta - eta
+    if Fraction(rest) > Fraction(delta) - Fraction(eta):
+        rest = math.nextafter(rest, 0.0)
+    return rest if rest > 0 else 0.0
+
+
+def _effective_budget(budget: tuple[float, float, float], etas: list[float]) -> float:
+    """The μ budget once ``Σ etas`` is spent outside μ-GDP: the frozen ``μ_B`` with none,
+    else ``min(μ_B, gdp_mu(ε, δ − Ση))`` (0 once Ση ≥ δ)."""
+    eps, dlt, mu_budget = budget
+    eta = _eta_total(etas)
+    if eta == 0.0:
+        return mu_budget
+    rest = _delta_rest(dlt, eta)
+    return min(mu_budget, float(gdp_mu(eps, rest))) if rest > 0 else 0.0
 
 
 def _label(label: object) -> str | None:
@@ -573,8 +620,8 @@ class Ledger:
         """The budget of ``dataset``, what has been spent and what remains."""
         name = _dataset(dataset)
         with self._transaction("DEFERRED") as conn:
-            budget, mus = self._load(conn, name)
-        return self._status(name, budget, mus)
+            budget, mus, etas = self._load(conn, name)
+        return self._status(name, budget, mus, etas)
 
     def charges(self, dataset: str) -> list[LedgerEntry]:
         """Every charge against ``dataset``, oldest first."""
@@ -582,7 +629,7 @@ class Ledger:
         with self._transaction("DEFERRED") as conn:
             self._budget_row(conn, name)
             rows = conn.execute(
-                "SELECT id, dataset, time, label, sigma, sensitivity, mu, delivery, note "
+                "SELECT id, dataset, time, label, sigma, sensitivity, mu, delivery, note, eta "
                 "FROM charges WHERE dataset = ? ORDER BY id",
                 (name,),
             ).fetchall()
@@ -596,14 +643,18 @@ class Ledger:
         label: str | None = None,
         *,
         mu: float | None = None,
+        eta: float = 0.0,
     ) -> LedgerEntry:
         """Charge one release against ``dataset``'s budget, atomically, or refuse it.
 
         Give either ``sigma`` and ``sensitivity`` (a Gaussian release, ``μ = Δ/σ`` rounded
         up) or ``mu`` alone (any μ-GDP mechanism, e.g. a discrete Gaussian release charged by
-        its dominating μ).  Inside one ``BEGIN IMMEDIATE`` transaction the charge is checked —
-        ``Σ μᵢ² + μ² ≤ μ_B²`` exactly — and recorded; otherwise :class:`BudgetExceeded` is
-        raised and nothing is recorded.
+        its dominating μ).  ``eta`` ∈ [0, 1) is δ the release spends outside μ-GDP (a
+        selection of keys not known in advance; :meth:`charge_event` of a
+        :class:`~dpgauss.privacy.events.ThresholdEvent` passes it).  Inside one ``BEGIN
+        IMMEDIATE`` transaction the charge is checked — ``Σ μᵢ² + μ² ≤ μ_B²`` exactly, with
+        ``μ_B = gdp_mu(ε, δ − Σηᵢ − η)`` once any η is spent — and recorded; otherwise
+        :class:`BudgetExceeded` is raised and nothing is recorded.
 
         Write the release's output only after this returns; the charge is never undone.
         """
@@ -620,19 +671,20 @@ class Ledger:
             sig = _scalar(sigma, "sigma", POSITIVE)
             sens = _scalar(sensitivity, "sensitivity", POSITIVE)
             mu_c = mu_up_exact(sens, sig)
+        eta_c = _scalar(eta, "eta", _ETA_RANGE) if eta else 0.0
         with self._transaction("IMMEDIATE") as conn:
-            budget, mus = self._load(conn, name)
-            mu_budget = budget[2]
+            budget, mus, etas = self._load(conn, name)
+            mu_budget = _effective_budget(budget, [*etas, eta_c])
             if not fits_budget([*mus, mu_c], mu_budget):
-                raise BudgetExceeded(name, mu_c, self._status(name, budget, mus))
+                raise BudgetExceeded(name, mu_c, self._status(name, budget, mus, etas))
             when = _now()
             cur = conn.execute(
-                "INSERT INTO charges (dataset, time, label, sigma, sensitivity, mu, delivery) "
-                "VALUES (?, ?, ?, ?, ?, ?, 'charged')",
-                (name, when, text, sig, sens, mu_c),
+                "INSERT INTO charges (dataset, time, label, sigma, sensitivity, mu, delivery, "
+                "eta) VALUES (?, ?, ?, ?, ?, ?, 'charged', ?)",
+                (name, when, text, sig, sens, mu_c, eta_c),
             )
             entry = LedgerEntry(
-                int(cur.lastrowid or 0), name, when, text, sig, sens, mu_c, "charged"
+                int(cur.lastrowid or 0), name, when, text, sig, sens, mu_c, "charged", None, eta_c
             )
             if _before_commit is not None:
                 _before_commit()
@@ -652,6 +704,8 @@ class Ledger:
             )
         if isinstance(event, GaussianEvent):
             return self.charge(dataset, event.sigma, event.sensitivity, label)
+        if isinstance(event, ThresholdEvent):
+            return self.charge(dataset, label=label, mu=event_mu(event), eta=event.eta)
         return self.charge(dataset, label=label, mu=event_mu(event))
 
     def record_delivery(self, charge_id: int, state: str, note: str | None = None) -> None:
@@ -687,11 +741,10 @@ class Ledger:
             orphans = conn.execute("PRAGMA foreign_key_check").fetchall()
             if orphans:
                 raise LedgerFormatError(f"{self.path} has charges without a budget: {orphans[:3]}")
-            budgets = conn.execute("SELECT dataset, mu FROM budgets").fetchall()
-            for name, mu_budget in budgets:
-                rows = conn.execute("SELECT mu FROM charges WHERE dataset = ?", (name,))
-                mus = [float(r[0]) for r in rows]
-                if not fits_budget(mus, mu_budget):
+            budgets = [r[0] for r in conn.execute("SELECT dataset FROM budgets")]
+            for name in budgets:
+                budget, mus, etas = self._load(conn, name)
+                if not fits_budget(mus, _effective_budget(budget, etas)):
                     raise LedgerFormatError(
                         f"{self.path}: the charges of dataset {name!r} exceed its budget"
                     )
@@ -711,35 +764,47 @@ class Ledger:
 
     def _load(
         self, conn: sqlite3.Connection, name: str
-    ) -> tuple[tuple[float, float, float], list[float]]:
+    ) -> tuple[tuple[float, float, float], list[float], list[float]]:
         budget = self._budget_row(conn, name)
-        mus = [
-            float(r[0])
-            for r in conn.execute("SELECT mu FROM charges WHERE dataset = ? ORDER BY id", (name,))
-        ]
-        return budget, mus
+        rows = conn.execute(
+            "SELECT mu, eta FROM charges WHERE dataset = ? ORDER BY id", (name,)
+        ).fetchall()
+        return budget, [float(r[0]) for r in rows], [float(r[1]) for r in rows]
 
     @staticmethod
-    def _status(name: str, budget: tuple[float, float, float], mus: list[float]) -> BudgetStatus:
-        eps, dlt, mu_budget = budget
+    def _status(
+        name: str,
+        budget: tuple[float, float, float],
+        mus: list[float],
+        etas: list[float] | None = None,
+    ) -> BudgetStatus:
+        eps, dlt, mu_frozen = budget
+        etas = etas or []
+        eta_spent = _eta_total(etas)
+        mu_budget = _effective_budget(budget, etas)
         left = Fraction(mu_budget) ** 2 - sum_squares(mus)
         mu_remaining = sqrt_down(left) if left > 0 else 0.0
+        rest = _delta_rest(dlt, eta_spent)
         if mus:
             acc = GaussianAccountant()
             acc.add_mu(np.asarray(mus, dtype=np.float64))
             mu_spent = float(acc.mu)
-            eps_spent = float(acc.epsilon(dlt))
+            eps_spent = float(gdp_epsilon(mu_spent, rest)) if rest > 0 else math.inf
         else:
             mu_spent = eps_spent = 0.0
-        eps_remaining = float(gdp_epsilon(mu_remaining, dlt)) if mu_remaining > 0.0 else 0.0
+        eps_remaining = (
+            float(gdp_epsilon(mu_remaining, rest)) if mu_remaining > 0.0 and rest > 0 else 0.0
+        )
         return BudgetStatus(
             dataset=name,
             epsilon=eps,
             delta=dlt,
-            mu_budget=mu_budget,
+            mu_budget=mu_frozen,
             mu_spent=mu_spent,
             mu_remaining=mu_remaining,
             epsilon_spent=eps_spent,
             epsilon_remaining=eps_remaining,
             charges=len(mus),
+            eta_spent=eta_spent,
+            mu_effective=None if eta_spent == 0.0 else mu_budget,
         )

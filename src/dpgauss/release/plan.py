@@ -366,6 +366,9 @@ def plan_denoiser(spec: ReleaseSpec, domain: KeyDomain) -> Denoiser:
             f"[denoise] params of method = {method!r} has unknown keys {', '.join(map(repr, bad))} "
             f"(allowed: {', '.join(e.params) or 'none'})"
         )
+    if spec.nonnegative and "nonnegative" in e.params:
+        # counts and sums of values >= 0 are never negative ([denoise] nonnegative)
+        params["nonnegative"] = True
     graph = dn.as_graph(domain.edges, domain.size) if domain.edges is not None else None
     structure = dn.Structure(graph=graph, grid=domain.grid)
 
@@ -396,8 +399,8 @@ def _plot_decision(spec: ReleaseSpec, domain: KeyDomain) -> str | None:
         return "not drawn ([output] plot = false)"
     if domain.kind == "values":
         return "not drawn (values domain)"
-    if len(domain.axes) > 1 and not (domain.grid is not None and len(domain.grid) == 2):
-        return "not drawn (a product of several axes: no one picture of it is built yet)"
+    if len(domain.axes) > 1 and all(a.spec.kind == "values" for a in domain.axes):
+        return "not drawn (a product of values parts only: no map, image or series to draw)"
     for a in domain.axes:  # matplotlib's dates are years 1 … 9999, margins included
         if a.spec.is_time and a.size:
             first, last = str(a.labels[0])[:4], str(a.labels[-1])[:4]

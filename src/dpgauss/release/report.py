@@ -31,9 +31,16 @@ from .domains.regions import BUNDLED_REGIONS
 
 __all__ = [
     "CONFIDENTIAL_NOTE",
+    "FRAGMENTED_LARGEST_SHARE",
+    "FRAGMENTED_SMALL_COMPONENTS",
     "NOT_PRIVATE_WARNING",
+    "SMALL_COMPONENT_SHARE",
     "Diagnostics",
     "PublicReport",
+    "candidate_label",
+    "candidates_table",
+    "components_fields",
+    "constant_fields",
     "json_ready",
     "public_spec",
     "rmse_text",
@@ -179,6 +186,23 @@ class PublicReport:
                 f"width {iv['median_width']:.4g} vs {iv['raw_width']:.4g} for the released "
                 "values"
             )
+        const = den.get("constant")
+        if const:
+            lines.append(
+                f"constant   : the denoised values are constant ({const['value']:.6g}): "
+                f"{const['why']}"
+            )
+        lines.extend(_candidate_lines(den.get("candidates") or []))
+        for part in ("sum", "count"):  # a mean: each part denoised on its own
+            if isinstance(den.get(part), dict):
+                lines.extend(
+                    _candidate_lines(den[part].get("candidates") or [], f" for the {part}")
+                )
+        comp = self.domain.get("components")
+        if comp:
+            lines.append(f"components : {components_text(comp)}")
+        if not out.get("plot") and out.get("plot_note"):
+            lines.append(f"plot       : {out['plot_note']}")
         if ch.get("charged"):
             lines.append(f"charge     : dataset {ch['dataset']!r}, mu={ch['mu']:.6g}")
         else:
@@ -233,6 +257,204 @@ def rmse_text(rmse: float | None, upper: float | None) -> str:
     if rmse is None or rmse <= 0.0 or rmse < 0.1 * upper:
         return f"<= {upper:.4g} (95 % upper bound; SURE below its resolution)"
     return f"{rmse:.4g} (SURE; 95 % upper bound {upper:.4g})"
+
+
+#: A graph "falls apart" (``components.fragmented`` in the report, a WARNING in the
+#: summary) when it has more than one connected component and either its largest holds
+#: less than this share of the nodes ...
+FRAGMENTED_LARGEST_SHARE = 0.9
+#: ... or at least this many components are small: each holding at most
+#: :data:`SMALL_COMPONENT_SHARE` of the nodes (a single node on a graph of under 200).
+FRAGMENTED_SMALL_COMPONENTS = 10
+SMALL_COMPONENT_SHARE = 0.01
+
+
+def components_fields(n: int, edges: Any, kind: str = "graph") -> dict[str, Any]:
+    """The connected components of a public graph of ``n`` nodes (or the adjacency of
+    ``n`` regions, ``kind = "regions"``): ``count``, ``largest`` (nodes), ``largest_share``,
+    ``small`` (components of at most :data:`SMALL_COMPONENT_SHARE` of the nodes, at least
+    one node) and ``fragmented`` — the public rule: more than one component, and the
+    largest holds less than :data:`FRAGMENTED_LARGEST_SHARE` (90 %) of the nodes or at
+    least :data:`FRAGMENTED_SMALL_COMPONENTS` (10) components are small.  A fragmented map
+    gets a ``note`` saying what that usually means (for a street network: lines that cross
+    without a shared node, an un-noded export) and what it costs: every denoiser treats
+    each component on its own, so a small component is barely denoised.  Public: a
+    function of the public domain only."""
+    from ..denoise.graph import Graph
+
+    e = np.zeros((0, 2), np.int64) if edges is None else np.asarray(edges, np.int64)
+    labels = Graph(int(n), e).components if n else np.zeros(0, np.int64)
+    sizes = np.bincount(labels) if n else np.zeros(0, np.int64)
+    count = int(sizes.size)
+    largest = int(sizes.max()) if count else 0
+    share = largest / n if n else 1.0
+    small_max = max(1, math.floor(SMALL_COMPONENT_SHARE * n))
+    small = int(np.sum(sizes <= small_max))
+    fragmented = count > 1 and (
+        share < FRAGMENTED_LARGEST_SHARE or small >= FRAGMENTED_SMALL_COMPONENTS
+    )
+    out: dict[str, Any] = {
+        "count": count,
+        "largest": largest,
+        "largest_share": share,
+        "small": small,
+        "small_max_nodes": small_max,
+        "fragmented": fragmented,
+        "rule": (
+            f"fragmented: more than one component and the largest holds less than "
+            f"{FRAGMENTED_LARGEST_SHARE:.0%} of the nodes or at least "
+            f"{FRAGMENTED_SMALL_COMPONENTS} components hold at most "
+            f"{SMALL_COMPONENT_SHARE:.0%} of the nodes each"
+        ),
+    }
+    if fragmented:
+        what = (
+            "regions that share no border with the rest (islands, or an adjacency that "
+            "misses touching borders)"
+            if kind == "regions"
+            else "typical of an un-noded street network: lines that cross without a shared "
+            "node (node the lines at their crossings before building the graph)"
+        )
+        out["note"] = (
+            f"the {'adjacency of the regions' if kind == 'regions' else 'graph'} falls apart "
+            f"into {count:,} components ({small:,} small); {what}. Each component is denoised "
+            "on its own: a small one gets little from its neighbours"
+        )
+    return out
+
+
+def components_text(comp: dict[str, Any]) -> str:
+    """The summary's ``components`` line."""
+    text = (
+        f"{comp['count']:,} connected component{'s' if comp['count'] != 1 else ''}; the "
+        f"largest holds {comp['largest_share']:.0%} of the nodes"
+    )
+    if comp.get("small"):
+        text += f"; {comp['small']:,} small (at most {comp['small_max_nodes']:,} nodes)"
+    if comp.get("fragmented"):
+        text += f"\nWARNING: {comp['note']}"
+    return text
+
+
+def candidate_label(method: str, params: dict[str, Any]) -> str:
+    """A candidate of ``auto`` in words, with the parameters that make it what it is:
+    ``james_stein (target zero, shrinkage 0.93)``, ``trend_filter (order 0, λ 6.69 of
+    λ_max 123, df 9)``, ``soft_threshold (λ 0.362 by SURE)``."""
+    p = params or {}
+    bits: list[str] = []
+
+    def num(key: str, label: str, fmt: str = ".3g") -> None:
+        v = p.get(key)
+        if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
+            bits.append(f"{label} {v:{fmt}}")
+
+    if method == "james_stein":
+        if p.get("target") is not None:
+            bits.append(f"target {p['target']}")
+        num("shrinkage", "shrinkage", ".3g")
+    elif method == "trend_filter":
+        if p.get("order") is not None:
+            bits.append(f"order {p['order']}")
+        lam, top = p.get("lam"), p.get("lam_max")
+        if isinstance(lam, int | float) and isinstance(top, int | float):
+            bits.append(f"λ {lam:.3g} of λ_max {top:.3g}")
+        else:
+            num("lam", "λ")
+        num("df", "df", ".4g")
+    elif method in ("soft_threshold", "hard_threshold", "graph_wavelet"):
+        num("lambda", "λ")
+        if p.get("threshold") == "sure":
+            bits.append("by SURE")
+        num("n_nonzero", "kept")
+    elif method == "wavelet":
+        if p.get("wavelet"):
+            bits.append(str(p["wavelet"]))
+        num("level", "levels", "d")
+        if p.get("threshold") == "sure":
+            bits.append("SURE thresholds")
+    else:
+        bits.extend(f"{k} {v}" for k, v in p.items() if isinstance(v, str | int) and k != "df")
+    return method + (f" ({', '.join(bits)})" if bits else "")
+
+
+def candidates_table(
+    candidates: list[dict[str, Any]], selected: int | None
+) -> list[dict[str, Any]]:
+    """``auto``'s candidates as the report lists them: ``label`` (:func:`candidate_label`),
+    ``method``, ``risk`` (SURE), ``params`` (their scalar parameters: order, target, λ or
+    threshold, df) and ``selected`` (the chosen one)."""
+    return [
+        json_ready(
+            {
+                "label": candidate_label(c["method"], c.get("params") or {}),
+                "method": c["method"],
+                "risk": c["risk"],
+                "params": c.get("params") or {},
+                "selected": i == selected,
+            }
+        )
+        for i, c in enumerate(candidates)
+    ]
+
+
+def _candidate_lines(cands: list[dict[str, Any]], part: str = "") -> list[str]:
+    if not cands:
+        return []
+    width = min(max(len(c.get("label", c["method"])) for c in cands), 64)
+    lines = [f"candidates : SURE of each candidate auto tried{part} (* the one chosen)"]
+    for c in cands:
+        risk = c.get("risk")
+        sure = f"{risk:.4g}" if isinstance(risk, int | float) else "n/a"
+        mark = "*" if c.get("selected") else " "
+        lines.append(f"  {mark} {c.get('label', c['method']):<{width}}  SURE {sure}")
+    return lines
+
+
+#: Why a denoised map is constant, by the denoiser that made it.
+_CONSTANT_WHY = {
+    "james_stein": "James–Stein found no signal above the noise (the released values' spread "
+    "is within what the noise alone gives: shrinkage 0)",
+    "trend_filter": "the trend filter fused everything (no jump stood out of the noise at "
+    "the λ SURE chose)",
+    "soft_threshold": "soft thresholding set every value to 0 (its λ is above every released "
+    "value)",
+    "hard_threshold": "thresholding set every value to 0 (its λ is above every released value)",
+    "wavelet": "every wavelet coefficient but the mean was thresholded away (none stood out "
+    "of the noise)",
+    "graph_wavelet": "every graph wavelet coefficient but each component's mean was "
+    "thresholded away (none stood out of the noise)",
+    "none": "the released values themselves are constant",
+}
+
+
+def constant_fields(values: Any, denoise: dict[str, Any]) -> dict[str, Any]:
+    """``{"constant": {"value": c, "why": ...}}`` when every finite denoised value is the
+    same (within ``1e-9`` relative), else ``{}``.  ``why`` names what made it so, from the
+    public ``denoise`` section (its method and, for a mean, its sum's and count's)."""
+    v = np.asarray(values, dtype=np.float64).ravel()
+    v = v[np.isfinite(v)]
+    if v.size < 2:
+        return {}
+    lo, hi = float(v.min()), float(v.max())
+    if hi - lo > 1e-9 * max(1.0, abs(lo), abs(hi)):
+        return {}
+    parts = (
+        [("", denoise)]
+        if "sum" not in denoise
+        else [
+            ("the sum: ", denoise["sum"]),
+            ("the count: ", denoise["count"]),
+        ]
+    )
+    whys = []
+    for prefix, part in parts:
+        method = str(part.get("method", ""))
+        why = _CONSTANT_WHY.get(method, f"{method} found no structure above the noise")
+        if method == "james_stein":
+            target = (part.get("params") or {}).get("target")
+            why += "; every value shrunk to " + ("0" if target == "zero" else "their mean")
+        whys.append(prefix + why)
+    return {"constant": {"value": float(np.median(v)), "why": "; ".join(whys)}}
 
 
 #: The stages of a release's confidential timing, in their order, as ``--diagnostics`` says

@@ -65,6 +65,10 @@ Every table and key
     header it must equal it), ``on_malformed`` = ``"drop"`` (lines that are not records —
     invalid UTF-8, an unterminated quote, too many or too few fields, … — are skipped and
     counted; the default) or ``"check_fails"`` (``dpgauss check`` fails; see *Policies*).
+    ``crs``: the CRS of the records' coordinates (``"EPSG:2263"``; pyproj, the ``geo`` extra),
+    for a graph or regions domain placed by ``lat``/``lon`` (a projected CRS: ``lon`` the
+    easting column, ``lat`` the northing; no ``bbox``); default WGS84 degrees
+    (:mod:`dpgauss.release.domains.crs`).
 ``[unit]``
     ``column``; ``on_null`` = ``"drop"`` (rows without a unit id are dropped and counted; the
     default) or ``"check_fails"`` (``dpgauss check`` fails; see *Policies*).
@@ -99,14 +103,18 @@ Every table and key
       ``cutoff`` — default 3 × ``bandwidth`` — with Gaussian kernel weights of ``bandwidth``
       metres, in [1e-150, 1e150], summing to 1); ``bbox = [lat_min, lat_max, lon_min,
       lon_max]``: coordinates outside it are malformed (always: outside [−90, 90] × [−180,
-      180]).
+      180], for records in degrees).  ``crs``: the CRS of a graph file's or node table's
+      coordinates (default: a GraphML graph's ``crs`` attribute, else WGS84 degrees with a
+      ``CrsWarning``; :mod:`dpgauss.release.domains.crs`).
 
     * ``"regions"``: the features of a GeoJSON FeatureCollection, ``regions = "file.geojson"``
       (ids from ``id_property``, default ``"id"``) or ``"nyc-neighbourhoods"`` (bundled);
       records placed by point in polygon on ``lat``, ``lon`` (a point on a shared border goes
       to the first region of the file) or by a ``column`` holding the region id; structure
       ``adjacency = "queen"`` (default), ``"rook"``, ``"none"``, or ``edges = "file.csv"``
-      (columns ``u``, ``v``; ``edge_columns`` to rename) (:mod:`dpgauss.release.domains.regions`).
+      (columns ``u``, ``v``; ``edge_columns`` to rename) (:mod:`dpgauss.release.domains.regions`);
+      ``crs`` (default: the file's legacy ``crs`` member, else WGS84 as RFC 7946 says);
+      ``name_property``: the feature property written as each region's ``name`` column.
     * ``"grid"``: ``x`` and ``y``, each a table ``{ column, start, stop, step }`` of a range;
       the keys are the cells in row-major order (``y`` outer), the structure the lattice.
     * ``"product"``: ``[[domain.parts]]``, two or more values, range, graph (``nearest``
@@ -152,7 +160,12 @@ Every table and key
     grid of the domain), or one of ``"james_stein"``, ``"soft_threshold"``,
     ``"hard_threshold"``, ``"wavelet"`` (range domains), ``"graph_wavelet"``,
     ``"trend_filter"`` (graph or range domains); ``params`` = a table of keyword arguments
-    passed to it (e.g. ``params = { order = 1 }``).
+    passed to it (e.g. ``params = { order = 1 }``); ``nonnegative`` (default: true for a
+    count, and for a sum or mean whose ``[statistic] lower`` is ``>= 0``; false otherwise):
+    the denoised values and their lower bounds are then never negative (the positive part
+    of the estimate, which SURE and ``auto`` take into account; ``false`` turns it off;
+    ``true`` is refused for a statistic that can be negative, and for ``method = "none"``,
+    the raw release, which is never clipped).
 ``[output]``
     ``path``; ``format`` = ``"auto"`` (``.parquet``/``.pq`` → Parquet, else CSV), ``"csv"`` or
     ``"parquet"``; ``level`` (the interval level, default 0.95); ``overwrite`` (default false:
@@ -174,6 +187,7 @@ from pathlib import Path
 from typing import Any, Literal, overload
 
 from ..denoise.registry import DENOISERS as _REGISTRY
+from .domains.crs import parse_crs
 from .domains.graph_files import BUNDLED_GRAPHS
 from .domains.keys import MAX_KEYS, RangeBins, WrittenFloat, brief
 from .engines.csv_format import MODES as CSV_MODES
@@ -354,6 +368,8 @@ class SourceSpec:
     ``columns`` and ``on_malformed``.  ``columns`` lists the column names in order: required
     with ``header = false`` (the files then hold records only), optional with a header (it
     must then equal the header, which the engines check before anything is charged).
+    ``crs``: the CRS of the records' coordinates (:mod:`dpgauss.release.domains.crs`; default
+    WGS84 degrees).
     """
 
     path: str | tuple[str, ...] | None = None
@@ -367,9 +383,12 @@ class SourceSpec:
     columns: tuple[str, ...] | None = None
     on_malformed: str = "drop"
     types: dict[str, str] | None = None
+    crs: str | None = None
 
     def __post_init__(self) -> None:
         w = "source"
+        if self.crs is not None:
+            parse_crs(self.crs, "[source] crs")  # refused here, before any record is read
         object.__setattr__(self, "types", declared_types(self.types))
         given = [k for k in ("path", "table", "bundled") if getattr(self, k) is not None]
         if len(given) != 1:
@@ -480,6 +499,8 @@ class DomainSpec:
     bbox: tuple[float, float, float, float] | None = None
     regions: str | None = None
     id_property: str = "id"
+    name_property: str | None = None
+    crs: str | None = None
     adjacency: str | None = None
     x: Any = None
     y: Any = None
@@ -510,11 +531,14 @@ class DomainSpec:
                 "cutoff",
                 "neighbors",
                 "bbox",
+                "crs",
                 "name",
             },
             "regions": {
                 "regions",
                 "id_property",
+                "name_property",
+                "crs",
                 "adjacency",
                 "edges",
                 "edge_columns",
@@ -539,6 +563,8 @@ class DomainSpec:
                 raise ValueError(
                     "[domain] name applies to the parts of a product (the output's column)"
                 )
+        if self.crs is not None:
+            self._check_crs()
         if self.kind == "grid":
             self._check_grid()
         elif self.kind == "product":
@@ -586,6 +612,20 @@ class DomainSpec:
                     raise ValueError(f"[{self.where}] neighbors applies to mapping = 'kde' only")
             if self.bbox is not None:
                 self._check_bbox()
+
+    def _check_crs(self) -> None:
+        """``crs``: the CRS of a graph's or regions' file (:mod:`..domains.crs`), not of a
+        bundled map (whose CRS is known)."""
+        w = self.where
+        bundled = self.graph in GRAPHS or (
+            self.kind == "regions" and self.regions == "nyc-neighbourhoods"
+        )
+        if bundled:
+            raise ValueError(
+                f"[{w}] crs applies to a map in a file; the bundled "
+                f"{self.graph or self.regions!r} is in WGS84 degrees"
+            )
+        parse_crs(self.crs, f"[{w}] crs")
 
     def _part(self, value: object, where: str) -> DomainSpec:
         if isinstance(value, DomainSpec):
@@ -650,6 +690,14 @@ class DomainSpec:
                 f"[domain] the product has {size:,} keys; at most {_MAX_KEYS:,} allowed"
             )
         _check_names(out, "domain.parts #{}")
+        for i, part in enumerate(out, start=1):
+            if part.kind == "regions" and part.name_property is not None:
+                col = f"{part.output_name}_name"
+                if col in names or col in RESERVED_COLUMNS:
+                    raise ValueError(
+                        f"[domain.parts #{i}] its names (name_property) would be written as the "
+                        f"column {col!r}, another part's or the release's: rename a part"
+                    )
         object.__setattr__(self, "parts", tuple(out))
 
     def _check_regions(self) -> None:
@@ -659,6 +707,7 @@ class DomainSpec:
         _required(w, "regions", self.regions, "a GeoJSON file, or 'nyc-neighbourhoods'")
         _text(w, "regions", self.regions)
         _text(w, "id_property", self.id_property)
+        _text(w, "name_property", self.name_property, optional=True)
         by_point = self.lat is not None or self.lon is not None
         if by_point == (self.column is not None):
             raise ValueError(
@@ -1155,9 +1204,23 @@ class DenoiseSpec:
 
     method: str = "auto"
     params: Mapping[str, Any] = field(default_factory=dict)
+    #: None: decided by the statistic (:meth:`ReleaseSpec.nonnegative`); True or False: asked
+    nonnegative: bool | None = None
 
     def __post_init__(self) -> None:
         _choice("denoise", "method", self.method, DENOISERS)
+        if self.nonnegative is not None:
+            _flag("denoise", "nonnegative", self.nonnegative)
+            if self.nonnegative and self.method == "none":
+                raise ValueError(
+                    "[denoise] nonnegative = true does not apply to method = 'none' (the raw "
+                    "release is published as drawn); choose a denoiser, e.g. method = 'auto'"
+                )
+        if isinstance(self.params, Mapping) and "nonnegative" in self.params:
+            raise ValueError(
+                "[denoise] params may not set nonnegative: write [denoise] nonnegative = "
+                "true/false (the release checks it against the statistic)"
+            )
         if not isinstance(self.params, Mapping):
             raise _type_fail("denoise", "params", "a table of keyword arguments", self.params)
         if self.method == "none" and self.params:
@@ -1235,6 +1298,7 @@ class ReleaseSpec:
             _text("release", "name", self.name)
         if self.source.types is not None:
             _check_declared(self)
+        _check_source_crs(self)
         d = self.domain
         method = self.denoise.method
         if method == "wavelet" and d.kind != "range":
@@ -1243,6 +1307,29 @@ class ReleaseSpec:
             raise ValueError(
                 f"[denoise] method = {method!r} needs public structure: a graph or range domain"
             )
+        if self.denoise.nonnegative and not self.never_negative:
+            raise ValueError(
+                f"[denoise] nonnegative = true needs a statistic that is never negative: a "
+                f"count, or a sum or mean with [statistic] lower >= 0 (got kind = "
+                f"{self.statistic.kind!r}, lower = {self.statistic.lower!r})"
+            )
+
+    @property
+    def never_negative(self) -> bool:
+        """The released statistic is never negative: a count, or a sum or mean of values
+        clamped to ``[lower, upper]`` with ``lower >= 0`` (for a mean, its sum and count)."""
+        st = self.statistic
+        return st.kind == "count" or (st.lower is not None and float(st.lower) >= 0.0)
+
+    @property
+    def nonnegative(self) -> bool:
+        """Whether the denoised values are clipped at 0: ``[denoise] nonnegative`` if given,
+        else whether the statistic is never negative (never for ``method = "none"``)."""
+        if self.denoise.method == "none":
+            return False
+        if self.denoise.nonnegative is not None:
+            return self.denoise.nonnegative
+        return self.never_negative
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ReleaseSpec:
@@ -1288,6 +1375,27 @@ def read_columns(spec: ReleaseSpec) -> list[tuple[str, str]]:
     for col in spec.bounds.record_columns or ():
         wanted.append(("[bounds] record_columns", col))
     return wanted
+
+
+def _check_source_crs(spec: ReleaseSpec) -> None:
+    """``[source] crs`` goes with a domain placed by coordinates; a projected one has no
+    ``bbox`` (which is in degrees)."""
+    text = spec.source.crs
+    if text is None:
+        return
+    located = [d for d in spec.domain.axes if d.locates]
+    if not located:
+        raise ValueError(
+            "[source] crs applies to the records' coordinates: a graph, or regions placed by "
+            "lat and lon"
+        )
+    if not parse_crs(text, "[source] crs").geographic:
+        for d in located:
+            if d.bbox is not None:
+                raise ValueError(
+                    f"[{d.where}] bbox is in degrees; the records are in the projected "
+                    f"[source] crs = {text!r} (drop bbox: the map's cutoff bounds the matching)"
+                )
 
 
 def _check_declared(spec: ReleaseSpec) -> None:

@@ -13,6 +13,7 @@ beside the table.
 from __future__ import annotations
 
 import json
+import math
 import os
 import secrets
 import sys
@@ -26,7 +27,13 @@ from .. import __version__ as dpgauss_version
 from .domains.keys import key_array
 from .outputs import OutputGroup, write_csv
 from .plan import ReleasePlan
-from .report import NOT_PRIVATE_WARNING, Diagnostics, PublicReport
+from .report import (
+    NOT_PRIVATE_WARNING,
+    Diagnostics,
+    PublicReport,
+    components_fields,
+    constant_fields,
+)
 
 __all__ = ["draw", "public_report", "stage_release", "write_diagnostics", "write_table"]
 
@@ -69,77 +76,130 @@ def _plot_keys(labels: np.ndarray) -> np.ndarray:
     return np.asarray(labels, dtype=np.float64)
 
 
+def _map_part(kinds: list[str]) -> tuple[int, ...] | None:
+    """Which parts of a product make each small multiple's map: the first graph or regions
+    part; else the last two ranges (an image, the outer one as y); else the last range (a
+    series); None for values parts only (no picture: ``plan._plot_decision``)."""
+    for i, k in enumerate(kinds):
+        if k in ("graph", "regions"):
+            return (i,)
+    ranges = [i for i, k in enumerate(kinds) if k == "range"]
+    return tuple(ranges[-2:]) if ranges else None
+
+
+def _geometry(axes: list[Any], keys_label: str) -> Any:
+    """The plotting geometry of one or two axes (a graph, regions, a lattice, a series)."""
+    from ..plotting import GraphGeometry, GridGeometry, RegionGeometry, SeriesGeometry
+
+    if len(axes) == 2:
+        ya, xa = axes
+        return GridGeometry(_plot_keys(xa.labels), _plot_keys(ya.labels), xa.name, ya.name)
+    (a,) = axes
+    if a.spec.kind == "graph":
+        edges = a.edges if a.edges is not None else np.zeros((0, 2), np.int64)
+        return GraphGeometry(a.node_lat, a.node_lon, edges)
+    if a.spec.kind == "regions":
+        return RegionGeometry(list(a.regions.geoms))
+    return SeriesGeometry(_plot_keys(a.labels), keys_label)
+
+
 def draw(path: str, plan: ReleasePlan, columns: dict[str, np.ndarray], chosen: str) -> None:
-    """Draw the release (graph: maps; a lattice: images; range: a series) into ``path`` (a
-    staged file)."""
+    """Draw the release into ``path`` (a staged file): a graph, regions or a lattice as maps
+    (released, denoised with the keys that stand out beyond their intervals marked, and the
+    intervals' ± on its own scale); a range as a series; a product as small multiples of
+    the denoised map, one per value of its other parts (``plotting.draw_small_multiples``)."""
     from ..plotting import (
-        draw_graph_panels,
-        draw_grid_panels,
-        draw_region_panels,
+        MAX_MULTIPLES,
+        MapPanel,
+        draw_maps,
         draw_series,
-        shared_scale,
+        draw_small_multiples,
+        pick_multiples,
+        stand_out,
     )
 
     spec, domain = plan.spec, plan.domain
     what = spec.statistic.kind
     released, denoised = columns["released"], columns["denoised"]
-    pm = (columns["denoised_upper"] - columns["denoised_lower"]) / 2.0
-    pm_name = f"± of the denoised {spec.output.level:.0%} interval"
+    lower, upper = columns["denoised_lower"], columns["denoised_upper"]
+    pm = (upper - lower) / 2.0
+    shown = denoised[np.isfinite(denoised)]
+    centre = float(np.mean(shown)) if shown.size else 0.0
+    marks = stand_out(lower, upper, centre)  # the interval excludes the map's mean
+    pm_name = f"± of the denoised {spec.output.level:.0%} interval (its half-width)"
     method = (
         spec.denoise.method
         if spec.denoise.method == chosen
         else (f"{spec.denoise.method} → {chosen}")
     )
-    if domain.kind == "graph":
-        assert domain.edges is not None
-        draw_graph_panels(
+    top = f", max {float(shown.max()):.4g}" if shown.size else ""
+    den_name = f"denoised ({method}); mean {centre:.4g}{top}"
+    axes = list(domain.axes)
+    if len(axes) > 1 and domain.kind != "grid":
+        part = _map_part([a.spec.kind for a in axes])
+        assert part is not None  # plan._plot_decision: a product of values is not drawn
+        others = [i for i in range(len(axes)) if i not in part]
+        sizes = [a.size for a in axes]
+        order = others + list(part)
+        n_other = math.prod(sizes[i] for i in others)
+
+        def per_multiple(v: np.ndarray) -> np.ndarray:
+            return np.transpose(np.asarray(v).reshape(sizes), order).reshape(n_other, -1)
+
+        geo = _geometry([axes[i] for i in part], what)
+        den_m, marks_m = per_multiple(denoised), per_multiple(marks)
+        lo_m, hi_m = per_multiple(lower), per_multiple(upper)
+        picks = pick_multiples(n_other, MAX_MULTIPLES)
+        maps = []
+        for k in picks:
+            at = np.unravel_index(int(k), [sizes[i] for i in others])
+            name = ", ".join(
+                f"{axes[i].name} = {axes[i].labels[j]}" for i, j in zip(others, at, strict=True)
+            )
+            band = (
+                (lo_m[k], hi_m[k])
+                if len(part) == 1 and axes[part[0]].spec.kind == "range"
+                else None
+            )
+            maps.append(MapPanel(name, den_m[k], marks=marks_m[k], band=band))
+        draw_small_multiples(
             path,
-            columns["lat"],
-            columns["lon"],
-            domain.edges,
-            [("released", released), (f"denoised ({method})", denoised), (pm_name, pm)],
-            vmax=shared_scale([("denoised", denoised)]),  # the noise would swamp it
-            label=f"{what} per node",
+            geo,
+            maps,
+            total=n_other,
+            what=f"values of {' × '.join(axes[i].name for i in others)}",
+            label=f"denoised {what} ({method}); marked: interval excludes the mean {centre:.4g}",
             title=spec.name,
         )
-    elif domain.kind == "regions":
-        draw_region_panels(
-            path,
-            list(domain.axes[0].regions.geoms),
-            [("released", released), (f"denoised ({method})", denoised), (pm_name, pm)],
-            vmax=shared_scale([("denoised", denoised)]),
-            label=f"{what} per region",
-            title=spec.name,
-        )
-    elif domain.grid is not None and len(domain.grid) == 2:
-        ya, xa = domain.axes
-        draw_grid_panels(
-            path,
-            [
-                ("released", released.reshape(domain.grid)),
-                (f"denoised ({method})", denoised.reshape(domain.grid)),
-                (pm_name, pm.reshape(domain.grid)),
-            ],
-            x_edges=_plot_keys(xa.labels),
-            y_edges=_plot_keys(ya.labels),
-            x_label=xa.name,
-            y_label=ya.name,
-            vmax=shared_scale([("denoised", denoised)]),
-            label=what,
-            title=spec.name,
-        )
-    else:
+        return
+    if domain.kind == "range" or (len(axes) == 1 and axes[0].spec.kind == "range"):
         draw_series(
             path,
             _plot_keys(columns["key"]),
-            [("released", released), (f"denoised ({method})", denoised)],
+            [("released", released), (den_name, denoised)],
             lower=columns["released_lower"],
             upper=columns["released_upper"],
-            denoised_lower=columns["denoised_lower"],
-            denoised_upper=columns["denoised_upper"],
+            denoised_lower=lower,
+            denoised_upper=upper,
+            marks=marks,
             label=what,
             title=spec.name,
         )
+        return
+    geo = _geometry(axes, what)
+    per = {"graph": "per node", "regions": "per region"}.get(domain.kind, "")
+    label = f"{what} {per}".strip()
+    draw_maps(
+        path,
+        geo,
+        [
+            MapPanel("released", released),
+            MapPanel(den_name, denoised, marks=marks),
+            MapPanel(pm_name, pm, cmap="viridis", label=f"± {what}"),
+        ],
+        label=label,
+        title=spec.name,
+    )
 
 
 def public_report(
@@ -158,17 +218,22 @@ def public_report(
         # The entry's number is ledger state (how many charges came before): confidential,
         # it goes to the diagnostics only (Diagnostics.ledger).
         charge.update({"dataset": spec.privacy.dataset, "mu": entry.mu})
+    domain: dict[str, Any] = {
+        "kind": plan.domain.kind,
+        "size": plan.domain.size,
+        "structure": plan.domain.structure,
+    }
+    drawn = [a for a in plan.domain.axes if a.spec.kind in ("graph", "regions")]
+    if drawn:  # the map's graph (a product's first graph or regions part): its components
+        a = drawn[0]
+        domain["components"] = components_fields(a.size, a.edges, a.spec.kind)
     return PublicReport(
         version=dpgauss_version,
         spec=plan.public_spec,
-        domain={
-            "kind": plan.domain.kind,
-            "size": plan.domain.size,
-            "structure": plan.domain.structure,
-        },
+        domain=domain,
         sensitivity={**sens.as_dict(), "summary": sens.summary()},
         privacy=noise_info,
-        denoise=den_info,
+        denoise={**den_info, **constant_fields(columns["denoised"], den_info)},
         charge=charge,
         output={
             "table": plan.table.name,

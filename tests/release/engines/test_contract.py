@@ -178,3 +178,53 @@ def test_every_source_gives_the_contracts_aggregate(
     for kind, source in sources.items():
         got = aggregate(engine, kind, source, domain, statistic, request)
         assert_identical(got, want, f"{engine}, {kind}, {domain}, {statistic}")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_maps_in_a_crs_give_one_aggregate_on_every_engine(tmp_path, engine: str, request) -> None:
+    """Issue #26, item 6: records in UTM metres (``[source] crs``) on a lon/lat node table
+    (transformed into UTM at plan time) — and a few records no map can place (NaN, inf,
+    coordinates far beyond the map) — give the same aggregate and row counters on
+    every engine as the mapper computes in Python; no record's coordinates are transformed."""
+    pytest.importorskip("pyproj")
+    from dpgauss.release.domains.key_domain import resolve_domain
+
+    rng = np.random.default_rng(11)
+    n = 400
+    x = [*rng.uniform(583_000, 586_000, n).tolist(), float("nan"), float("inf"), 1e308, 0.0]
+    y = [*rng.uniform(4_506_000, 4_509_000, n).tolist(), 4.5e6, 4.5e6, 1e308, -1e308]
+    frame = pd.DataFrame({"uid": [f"u{i // 2}" for i in range(n + 4)], "x": x, "y": y})
+    src = tmp_path / "utm.parquet"
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), src)
+    lon = -74.0 + rng.uniform(0, 0.04, 30)
+    lat = 40.70 + rng.uniform(0, 0.03, 30)
+    nodes = tmp_path / "nodes.csv"
+    pd.DataFrame({"id": range(30), "lat": lat, "lon": lon}).to_csv(nodes, index=False)
+    spec = ReleaseSpec.from_dict(
+        {
+            "source": {"path": str(src), "crs": "EPSG:32618"},
+            "unit": {"column": "uid"},
+            "domain": {
+                "kind": "graph",
+                "nodes": str(nodes),
+                "crs": "EPSG:4326",
+                "lat": "y",
+                "lon": "x",
+                "cutoff": 250.0,
+            },
+            "bounds": {"max_records_per_unit": 2},
+            "privacy": {"epsilon": 1.0, "delta": 1e-6, "dataset": "d"},
+            "denoise": {"method": "none"},
+        }
+    )
+    mapper = resolve_domain(spec).mapper
+    key = mapper.nearest(np.asarray(y), np.asarray(x))
+    if engine == "duckdb":
+        got = bounded_aggregate(spec, salt=17, engine=DuckDBEngine(threads=2))
+    else:
+        from dpgauss.release.engines.spark import SparkEngine
+
+        got = bounded_aggregate(spec, salt=17, engine=SparkEngine(request.getfixturevalue("spark")))
+    np.testing.assert_array_equal(got.counts, np.bincount(key[key >= 0], minlength=30))
+    assert got.rows.invalid_domain == 2  # NaN and inf (finite coordinates are metres)
+    assert got.rows.outside_domain == (key < 0).sum() - 2 and got.rows.in_domain > 0

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..spec import DomainSpec
+from .crs import WGS84, Crs
 from .graph_files import load_public_graph
 from .keys import RangeBins
 from .mapping import GraphMapper
@@ -106,8 +107,10 @@ def _time_labels(bins: RangeBins) -> np.ndarray:
     )
 
 
-def resolve_axis(part: DomainSpec, name: str) -> Axis:
-    """The axis of the domain part ``part``, its output column named ``name``."""
+def resolve_axis(part: DomainSpec, name: str, records: Crs = WGS84) -> Axis:
+    """The axis of the domain part ``part``, its output column named ``name``; a graph's or
+    regions' records are matched in ``records`` (the ``[source] crs``: the public map is
+    transformed into it here, once — :mod:`.crs`)."""
     if part.kind == "values":
         values = part.values
         if part.values_from is not None:
@@ -125,16 +128,18 @@ def resolve_axis(part: DomainSpec, name: str) -> Axis:
         edges = np.stack([np.arange(n - 1), np.arange(1, n)], axis=1) if n >= 2 else None
         return Axis(part, name, n, labels, edges=edges)
     if part.kind == "regions":
-        return _regions_axis(part, name)
+        return _regions_axis(part, name, records)
     graph = load_public_graph(part)
+    node_y, node_x = graph.nodes_in(records)
     mapper = GraphMapper(
-        graph.lat,
-        graph.lon,
+        node_y,
+        node_x,
         mapping=part.mapping,
         cutoff=part.effective_cutoff,
         bandwidth=part.bandwidth,
         neighbors=part.neighbors,
         bbox=part.bbox,
+        planar=None if records.geographic else records.metres_per_unit,
     )
     return Axis(
         part,
@@ -149,7 +154,7 @@ def resolve_axis(part: DomainSpec, name: str) -> Axis:
     )
 
 
-def _regions_axis(part: DomainSpec, name: str) -> Axis:
+def _regions_axis(part: DomainSpec, name: str, records: Crs = WGS84) -> Axis:
     """Regions: keys the features' ids, structure their adjacency (or an edge table)."""
     from .graph_files import edge_index, read_edge_pairs
     from .regions import RegionMapper, adjacency, load_public_regions
@@ -170,7 +175,11 @@ def _regions_axis(part: DomainSpec, name: str) -> Axis:
         regions.n,
         regions.ids,
         edges=edges,
-        mapper=RegionMapper(regions) if part.locates else None,
+        mapper=(
+            RegionMapper(regions, regions.geoms_in(records), records.geographic)
+            if part.locates
+            else None
+        ),
         source=f"{regions.name}; {how}",
         regions=regions,
     )

@@ -21,14 +21,23 @@ output.  An id is an integer when *every* id of the file is the canonical text o
 in the int64 range (``"42"``, ``"-7"``; not ``"007"`` or ``"4.0"``) or an integer column,
 else text; an edge names its nodes by the same text.
 
+**Coordinates** are WGS84 degrees unless ``[domain] crs`` (or a GraphML graph's ``crs``
+attribute, as OSMnx writes it) names another CRS (:mod:`.crs`, pyproj: the ``geo`` extra):
+then ``lat`` is the northing (y) and ``lon`` the easting (x) of that CRS, and the nodes are
+transformed to WGS84 degrees (the output's ``lat``/``lon``) and into the records' CRS (the
+matching), once, at plan time.  A node table or a GraphML file without a ``crs`` says nothing
+of its CRS: its coordinates are *assumed* to be degrees, with a
+:class:`~dpgauss.errors.CrsWarning`.
+
 **Refused, before any record is read** (one ``ValueError`` naming the file): a file that does
 not exist or cannot be parsed, a missing column or attribute, a duplicate or empty node id, a
-node without coordinates or with coordinates that are not finite degrees
-(``lat ∈ [−90, 90]``, ``lon ∈ [−180, 180]``), an edge to an unknown node, a graph without
-nodes; for GraphML also a file with no ``<graph>`` element, with more than one, or with a
-``<graph>`` nested in a node or an edge (only one graph is read, never the first of several
-silently), with or without the GraphML namespace (comments are not elements).  Disconnected
-graphs and isolated nodes are allowed: every node is a key.
+node without coordinates or with coordinates that are not finite degrees (``lat ∈ [−90, 90]``,
+``lon ∈ [−180, 180]``; a map in another CRS needs ``[domain] crs``) or, in another CRS, not
+finite or without an image in degrees, an edge to an unknown node, a graph without nodes; for
+GraphML also a file with no ``<graph>`` element, with more than one, or with a ``<graph>``
+nested in a node or an edge (only one graph is read, never the first of several silently), with
+or without the GraphML namespace (comments are not elements). Disconnected graphs and isolated
+nodes are allowed: every node is a key.
 
 The graph is public: nothing here depends on the records.  Edge weights are not read (the
 graph denoisers are unweighted).
@@ -39,6 +48,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +57,8 @@ from typing import Any
 import numpy as np
 
 from ..._optional import require
+from ...errors import CrsWarning
+from .crs import WGS84, Crs, map_crs, same_crs, transform_xy
 
 __all__ = [
     "BUNDLED_GRAPHS",
@@ -69,7 +81,9 @@ class PublicGraph:
 
     ``edges`` is the ``(m, 2)`` int64 array of undirected edges ``(i, j)``, ``i < j``, without
     repeats, sorted; ``name`` says what the graph is without a local path (the bundled name,
-    or the kind of file and the SHA-256 of its bytes), for the report.
+    or the kind of file and the SHA-256 of its bytes), for the report.  ``crs`` is the
+    file's CRS, ``x``/``y`` the nodes in it (None when it is WGS84: ``lon``/``lat``), and
+    ``assumed`` says that nothing named the CRS (degrees by the rule of :mod:`.crs`).
     """
 
     ids: np.ndarray
@@ -77,6 +91,33 @@ class PublicGraph:
     lon: np.ndarray
     edges: np.ndarray
     name: str
+    crs: Crs = WGS84
+    x: np.ndarray | None = None
+    y: np.ndarray | None = None
+    assumed: bool = False
+
+    def nodes_in(self, crs: Crs, where: str = "source") -> tuple[np.ndarray, np.ndarray]:
+        """``(y, x)`` of the nodes in ``crs`` (the records': latitude and longitude for a
+        geographic one), transformed once; refused (naming ``[where] crs``) if a node has
+        no image there."""
+        if crs.wgs84:
+            return self.lat, self.lon
+        x = self.lon if self.x is None else self.x
+        y = self.lat if self.y is None else self.y
+        if same_crs(self.crs, crs):
+            return y, x
+        tx, ty = transform_xy(self.crs, crs, x, y)
+        bad = ~(np.isfinite(tx) & np.isfinite(ty))
+        if crs.geographic:
+            with np.errstate(invalid="ignore"):
+                bad |= ~((np.abs(ty) <= 90) & (np.abs(tx) <= 180))
+        if bad.any():
+            i = int(np.flatnonzero(bad)[0])
+            raise ValueError(
+                f"node {_show(self.ids.tolist()[i])} of the {self.name} cannot be expressed in "
+                f"[{where}] crs = {crs.text!r} ({int(bad.sum())} of {self.n} nodes cannot)"
+            )
+        return ty, tx
 
     @property
     def n(self) -> int:
@@ -151,6 +192,7 @@ def _ids(texts: list[str]) -> np.ndarray:
 
 
 def _coordinate(path: str, node: str, name: str, value: object, limit: float) -> float:
+    """A node's coordinate, finite and in ``[−limit, limit]`` (``inf``: any finite number)."""
     if value is None or isinstance(value, bool):
         raise _fail(path, f"node {_show(node)} has no {name}")
     try:
@@ -159,10 +201,13 @@ def _coordinate(path: str, node: str, name: str, value: object, limit: float) ->
         raise _fail(
             path, f"node {_show(node)} has the {name} {_show(value)}, not a number"
         ) from None
-    if not (math.isfinite(x) and -limit <= x <= limit):
+    if not math.isfinite(x):
+        raise _fail(path, f"node {_show(node)} has the {name} {_show(value)}, not finite")
+    if not -limit <= x <= limit:
         raise _fail(
             path,
-            f"node {_show(node)} has the {name} {_show(value)}; degrees in [-{limit:g}, {limit:g}]",
+            f"node {_show(node)} has the {name} {_show(value)}; degrees in [-{limit:g}, {limit:g}] "
+            "(a map in another CRS needs [domain] crs = 'EPSG:…')",
         )
     return x
 
@@ -175,6 +220,8 @@ def _build(
     pairs: Sequence[tuple[str, str]],
     names: tuple[str, str],
     name: str,
+    crs: Crs = WGS84,
+    assumed: bool = False,
 ) -> PublicGraph:
     if not texts:
         raise _fail(path, "the graph has no nodes")
@@ -183,12 +230,19 @@ def _build(
         if t in index:
             raise _fail(path, f"the node id {_show(t)} appears twice")
         index[t] = i
+    lim = (90.0, 180.0) if crs.wgs84 else (math.inf, math.inf)
     la = np.array(
-        [_coordinate(path, t, names[0], v, 90.0) for t, v in zip(texts, lat, strict=True)]
+        [_coordinate(path, t, names[0], v, lim[0]) for t, v in zip(texts, lat, strict=True)]
     )
     lo = np.array(
-        [_coordinate(path, t, names[1], v, 180.0) for t, v in zip(texts, lon, strict=True)]
+        [_coordinate(path, t, names[1], v, lim[1]) for t, v in zip(texts, lon, strict=True)]
     )
+    native: tuple[np.ndarray, np.ndarray] | None = None
+    if not crs.wgs84:
+        native = (lo, la)
+        name = f"{name}, {crs.text}"
+        graph = PublicGraph(_ids(texts), la, lo, np.empty((0, 2), np.int64), name, crs, lo, la)
+        la, lo = _wgs84_or_fail(path, graph)
     ends = np.empty((len(pairs), 2), dtype=np.int64)
     for e, (a, b) in enumerate(pairs):
         for j, t in enumerate((a, b)):
@@ -200,7 +254,26 @@ def _build(
             ends[e, j] = k
     ends = ends[ends[:, 0] != ends[:, 1]]  # self-loops dropped
     ends = np.unique(np.sort(ends, axis=1), axis=0).reshape(-1, 2)
-    return PublicGraph(_ids(texts), la, lo, ends.astype(np.int64), name)
+    x, y = native if native is not None else (None, None)
+    return PublicGraph(_ids(texts), la, lo, ends.astype(np.int64), name, crs, x, y, assumed)
+
+
+def _wgs84_or_fail(path: str, graph: PublicGraph) -> tuple[np.ndarray, np.ndarray]:
+    """``(lat, lon)`` of the nodes in WGS84 degrees, refused (naming the file and its CRS)
+    when a node has no image there."""
+    assert graph.x is not None and graph.y is not None
+    lon, lat = transform_xy(graph.crs, WGS84, graph.x, graph.y)
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.isfinite(lat) & np.isfinite(lon) & (np.abs(lat) <= 90) & (np.abs(lon) <= 180))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise _fail(
+            path,
+            f"node {_show(graph.ids.tolist()[i])} at ({graph.x[i]!r}, {graph.y[i]!r}) in "
+            f"{graph.crs.text!r} has no image in WGS84 degrees ({int(bad.sum())} of {graph.n} "
+            "nodes have none; is [domain] crs right?)",
+        )
+    return lat, lon
 
 
 _GRAPHML_NS = "{http://graphml.graphdrawing.org/xmlns}"
@@ -215,8 +288,16 @@ def _graphml_tag(tag: object) -> str | None:
     return None if tag.startswith("{") else tag
 
 
-def read_graphml(path: str | Path, *, lat: str = "y", lon: str = "x") -> PublicGraph:
-    """The graph of a GraphML file, coordinates in the node attributes ``lat`` and ``lon``.
+def read_graphml(
+    path: str | Path,
+    *,
+    lat: str = "y",
+    lon: str = "x",
+    crs: str | None = None,
+    where: str = "domain",
+) -> PublicGraph:
+    """The graph of a GraphML file, coordinates in the node attributes ``lat`` and ``lon``,
+    in ``crs`` (``[where] crs``), else in the graph's ``crs`` attribute, else assumed WGS84.
 
     Directed graphs and multigraphs are read as undirected simple graphs (module docstring).
     A node declared twice, which ``networkx`` would merge silently, is refused, and so is a
@@ -288,6 +369,10 @@ def read_graphml(path: str | Path, *, lat: str = "y", lon: str = "x") -> PublicG
         )
     text_of = dict(zip((n for n, _ in nodes), texts, strict=True))
     pairs = [(text_of[a], text_of[b]) for a, b in g.edges()]
+    own = g.graph.get("crs")
+    if own is not None and not isinstance(own, str):
+        raise _fail(p, f"its graph attribute crs is {_show(own)}, not text")
+    the_crs, assumed = map_crs(crs, own, p, where)
     return _build(
         p,
         texts,
@@ -296,6 +381,8 @@ def read_graphml(path: str | Path, *, lat: str = "y", lon: str = "x") -> PublicG
         pairs,
         (lat, lon),
         f"GraphML file, sha256 {_digest(p)}",
+        the_crs,
+        assumed,
     )
 
 
@@ -373,8 +460,11 @@ def read_graph_tables(
     *,
     node_columns: Mapping[str, str] | None = None,
     edge_columns: Mapping[str, str] | None = None,
+    crs: str | None = None,
+    where: str = "domain",
 ) -> PublicGraph:
-    """The graph of a node table and an optional edge table (CSV or Parquet; module doc)."""
+    """The graph of a node table and an optional edge table (CSV or Parquet; module doc),
+    coordinates in ``crs`` (``[where] crs``), else assumed WGS84."""
     nc = {"id": "id", "lat": "lat", "lon": "lon", **(node_columns or {})}
     ec = {"u": "u", "v": "v", **(edge_columns or {})}
     np_ = str(nodes)
@@ -388,26 +478,59 @@ def read_graph_tables(
     files = [np_] + ([str(edges)] if edges is not None else [])
     what = "node and edge tables" if edges is not None else "node table"
     digests = ", ".join(_digest(f) for f in files)
-    return _build(np_, texts, lat, lon, pairs, (nc["lat"], nc["lon"]), f"{what}, sha256 {digests}")
+    the_crs, assumed = map_crs(crs, None, np_, where)
+    return _build(
+        np_,
+        texts,
+        lat,
+        lon,
+        pairs,
+        (nc["lat"], nc["lon"]),
+        f"{what}, sha256 {digests}",
+        the_crs,
+        assumed,
+    )
+
+
+def _assumed(graph: PublicGraph, path: str, where: str) -> PublicGraph:
+    """``graph``, with a :class:`~dpgauss.errors.CrsWarning` if its CRS was assumed."""
+    if graph.assumed:
+        warnings.warn(
+            f"{path}: the graph's coordinates are read as WGS84 longitude/latitude in degrees "
+            f"because nothing says which CRS they are in; set [{where}] crs = 'EPSG:4326' to "
+            "say so, or the CRS they are in (e.g. 'EPSG:32618')",
+            CrsWarning,
+            stacklevel=3,
+        )
+    return graph
 
 
 def load_public_graph(domain: Any) -> PublicGraph:
-    """The public graph of a ``kind = "graph"`` :class:`~dpgauss.release.spec.DomainSpec`."""
+    """The public graph of a ``kind = "graph"`` :class:`~dpgauss.release.spec.DomainSpec`
+    (a :class:`~dpgauss.errors.CrsWarning` when its CRS is assumed)."""
     cols = dict(domain.node_columns or {})
+    crs, where = getattr(domain, "crs", None), getattr(domain, "where", "domain")
     if domain.nodes is not None:
-        return read_graph_tables(
-            domain.nodes, domain.edges, node_columns=cols, edge_columns=domain.edge_columns
+        g = read_graph_tables(
+            domain.nodes,
+            domain.edges,
+            node_columns=cols,
+            edge_columns=domain.edge_columns,
+            crs=crs,
+            where=where,
         )
+        return _assumed(g, str(domain.nodes), where)
     name = str(domain.graph)
     if name in BUNDLED_GRAPHS:
         from ...datasets import load_manhattan_graph
 
-        g = load_manhattan_graph(prune_dead_ends=name == "manhattan-pruned")
+        road = load_manhattan_graph(prune_dead_ends=name == "manhattan-pruned")
         return PublicGraph(
-            np.arange(g.n, dtype=np.int64),
-            np.asarray(g.lat),
-            np.asarray(g.lon),
-            np.asarray(g.edges, dtype=np.int64),
+            np.arange(road.n, dtype=np.int64),
+            np.asarray(road.lat),
+            np.asarray(road.lon),
+            np.asarray(road.edges, dtype=np.int64),
             name,
         )
-    return read_graphml(name, lat=cols.get("lat", "y"), lon=cols.get("lon", "x"))
+    g = read_graphml(name, lat=cols.get("lat", "y"), lon=cols.get("lon", "x"), crs=crs, where=where)
+    return _assumed(g, name, where)

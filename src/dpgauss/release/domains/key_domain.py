@@ -43,6 +43,7 @@ import numpy as np
 
 from ..spec import DomainSpec, ReleaseSpec
 from .axes import Axis, product_edges, resolve_axis
+from .crs import WGS84, parse_crs
 from .keys import MAX_KEYS
 from .mapping import GraphMapper
 
@@ -107,10 +108,22 @@ class KeyDomain:
 
     def key_columns(self) -> dict[str, np.ndarray]:
         """The output's key columns, first in the table: ``key`` for a one-axis domain, else
-        one column per axis, named after it (a grid: ``y``'s column, then ``x``'s)."""
+        one column per axis, named after it (a grid: ``y``'s column, then ``x``'s).  A
+        regions axis with ``name_property`` is followed by its regions' names (public, from
+        the map): ``name`` for a one-axis domain, else ``<axis>_name``."""
         if len(self.axes) <= 1:
-            return {"key": self.labels}
-        return {a.name: a.labels[i] for a, i in zip(self.axes, self._indices(), strict=True)}
+            out = {"key": self.labels}
+            names = _names(self.axes[0]) if self.axes else None
+            if names is not None:
+                out["name"] = names
+            return out
+        cols: dict[str, np.ndarray] = {}
+        for a, i in zip(self.axes, self._indices(), strict=True):
+            cols[a.name] = a.labels[i]
+            names = _names(a)
+            if names is not None:
+                cols[f"{a.name}_name"] = names[i]
+        return cols
 
     def place_columns(self) -> dict[str, np.ndarray]:
         """``lat``, ``lon`` of each key's graph node (the last columns), if the domain has a
@@ -125,6 +138,12 @@ class KeyDomain:
         return {}
 
 
+def _names(axis: Axis) -> np.ndarray | None:
+    """A regions axis's ``name_property`` values, one per key (None: no names)."""
+    regions = axis.regions
+    return None if regions is None else regions.names
+
+
 def resolve_domain(spec: ReleaseSpec) -> KeyDomain:
     """The public domain of ``spec``: its keys, their labels and its public structure.
 
@@ -132,7 +151,10 @@ def resolve_domain(spec: ReleaseSpec) -> KeyDomain:
     """
     d = spec.domain
     names = [part.output_name if len(d.axes) > 1 else "key" for part in d.axes]
-    axes = tuple(resolve_axis(part, name) for part, name in zip(d.axes, names, strict=True))
+    records = WGS84 if spec.source.crs is None else parse_crs(spec.source.crs, "[source] crs")
+    axes = tuple(
+        resolve_axis(part, name, records) for part, name in zip(d.axes, names, strict=True)
+    )
     for a in axes:  # every key is written after the charge: it must be writable text
         if a.labels.dtype == object:
             for v in a.labels.tolist():

@@ -116,8 +116,6 @@ def _dyadic(q: Fraction) -> tuple[int, int]:
     return num >> tz, e + tz
 
 
-
-
 def _ceil(q: Fraction) -> int:
     return -((-q.numerator) // q.denominator)
 
@@ -523,7 +521,8 @@ def value_tables(values: tuple[Any, ...], scale: int | None = None) -> dict[str,
 def key_array(keys: list[Any]) -> Any:
     """The keys (labels) as one Arrow column that holds each exactly.
 
-    Strings → ``string``; integers → ``int64``, else ``uint64``, else ``decimal128(38, 0)``,
+    Strings → ``string`` (nulls among them too: the regions' names, ``name_property``);
+    integers → ``int64``, else ``uint64``, else ``decimal128(38, 0)``,
     else their decimal text; numbers mixing integers and floats → ``float64`` when every
     integer is exactly a double, else the text of each (``repr`` of a float, the digits of an
     integer).  (``pyarrow.array`` alone raises for integers beyond int64 and for integers a
@@ -531,7 +530,7 @@ def key_array(keys: list[Any]) -> Any:
     """
     import pyarrow as pa
 
-    if all(isinstance(k, str) for k in keys):
+    if all(isinstance(k, str) or k is None for k in keys):
         return pa.array(keys, pa.string())
     ints = [int(k) for k in keys if isinstance(k, numbers.Integral)]
     if len(ints) == len(keys):

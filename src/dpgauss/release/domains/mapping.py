@@ -24,6 +24,11 @@ answer, never the rule that a record maps to exactly one node.)
 
 Coordinates are *valid* when both are finite, ``lat ∈ [−90, 90]``, ``lon ∈ [−180, 180]`` and,
 if a bounding box is given, inside it (closed); invalid coordinates map to nothing.
+
+**Planar** (``planar = metres per unit``: records in a projected CRS, :mod:`.crs`).  ``lat``
+is then the northing (y) and ``lon`` the easting (x), both in the CRS's unit; the nodes are
+in the same CRS (the public graph transformed once, at plan time), distances are Euclidean
+in the plane, in metres (``unit × planar``), and coordinates are valid when both are finite.
 """
 
 from __future__ import annotations
@@ -63,6 +68,7 @@ class GraphMapper:
     bandwidth : metres > 0, the kernel's standard deviation (``kde`` only).
     neighbors : the number of nearest nodes a ``kde`` record is spread over (≥ 1).
     bbox : optional ``(lat_min, lat_max, lon_min, lon_max)``; points outside are invalid.
+    planar : metres per unit of a projected CRS (module docstring), or None for degrees.
     """
 
     node_lat: np.ndarray
@@ -72,6 +78,7 @@ class GraphMapper:
     bandwidth: float | None = None
     neighbors: int = 8
     bbox: tuple[float, float, float, float] | None = None
+    planar: float | None = None
     _tree: Any = field(init=False, repr=False)
     _chord: float = field(init=False, repr=False)
 
@@ -97,6 +104,18 @@ class GraphMapper:
                 raise ValueError(f"neighbors must be >= 1; got {self.neighbors!r}")
         from scipy.spatial import cKDTree
 
+        if self.planar is not None:
+            if not (
+                isinstance(self.planar, int | float)
+                and math.isfinite(self.planar)
+                and self.planar > 0
+            ):
+                raise ValueError(f"planar must be metres per unit > 0; got {self.planar!r}")
+            if self.bbox is not None:
+                raise ValueError("bbox (degrees) does not apply to planar coordinates")
+            self._chord = float(self.cutoff)
+            self._tree = cKDTree(self._project(self.node_lat, self.node_lon))
+            return
         # The cutoff as a chord (a cutoff of half the circumference or more admits every node).
         half = min(float(self.cutoff) / (2.0 * EARTH_RADIUS_M), math.pi / 2)
         self._chord = 2.0 * EARTH_RADIUS_M * math.sin(half)
@@ -114,9 +133,17 @@ class GraphMapper:
         """Number of nodes."""
         return int(self.node_lat.size)
 
-    @staticmethod
-    def _project(lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
-        """Points on the sphere of radius R (metres), one row per point."""
+    @property
+    def degrees(self) -> bool:
+        """Whether coordinates are degrees (else planar: :attr:`planar` metres per unit)."""
+        return self.planar is None
+
+    def _project(self, lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
+        """Points on the sphere of radius R (metres), one row per point; in the plane
+        (metres), ``(x, y)``, for planar coordinates."""
+        if self.planar is not None:
+            f = float(self.planar)
+            return np.stack([lon * f, lat * f], axis=-1)
         phi, lam = np.radians(lat), np.radians(lon)
         c = np.cos(phi)
         return EARTH_RADIUS_M * np.stack([c * np.cos(lam), c * np.sin(lam), np.sin(phi)], axis=-1)
@@ -131,8 +158,11 @@ class GraphMapper:
     def valid(self, lat: object, lon: object) -> np.ndarray:
         """Which points have valid coordinates (module docstring)."""
         la, lo = _coords(lat, "lat"), _coords(lon, "lon")
-        with np.errstate(invalid="ignore"):
+        with np.errstate(invalid="ignore", over="ignore"):
             ok = np.isfinite(la) & np.isfinite(lo)
+            if self.planar is not None:  # and finite in metres (a huge number × the unit)
+                f = float(self.planar)
+                return ok & (np.abs(la) * f < math.inf) & (np.abs(lo) * f < math.inf)
             ok &= (la >= -90.0) & (la <= 90.0) & (lo >= -180.0) & (lo <= 180.0)
             if self.bbox is not None:
                 a, b, c, d = self.bbox
@@ -179,7 +209,8 @@ class GraphMapper:
             dist[ok] = np.reshape(d, (-1, k))
             idx[ok] = np.reshape(i, (-1, k))
         has = np.isfinite(dist)
-        dist = np.where(has, self.arc(np.where(has, dist, 0.0)), np.inf)
+        if self.planar is None:  # chords to great-circle metres (planar: already metres)
+            dist = np.where(has, self.arc(np.where(has, dist, 0.0)), np.inf)
         h2 = 2.0 * float(self.bandwidth) ** 2  # type: ignore[arg-type]
         d0 = np.where(has[:, :1], dist[:, :1], 0.0)  # the nearest node's distance
         with np.errstate(invalid="ignore"):

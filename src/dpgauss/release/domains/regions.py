@@ -6,12 +6,17 @@ placed by their coordinates (``lat``, ``lon``: point in polygon) or by a column 
 holds the region id (``column``: an exact match, as a ``values`` domain).  The structure is the
 adjacency graph of the regions, which the graph denoisers use; a choropleth is drawn.
 
-**Reading** (Shapely 2, the ``regions`` extra; :func:`read_geojson`).  Features with a
+**Reading** (Shapely 2, the ``regions`` extra; :func:`read_geojson`). Features with a
 ``Polygon`` or ``MultiPolygon`` geometry (holes respected), coordinates ``[lon, lat]`` in
-degrees.  Refused, before any record is read, in one line naming the file: a file that is not
-JSON or not a ``FeatureCollection``, no features, a feature without a polygonal geometry, a
-missing, empty or duplicate id, coordinates that are not finite degrees, a polygon that is not
-valid (a self-intersecting ring, a hole outside its shell, …: Shapely's reason is quoted).
+degrees — or ``[x, y]`` in the CRS that ``[domain] crs`` or the file's legacy ``crs`` member
+names (:mod:`.crs`: pyproj, the ``geo`` extra), the polygons then transformed vertex by vertex
+to WGS84 degrees (for the plot) and into the records' CRS (for point in polygon), once, at plan
+time. ``name_property``: the feature property written as each region's ``name`` column (text,
+an integer or null). Refused, before any record is read, in one line naming the file: a file
+that is not JSON or not a ``FeatureCollection``, no features, a feature without a polygonal
+geometry, a missing, empty or duplicate id, coordinates that are not finite degrees, a polygon
+that is not valid (a self-intersecting ring, a hole outside its shell, …: Shapely's reason is
+quoted).
 
 **Point in polygon** (:class:`RegionMapper`).  A point belongs to the regions whose *closed*
 polygon contains it (boundary included); a point on a border shared by several regions goes
@@ -39,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from ..._optional import require
+from .crs import WGS84, Crs, geojson_crs, map_crs, same_crs, transform_xy
 from .graph_files import _digest, _fail, _show, check_text
 
 __all__ = [
@@ -62,11 +68,27 @@ def _shapely() -> Any:
 @dataclass(frozen=True, eq=False)
 class PublicRegions:
     """Public regions: region ``i`` has id ``ids[i]`` and polygon ``geoms[i]`` (a Shapely
-    geometry, lon/lat degrees); ``name`` says what they are without a local path."""
+    geometry, WGS84 lon/lat degrees); ``name`` says what they are without a local path.
+
+    ``crs`` is the file's CRS and ``native`` the polygons in it (None when it is WGS84);
+    ``names`` the ``name_property`` of each region (None without one)."""
 
     ids: np.ndarray
     geoms: np.ndarray
     name: str
+    crs: Crs = WGS84
+    native: np.ndarray | None = None
+    names: np.ndarray | None = None
+
+    def geoms_in(self, crs: Crs, where: str = "source") -> np.ndarray:
+        """The polygons in ``crs`` (the records'): the file's own when it is that CRS, else
+        transformed vertex by vertex; refused (naming ``[where] crs``) if one cannot be."""
+        if crs.wgs84:
+            return self.geoms
+        native = self.geoms if self.native is None else self.native
+        if same_crs(self.crs, crs):
+            return native
+        return _transform(native, self.crs, crs, self.ids, f"[{where}] crs = {crs.text!r}")
 
     @property
     def n(self) -> int:
@@ -74,8 +96,37 @@ class PublicRegions:
         return int(self.geoms.size)
 
 
-def _check_coords(path: str, rid: str, coords: Any, depth: int) -> None:
-    """Every position ``[lon, lat]`` finite and in range (``depth`` nesting levels above)."""
+def _transform(geoms: np.ndarray, src: Crs, dst: Crs, ids: np.ndarray, what: str) -> np.ndarray:
+    """Each polygon's vertices from ``src`` to ``dst``; refused when a vertex cannot be
+    transformed or a polygon becomes invalid (``what`` names the target)."""
+    shapely = _shapely()
+
+    def fn(xy: np.ndarray) -> np.ndarray:
+        x, y = transform_xy(src, dst, xy[:, 0], xy[:, 1])
+        return np.column_stack([x, y])
+
+    out = shapely.transform(geoms, fn)
+    for rid, g in zip(ids.tolist(), out, strict=True):
+        xy = shapely.get_coordinates(g)
+        ok = bool(np.all(np.isfinite(xy)))
+        if ok and dst.geographic:
+            ok = bool(np.all(np.abs(xy[:, 0]) <= 180) and np.all(np.abs(xy[:, 1]) <= 90))
+        if not ok:
+            raise ValueError(
+                f"region {_show(rid)}: its polygon in {src.words()} cannot be expressed in "
+                f"{what} (a vertex has no image there)"
+            )
+        if not shapely.is_valid(g):
+            raise ValueError(
+                f"region {_show(rid)}: its polygon in {src.words()} is not valid in {what} "
+                f"({shapely.is_valid_reason(g)})"
+            )
+    return np.asarray(out, dtype=object)
+
+
+def _check_coords(path: str, rid: str, coords: Any, depth: int, degrees: bool = True) -> None:
+    """Every position ``[lon, lat]`` finite and in range (``depth`` nesting levels above);
+    ``[x, y]`` finite when the file is not in degrees."""
     stack = [(coords, depth)]
     while stack:
         c, d = stack.pop()
@@ -90,6 +141,10 @@ def _check_coords(path: str, rid: str, coords: Any, depth: int) -> None:
                 lon, lat = float(c[0]), float(c[1])
             except OverflowError:
                 lon = lat = math.inf
+            if not degrees:
+                if not (math.isfinite(lon) and math.isfinite(lat)):
+                    raise _fail(path, f"feature {rid}: the position {_show(c)} is not finite")
+                continue
             if not (
                 math.isfinite(lon)
                 and math.isfinite(lat)
@@ -99,14 +154,24 @@ def _check_coords(path: str, rid: str, coords: Any, depth: int) -> None:
                 raise _fail(
                     path,
                     f"feature {rid}: the position {_show(c)} is not [lon, lat] in degrees "
-                    "(lon in [-180, 180], lat in [-90, 90])",
+                    "(lon in [-180, 180], lat in [-90, 90]); a layer in another CRS needs "
+                    "[domain] crs = 'EPSG:…' (or a crs member in the file)",
                 )
             continue
         stack.extend((x, d - 1) for x in c)
 
 
-def read_geojson(path: str | Path, id_property: str = "id") -> PublicRegions:
-    """The regions of a GeoJSON FeatureCollection, ids from ``id_property`` (module docstring)."""
+def read_geojson(
+    path: str | Path,
+    id_property: str = "id",
+    *,
+    crs: str | None = None,
+    name_property: str | None = None,
+    where: str = "domain",
+) -> PublicRegions:
+    """The regions of a GeoJSON FeatureCollection, ids from ``id_property``, in ``crs`` (the
+    ``[where] crs``; else the file's ``crs`` member; else WGS84), names from
+    ``name_property`` (module docstring)."""
     shapely = _shapely()
     from shapely.geometry import shape
 
@@ -127,6 +192,9 @@ def read_geojson(path: str | Path, id_property: str = "id") -> PublicRegions:
     features = data.get("features")
     if not isinstance(features, list) or not features:
         raise _fail(p, "the FeatureCollection has no features")
+    own = geojson_crs(p, data["crs"]) if "crs" in data else None
+    the_crs, _ = map_crs(crs, own, p, where)  # assumed: WGS84, as RFC 7946 says
+    names: list[str | None] = []
     ids: list[Any] = []
     geoms = []
     seen: set[Any] = set()
@@ -154,7 +222,11 @@ def read_geojson(path: str | Path, id_property: str = "id") -> PublicRegions:
                 "or MultiPolygon",
             )
         assert isinstance(geom, dict)  # it has a geometry type
-        _check_coords(p, _show(rid), geom.get("coordinates"), 2 if kind == "Polygon" else 3)
+        _check_coords(
+            p, _show(rid), geom.get("coordinates"), 2 if kind == "Polygon" else 3, the_crs.wgs84
+        )
+        if name_property is not None:
+            names.append(_name_of(p, rid, props, name_property))
         try:
             g = shape(geom)
         except Exception as exc:  # shapely raises several types for malformed rings
@@ -181,8 +253,39 @@ def read_geojson(path: str | Path, id_property: str = "id") -> PublicRegions:
         if all(isinstance(v, int) for v in keys)
         else np.asarray(keys, dtype=object)
     )
+    if name_property is not None and all(v is None for v in names):
+        raise _fail(
+            p,
+            f"no feature has the property {name_property!r} (name_property: the property "
+            "holding each region's name)",
+        )
+    native = np.asarray(geoms, dtype=object)
+    name = f"GeoJSON file, sha256 {_digest(p)}"
+    names_arr = np.asarray(names, dtype=object) if name_property is not None else None
+    if the_crs.wgs84:
+        return PublicRegions(id_arr, native, name, names=names_arr)
+    try:
+        wgs = _transform(native, the_crs, WGS84, id_arr, "WGS84 degrees")
+    except ValueError as exc:
+        raise _fail(p, f"{exc} ([{where}] crs = {the_crs.text!r})") from None
     return PublicRegions(
-        id_arr, np.asarray(geoms, dtype=object), f"GeoJSON file, sha256 {_digest(p)}"
+        id_arr, wgs, f"{name}, {the_crs.text}", crs=the_crs, native=native, names=names_arr
+    )
+
+
+def _name_of(path: str, rid: Any, props: Any, key: str) -> str | None:
+    """A feature's ``name_property``: text, an integer (as text) or null."""
+    v = props.get(key) if isinstance(props, dict) else None
+    if v is None:
+        return None
+    if isinstance(v, str):
+        return check_text(path, f"feature {_show(rid)} has the name", v)
+    if isinstance(v, int) and not isinstance(v, bool):
+        return str(v)
+    raise _fail(
+        path,
+        f"feature {_show(rid)} has the {key!r} {_show(v)}; a name (name_property) is text, "
+        "an integer or null",
     )
 
 
@@ -192,9 +295,15 @@ def load_public_regions(domain: Any) -> PublicRegions:
     if name in BUNDLED_REGIONS:
         from ...datasets.neighbourhoods import nyc_neighbourhoods_path
 
-        r = read_geojson(nyc_neighbourhoods_path(), "id")
-        return PublicRegions(r.ids, r.geoms, name)
-    return read_geojson(name, domain.id_property)
+        r = read_geojson(nyc_neighbourhoods_path(), "id", name_property=domain.name_property)
+        return PublicRegions(r.ids, r.geoms, name, names=r.names)
+    return read_geojson(
+        name,
+        domain.id_property,
+        crs=domain.crs,
+        name_property=domain.name_property,
+        where=domain.where,
+    )
 
 
 def adjacency(regions: PublicRegions, rule: str) -> np.ndarray | None:
@@ -223,6 +332,10 @@ def adjacency(regions: PublicRegions, rule: str) -> np.ndarray | None:
 class RegionMapper:
     """Point in polygon over public regions (module docstring: the border rule).
 
+    ``geoms`` are the polygons in the records' CRS (default: the regions' own, WGS84
+    degrees); ``degrees = False`` for a projected CRS (``lat`` the northing, ``lon`` the
+    easting; valid when finite).
+
     The points are sorted by longitude once; each region, in file order, takes the slice of
     points inside its bounding box (two binary searches and a latitude test) and asks
     Shapely's vectorised ``intersects_xy`` on its prepared polygon about the points no earlier
@@ -230,25 +343,31 @@ class RegionMapper:
     """
 
     regions: PublicRegions
+    geoms: np.ndarray | None = None
+    degrees: bool = True
     mapping: str = field(default="nearest", init=False)  # a record maps to one key
     _bounds: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         shapely = _shapely()
-        shapely.prepare(self.regions.geoms)
-        self._bounds = shapely.bounds(self.regions.geoms)
+        if self.geoms is None:
+            self.geoms = self.regions.geoms
+        shapely.prepare(self.geoms)
+        self._bounds = shapely.bounds(self.geoms)
 
     @property
     def n(self) -> int:
         return self.regions.n
 
-    @staticmethod
-    def valid(lat: object, lon: object) -> np.ndarray:
-        """Finite coordinates in [−90, 90] × [−180, 180]."""
+    def valid(self, lat: object, lon: object) -> np.ndarray:
+        """Finite coordinates, in [−90, 90] × [−180, 180] for degrees."""
         la = np.asarray(lat, dtype=np.float64).reshape(-1)
         lo = np.asarray(lon, dtype=np.float64).reshape(-1)
         with np.errstate(invalid="ignore"):
-            return np.isfinite(la) & np.isfinite(lo) & (np.abs(la) <= 90.0) & (np.abs(lo) <= 180.0)
+            ok = np.isfinite(la) & np.isfinite(lo)
+            if not self.degrees:
+                return ok
+            return ok & (np.abs(la) <= 90.0) & (np.abs(lo) <= 180.0)
 
     def locate(self, lat: object, lon: object) -> np.ndarray:
         """The region index of each point (int64), −1 if in none or invalid; a point on a
@@ -263,7 +382,8 @@ class RegionMapper:
             return out
         order = ok[np.argsort(lo[ok], kind="stable")]
         xs, ys = lo[order], la[order]
-        geoms = self.regions.geoms
+        geoms = self.geoms
+        assert geoms is not None  # set in __post_init__
         for i, (x0, y0, x1, y1) in enumerate(self._bounds):
             start = int(np.searchsorted(xs, x0, side="left"))
             stop = int(np.searchsorted(xs, x1, side="right"))

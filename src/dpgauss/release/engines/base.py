@@ -84,9 +84,6 @@ DROPPED = -100  # the group of in-domain rows removed by the bounds
 INT_LIMIT = 10**38
 
 
-
-
-
 #: The one message of a failed aggregation: fixed, so that it says nothing about the data.
 AGGREGATION_FAILED = (
     "the engine could not read or aggregate the source (an unreadable file, or a value its "

@@ -207,10 +207,10 @@ class RecordExpressions:
         if d.locates:
             la, lo = f"la{x}", f"lo{x}"
             parsed = {la: self._double(str(d.lat)), lo: self._double(str(d.lon))}
-            bad = (
-                f"({la} IS NULL OR {lo} IS NULL OR {sql.not_finite(la)} OR {sql.not_finite(lo)} "
-                f"OR NOT ({la} BETWEEN -90 AND 90 AND {lo} BETWEEN -180 AND 180)"
-            )
+            bad = f"({la} IS NULL OR {lo} IS NULL OR {sql.not_finite(la)} OR {sql.not_finite(lo)}"
+            # Degrees are in range; planar coordinates (a projected [source] crs) are finite.
+            if getattr(self.plan.domain.axes[i].mapper, "degrees", True):
+                bad += f" OR NOT ({la} BETWEEN -90 AND 90 AND {lo} BETWEEN -180 AND 180)"
             if d.bbox is not None:
                 la0, la1, lo0, lo1 = (
                     sql.bind(self.params, f"dp_{n}{x}", v)

@@ -59,8 +59,20 @@ def test_the_release_is_noisy_around_the_truth_and_denoising_helps(demo) -> None
 def test_the_denoised_intervals_contain_the_estimate_and_are_narrower(demo) -> None:
     cols = demo.release.columns
     lo, hi, den = cols["denoised_lower"], cols["denoised_upper"], cols["denoised"]
-    assert np.all(lo <= den) and np.all(den <= hi)
-    assert np.median(hi - lo) < 0.5 * np.median(cols["released_upper"] - cols["released_lower"])
+    # each contains the estimate or is the raw interval (the fallback, issue #26)
+    raw_lo, raw_hi = cols["released_lower"], cols["released_upper"]
+    tol = 1e-4 * cols["sigma"]  # the release's raw half-width is the mechanism's own
+    # counts: lower bounds clipped at 0 (θ ≥ 0 is public), the fallback's too
+    raw = np.isclose(lo, np.maximum(raw_lo, 0.0), rtol=0, atol=tol) & np.isclose(
+        hi, np.maximum(raw_hi, 0.0), rtol=0, atol=tol
+    )
+    assert np.all(lo >= 0.0)
+    assert np.all(((lo <= den) & (den <= hi)) | raw)
+    assert np.all(hi - lo <= (raw_hi - raw_lo) * (1 + 1e-12))
+    # every interval contains y ± 1.282σ (issue #26: coverage ≥ 0.8 at every key, hot spots
+    # included), so the median is 0.654 of the raw width on this draw (the fit's interval
+    # alone was 0.25 of it, and missed the busiest junctions)
+    assert np.median(hi - lo) < 0.7 * np.median(cols["released_upper"] - cols["released_lower"])
     covered = np.mean((lo <= demo.truth) & (demo.truth <= hi))
     assert covered > 0.85  # one draw; the coverage table is benchmarks/bench_coverage.py
 

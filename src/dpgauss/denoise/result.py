@@ -15,19 +15,18 @@ Error bars: per-key intervals and a bound on the total error
 
 A denoised release ``ŷ = f(y)`` of ``y = θ + N(0, diag σ²)`` is often far more accurate
 than ``y``, but its error ``ŷ − θ`` is neither centred nor the same at every key: an
-adaptive estimator is biased (it shrinks jumps, kills small values) and its variance is
-small where it pools many keys and large where it keeps a key alone.  The intervals here
-target **average coverage over keys** — the expected fraction of keys whose true value lies
-in its interval — as Wahba (1983) and Nychka (1988) showed Bayesian intervals for smoothing
-splines do; no method can promise coverage at every key of an adaptive fit without
-knowing where θ jumps.
+adaptive estimator is biased (it shrinks jumps and hot spots, kills small values) and its
+variance is small where it pools many keys and large where it keeps a key alone.  The
+intervals target coverage **at the keys a reader looks at** — the hot spots (the top decile
+of θ) and the keys next to a jump — as well as on average over keys, and are **never wider
+than the raw interval** ``y_i ± z σ_i``.
 
 Linear estimators (the identity, :func:`~dpgauss.denoise.posterior_mean`) carry their exact
 error scale: ``σ`` for the identity, the posterior standard deviation ``√(w²σ²/(w²+σ²))``
 for the posterior mean (exact coverage under its prior), and normal quantiles.
 
-Every other estimator is handled the same way, from its own output and the public σ only
-(post-processing, no privacy cost), by a **calibrated parametric bootstrap**:
+Every other estimator is handled the same way, from its own output, the released ``y``
+(:attr:`Denoised.observed`) and the public σ only (post-processing, no privacy cost):
 
 1. Draw ``B`` simulated releases ``y*_b = ŷ + N(0, diag σ²)`` around the estimate.
 2. Re-run the estimator with its tuning frozen (:attr:`Denoised.refit`: the λ, thresholds,
@@ -39,35 +38,58 @@ Every other estimator is handled the same way, from its own output and the publi
 3. The *level* comes from Stein's unbiased risk estimate ``R`` (unbiased for the total
    ``E‖ŷ − θ‖²`` because σ is public).  The bootstrap's total ``M = Σ m_i`` misses the bias
    that ``ŷ``, smoother than θ, cannot reproduce; the remainder is spread evenly over the
-   keys (where it lies is unknown), as in Nychka's analysis.  ``R`` is noisy — its standard
-   deviation ``sd(R)``, about ``σ²√(2d)``, often exceeds the whole error of a good denoiser —
-   so the remainder is taken one standard deviation up (:data:`GUARD`), ``sd(R)`` being the
-   spread of the replicates' own SURE ``R*_b`` (Efron 2004)::
+   keys, as in Nychka's analysis.  ``R`` is noisy — its standard deviation ``sd(R)``, about
+   ``σ²√(2d)``, often exceeds the whole error of a good denoiser — so the remainder is taken
+   one standard deviation up (:data:`GUARD`), ``sd(R)`` being the spread of the replicates'
+   own SURE ``R*_b`` (Efron 2004)::
 
        s_i² = max(m_i + max(R + GUARD · sd(R) − M, 0) / d,  GUARD · sd(R) / d),
-       interval  ŷ_i ± t_{B,(1+level)/2} · s_i,
+       fit interval  ŷ_i ± t_{B,(1+level)/2} · s_i,
 
-   the floor being SURE's own resolution per key (no interval is narrower than what the
-   risk estimate can resolve; without it a key the estimator killed in every draw got an
-   interval of width 0).
+   the floor being SURE's own resolution per key.  The quantile is Student's ``t`` with
+   ``B`` degrees of freedom because ``s_i`` is itself estimated from ``B`` draws.  An
+   estimator without SURE may name a stand-in level in ``params["risk_proxy"]`` (hard
+   thresholding: its naive SURE, biased low); it sets the level only.
+4. **Bias-aware widening toward the data, and the raw fallback.**  Steps 1–3 centre on
+   ``ŷ``, so where ``ŷ`` is pulled away from θ — a hot spot shrunk, a small count killed, a
+   jump rounded off — they describe the wrong point: the bias is local and the evenly
+   spread remainder is too thin there (this gave 0.23–0.60 coverage at the hot spots of
+   sparse count maps, issue #26).  The bias is not known, but ``y`` is an unbiased pilot
+   of θ at every key.  So the interval is the hull of the fit interval and a shorter raw
+   interval around ``y``, ``y_i ± CORE·z·σ_i`` (:data:`CORE` = 0.654 of the raw half-width
+   ``z σ_i``; at 95 %: ``y ± 1.282σ``, the 80 % raw interval)::
 
-   Without the guard, the taxi heat map at ε = 1 (SURE below its own resolution) covered
-   75 % of keys; with it 95 %.  With 1.645 instead (a one-sided 95 % bound) the easy settings
-   over-cover (0.97–0.99).
+       lower_i = min(ŷ_i − t s_i,  y_i − CORE·z σ_i),
+       upper_i = max(ŷ_i + t s_i,  y_i + CORE·z σ_i),
 
-   An estimator without SURE may name a stand-in level in ``params["risk_proxy"]`` (hard
-   thresholding: its naive SURE, which misses the jump terms and is biased low); it sets
-   the level only and is never reported as the estimator's risk.
-   The quantile is Student's ``t`` with ``B`` degrees of freedom because ``s_i`` is itself
-   estimated from ``B`` draws (for normal errors ``e_i / √m_i`` is ``t_B``).
+   and where that hull is wider than the raw interval, the interval **is** the raw
+   ``y_i ± z σ_i`` (the denoiser cannot do better there; at such a key ``ŷ_i`` may lie
+   outside it).  Finally, when θ ≥ 0 is public (``params["nonnegative"]``), lower bounds
+   are clipped at 0 (intersecting an interval with a set known to contain θ loses no
+   coverage).
 
-What it targets and where it fails.  Average coverage is close to nominal when the bias
-is spread (smooth signals) or reproduced by the bootstrap (fused groups, large spikes).  It
-falls short at the keys next to a jump the estimator missed altogether — the bias is local
-there and the evenly spread remainder is too thin — and it exceeds nominal where the
-estimator is exactly right at most keys (soft thresholding a sparse signal returns the
-true 0 at every empty key, which any interval covers).  ``benchmarks/bench_coverage.py``
-measures both, per denoiser and signal, and ``docs/denoising.md`` reports the table.
+   What is proved.  (i) *Never wider than raw*: by construction.  (ii) *A floor at every
+   key, for every θ and every denoiser*: the interval contains ``y_i ± CORE·z·σ_i`` (or is
+   ``y_i ± z σ_i``), so ``P(θ_i ∈ I_i) ≥ 2Φ(CORE·z) − 1``, 0.80 at 95 %, whatever θ is
+   and however biased the estimator — at a hot spot, next to a jump, at a killed small
+   count.  The bootstrap interval alone has no such floor (a key killed in every draw
+   got a width near 0).  (iii) *Above the floor*: θ_i is also covered whenever the fit
+   interval reaches it, which is the common case where the estimator is right (most
+   keys); the class coverage (top decile, next to a jump, zero truth) is measured, not
+   proved: ``benchmarks/bench_coverage.py``, table in ``docs/denoising.md``.
+
+   Why 0.80.  The top-decile keys of a sparse count map at ε = 2 are small counts at about
+   σ that every denoiser kills: for them only the floor counts.  Measured (``auto``, the
+   sparse maps of ``bench_coverage.py``, d = 600, 8 draws, ε = 2): a core of ``y ± 1.04σ``
+   (floor 0.70) gave top-decile coverage 0.863 (planar graph); an asymmetric hull —
+   ``y + 1.282σ`` on the side away from ``ŷ``, ``y − 0.674σ`` toward it, floor 0.50 —
+   0.876–0.879 (chain, grid) at width 0.75 of raw; ``y ± 1.282σ``, 0.906–0.907 at
+   0.77–0.78.  The price is width: every
+   interval that is not the raw one is at least ``2·CORE·z·σ``, 0.65 of the raw width,
+   even where the fit is excellent (the fit's own interval was 0.25 of raw on the taxi
+   demo, and missed its busiest junctions).
+
+   Without :attr:`Denoised.observed` (a result built by hand), step 4 is skipped.
 
 The total error.  ``R`` is unbiased but noisy; the bootstrap also gives its spread, the
 standard deviation of the replicates' own SURE ``R*_b`` (Efron 2004: the bootstrap
@@ -94,6 +116,7 @@ from .._validation import REAL, UNIT_OPEN, as_real_array, check_int, check_inter
 from .._validation import Interval as _Range
 
 __all__ = [
+    "CORE",
     "DRAWS",
     "GUARD",
     "Denoised",
@@ -131,6 +154,11 @@ class Denoised:
     scale
         For a linear estimator, the exact per-key standard deviation of its error (the
         error bars then need no simulation); ``None`` otherwise.
+    observed
+        The released vector ``y`` the estimate was computed from (every denoiser of this
+        package records it): the intervals are bias-aware around it and never wider than
+        the raw ``y ± z·σ`` (module doc).  ``None``: the intervals are the bootstrap's
+        ``ŷ ± t·s`` alone.
     """
 
     estimate: np.ndarray
@@ -140,6 +168,7 @@ class Denoised:
     sigma: float | np.ndarray | None = field(default=None, repr=False, compare=False)
     refit: Callable[[np.ndarray], Denoised] | None = field(default=None, repr=False, compare=False)
     scale: np.ndarray | None = field(default=None, repr=False, compare=False)
+    observed: np.ndarray | None = field(default=None, repr=False, compare=False)
     _bars: dict[int, ErrorBars] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -156,6 +185,11 @@ class Denoised:
             raise TypeError(f"Denoised: params must be a dict; got {type(self.params).__name__}")
         if self.refit is not None and not callable(self.refit):
             raise TypeError("Denoised: refit must be a function of y or None")
+        if self.observed is not None and np.size(self.observed) != np.size(self.estimate):
+            raise ValueError(
+                f"Denoised: observed must have one value per key of the estimate "
+                f"({np.size(self.estimate)}); got {np.size(self.observed)}"
+            )
 
     @property
     def mse(self) -> float | None:
@@ -191,6 +225,10 @@ class Denoised:
 DRAWS = 32
 #: The bias remainder is ``R − M`` taken this many standard deviations of ``R`` up.
 GUARD = 1.0
+#: Every interval contains ``y ± CORE·z·σ`` (a fraction of the raw half-width ``z·σ``; at
+#: 95 %, ``y ± 1.282σ``: the 80 % raw interval), so covers θ with probability ≥ 0.80 at every
+#: key whatever the estimator's bias.  Module doc, step 4.
+CORE = 0.654
 _MAX_DRAWS = 100_000
 
 
@@ -226,6 +264,14 @@ class ErrorBars:
         ``B`` (0 for an exact scale).
     source
         ``"exact"`` or ``"bootstrap"``.
+    observed
+        The released ``y`` (shape of ``estimate``), or ``None``: then :meth:`interval` is
+        ``estimate ± quantile · scale`` alone (no bias-aware part, no raw fallback).
+    sigma
+        The public σ of every key (shape of ``estimate``), or ``None``.
+    nonnegative
+        θ ≥ 0 is public knowledge (the denoiser's ``params["nonnegative"]``): lower bounds
+        are clipped at 0.
     """
 
     estimate: np.ndarray
@@ -236,6 +282,9 @@ class ErrorBars:
     simulated: float
     draws: int
     source: str
+    observed: np.ndarray | None = field(default=None, repr=False, compare=False)
+    sigma: np.ndarray | None = field(default=None, repr=False, compare=False)
+    nonnegative: bool = False
 
     def __post_init__(self) -> None:
         for name in ("estimate", "scale"):
@@ -257,9 +306,23 @@ class ErrorBars:
         return float(student_t.ppf(p, self.dof))
 
     def interval(self, level: float = 0.95) -> Interval:
-        """``estimate ± quantile(level) · scale``."""
+        """Per-key ``(lower, upper)`` at confidence ``level`` (module doc, step 4).
+
+        The hull of the bootstrap's ``estimate ± quantile(level) · scale`` and
+        ``y ± CORE·z·σ`` around the released ``y``, replaced by the raw ``y ± z·σ`` at every
+        key where that is wider; lower bounds clipped at 0 when θ ≥ 0 is public
+        (:attr:`nonnegative`).  An exact scale (a linear estimator) keeps
+        ``estimate ± z · scale``.
+        """
         half = self.quantile(level) * self.scale
-        return Interval(self.estimate - half, self.estimate + half)
+        lower, upper = self.estimate - half, self.estimate + half
+        if self.source == "bootstrap" and self.observed is not None and self.sigma is not None:
+            lower, upper = _bias_aware(
+                lower, upper, self.estimate, self.observed, self.sigma, level
+            )
+        if self.nonnegative:
+            lower, upper = np.maximum(lower, 0.0), np.maximum(upper, 0.0)
+        return Interval(lower, upper)
 
     def risk_upper(self, level: float = 0.95) -> float:
         """One-sided upper confidence bound on the total squared error ``E‖ŷ − θ‖²``.
@@ -271,6 +334,30 @@ class ErrorBars:
         if self.risk is None or not math.isfinite(self.risk):
             return self.simulated
         return max(self.risk + z * self.risk_sd, self.simulated)
+
+
+def _raw_quantile(level: float) -> float:
+    """``z``, the two-sided normal quantile of the raw interval ``y ± z·σ`` at ``level``."""
+    p = (1.0 + check_scalar(level, "level", UNIT_OPEN)) / 2.0
+    return float(-special.ndtri(1.0 - p))
+
+
+def _bias_aware(
+    lower: np.ndarray,
+    upper: np.ndarray,
+    estimate: np.ndarray,
+    y: np.ndarray,
+    sigma: np.ndarray,
+    level: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The hull of the fit's interval and ``y ± CORE·z·σ``, or the raw one where wider (step 4)."""
+    z = _raw_quantile(level)
+    half = z * sigma
+    lower = np.minimum(lower, y - CORE * half)
+    upper = np.maximum(upper, y + CORE * half)
+    raw_lo, raw_hi = y - half, y + half
+    wider = (upper - lower) > (raw_hi - raw_lo)
+    return np.where(wider, raw_lo, lower), np.where(wider, raw_hi, upper)
 
 
 def public_seed(y: object, sigma: object) -> np.random.SeedSequence:
@@ -312,10 +399,17 @@ def error_bars(result: Denoised, *, draws: int = DRAWS, rng: object = None) -> E
         )
     estimate = np.asarray(result.estimate, dtype=np.float64)
     d = estimate.size
+    nonnegative = bool(result.params.get("nonnegative", False))
+    observed = sig = None
+    if result.observed is not None and result.sigma is not None:
+        observed = np.reshape(np.asarray(result.observed, dtype=np.float64), estimate.shape)
+        sig = np.array(np.broadcast_to(np.asarray(result.sigma, np.float64), estimate.shape))
     if result.scale is not None:
         scale = np.array(np.broadcast_to(np.asarray(result.scale, np.float64), estimate.shape))
         exact = float(np.sum(scale**2))
-        return ErrorBars(estimate, scale, math.inf, exact, 0.0, exact, 0, "exact")
+        return ErrorBars(
+            estimate, scale, math.inf, exact, 0.0, exact, 0, "exact", observed, sig, nonnegative
+        )
     if result.refit is None or result.sigma is None:
         raise ValueError(
             f"a {result.method!r} result without its noise level or refit has no error bars: "
@@ -346,7 +440,9 @@ def error_bars(result: Denoised, *, draws: int = DRAWS, rng: object = None) -> E
     # killed in every draw would otherwise get an interval of width 0
     scale = np.sqrt(np.maximum(m + spread, guard / d if d else 0.0))
     risk = result.risk if result.risk is not None and math.isfinite(result.risk) else None
-    return ErrorBars(estimate, scale, float(n), risk, sd, simulated, n, "bootstrap")
+    return ErrorBars(
+        estimate, scale, float(n), risk, sd, simulated, n, "bootstrap", observed, sig, nonnegative
+    )
 
 
 def _sd(values: np.ndarray) -> float:

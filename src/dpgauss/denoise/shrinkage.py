@@ -88,6 +88,7 @@ def posterior_mean(
         {"shrinkage": shrink, "df": df, "prior_variance": _summary(w2), "prior_mean": _summary(m)},
         sigma=s,
         scale=np.sqrt(c) * s,  # the posterior standard deviation √(w²σ²/(w²+σ²))
+        observed=arr,
     )
 
 
@@ -196,6 +197,7 @@ def james_stein(
             },
             sigma=s,
             scale=np.sqrt(s2).copy(),
+            observed=arr,
         )
     w = 1.0 / s2
     if target == "mean":
@@ -235,6 +237,7 @@ def james_stein(
             },
             sigma=s,
             refit=refit,
+            observed=arr,
         )
     if np.ndim(s) == 0 and q > k:  # the classical closed form (no cancellation)
         ks2 = k * float(s) * float(s)
@@ -248,4 +251,5 @@ def james_stein(
         {"target": target, "shrinkage": float(factor), "df": float(df), "center": center},
         sigma=s,
         refit=refit,
+        observed=arr,
     )

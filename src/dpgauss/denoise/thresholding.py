@@ -185,6 +185,7 @@ def soft_threshold(
             },
             sigma=s,
             refit=functools.partial(soft_threshold, sigma=s, threshold=lam, nonnegative=True),
+            observed=arr,
         )
     lam = _rule_lambda(rule, arr, s)
     abs_y = np.abs(arr)
@@ -198,6 +199,7 @@ def soft_threshold(
         {"threshold": rule if isinstance(rule, str) else lam, "lambda": lam, "df": df},
         sigma=s,
         refit=functools.partial(soft_threshold, sigma=s, threshold=lam),
+        observed=arr,
     )
 
 
@@ -286,4 +288,5 @@ def hard_threshold(
         params,
         sigma=s,
         refit=functools.partial(hard_threshold, sigma=s, threshold=lam, nonnegative=clip),
+        observed=arr,
     )

@@ -197,6 +197,7 @@ def graph_wavelet_denoise(
             threshold=shrunk.params["lambda"],
             nonnegative=clip,
         ),
+        observed=arr,
     )
 
 

@@ -447,6 +447,7 @@ def wavelet_denoise(
             threshold=tuple(thresholds),
             nonnegative=clip,
         ),
+        observed=arr.reshape(given_shape),
     )
 
 
@@ -569,6 +570,7 @@ def _per_key(
             threshold=tuple(thresholds),
             nonnegative=clip,
         ),
+        observed=arr.reshape(given_shape),
     )
 
 

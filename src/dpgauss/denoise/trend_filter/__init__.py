@@ -538,6 +538,7 @@ def trend_filter(
         params=params,
         sigma=s,
         refit=refit if s is not None else None,
+        observed=arr,
     )
 
 
@@ -654,4 +655,5 @@ def _weighted_trend_filter(
         params=params,
         sigma=sigma.reshape(y.shape),
         refit=refit,
+        observed=y,
     )

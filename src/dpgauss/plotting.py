@@ -266,7 +266,9 @@ Geometry = GraphGeometry | RegionGeometry | GridGeometry | SeriesGeometry
 
 def _figure(width: float, height: float) -> Any:
     mpl_figure = require("matplotlib.figure", "plot", "drawing plots", error=PlotUnavailableError)
-    return mpl_figure.Figure(figsize=(width, height), layout="constrained")
+    # "compressed": constrained layout for fixed-aspect axes (maps); plain "constrained"
+    # let a panel's two-line title run into the figure's title once the aspect shrank it
+    return mpl_figure.Figure(figsize=(width, height), layout="compressed")
 
 
 def _check_graph(
@@ -710,7 +712,7 @@ def draw_maps(
     Marked keys (``MapPanel.marks``) are hollow markers (nodes, cells) or outlines
     (regions), cyan above and green below the map's mean, counted in the title.  Tick
     labels never carry an offset; the figure is laid out to its panels' own shapes
-    (constrained layout, tight bounding box).  ``ncols`` panels per row (default: all in
+    (compressed layout, tight bounding box).  ``ncols`` panels per row (default: all in
     one row); ``note`` goes under the title.  Raises :class:`PlotUnavailableError` without
     matplotlib and ``ValueError`` for inconsistent inputs.
     """

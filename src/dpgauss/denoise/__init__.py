@@ -11,7 +11,7 @@ Denoisers (by name in :data:`DENOISERS`, run any with :func:`denoise`)
 Results and error bars
     :class:`Denoised` (``estimate``, ``risk`` = SURE, ``params``, ``interval(level)``,
     ``error_bars()``), :class:`ErrorBars`, :class:`Interval`, :func:`error_bars`
-    (:mod:`.result`: exact for linear estimators, a calibrated parametric bootstrap
+    (:mod:`.result`: exact for linear estimators, a bias-aware parametric bootstrap
     for the others).
 Zoom levels that add up
     :func:`consistent_levels` → :class:`Levels` (:mod:`.levels`): the consistent GLS

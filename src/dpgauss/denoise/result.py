@@ -119,6 +119,7 @@ __all__ = [
     "CORE",
     "DRAWS",
     "GUARD",
+    "INTERVAL_METHOD",
     "Denoised",
     "ErrorBars",
     "Interval",
@@ -222,6 +223,8 @@ class Denoised:
 
 #: Simulated releases per error bar (the bootstrap's ``B``).  32 keeps the cost at about
 #: 32 frozen-tuning refits and the width's own noise near √(1/(2·32)) ≈ 12 %.
+#: The name of the intervals' method in reports (module doc, step 4).
+INTERVAL_METHOD = "bias-aware bootstrap, never wider than raw"
 DRAWS = 32
 #: The bias remainder is ``R − M`` taken this many standard deviations of ``R`` up.
 GUARD = 1.0

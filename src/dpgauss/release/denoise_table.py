@@ -37,7 +37,7 @@ import numpy as np
 from .._optional import require
 from ..denoise import Denoised, Structure, as_graph
 from ..denoise.registry import entry
-from ..denoise.result import public_seed
+from ..denoise.result import INTERVAL_METHOD, public_seed
 from ..denoise.structure import lattice_graph
 from .outputs import OutputGroup, write_csv
 from .report import candidates_table, json_ready
@@ -367,11 +367,11 @@ def denoise_table(
             "raw_rmse_per_key": float(math.sqrt(np.mean(sig_all**2))),
             "intervals": {
                 "level": level,
-                "method": "exact" if bars.source == "exact" else "calibrated parametric bootstrap",
+                "method": "exact" if bars.source == "exact" else INTERVAL_METHOD,
                 "draws": bars.draws,
                 "median_width": float(np.median(hi - lo)),
                 "raw_width": float(np.median(2.0 * z * sig_all)),
-                "target": "average coverage over keys (docs/denoising.md)",
+                "target": "coverage at hot spots, next to jumps, on average (docs/denoising.md)",
             },
         }
         report = json_ready(report)

@@ -43,7 +43,7 @@ import numpy as np
 from scipy import special
 
 from ..denoise import Denoised, ErrorBars
-from ..denoise.result import public_seed
+from ..denoise.result import INTERVAL_METHOD, public_seed
 from ..noise.release import Release
 from ..privacy import classical_gaussian_sigma
 from .engines.base import Aggregate
@@ -198,11 +198,11 @@ def _den_info(den: Denoised, bars: ErrorBars, sigma: float, d: int, level: float
         "raw_rmse_per_key": sigma,
         "intervals": {
             "level": level,
-            "method": "exact" if bars.source == "exact" else "calibrated parametric bootstrap",
+            "method": "exact" if bars.source == "exact" else INTERVAL_METHOD,
             "draws": bars.draws,
             "median_width": float(np.median(hi - lo)) if d else None,
             "raw_width": 2.0 * float(-special.ndtri((1.0 - level) / 2.0)) * sigma,
-            "target": "average coverage over keys (docs/denoising.md)",
+            "target": "coverage at hot spots, next to jumps, on average (docs/denoising.md)",
         },
         "params": json_ready({k: v for k, v in params.items() if not isinstance(v, dict)}),
     }
@@ -348,7 +348,7 @@ def _mean_columns(
             "draws": bars_c.draws,
             "median_width": float(np.median(widths)) if widths.size else None,
             "raw_width": float(np.median((upper - lower)[ok])) if ok.any() else None,
-            "target": "average coverage over keys (docs/denoising.md)",
+            "target": "coverage at hot spots, next to jumps, on average (docs/denoising.md)",
         },
         "note": "the mean's estimated error is the delta method on the denoised sum and count "
         "(their own estimates are under 'sum' and 'count'); the raw error is the RMS of the "

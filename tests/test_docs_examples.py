@@ -130,7 +130,7 @@ def test_every_example_runs_with_only_the_install_it_names(code: str, tmp_path) 
     """Issue #28, item 4: each example of the README and docs/ (and examples/*.py) runs in a
     fresh interpreter that can import only what ``pip install '.[demo]'`` (the README's first
     command) brings — plus the extra its page names for it (Spark) — and the README's example
-    prints what it promises (``wavelet 0.955``: with PyWavelets missing, ``auto`` would choose
+    prints what it promises (``wavelet 0.958``: with PyWavelets missing, ``auto`` would choose
     another denoiser)."""
     import json
     import subprocess
@@ -167,9 +167,9 @@ def test_every_example_runs_with_only_the_install_it_names(code: str, tmp_path) 
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     stdout = proc.stderr.rpartition("\n--stdout--\n")[2]
-    if "fit.method" in code and "# wavelet 0.955:" in code:
-        assert re.search(r"^wavelet 0\.955$", stdout, re.M), stdout
-        assert re.search(r"^0\.2554", stdout, re.M), stdout
+    if "fit.method" in code and "# wavelet 0.958:" in code:
+        assert re.search(r"^wavelet 0\.9583", stdout, re.M), stdout
+        assert re.search(r"^0\.6539", stdout, re.M), stdout
 
 
 def test_the_blocker_blocks_what_the_install_does_not_bring() -> None:

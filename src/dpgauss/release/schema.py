@@ -33,9 +33,11 @@ types::
    read like any row with that column empty.
 3. **A source column whose type cannot hold the declared type's values exactly is
    refused** before anything is charged, with one fixed sentence naming the column, both
-   types and how to build the source safely (:func:`refusal`): float64 for int64, a float
-   for a string (``1`` read as ``"1.0"``), nanoseconds for microseconds, a time-zoned
-   timestamp.  Such a type can be the trace of a lossy widening by the tool that built the
+   types and how to build the source safely (:func:`refusal`): float64 for int64, anything
+   but text for a string (``pd.read_csv`` reads the texts ``"1 "``, ``"+1"`` and ``"01"``
+   of a column it types as int64 all as 1, so one unit's record that keeps the column text
+   or lets it be read as integers moves every other unit's key: found by the neighbouring
+   fuzzer's long run), nanoseconds for microseconds, a time-zoned timestamp.  Such a type can be the trace of a lossy widening by the tool that built the
    frame (two ids 2⁵³+2j and 2⁵³+2j+1 already merged), which no reading can undo.
 
 The declared types (DuckDB and Arrow names are accepted as aliases, any case):
@@ -51,8 +53,8 @@ declared        aliases                     a source column of type … is read
                                             text: as both engines parse a number
                                             (``nan``, ``inf``: NULL)
 ``string``      ``varchar``, ``text``,      text as it is; a categorical by its value's
-                ``utf8``, ``large_string``  text; integers, decimals, booleans, dates and
-                                            timestamps (µs) by their text
+                ``utf8``, ``large_string``  text (a column of any other type is refused:
+                                            see 3.)
 ``bool``        ``boolean``                 boolean; text ``true``/``false`` (any case)
 ``date``        ``date32``                  date; text ``YYYY-MM-DD``
 ``timestamp``   ``timestamp[us]``           timestamp (s, ms, µs) or date; text of
@@ -151,15 +153,9 @@ _RULES: dict[str, dict[str, str]] = {
         "int": "cast",
         "string": "text",
     },
-    "string": {
-        "string": "same",
-        "int": "cast",
-        "decimal0": "cast",
-        "decimal": "cast",
-        "bool": "cast",
-        "date": "cast",
-        "timestamp": "cast",
-    },
+    # text only: an integer, decimal, boolean or date column may be a tool's reading of the
+    # text ("1 ", "+1" and "01" all read as 1 by pd.read_csv), which no reading undoes
+    "string": {"string": "same"},
     "bool": {"bool": "same", "string": "text"},
     "date": {"date": "same", "string": "text"},
     "timestamp": {"timestamp": "cast", "date": "cast", "string": "text"},

@@ -897,7 +897,7 @@ def test_pysparks_pandas_3_notice_is_filtered_and_only_it() -> None:
             f"pandas {pd.__version__}: PySpark gives its pandas-3 notice only with pandas 3"
         )
 
-    def identity(s):  # type: ignore[no-untyped-def]
+    def identity(s):
         return s
 
     # real types, not this module's postponed strings: pyspark reads them

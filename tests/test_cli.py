@@ -231,34 +231,73 @@ def test_release_progress_is_asked_for_by_name(capsys, tmp_path, flag, shown):
     assert ("dpgauss: planning" in capsys.readouterr().err) is shown
 
 
-@pytest.mark.slow
-@pytest.mark.xfail(
-    strict=False,
-    reason="known bug (issue #28, item 1, open): in a fresh venv every SIGINT sent during "
-    "`reproduce 4 --quick` was lost and the run ended 0 (seen once in a clean-clone run; "
-    "passes on a warm checkout); the closed-pipe half is its own test below",
+#: Runs ``python -m dpgauss.cli ARGS`` with SIGINT at its default disposition, as a command
+#: typed at a terminal has it.  A process started with SIGINT *ignored* keeps it ignored
+#: (POSIX; Python installs no handler then), and the test suite may well be started that way:
+#: a non-interactive shell's ``pytest &``, ``nohup`` and some job runners ignore SIGINT in what
+#: they start, and every child inherits it.  That was issue #28's "every SIGINT lost, exit 0".
+_WITH_DEFAULT_SIGINT = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+    "os.execv(sys.executable, [sys.executable, '-m', 'dpgauss.cli', *sys.argv[1:]])"
 )
-def test_ctrl_c_ends_cleanly(tmp_path):
-    """Ctrl-C: exit status 130 and one line, on the real console script, in a subprocess."""
-    import os
+
+
+def _sigint_caught(pid: int) -> bool | None:
+    """Whether process ``pid`` has a handler for SIGINT (Linux's /proc; None elsewhere)."""
     import signal
 
-    cmd = [sys.executable, "-m", "dpgauss.cli"]
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("SigCgt:"):
+                    return bool(int(line.split()[1], 16) >> (signal.SIGINT - 1) & 1)
+    except OSError:
+        return None
+    return None
+
+
+@pytest.mark.slow
+def test_ctrl_c_ends_cleanly(tmp_path):
+    """Ctrl-C during ``reproduce`` (DuckDB aggregates, numba and SciPy solvers): exit status 130
+    and one line, in a subprocess.  It waits for a state, not for a time or a given line: the
+    child has Python's SIGINT handler, and a point of the run is done with most still to do."""
+    import os
+    import queue
+    import signal
+    import threading
+
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    args = ["reproduce", "4", "--quick", "--jobs", "1", "--out", str(tmp_path / "fig")]
     proc = subprocess.Popen(
-        [*cmd, "reproduce", "4", "--quick", "--jobs", "1", "--out", str(tmp_path / "fig")],
+        [sys.executable, "-c", _WITH_DEFAULT_SIGINT, *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=env,
     )
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            lines.put(line)
+        lines.put(None)
+
+    reader = threading.Thread(target=pump, daemon=True)
+    reader.start()
+    err: list[str] = []
     try:
-        # Wait for a state, not a time: the first progress line is written once the first
-        # point is computed, inside the work (DuckDB aggregates, numba solvers), with most
-        # of it still to do.  (It once exited 0 under load: DuckDB dropped a SIGINT that
-        # came as its query ended; engines/duckdb.py ``_interruptible`` now keeps it.)
-        first = proc.stderr.readline()
-        assert first.startswith("reproduce:") and "100%" not in first, first
+        # The state: a progress line (any other line, a library's warning, is skipped) that
+        # is not the last one; a fresh clone compiles numba first, so the wait is generous.
+        deadline = time.monotonic() + 600
+        while True:
+            line = lines.get(timeout=max(1.0, deadline - time.monotonic()))
+            assert line is not None, f"ended before any progress: {''.join(err)}"
+            err.append(line)
+            if line.startswith("reproduce:"):
+                assert "100%" not in line, "".join(err)
+                break
+        assert proc.poll() is None and _sigint_caught(proc.pid) is not False
         proc.send_signal(signal.SIGINT)
         deadline = time.monotonic() + 120
         while proc.poll() is None and time.monotonic() < deadline:
@@ -266,15 +305,65 @@ def test_ctrl_c_ends_cleanly(tmp_path):
                 proc.wait(timeout=1)
             except subprocess.TimeoutExpired:
                 proc.send_signal(signal.SIGINT)  # what a user does: press Ctrl-C again
-        err = proc.stderr.read()
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait()
-    assert proc.returncode == 130, err
-    assert "Traceback" not in err and "Error" not in err, err
-    mine = [line for line in err.splitlines() if line.startswith("dpgauss:")]
-    assert mine == ["dpgauss: interrupted"] and err.strip().endswith(mine[0]), err
+        proc.wait()
+        reader.join(timeout=10)
+    while (rest := lines.get()) is not None:
+        err.append(rest)
+    text = "".join(err)
+    assert proc.returncode == 130, text
+    assert "Traceback" not in text and "Error" not in text, text
+    mine = [line for line in text.splitlines() if line.startswith("dpgauss:")]
+    assert mine == ["dpgauss: interrupted"] and text.strip().endswith(mine[0]), text
+
+
+#: Sends this process a SIGINT as soon as anything imports NumPy: a Ctrl-C during the start-up
+#: (importing NumPy, SciPy and the sub-commands takes seconds), deterministically.
+_SIGINT_AT_NUMPY = """
+import importlib.abc, signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
+class _CtrlC(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "numpy":
+            sys.meta_path.remove(self)
+            signal.raise_signal(signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, _CtrlC())
+sys.argv[1:] = ["calibrate", "--epsilon", "1", "--delta", "1e-5"]
+"""
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        # what the `dpgauss` console script does
+        "from dpgauss.cli import main\nsys.exit(main())",
+        # python -m dpgauss.cli
+        "import runpy\nrunpy.run_module('dpgauss.cli', run_name='__main__', alter_sys=True)",
+    ],
+    ids=["console-script", "python-m"],
+)
+def test_ctrl_c_during_the_start_up_is_one_line(entry):
+    """Ctrl-C while the command imports its libraries: one line, exit 130, no traceback."""
+    out = subprocess.run(
+        [sys.executable, "-c", _SIGINT_AT_NUMPY + entry],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (out.returncode, out.stderr, out.stdout) == (130, "dpgauss: interrupted\n", "")
+
+
+def test_import_of_the_command_is_light():
+    """``import dpgauss.cli`` (the console script's first line) imports no NumPy: the start-up's
+    heavy imports happen inside ``main``, where Ctrl-C is handled."""
+    code = "import sys, dpgauss.cli; print('numpy' in sys.modules, 'scipy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
 
 
 def test_a_closed_pipe_ends_cleanly(tmp_path):

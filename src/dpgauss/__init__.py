@@ -43,9 +43,9 @@ Releases from records [release.*]
     bounded_aggregate        -- the bounded aggregate without noise (evaluation only)
     Ledger, BudgetExceeded   -- the privacy budget ledger (SQLite) and its refusal
 
-The names of the denoising and release groups are loaded on first use (``import dpgauss``
-stays light: NumPy and SciPy only).  Every name is documented, validates its arguments and
-appears in ``docs/`` (``tests/test_public_api.py``).
+Every name is loaded on first use (``import dpgauss`` imports nothing, not even NumPy).
+Every name is documented, validates its arguments and appears in ``docs/``
+(``tests/test_public_api.py``).
 
 >>> import dpgauss
 >>> round(dpgauss.analytic_gaussian_sigma(1.0, 1e-5), 6)
@@ -55,32 +55,56 @@ appears in ``docs/`` (``tests/test_public_api.py``).
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .noise import DiscreteGaussianMechanism, GaussianMechanism, LaplaceMechanism, Release
-from .privacy import (
-    analytic_gaussian_sigma,
-    classical_gaussian_sigma,
-    delta0,
-    discrete_gaussian_delta,
-    discrete_gaussian_sigma,
-    gaussian_delta,
-    gaussian_epsilon,
-    gaussian_log_delta,
-    gdp_delta,
-    gdp_epsilon,
-    gdp_log_delta,
-    gdp_mu,
-    laplace_scale,
-    theorem2_sigma,
-    theorem4_sigma_lower_bound,
-)
-from .privacy.accounting import GaussianAccountant, plan_queries
+if TYPE_CHECKING:  # for type checkers; at run time every name is loaded on first use
+    from .noise import DiscreteGaussianMechanism, GaussianMechanism, LaplaceMechanism, Release
+    from .privacy import (
+        analytic_gaussian_sigma,
+        classical_gaussian_sigma,
+        delta0,
+        discrete_gaussian_delta,
+        discrete_gaussian_sigma,
+        gaussian_delta,
+        gaussian_epsilon,
+        gaussian_log_delta,
+        gdp_delta,
+        gdp_epsilon,
+        gdp_log_delta,
+        gdp_mu,
+        laplace_scale,
+        theorem2_sigma,
+        theorem4_sigma_lower_bound,
+    )
+    from .privacy.accounting import GaussianAccountant, plan_queries
 
 __version__ = "0.1.0"
 
-#: Names loaded on first use, and the module that defines each.
+#: Names loaded on first use, and the module that defines each: ``import dpgauss`` imports
+#: nothing (not even NumPy), so that the ``dpgauss`` command's start-up is inside its
+#: handlers (a Ctrl-C during it is one line, exit 130).
 _LAZY = {
+    "DiscreteGaussianMechanism": "dpgauss.noise",
+    "GaussianMechanism": "dpgauss.noise",
+    "LaplaceMechanism": "dpgauss.noise",
+    "Release": "dpgauss.noise",
+    "analytic_gaussian_sigma": "dpgauss.privacy",
+    "classical_gaussian_sigma": "dpgauss.privacy",
+    "delta0": "dpgauss.privacy",
+    "discrete_gaussian_delta": "dpgauss.privacy",
+    "discrete_gaussian_sigma": "dpgauss.privacy",
+    "gaussian_delta": "dpgauss.privacy",
+    "gaussian_epsilon": "dpgauss.privacy",
+    "gaussian_log_delta": "dpgauss.privacy",
+    "gdp_delta": "dpgauss.privacy",
+    "gdp_epsilon": "dpgauss.privacy",
+    "gdp_log_delta": "dpgauss.privacy",
+    "gdp_mu": "dpgauss.privacy",
+    "laplace_scale": "dpgauss.privacy",
+    "theorem2_sigma": "dpgauss.privacy",
+    "theorem4_sigma_lower_bound": "dpgauss.privacy",
+    "GaussianAccountant": "dpgauss.privacy.accounting",
+    "plan_queries": "dpgauss.privacy.accounting",
     "DENOISERS": "dpgauss.denoise",
     "Denoised": "dpgauss.denoise",
     "ErrorBars": "dpgauss.denoise",
@@ -149,8 +173,18 @@ __all__ = [  # the names above, those of _LAZY included (checked by tests/test_p
 ]
 
 
+#: What ``import dpgauss`` loaded before it became lazy: touching one of them loads them all,
+#: so ``dpgauss.privacy.accounting.X`` after a bare ``import dpgauss`` keeps working.
+_CORE = ("dpgauss.noise", "dpgauss.privacy", "dpgauss.privacy.accounting")
+
+
 def __getattr__(name: str) -> Any:
-    """Load a name of the denoising or release groups on first use (PEP 562)."""
+    """Load a public name, or the privacy and noise subpackages, on first use (PEP 562)."""
+    if name in ("privacy", "noise") or _LAZY.get(name) in _CORE:
+        for core in _CORE:
+            importlib.import_module(core)
+        if name in ("privacy", "noise"):
+            return globals()[name]
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'dpgauss' has no attribute {name!r}")

@@ -2,6 +2,13 @@
 
 Every sub-command parses its arguments, calls one library function and prints the result.
 Bad arguments end in a one-line message on stderr and exit status 2, never a traceback.
+
+Ctrl-C ends in one line and exit status 130 wherever it lands, the start-up included: this
+module imports nothing heavy, so the sub-commands (and NumPy, SciPy, DuckDB behind them) are
+imported inside :func:`main`'s handlers.  A process started with SIGINT *ignored* keeps it
+ignored, as POSIX programs do (a non-interactive shell starts ``cmd &`` that way, and so do
+``nohup`` and some job runners): Python then installs no handler, and Ctrl-C cannot reach
+it.  That is the caller's choice, not a lost signal (issue #28, item 1).
 """
 
 from __future__ import annotations
@@ -13,13 +20,6 @@ import sys
 from collections.abc import Callable, Sequence
 
 from ..errors import ReleaseInterrupted, UsageError, cli_message, interrupted
-from .budget import add_budget_parser
-from .calibrate import add_calibrate_parser, add_profile_parser
-from .check import add_check_parser
-from .demo import add_demo_parser
-from .denoise import add_denoise_parser
-from .release import add_release_parser
-from .reproduce import add_reproduce_parser
 
 __all__ = ["main"]
 
@@ -30,7 +30,15 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _build_parser() -> _Parser:
+    """The whole parser; imports every sub-command (the heavy part of the start-up)."""
     from .. import __version__
+    from .budget import add_budget_parser
+    from .calibrate import add_calibrate_parser, add_profile_parser
+    from .check import add_check_parser
+    from .demo import add_demo_parser
+    from .denoise import add_denoise_parser
+    from .release import add_release_parser
+    from .reproduce import add_reproduce_parser
 
     parser = _Parser(
         prog="dpgauss",
@@ -71,13 +79,13 @@ def _interrupted(exc: BaseException, process: bool) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dpgauss`` console script; returns the exit status."""
-    parser = _build_parser()
     process = argv is None
     argv = sys.argv[1:] if argv is None else list(argv)
-    if not argv:  # a bare `dpgauss`: what it can do, not just "a command is required"
-        print(parser.format_help(), end="", file=sys.stderr)
-        return 2
     try:
+        parser = _build_parser()  # inside: a Ctrl-C during the imports is one line too
+        if not argv:  # a bare `dpgauss`: what it can do, not just "a command is required"
+            print(parser.format_help(), end="", file=sys.stderr)
+            return 2
         args = parser.parse_args(argv)
         run: Callable[[argparse.Namespace], str | tuple[str, int]] = args.run
         for name in ("epsilon", "delta", "sigma", "sensitivity"):

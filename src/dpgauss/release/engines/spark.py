@@ -51,7 +51,9 @@ How the job is built (DataFrame API; SQL text only for the parsing expressions):
   stderr drained into memory (the last lines only, quoted if Spark fails to start): Java's
   warnings, log4j and executor stack traces never reach the terminal, and every Spark error
   surfaces as one :class:`EngineError` line.  A session given to the engine (or already
-  running) keeps its own logging.
+  running) keeps its own logging.  PySpark's notice that it "does not yet fully support
+  pandas >= 3.0.0" (a ``FutureWarning`` at each pandas UDF, with pandas 3) is filtered, that
+  one warning only: by its text, its category and its origin in ``pyspark``.
 * **Parsing like DuckDB.**  Numbers are parsed from text only when they look like what
   DuckDB's ``TRY_CAST`` accepts (digits with ``_`` separators, a decimal point, an exponent,
   ``inf``/``infinity``/``nan``); Spark alone would also take ``5d`` or ``0x1p3``.  Timestamps
@@ -90,6 +92,7 @@ import math
 import os
 import re
 import threading
+import warnings
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
@@ -130,6 +133,22 @@ NANOS_AS_LONG = "spark.sql.legacy.parquet.nanosAsLong"
 # DuckDB's TIMESTAMP_NS infinity and -infinity, as LONG nanoseconds.
 _INFINITIES_NS = f"(CAST('{2**63 - 1}' AS BIGINT), CAST('{-(2**63) + 1}' AS BIGINT))"
 _EPOCH = datetime(1970, 1, 1)
+
+
+#: PySpark 4's notice with pandas 3 (``pyspark.sql.pandas.utils.require_minimum_pandas_version``),
+#: shown on stderr up to three times a release (issue #28, item 1).  Only this text, only this
+#: category, only when raised on behalf of a ``pyspark`` module: every other warning is shown.
+_PANDAS_NOTICE = r"PySpark does not yet fully support pandas >= 3"
+
+
+def _quiet_pandas_notice() -> None:
+    """Filter PySpark's pandas-3 notice (idempotent: ``filterwarnings`` replaces a duplicate)."""
+    warnings.filterwarnings(
+        "ignore", message=_PANDAS_NOTICE, category=FutureWarning, module=r"pyspark(\.|$)"
+    )
+
+
+_quiet_pandas_notice()
 
 
 def _pyspark() -> Any:

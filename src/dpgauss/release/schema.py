@@ -37,7 +37,8 @@ types::
    but text for a string (``pd.read_csv`` reads the texts ``"1 "``, ``"+1"`` and ``"01"``
    of a column it types as int64 all as 1, so one unit's record that keeps the column text
    or lets it be read as integers moves every other unit's key: found by the neighbouring
-   fuzzer's long run), nanoseconds for microseconds, a time-zoned timestamp.  Such a type can be the trace of a lossy widening by the tool that built the
+   fuzzer's long run), nanoseconds for microseconds, a time-zoned timestamp.  Such a type
+   can be the trace of a lossy widening by the tool that built the
    frame (two ids 2⁵³+2j and 2⁵³+2j+1 already merged), which no reading can undo.
 
 The declared types (DuckDB and Arrow names are accepted as aliases, any case):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -113,18 +114,10 @@ def _basis_rows(op: _Operator, zero: np.ndarray) -> np.ndarray:
     return np.flatnonzero(keep)
 
 
-def _polish_harmonic(
-    op: _Operator, target: np.ndarray, rows: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-    """Order 1 with few free nodes: ``null(L_Z)`` is spanned by harmonic extensions.
-
-    With ``F`` the nodes outside the row basis ``Z'`` (the active nodes plus one per
-    all-zero component), ``L_{Z'Z'}`` is positive definite and ``β ∈ null(L_{Z'})`` iff
-    ``β_{Z'} = −L_{Z'Z'}⁻¹ L_{Z'F} β_F``: the columns of ``H = [−L_{Z'Z'}⁻¹L_{Z'F}; I]``
-    span it, ``β = H (HᵀH)⁻¹ Hᵀ target`` and the multipliers are
-    ``v = L_{Z'Z'}⁻¹ (target − β)_{Z'}``.  Costs one sparse factorisation of a principal
-    submatrix of ``L`` (as sparse as ``L``) and ``|F|`` solves.
-    """
+def harmonic_basis(op: _Operator, rows: np.ndarray) -> tuple[np.ndarray, Any] | None:
+    """``(H, lu)``: the harmonic extensions ``H = [−L_{Z'Z'}⁻¹L_{Z'F}; I]`` spanning
+    ``null(L_{Z'})`` for the row basis ``rows`` = ``Z'`` (:func:`_polish_harmonic`), and the
+    factorisation of ``L_{Z'Z'}``; None if it cannot be factorised."""
     lap = sp.csr_matrix(op.matrix)
     free = np.ones(op.n, dtype=bool)
     free[rows] = False
@@ -137,6 +130,25 @@ def _polish_harmonic(
     basis = np.zeros((op.n, free_idx.size))
     basis[rows] = -lu.solve(sub[:, free_idx].toarray())
     basis[free_idx, np.arange(free_idx.size)] = 1.0
+    return basis, lu
+
+
+def _polish_harmonic(
+    op: _Operator, target: np.ndarray, rows: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """Order 1 with few free nodes: ``null(L_Z)`` is spanned by harmonic extensions.
+
+    With ``F`` the nodes outside the row basis ``Z'`` (the active nodes plus one per
+    all-zero component), ``L_{Z'Z'}`` is positive definite and ``β ∈ null(L_{Z'})`` iff
+    ``β_{Z'} = −L_{Z'Z'}⁻¹ L_{Z'F} β_F``: the columns of ``H = [−L_{Z'Z'}⁻¹L_{Z'F}; I]``
+    span it, ``β = H (HᵀH)⁻¹ Hᵀ target`` and the multipliers are
+    ``v = L_{Z'Z'}⁻¹ (target − β)_{Z'}``.  Costs one sparse factorisation of a principal
+    submatrix of ``L`` (as sparse as ``L``) and ``|F|`` solves.
+    """
+    built = harmonic_basis(op, rows)
+    if built is None:
+        return None
+    basis, lu = built
     coef = np.linalg.lstsq(basis, target, rcond=None)[0]
     beta = basis @ coef
     mult = lu.solve((target - beta)[rows])

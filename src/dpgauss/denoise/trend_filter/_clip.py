@@ -34,7 +34,7 @@ import scipy.sparse as sp
 from scipy.linalg import solve_triangular
 
 from ..result import public_seed
-from ._admm import _KKT_REG, _basis_rows
+from ._admm import _KKT_REG, _basis_rows, harmonic_basis
 from ._operators import _Operator
 from ._sparse_spd import spd_lu
 
@@ -102,18 +102,10 @@ def positive_divergence(
 def _harmonic_diagonal(op: _Operator, rows: np.ndarray) -> np.ndarray | None:
     """Order 1: the diagonal of ``J = Π_{null(L_rows)}`` from the harmonic basis (module
     doc); None if ``L_{rows,rows}`` cannot be factorised."""
-    lap = sp.csr_matrix(op.matrix)
-    free = np.ones(op.n, dtype=bool)
-    free[rows] = False
-    free_idx = np.flatnonzero(free)
-    sub = lap[rows]
-    try:
-        lu = spd_lu(sp.csc_matrix(sub[:, rows]))
-    except RuntimeError:
+    built = harmonic_basis(op, rows)
+    if built is None:
         return None
-    basis = np.zeros((op.n, free_idx.size))
-    basis[rows] = -lu.solve(sub[:, free_idx].toarray())
-    basis[free_idx, np.arange(free_idx.size)] = 1.0
+    basis = built[0]
     if not np.all(np.isfinite(basis)):
         return None
     try:

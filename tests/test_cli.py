@@ -392,3 +392,34 @@ def test_a_closed_pipe_ends_cleanly(tmp_path):
     proc.wait(timeout=60)
     assert "Traceback" not in err and "BrokenPipeError" not in err
     assert proc.returncode in (0, 141)
+
+
+def test_dpgauss_warnings_are_one_line(capsys, monkeypatch):
+    """A warning of dpgauss's own (an assumed CRS) is one ``dpgauss: warning:`` line on
+    stderr, like an error; another library's warning is shown as Python shows it."""
+    import warnings
+
+    from dpgauss.cli import calibrate as cal_module
+    from dpgauss.errors import CrsWarning
+
+    real = cal_module._calibrate
+
+    def noisy(args):
+        warnings.warn(
+            "the node table gives no crs:\n  its coordinates are read as degrees",
+            CrsWarning,
+            stacklevel=2,
+        )
+        warnings.warn("something else", FutureWarning, stacklevel=2)
+        return real(args)
+
+    monkeypatch.setattr(cal_module, "_calibrate", noisy)
+    code, out, err = run(capsys, "calibrate", "--epsilon", "1", "--delta", "1e-5")
+    assert code == 0 and "analytic sigma" in out
+    lines = err.splitlines()
+    assert (
+        "dpgauss: warning: the node table gives no crs: its coordinates are read as degrees"
+        in lines
+    )
+    assert any("FutureWarning: something else" in line for line in lines)
+    assert not any("CrsWarning" in line for line in lines)

@@ -17,7 +17,9 @@ import argparse
 import contextlib
 import math
 import sys
+import warnings
 from collections.abc import Callable, Sequence
+from typing import TextIO
 
 from ..errors import ReleaseInterrupted, UsageError, cli_message, interrupted
 
@@ -62,6 +64,26 @@ def _build_parser() -> _Parser:
     return parser
 
 
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    """dpgauss's own warnings (``dpgauss.errors``: an assumed CRS, a trend filter that did not
+    converge) as one ``dpgauss: warning: ...`` line on stderr, as errors are; any other
+    library's warning as Python shows it."""
+    if category.__module__.startswith("dpgauss"):
+        print(f"dpgauss: warning: {' '.join(str(message).split())}", file=file or sys.stderr)
+        return
+    _PYTHON_SHOW(message, category, filename, lineno, file, line)
+
+
+_PYTHON_SHOW = warnings.showwarning
+
+
 def _interrupted(exc: BaseException, process: bool) -> int:
     """Ctrl-C: one line on stderr (what became of a charge, if a release had charged), exit
     status 130.  When ``main`` is the process's command (``process``: called without
@@ -92,7 +114,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             value = getattr(args, name, None)
             if value is not None and not math.isfinite(value):
                 raise UsageError(f"--{name} must be finite; got {value}")
-        result = run(args)
+        with warnings.catch_warnings():
+            warnings.showwarning = _show_warning
+            result = run(args)
         text, status = result if isinstance(result, tuple) else (result, 0)
         print(text)
         if status:

@@ -42,7 +42,7 @@ from typing import Any
 from .engines import csv_format
 from .engines.base import AggregationPlan, Engine, RowCounts
 from .engines.csv_format import CsvShape
-from .report import CONFIDENTIAL_NOTE, Diagnostics
+from .report import CONFIDENTIAL_NOTE, Diagnostics, components_text, map_components
 from .spec import ReleaseSpec
 
 __all__ = ["OUTSIDE_WARNING", "CheckResult", "check_source"]
@@ -60,7 +60,9 @@ class CheckResult:
     of its class; ``ok`` is true when there are none.  ``csv``: the shape of a CSV source's
     local files (None for other sources, or files on another file system) and ``csv_mode``
     its ``[source] csv``.  ``warnings``: what looks wrong without being a policy's (most
-    records outside the map).
+    records outside the map).  ``components``: the map's connected components, as the
+    release's report gives them (:func:`~dpgauss.release.report.map_components`; public),
+    None without a graph or regions part.
     """
 
     rows: RowCounts
@@ -69,6 +71,7 @@ class CheckResult:
     csv: CsvShape | None = None
     csv_mode: str | None = None
     warnings: tuple[str, ...] = ()
+    components: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -85,6 +88,7 @@ class CheckResult:
             "engine": self.engine,
             "rows": self.rows.as_dict(),
             "csv": None if self.csv is None else {"mode": self.csv_mode, **self.csv.as_dict()},
+            "components": self.components,
         }
 
     def text(self) -> str:
@@ -92,6 +96,8 @@ class CheckResult:
         diag = Diagnostics(rows=self.rows.as_dict(), engine=self.engine)
         lines = diag.text().splitlines()  # no delivery: nothing is released
         lines += self._csv_text()
+        if self.components is not None:
+            lines.append(f"components : {components_text(self.components)}")
         lines += [f"warning: {w}" for w in self.warnings]
         if self.violations:
             lines += [f"FAIL: {v}" for v in self.violations]
@@ -227,6 +233,7 @@ def check_source(
             raise
         raise ValueError(f"CONFIDENTIAL (may quote the data): {exc.detail}") from None
     shape = _csv_shape(spec)
+    components = map_components(domain)
     return CheckResult(
         agg.rows,
         _violations(spec, agg.rows),
@@ -234,4 +241,5 @@ def check_source(
         shape,
         spec.source.csv if shape is not None else None,
         _map_warnings(spec, domain, agg.rows),
+        components,
     )

@@ -323,6 +323,15 @@ def components_fields(n: int, edges: Any, kind: str = "graph") -> dict[str, Any]
     return out
 
 
+def map_components(domain: Any) -> dict[str, Any] | None:
+    """:func:`components_fields` of a domain's map: its first graph or regions part (a
+    product's too); None without one."""
+    drawn = [a for a in domain.axes if a.spec.kind in ("graph", "regions")]
+    if not drawn:
+        return None
+    return components_fields(drawn[0].size, drawn[0].edges, drawn[0].spec.kind)
+
+
 def components_text(comp: dict[str, Any]) -> str:
     """The summary's ``components`` line."""
     text = (

@@ -31,8 +31,8 @@ from .report import (
     NOT_PRIVATE_WARNING,
     Diagnostics,
     PublicReport,
-    components_fields,
     constant_fields,
+    map_components,
 )
 
 __all__ = ["draw", "public_report", "stage_release", "write_diagnostics", "write_table"]
@@ -223,10 +223,9 @@ def public_report(
         "size": plan.domain.size,
         "structure": plan.domain.structure,
     }
-    drawn = [a for a in plan.domain.axes if a.spec.kind in ("graph", "regions")]
-    if drawn:  # the map's graph (a product's first graph or regions part): its components
-        a = drawn[0]
-        domain["components"] = components_fields(a.size, a.edges, a.spec.kind)
+    components = map_components(plan.domain)  # the map's (a product's first graph or regions)
+    if components is not None:
+        domain["components"] = components
     return PublicReport(
         version=dpgauss_version,
         spec=plan.public_spec,

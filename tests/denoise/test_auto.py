@@ -426,3 +426,16 @@ def test_lattice_trend_filtering_is_skipped_beyond_its_size_limit(monkeypatch):
     res = auto_module.auto(rng.standard_normal((10, 12)), 1.0, (10, 12))
     assert all(c["method"] != "trend_filter" for c in res.params["candidates"])
     assert any("lattice (d = 120 > 100" in s for s in res.params["skipped"])
+
+
+@pytest.mark.parametrize("scale", [1e-100, 1e100])
+def test_auto_is_scale_equivariant_at_extreme_sigma(scale):
+    """``auto(c·y, c·σ)`` chooses as ``auto(y, σ)`` and returns ``c`` times its estimate: the
+    guard ``√(2Σσ⁴)`` once overflowed at σ ≈ 1e100 (no challenger was ever chosen)."""
+    rng = np.random.default_rng(1)
+    theta = np.repeat([0.0, 5.0, 2.0], 100)
+    y = theta + rng.standard_normal(300)
+    a = auto(y, 1.0, (300,))
+    b = auto(y * scale, scale, (300,))
+    assert b.method == a.method == "trend_filter"
+    np.testing.assert_allclose(b.estimate / scale, a.estimate, rtol=1e-9, atol=1e-9)

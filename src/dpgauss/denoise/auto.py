@@ -277,7 +277,10 @@ def auto(
     first_choice = int(np.argmin(base_risks))
     base, base_risk = np.ravel(baselines[first_choice].estimate), base_risks[first_choice]
     # the standard deviation of ‖noise‖²: σ²√(2d), √(2 Σ σᵢ⁴) with one σ per key
-    full = math.sqrt(2.0 * float(np.sum(np.broadcast_to(np.asarray(s) ** 4, arr.shape))))
+    # √(2 Σ σᵢ⁴), scaled by the largest σ² so that σ near 1e100 does not overflow
+    s2 = np.broadcast_to(np.asarray(s, dtype=np.float64) ** 2, arr.shape)
+    top = float(np.max(s2)) if s2.size else 0.0
+    full = top * math.sqrt(2.0 * float(np.sum((s2 / top) ** 2))) if top > 0 else 0.0
     var = np.broadcast_to(np.asarray(s) ** 2, arr.shape).ravel()
     lap("none, james_stein")
 
@@ -423,10 +426,14 @@ def _passes(
     if cand.method == "trend_filter" and df is not None and math.isfinite(float(df)):
         # with one σ per key: the first term's variance is 4 Σ σᵢ² (β̂ᵢ − b̂ᵢ)², the
         # second is taken at the root mean σ⁴
-        diff = np.ravel(cand.estimate) - base
-        first = 2.0 * math.sqrt(float(np.sum(var * diff * diff)))
-        second = 2.0 * math.sqrt(float(np.mean(var * var))) * math.sqrt(2.0 * float(df))
-        guard = min(full, first + second)
+        # (scaled by the largest σ², so that σ near 1e100 does not overflow)
+        top = float(np.max(var))
+        if top > 0:
+            v = var / top
+            diff = (np.ravel(cand.estimate) - base) / math.sqrt(top)
+            first = 2.0 * top * math.sqrt(float(np.sum(v * diff * diff)))
+            second = 2.0 * top * math.sqrt(float(np.mean(v * v))) * math.sqrt(2.0 * float(df))
+            guard = min(full, first + second)
     return bool(risk < base_risk - margin * guard)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import math
 import sys
 import warnings
@@ -65,6 +66,7 @@ def _build_parser() -> _Parser:
 
 
 def _show_warning(
+    previous: Callable[..., None],
     message: Warning | str,
     category: type[Warning],
     filename: str,
@@ -74,14 +76,11 @@ def _show_warning(
 ) -> None:
     """dpgauss's own warnings (``dpgauss.errors``: an assumed CRS, a trend filter that did not
     converge) as one ``dpgauss: warning: ...`` line on stderr, as errors are; any other
-    library's warning as Python shows it."""
+    library's warning to ``previous``, the way of showing them that was in place."""
     if category.__module__.startswith("dpgauss"):
         print(f"dpgauss: warning: {' '.join(str(message).split())}", file=file or sys.stderr)
         return
-    _PYTHON_SHOW(message, category, filename, lineno, file, line)
-
-
-_PYTHON_SHOW = warnings.showwarning
+    previous(message, category, filename, lineno, file, line)
 
 
 def _interrupted(exc: BaseException, process: bool) -> int:
@@ -115,7 +114,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if value is not None and not math.isfinite(value):
                 raise UsageError(f"--{name} must be finite; got {value}")
         with warnings.catch_warnings():
-            warnings.showwarning = _show_warning
+            previous = warnings.showwarning
+            warnings.showwarning = functools.partial(_show_warning, previous)
             result = run(args)
         text, status = result if isinstance(result, tuple) else (result, 0)
         print(text)

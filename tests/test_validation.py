@@ -73,7 +73,7 @@ def test_check_scalar_accepts_exactly_the_interval(x, allowed):
 @given(x=NUMBERS, allowed=intervals())
 def test_check_scalar_integer_requires_a_whole_number(x, allowed):
     value = float(x)
-    if _inside(value, allowed) and value == math.floor(value):
+    if _inside(value, allowed) and math.isfinite(value) and value == math.floor(value):
         assert check_scalar(x, "n", allowed, integer=True) == value
     else:
         with pytest.raises(ValueError, match=r"^n must be (an integer in |a finite integer)"):
@@ -173,3 +173,15 @@ def test_check_int_messages():
     with pytest.raises(ValueError, match=r"got a negative integer of about 5001 digits$"):
         check_int(-(10**5000), "draws", 2)
     assert check_int(10**5000, "n", 0) == 10**5000  # no float on the way
+
+
+@pytest.mark.parametrize("x", [math.inf, -math.inf])
+def test_an_infinity_is_no_integer(x):
+    """±inf equals its own floor, but is no integer (hypothesis drew −inf in an interval
+    closed at −inf: it was accepted)."""
+    from dpgauss._validation import Interval
+
+    with pytest.raises(ValueError, match=r"^n must be an integer in"):
+        check_scalar(
+            x, "n", Interval(-math.inf, math.inf, low_closed=True, high_closed=True), integer=True
+        )

@@ -159,8 +159,10 @@ def real_args(**spec: tuple[object, Interval]) -> tuple[tuple[np.ndarray, ...], 
 
 
 def check_integral(arr: np.ndarray, name: str, why: str = "", rule: str = "an integer") -> None:
-    """Raise ``ValueError`` unless every element of ``arr`` is a whole number."""
-    ok = arr == np.floor(arr)
+    """Raise ``ValueError`` unless every element of ``arr`` is a whole number (finite: ±inf
+    equals its own floor, but is no integer)."""
+    with np.errstate(invalid="ignore"):
+        ok = np.isfinite(arr) & (arr == np.floor(arr))
     if ok.all():
         return
     bad = tuple(int(i) for i in np.argwhere(~ok)[0]) if arr.ndim else ()

@@ -355,3 +355,24 @@ def test_fits_budget_at_the_edge():
     assert r.fits_budget([r.sqrt_down(Fraction(1, 10))] * 10, mu_b)
     assert r.fits_budget([], mu_b) and r.fits_budget([mu_b], mu_b)
     assert not r.fits_budget([mu_b, SUB], mu_b)
+
+
+def test_sub_down_and_sum_up_are_exact_on_the_safe_side():
+    """``sub_down`` is the largest double ≤ a − b (floored at 0), ``sum_up`` the smallest
+    double ≥ Σx, both decided in rationals: the ledger's δ − Ση and Ση."""
+    from fractions import Fraction
+
+    from dpgauss.privacy._rounding import sub_down, sum_up
+
+    for a, b in [(1e-6, 3e-7), (1e-6, 1e-22), (0.1, 0.3 - 0.2), (5e-7, 5e-7), (1e-9, 1e-6)]:
+        got = sub_down(a, b)
+        exact = Fraction(a) - Fraction(b)
+        if exact <= 0:
+            assert got == 0.0
+        else:
+            assert Fraction(got) <= exact < Fraction(math.nextafter(got, math.inf))
+    xs = [1e-7, 2e-7, 3e-17, 0.1]
+    got = sum_up(xs)
+    exact = sum(map(Fraction, xs))
+    assert Fraction(math.nextafter(got, 0.0)) < exact <= Fraction(got)
+    assert sum_up([]) == 0.0

@@ -75,7 +75,9 @@ __all__ = [
     "sqrt_down",
     "sqrt_sum_up",
     "sqrt_up",
+    "sub_down",
     "sum_squares",
+    "sum_up",
     "up",
 ]
 
@@ -239,3 +241,18 @@ def delta_from_log_array(log_d: np.ndarray) -> np.ndarray:
     with np.errstate(under="ignore", over="ignore"):
         d = np.nextafter(np.exp(log_d), np.inf)
     return np.clip(d, TINY, 1.0)
+
+
+def sum_up(values: Iterable[float]) -> float:
+    """``Σ xᵢ`` of doubles, exactly in rationals, then the smallest double ≥ it (0.0 for none)."""
+    total = sum((Fraction(float(v)) for v in values), Fraction(0))
+    return rational_up(total) if total else 0.0
+
+
+def sub_down(a: float, b: float) -> float:
+    """``a − b`` rounded down — the largest double ≤ the exact difference — floored at 0."""
+    diff = Fraction(float(a)) - Fraction(float(b))
+    if diff <= 0:
+        return 0.0
+    out = float(diff)  # nearest; one ulp down if that rounded up
+    return math.nextafter(out, 0.0) if Fraction(out) > diff else out

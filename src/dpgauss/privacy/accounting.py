@@ -42,7 +42,7 @@ from .._validation import (
     check_interval,
     plain_number,
 )
-from ._rounding import UNIT_ROUNDOFF, fits_budget, mu_up, rational_up, sqrt_sum_up, up
+from ._rounding import UNIT_ROUNDOFF, fits_budget, mu_up, rational_up, sqrt_sum_up, sub_down, up
 from .calibration import gdp_mu
 from .domination import dominating_mu
 from .events import (
@@ -250,9 +250,8 @@ class GaussianAccountant:
             return self._read(gdp_epsilon, delta, "delta", UNIT_OPEN)
         arr = as_real_array(delta, "delta")
         check_interval(arr, "delta", UNIT_OPEN)
-        rest = np.atleast_1d(arr).astype(np.float64) - eta
-        # δ − η rounded down (one ulp below where the subtraction may have rounded up)
-        rest = np.where(rest > 0, np.nextafter(rest, 0.0), 0.0)
+        # δ − η rounded down, exactly
+        rest = np.array([sub_down(d, eta) for d in np.atleast_1d(arr).ravel().tolist()])
         out = np.full(rest.shape, math.inf)
         ok = rest > 0
         if ok.any():

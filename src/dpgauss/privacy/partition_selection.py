@@ -71,7 +71,7 @@ import numpy as np
 from scipy import special
 
 from .._validation import POSITIVE, UNIT_OPEN, check_int, check_scalar
-from ._rounding import down, up
+from ._rounding import down, sub_down, up
 from .calibration import gdp_mu
 from .profile import gdp_delta
 
@@ -158,13 +158,8 @@ def gdp_budget(epsilon: float, delta: float, eta: float) -> float:
     ``gdp_mu(ε, δ − η)`` (the largest μ with ``δ_μ(ε) + η ≤ δ``); 0 if ``η ≥ δ``."""
     e = check_scalar(epsilon, "epsilon", POSITIVE)
     d = check_scalar(delta, "delta", UNIT_OPEN)
-    e_ta = check_scalar(eta, "eta", POSITIVE) if eta else 0.0
-    rest = d - e_ta
-    if not rest > 0:
-        return 0.0
-    if Fraction(rest) > Fraction(d) - Fraction(e_ta):  # d − η rounded up: one ulp down
-        rest = down(rest)
-    return float(gdp_mu(e, rest))
+    rest = sub_down(d, check_scalar(eta, "eta", POSITIVE) if eta else 0.0)
+    return float(gdp_mu(e, rest)) if rest > 0 else 0.0
 
 
 def split(epsilon: float, delta: float, share: float = SELECTION_SHARE) -> tuple[float, float]:

@@ -49,7 +49,7 @@ import numpy as np
 from .._validation import POSITIVE, UNIT_OPEN, Interval, as_real_array, check_interval
 from ..errors import BudgetExceeded, LedgerError, LedgerFormatError, UnknownDatasetError
 from ..privacy import gdp_epsilon, gdp_mu
-from ..privacy._rounding import fits_budget, mu_up_exact, rational_up, sqrt_down, sum_squares
+from ..privacy._rounding import fits_budget, mu_up_exact, sqrt_down, sub_down, sum_squares, sum_up
 from ..privacy.accounting import GaussianAccountant
 from ..privacy.events import GaussianEvent, PrivacyEvent, ThresholdEvent, event_of
 
@@ -223,31 +223,14 @@ def _budget_terms(
 _ETA_RANGE = Interval(0.0, 1.0, low_closed=True)
 
 
-def _eta_total(etas: list[float]) -> float:
-    """``Σ ηᵢ`` rounded up (exact in rationals, then the double above)."""
-    if not any(etas):
-        return 0.0
-    return rational_up(sum((Fraction(e) for e in etas), Fraction(0)))
-
-
-def _delta_rest(delta: float, eta: float) -> float:
-    """``δ − η`` rounded down (0 when η ≥ δ)."""
-    if eta == 0.0:
-        return delta
-    rest = delta - eta
-    if Fraction(rest) > Fraction(delta) - Fraction(eta):
-        rest = math.nextafter(rest, 0.0)
-    return rest if rest > 0 else 0.0
-
-
 def _effective_budget(budget: tuple[float, float, float], etas: list[float]) -> float:
     """The μ budget once ``Σ etas`` is spent outside μ-GDP: the frozen ``μ_B`` with none,
     else ``min(μ_B, gdp_mu(ε, δ − Ση))`` (0 once Ση ≥ δ)."""
     eps, dlt, mu_budget = budget
-    eta = _eta_total(etas)
+    eta = sum_up(etas)
     if eta == 0.0:
         return mu_budget
-    rest = _delta_rest(dlt, eta)
+    rest = sub_down(dlt, eta)
     return min(mu_budget, float(gdp_mu(eps, rest))) if rest > 0 else 0.0
 
 
@@ -780,11 +763,11 @@ class Ledger:
     ) -> BudgetStatus:
         eps, dlt, mu_frozen = budget
         etas = etas or []
-        eta_spent = _eta_total(etas)
+        eta_spent = sum_up(etas)
         mu_budget = _effective_budget(budget, etas)
         left = Fraction(mu_budget) ** 2 - sum_squares(mus)
         mu_remaining = sqrt_down(left) if left > 0 else 0.0
-        rest = _delta_rest(dlt, eta_spent)
+        rest = sub_down(dlt, eta_spent)
         if mus:
             acc = GaussianAccountant()
             acc.add_mu(np.asarray(mus, dtype=np.float64))

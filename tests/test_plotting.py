@@ -171,7 +171,7 @@ def test_the_keys_beyond_their_intervals_are_marked():
     ax = fig.axes[0]
     counts = [len(c.get_offsets()) for c in ax.collections[1:]]
     assert sorted(counts) == [1, 3]
-    assert "4 stand out beyond their intervals (3 above, 1 below the mean)" in ax.get_title()
+    assert "4 stand out beyond their intervals\n(3 above, 1 below the mean)" in ax.get_title()
     # regions: outlines of the marked regions
     shapely = pytest.importorskip("shapely.geometry")
     boxes = [shapely.box(i, 0, i + 1, 1) for i in range(n)]

@@ -320,7 +320,8 @@ def _title(p: MapPanel, scale: ColourScale, marks: np.ndarray | None) -> str:
     if marks is not None:
         up, down = int(np.sum(marks > 0)), int(np.sum(marks < 0))
         lines.append(
-            f"{up + down} stand out beyond their intervals ({up} above, {down} below the mean)"
+            # two lines: three maps side by side leave a title about 40 characters
+            f"{up + down} stand out beyond their intervals\n({up} above, {down} below the mean)"
             if up + down
             else "none stands out beyond its interval"
         )

@@ -172,6 +172,20 @@ Every table and key
     an existing output is never replaced); ``plot`` (default true: for a graph or range
     domain, a PNG of the released and denoised values at ``<path>.png``, when matplotlib is
     installed).  A JSON report is written to ``<path>.report.json``.
+``[[levels]]`` (optional; zoom levels, finest to coarsest, after ``[domain]``, the finest)
+    Each table: ``name`` (required, distinct, a word of letters, digits, ``_``, ``-``, a
+    letter first, not a column of the finest table: it names ``<path>.<name>.csv`` and the
+    finest table's column of each key's parent) and exactly one of ``regions`` (a bundled
+    name, ``"nyc-neighbourhoods"``, or a GeoJSON file, with ``id_property``,
+    ``name_property``, ``crs`` as in ``[domain]``: each fine key goes to the region holding
+    its coordinates — a graph node's, a grid cell's centre, a fine region's centroid; a key
+    in no region goes to the parent ``"__unplaced__"``, never dropped), ``map`` (a CSV file
+    with the columns ``fine_key,parent``: every key of the domain exactly once, as written
+    in the table's ``key`` column) or ``kind = "total"`` (one parent, ``"total"``).  Each
+    level's parents must nest in the next one's.  For a count or a sum, with ``[privacy]
+    epsilon``; ``[privacy] level_weights`` (one positive number per level, the finest first;
+    normalised; default equal) splits the μ-GDP budget between the levels, and the release
+    is charged once for all of them (:mod:`dpgauss.release.levels_plan`).
 """
 
 from __future__ import annotations
@@ -199,6 +213,7 @@ __all__ = [
     "DenoiseSpec",
     "DomainSpec",
     "FilterSpec",
+    "LevelSpec",
     "OutputSpec",
     "PrivacySpec",
     "ReleaseSpec",
@@ -1161,9 +1176,13 @@ class PrivacySpec:
     dataset: str = ""
     label: str | None = None
     seed: int | None = None
+    #: ``[[levels]]`` only: the share of the μ-GDP budget of each level (finest first)
+    level_weights: tuple[float, ...] | None = None
 
     def __post_init__(self) -> None:
         w = "privacy"
+        if self.level_weights is not None:
+            object.__setattr__(self, "level_weights", _level_weights(self.level_weights))
         if self.delta is None:
             raise ValueError("[privacy] delta is required (0 < delta < 1)")
         delta = _real(w, "delta", self.delta)
@@ -1258,6 +1277,158 @@ class OutputSpec:
         return "parquet" if Path(path).suffix.lower() in (".parquet", ".pq") else "csv"
 
 
+# ------------------------------------------------------------------------ zoom levels
+
+#: ``[[levels]] name``: a word safe in a file name (``out.csv.<name>.csv``) and as a column.
+LEVEL_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
+#: The parent of a fine key that falls in no region of a ``regions`` level: a key of that
+#: level like the others (released, noised, consistent), never a silent drop.
+UNPLACED = "__unplaced__"
+#: How a level's parents are given: exactly one of these keys.
+LEVEL_SOURCES = ("regions", "map", "kind")
+
+
+def _level_weights(value: object) -> tuple[float, ...]:
+    """``[privacy] level_weights``: a non-empty list of positive finite numbers."""
+    if isinstance(value, str) or not isinstance(value, list | tuple) or not value:
+        raise _type_fail(
+            "privacy", "level_weights", "a list of positive numbers (one per level)", value
+        )
+    out = tuple(_positive("privacy", "level_weights", v) for v in value)
+    return out  # type: ignore[return-value]
+
+
+@dataclass(frozen=True)
+class LevelSpec:
+    """``[[levels]]``: one coarser level of a zoom-level release (module docstring).
+
+    ``name`` names the level (its table ``<path>.<name>.csv`` and its column in the finest
+    table); exactly one of ``regions`` (a bundled regions name or a GeoJSON file: each fine
+    key goes to the region containing its coordinates, :mod:`dpgauss.release.levels_plan`),
+    ``map`` (a CSV file of the columns ``fine_key,parent``) or ``kind = "total"``.
+    ``id_property``, ``name_property`` and ``crs`` apply to a ``regions`` file as in
+    ``[domain]``.
+    """
+
+    name: str = ""
+    regions: str | None = None
+    map: str | None = None
+    kind: str | None = None
+    id_property: str = "id"
+    name_property: str | None = None
+    crs: str | None = None
+    where: str = field(default="levels", repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        w = self.where
+        _required(w, "name", self.name, "a word: letters, digits, '_' or '-', a letter first")
+        _text(w, "name", self.name)
+        if not LEVEL_NAME.fullmatch(self.name):
+            raise _fail(
+                w,
+                "name",
+                "a word of at most 64 letters, digits, '_' or '-', a letter first (it names "
+                "a file and a column)",
+                self.name,
+            )
+        given = [k for k in LEVEL_SOURCES if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(
+                f"[{w}] give exactly one of regions = '<bundled name or GeoJSON file>', "
+                f"map = '<fine_key,parent CSV file>' or kind = 'total'; got "
+                f"{', '.join(given) or 'none'}"
+            )
+        if self.kind is not None:
+            _choice(w, "kind", self.kind, ("total",))
+        for key in ("regions", "map"):
+            _text(w, key, getattr(self, key), optional=True)
+        _text(w, "id_property", self.id_property)
+        _text(w, "name_property", self.name_property, optional=True)
+        _text(w, "crs", self.crs, optional=True)
+        if self.regions is None:
+            for key, default in (("id_property", "id"), ("name_property", None), ("crs", None)):
+                if getattr(self, key) != default:
+                    raise ValueError(f"[{w}] {key} applies to a regions level only")
+        if self.crs is not None:
+            parse_crs(self.crs, f"[{w}] crs")
+
+    @property
+    def source(self) -> str:
+        """``"regions"``, ``"map"`` or ``"total"``."""
+        return "total" if self.kind is not None else ("regions" if self.regions else "map")
+
+
+def _levels(data: object) -> tuple[LevelSpec, ...]:
+    """``[[levels]]``: a list of tables, each a :class:`LevelSpec`."""
+    if not isinstance(data, list | tuple) or not data:
+        raise TypeError(
+            f"[[levels]] must be a list of tables ([[levels]] name = ...); got "
+            f"{type(data).__name__}"
+        )
+    out = []
+    for i, item in enumerate(data, start=1):
+        if isinstance(item, LevelSpec):
+            out.append(item)
+            continue
+        where = f"levels #{i}"
+        if not isinstance(item, Mapping):
+            raise TypeError(f"[{where}] must be a table; got {type(item).__name__}")
+        _check_keys(where, item, LevelSpec)
+        out.append(LevelSpec(**dict(item), where=where))
+    return tuple(out)
+
+
+def _check_levels(spec: ReleaseSpec) -> None:
+    """The levels of ``spec`` against the rest of it (module docstring, ``[[levels]]``):
+    distinct names, not a column of the finest table; a statistic, domain and privacy
+    table they apply to; one weight per level."""
+    levels, d, p = spec.levels, spec.domain, spec.privacy
+    if not levels:
+        if p.level_weights is not None:
+            raise ValueError("[privacy] level_weights applies to a release with [[levels]]")
+        return
+    taken = {*RESERVED_COLUMNS, "name", "released_lower", "released_upper", "children"}
+    taken |= {a.output_name for a in d.axes} if len(d.axes) > 1 else set()
+    taken |= {f"{a.output_name}_name" for a in d.axes} if len(d.axes) > 1 else set()
+    seen: set[str] = set()
+    for lv in levels:
+        if lv.name in seen:
+            raise ValueError(f"[{lv.where}] name {lv.name!r} is already the name of a level")
+        if lv.name in taken:
+            raise ValueError(
+                f"[{lv.where}] name {lv.name!r} is a column of the finest table; choose "
+                "another name"
+            )
+        seen.add(lv.name)
+        if lv.source == "regions" and d.kind not in ("graph", "regions", "grid"):
+            raise ValueError(
+                f"[{lv.where}] regions places the fine keys by their coordinates: it needs a "
+                f"[domain] kind = 'graph', 'regions' or 'grid' (got {d.kind!r}); use map = "
+                "'fine_to_coarse.csv' or kind = 'total'"
+            )
+        if lv.source == "map" and len(d.axes) > 1:
+            raise ValueError(
+                f"[{lv.where}] map needs a domain of one part (its keys are the fine_key "
+                f"column); a {d.kind!r} domain takes regions or kind = 'total'"
+            )
+    if spec.statistic.kind == "mean":
+        raise ValueError(
+            "[[levels]] apply to a count or a sum; a mean (a ratio of two noisy parts) has no "
+            "parent that is the sum of its children"
+        )
+    if p.epsilon is None:
+        raise ValueError(
+            "[[levels]] need [privacy] epsilon (and delta): the levels' noise is calibrated "
+            "from it; sigma applies to a release of one level"
+        )
+    n = len(levels) + 1
+    if p.level_weights is not None and len(p.level_weights) != n:
+        raise ValueError(
+            f"[privacy] level_weights must have {n} numbers, one per level, the finest "
+            f"([domain]) first; got {len(p.level_weights)}"
+        )
+
+
 _SECTIONS: dict[str, type] = {
     "source": SourceSpec,
     "unit": UnitSpec,
@@ -1286,8 +1457,11 @@ class ReleaseSpec:
     output: OutputSpec = field(default_factory=OutputSpec)
     name: str | None = None
     filter: FilterSpec | None = None
+    #: ``[[levels]]``: the coarser levels, finest to coarsest (empty: one level)
+    levels: tuple[LevelSpec, ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "levels", _levels(self.levels) if self.levels else ())
         for key, cls in _SECTIONS.items():
             value = getattr(self, key)
             if key == "filter" and value is None:
@@ -1313,6 +1487,7 @@ class ReleaseSpec:
                 f"count, or a sum or mean with [statistic] lower >= 0 (got kind = "
                 f"{self.statistic.kind!r}, lower = {self.statistic.lower!r})"
             )
+        _check_levels(self)
 
     @property
     def never_negative(self) -> bool:
@@ -1336,7 +1511,7 @@ class ReleaseSpec:
         """Build a spec from a dict shaped like the TOML file (tables → dicts)."""
         if not isinstance(data, Mapping):
             raise TypeError(f"a release spec must be a table; got {type(data).__name__}")
-        allowed = [*_SECTIONS, "name"]
+        allowed = [*_SECTIONS, "name", "levels"]
         for key in data:
             if key not in allowed:
                 raise ValueError(f"unknown table [{key}] (allowed: {', '.join(allowed)})")
@@ -1344,7 +1519,8 @@ class ReleaseSpec:
             if key not in data:
                 raise ValueError(f"the spec has no [{key}] table")
         parts = {k: _build(k, c, data[k]) for k, c in _SECTIONS.items() if k in data}
-        return cls(**parts, name=data.get("name"))
+        levels = _levels(data["levels"]) if "levels" in data else ()
+        return cls(**parts, name=data.get("name"), levels=levels)
 
     def to_dict(self) -> dict[str, Any]:
         """The spec as a JSON-ready dict shaped like the TOML file (defaults filled in)."""
@@ -1355,6 +1531,10 @@ class ReleaseSpec:
             if getattr(self, key) is None:
                 continue
             out[key] = _plain(asdict(getattr(self, key)))
+        if self.levels:
+            out["levels"] = [
+                {k: v for k, v in _plain(asdict(lv)).items() if v is not None} for lv in self.levels
+            ]
         return out
 
 

@@ -50,6 +50,35 @@ Statistics
   This is the even split of the μ-GDP budget between the two parts.  (A public count, the
   alternative, is not available in general.)
 
+Coarser levels (zoom levels)
+----------------------------
+A zoom-level release also publishes coarser vectors ``m = A n`` (``[[levels]]``,
+:mod:`dpgauss.release.levels_plan`): a parent's value is the sum of its fine keys', so a
+unit changes parent ``p`` by ``m_p = Σ_{i ∈ p} n_i``.  Its sensitivity is *not* the fine
+one — summing concentrates a unit's records: a unit with 5 trips at 5 junctions of one
+neighbourhood moves the fine vector by ``√5`` but the neighbourhood by 5.  Bounds, with
+``L₁ = min(B, C·K)`` the largest ``‖n‖₁`` the bounds allow and ``s`` the largest number of
+fine keys under one parent of the level (public structure):
+
+* each parent gets at most ``M = min(L₁, C·min(K, s))`` (at most ``min(K, s)`` of its keys
+  are non-zero, each ``≤ C``, and all together ``≤ L₁``), and ``Σ_p m_p = ‖n‖₁ ≤ L₁``;
+* ``‖m‖₂²`` is convex, so over ``{0 ≤ m_p ≤ M, Σ m_p ≤ L₁}`` (integers) it is largest at
+  the most concentrated point, ``q = ⌊L₁/M⌋`` parents at ``M`` and one at ``r = L₁ − qM``:
+
+.. math::  Δ_m = \sqrt{q M^2 + r^2} \le L₁ .
+
+It is attained when ``q + 1`` parents have ``s`` children each (the keys it uses,
+``⌈L₁/C⌉``, are at most ``K``), e.g. always for a ``total`` level (one parent holding every
+key: ``Δ = L₁``, the L1 bound) and for parents larger than ``K``: then ``Δ = L₁ = b`` for
+``b`` records per unit, ``k·c`` for ``k`` keys of ``c`` records.  Otherwise it is an upper
+bound (``tests/release/test_levels_sensitivity.py`` checks both against brute force over
+every contribution of small trees).  For a spread (kde) mapping a record's mass may fall
+under several parents whatever its nearest node, so the per-parent cap does not hold:
+``Δ_m = ‖m‖₁ bound = min(B, C·K)``, as for the fine vector.  A ``sum`` multiplies by
+``max(|lower|, |upper|)`` as above.  The coarse true values are the exact sums of the
+fine bounded aggregate (no second pass over the records), so these bounds hold for what
+is released.
+
 Every value is rounded *up* to a double (never below the exact bound).
 """
 
@@ -62,7 +91,7 @@ from typing import Any
 
 from ..privacy._rounding import mul_up, rational_up, sqrt_up
 
-__all__ = ["Sensitivity", "count_l2", "derive_sensitivity"]
+__all__ = ["Sensitivity", "count_l2", "derive_sensitivity", "level_count_l2"]
 
 
 def _check_bound(name: str, value: object) -> int | None:
@@ -221,3 +250,38 @@ def derive_sensitivity(
     return Sensitivity(
         "mean", sqrt_up(2), records, scale, {"sum": sum_l2, "count": records}, candidates
     )
+
+
+def level_count_l2(
+    *,
+    max_records_per_unit: int | None = None,
+    max_keys_per_unit: int | None = None,
+    max_records_per_key: int | None = None,
+    domain_size: int,
+    max_children: int,
+    spread: bool = False,
+) -> float:
+    """The L2 sensitivity of a coarser level's count vector ``m = A n`` (module docstring,
+    *Coarser levels*): ``√(qM² + r²)`` with ``M = min(L₁, C·min(K, s))``, ``s =
+    max_children`` the most fine keys under one parent; ``min(B, C·K)`` for a spread
+    mapping.  Rounded up."""
+    b = _check_bound("max_records_per_unit", max_records_per_unit)
+    k = _check_bound("max_keys_per_unit", max_keys_per_unit)
+    c = _check_bound("max_records_per_key", max_records_per_key)
+    for name, v in (("domain_size", domain_size), ("max_children", max_children)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be an integer >= 1; got {v!r}")
+    if b is None and c is None:
+        raise ValueError(
+            "the bounds give no finite sensitivity: set max_records_per_unit, or "
+            "max_records_per_key (with or without max_keys_per_unit)"
+        )
+    K = domain_size if k is None else min(k, domain_size)
+    C = c if b is None else (b if c is None else min(c, b))
+    assert C is not None
+    l1 = C * K if b is None else min(b, C * K)
+    if spread:
+        return float(l1) if l1 < 2**53 else sqrt_up(l1 * l1)
+    cap = min(l1, C * min(K, max_children))
+    q, r = divmod(l1, cap)
+    return sqrt_up(q * cap * cap + r * r)

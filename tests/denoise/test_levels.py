@@ -114,3 +114,60 @@ def test_bad_inputs_name_the_argument():
         consistent_levels([[1.0], [np.nan]], [1.0, 1.0], [np.array([0])])
     with pytest.raises(ValueError, match="level must be an integer"):
         consistent_levels([[1.0]], [1.0], []).interval(1)
+
+
+# ------------------------------------------------------------- nonnegative_levels
+
+
+def test_projection_meets_its_kkt_conditions():
+    from dpgauss.denoise.levels import _project
+
+    rng = np.random.default_rng(4)
+    for _ in range(300):
+        n = int(rng.integers(1, 12))
+        c = rng.normal(0.0, 3.0, n)
+        v = rng.uniform(0.2, 5.0, n)
+        total = float(abs(rng.normal(0.0, 5.0)))
+        out = _project(c, v, total)
+        assert np.all(out >= 0.0)
+        assert out.sum() == pytest.approx(total, rel=1e-12, abs=1e-12)
+        if total == 0.0:
+            continue
+        pos = out > 0
+        lam = (c[pos] - out[pos]) / v[pos]  # the one τ of every positive child
+        np.testing.assert_allclose(lam, lam[0], rtol=1e-9, atol=1e-9)
+        assert np.all(c[~pos] <= lam[0] * v[~pos] + 1e-9)
+
+
+def test_nonnegative_levels_add_up_exactly_and_never_go_negative():
+    from dpgauss.denoise.levels import nonnegative_levels
+
+    rng = np.random.default_rng(7)
+    parents = [rng.integers(0, 6, 40), rng.integers(0, 2, 6), np.zeros(2, dtype=np.int64)]
+    parents[0][:6] = np.arange(6)  # every node has children
+    parents[1][:2] = np.arange(2)
+    truth = rng.poisson(0.4, 40).astype(float)  # sparse counts: GLS goes negative
+    true = [truth]
+    for p in parents:
+        true.append(np.bincount(p, weights=true[-1], minlength=int(p.max()) + 1))
+    ys = [t + rng.normal(0, 2.0, t.size) for t in true]
+    lv = consistent_levels(ys, [2.0, 2.0, 2.0, 2.0], parents)
+    assert min(e.min() for e in lv.estimate) < 0  # the case this is for
+    out = nonnegative_levels(lv)
+    assert all(np.all(e >= 0.0) for e in out)
+    for lvl, p in enumerate(parents):
+        sums = np.bincount(p, weights=out[lvl], minlength=out[lvl + 1].size)
+        np.testing.assert_array_equal(sums, out[lvl + 1])  # parents are the sums, exactly
+    # the total is the GLS total clipped, to rounding
+    assert out[-1][0] == pytest.approx(max(lv.estimate[-1][0], 0.0), rel=1e-9)
+
+
+def test_nonnegative_levels_keep_a_nonnegative_solution():
+    from dpgauss.denoise.levels import nonnegative_levels
+
+    parents = [np.array([0, 0, 1, 1])]
+    ys = [np.array([5.0, 6.0, 7.0, 8.0]), np.array([10.0, 16.0])]
+    lv = consistent_levels(ys, [1.0, 1.0], parents)
+    out = nonnegative_levels(lv)
+    np.testing.assert_allclose(out[0], lv.estimate[0], rtol=1e-12)
+    np.testing.assert_allclose(out[1], lv.estimate[1], rtol=1e-12)

@@ -35,6 +35,17 @@ The final error variance follows the same backward recursion,
 ``wᵀ(AᵀWA)^{-1}w``, is one more two-pass solve (:meth:`Levels.sum_variance`).  Because the
 estimate is linear and unbiased in Gaussian noise, ``x̂_v ± z·√P_v`` is an exact
 interval at every node and level, at no privacy cost (post-processing of the releases).
+
+Counts are never negative (:func:`nonnegative_levels`).  The GLS estimate can be, at small
+nodes.  It is projected top-down, keeping every parent the sum of its children: the
+coarsest level is clipped at 0; then, parent by parent, the children ``c`` of a parent of
+(already non-negative) value ``X`` are replaced by the closest non-negative vector summing
+to ``X`` in the GLS metric, ``argmin Σ_j (c'_j − c_j)²/V_j`` over ``c' ≥ 0, Σ c' = X``,
+whose solution is ``c'_j = max(c_j − τ V_j, 0)`` with the one ``τ`` that makes the sum
+``X`` (the projection onto a scaled simplex: sort the breakpoints ``c_j/V_j``).  Finally
+every parent is recomputed as the sum of its projected children, bottom-up, so that the
+published tables add up to the last rounding.  A node whose GLS value is already
+non-negative, under a parent whose children all are, is left as it is.
 """
 
 from __future__ import annotations
@@ -48,7 +59,7 @@ from scipy import special
 
 from .._validation import UNIT_OPEN, as_real_array, check_scalar
 
-__all__ = ["Levels", "consistent_levels"]
+__all__ = ["Levels", "consistent_levels", "nonnegative_levels"]
 
 
 @dataclass(frozen=True)
@@ -192,3 +203,45 @@ def _solve(
         x.append(z[lvl] + gain * (x[-1][par] - sums[lvl][par]))
         p.append(np.maximum(v[lvl] + gain * gain * (p[-1][par] - big_s), 0.0))
     return x[::-1], p[::-1]
+
+
+def _project(c: np.ndarray, v: np.ndarray, total: float) -> np.ndarray:
+    """``argmin Σ (c' − c)²/v`` over ``c' ≥ 0, Σ c' = total ≥ 0`` (module docstring)."""
+    if total <= 0.0:
+        return np.zeros_like(c)
+    if np.all(c >= 0.0) and math.isclose(float(c.sum()), total, rel_tol=1e-12, abs_tol=0.0):
+        return c.copy()
+    t = c / v
+    order = np.argsort(-t, kind="stable")
+    cs, vs = np.cumsum(c[order]), np.cumsum(v[order])
+    tau = (cs - total) / vs
+    nxt = np.append(t[order][1:], -np.inf)
+    k = int(np.flatnonzero(tau >= nxt)[0])
+    return np.maximum(c - tau[k] * v, 0.0)
+
+
+def nonnegative_levels(levels: Levels) -> tuple[np.ndarray, ...]:
+    """The non-negative consistent estimates of every level, the finest first (module
+    docstring): a top-down projection in the GLS metric, then parents recomputed as the
+    sums of their children."""
+    est = [e.copy() for e in levels.estimate]
+    var = levels.variance
+    est[-1] = np.maximum(est[-1], 0.0)
+    for lvl in range(len(est) - 2, -1, -1):
+        par = levels.parents[lvl]
+        order = np.argsort(par, kind="stable")
+        bounds = np.searchsorted(par[order], np.arange(est[lvl + 1].size + 1))
+        out = np.empty_like(est[lvl])
+        floor = np.finfo(np.float64).tiny
+        for p in range(est[lvl + 1].size):
+            idx = order[bounds[p] : bounds[p + 1]]
+            if idx.size:
+                out[idx] = _project(
+                    est[lvl][idx], np.maximum(var[lvl][idx], floor), float(est[lvl + 1][p])
+                )
+        est[lvl] = out
+    for lvl in range(1, len(est)):
+        est[lvl] = np.bincount(
+            levels.parents[lvl - 1], weights=est[lvl - 1], minlength=est[lvl].size
+        )
+    return tuple(est)

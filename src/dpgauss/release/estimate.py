@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -89,6 +89,8 @@ class Estimate:
     noise: dict[str, Any]
     denoise: dict[str, Any]
     noise_off: bool = False
+    #: ``[[levels]]``: each coarser level's table columns, by level name
+    levels: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
 
 
 def estimate(
@@ -150,7 +152,16 @@ def estimate(
     else:
         columns, den_info = _mean_columns(plan, agg, noise_info, seed, timing)
     columns.update(domain.place_columns())
-    return Estimate(columns, noise_info, den_info, noise_off)
+    tables: dict[str, dict[str, np.ndarray]] = {}
+    if plan.levels is not None and stat != "mean":  # zoom levels (the spec refuses a mean)
+        from .levels_estimate import estimate_levels
+
+        fine = agg.counts if stat == "count" else agg.sums
+        assert fine is not None
+        t = time.perf_counter()
+        columns, tables = estimate_levels(plan, fine, seed, columns, noise_info, den_info)
+        timing["levels_s"] = time.perf_counter() - t
+    return Estimate(columns, noise_info, den_info, noise_off, tables)
 
 
 def _candidate_timing(timing: dict[str, float], *results: Denoised) -> None:

@@ -88,13 +88,15 @@ def _step(name: str) -> None:
 # ---------------------------------------------------------------------------- ledger
 
 
-def _charge(path: Path, dataset: str, cal: Calibration, label: str) -> Any:
-    """Charge the release; returns the ledger entry (nothing else happens in between, so an
-    interrupt after this returns is always recorded on the entry)."""
+def _charge(path: Path, dataset: str, cal: Calibration | Any, label: str) -> Any:
+    """Charge the release (a calibration, or a plan's ``event``); returns the ledger entry
+    (nothing else happens in between, so an interrupt after this returns is always recorded
+    on the entry)."""
     from .ledger import Ledger
 
+    event = cal.event if isinstance(cal, Calibration) else cal
     with Ledger(path, create=False) as led:
-        return led.charge_event(dataset, cal.event, label=label)
+        return led.charge_event(dataset, event, label=label)
 
 
 def _status(plan: ReleasePlan) -> dict[str, Any] | None:
@@ -235,9 +237,11 @@ def run_release(
         f"{spec.name or spec.statistic.kind} release of {plan.domain.size} keys "
         f"(sensitivity {plan.sensitivity.l2:.6g}, {plan.calibration.label})"
     )
+    if plan.levels is not None and not spec.privacy.label:
+        label += f"; zoom levels {', '.join(lv.name for lv in plan.levels.levels)}, one charge"
     entry = None
     if plan.ledger is not None:
-        entry = _charge(plan.ledger, spec.privacy.dataset, plan.calibration, label)
+        entry = _charge(plan.ledger, spec.privacy.dataset, plan.event, label)
     charge_id = entry.id if entry is not None else None
     seed = None
     files = ""
@@ -269,7 +273,7 @@ def run_release(
         t = time.perf_counter()
         public = public_report(plan, entry, est.noise, est.denoise, columns, est.noise_off)
         text = json.dumps(public.as_dict(), indent=2, allow_nan=False) + "\n"
-        files = stage_release(plan, columns, text, str(est.denoise["method"]))
+        files = stage_release(plan, columns, text, str(est.denoise["method"]), est.levels)
         _record(plan.ledger, charge_id, "writing", files)
         _step("staged")
         plan.outputs.commit()

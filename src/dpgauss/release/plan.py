@@ -31,7 +31,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -49,6 +49,9 @@ from .outputs import OutputError, OutputGroup, probe_directory
 from .report import public_spec
 from .sensitivity import Sensitivity, derive_sensitivity
 from .spec import MAX_EPSILON, ReleaseSpec, read_columns
+
+if TYPE_CHECKING:
+    from .levels_plan import LevelsPlan
 
 __all__ = [
     "LEDGER_ENV",
@@ -273,6 +276,17 @@ class ReleasePlan:
     denoiser: Denoiser
     value_offset: float
     public_spec: dict[str, Any]
+    #: ``[[levels]]``: the coarser levels, their noise and the one composed charge
+    #: (:mod:`dpgauss.release.levels_plan`); None for a release of one level
+    levels: LevelsPlan | None = None
+    #: the path of each coarser level's table, by level name
+    level_tables: dict[str, Path] | None = None
+
+    @property
+    def event(self) -> Any:
+        """What the release is charged: the calibration's event, or for zoom levels the
+        one composed event of every level."""
+        return self.levels.event if self.levels is not None else self.calibration.event
 
     @property
     def charged(self) -> bool:
@@ -456,11 +470,14 @@ def plan_release(
     domain = resolve_domain(spec)
     sens = sensitivity_of(spec, domain)
     cal = calibrate(spec, sens, domain.size)
+    levels = _plan_levels(spec, domain, sens)
+    if levels is not None:
+        cal = levels.calibrations[0]  # the finest level's share of the budget
 
     # 2. the ledger (before the data is read).
     ledger_p = _ledger_path(spec, ledger)
     if ledger_p is not None:
-        _precheck(ledger_p, spec.privacy.dataset, cal.mu)
+        _precheck(ledger_p, spec.privacy.dataset, cal.mu if levels is None else levels.mu)
 
     # 3. the denoiser and its error bars, run once on zeros with the planned σ (public
     #    inputs only), so that a parameter value it refuses is refused here, not after the
@@ -488,7 +505,8 @@ def plan_release(
         protected += [ledger_p, Path(f"{ledger_p}-wal"), Path(f"{ledger_p}-shm")]
     if spec_path is not None:
         protected.append(Path(os.fspath(spec_path)))
-    paths = [table, report, *([plot] if plot is not None else [])]
+    level_tables = _level_tables(table, fmt, levels)
+    paths = [table, report, *([plot] if plot is not None else []), *level_tables.values()]
     diag_dir = diagnostics_dir(ledger_p)
     group = OutputGroup(
         paths,
@@ -516,7 +534,26 @@ def plan_release(
         denoiser=denoiser,
         value_offset=value_offset(spec),
         public_spec=public_spec(spec.to_dict()),  # built here: nothing of it fails later
+        levels=levels,
+        level_tables=level_tables or None,
     )
+
+
+def _plan_levels(spec: ReleaseSpec, domain: KeyDomain, sens: Sensitivity) -> LevelsPlan | None:
+    """The zoom levels of ``spec`` (:func:`~dpgauss.release.levels_plan.plan_levels`)."""
+    if not spec.levels:
+        return None
+    from .levels_plan import plan_levels
+
+    return plan_levels(spec, domain, sens)
+
+
+def _level_tables(table: Path, fmt: str, levels: LevelsPlan | None) -> dict[str, Path]:
+    """``<table>.<level>.csv`` (or ``.parquet``) for each coarser level."""
+    if levels is None:
+        return {}
+    ext = "parquet" if fmt == "parquet" else "csv"
+    return {lv.name: table.with_name(f"{table.name}.{lv.name}.{ext}") for lv in levels.levels}
 
 
 def diagnostics_dir(ledger: Path | None) -> Path:

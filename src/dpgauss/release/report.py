@@ -198,6 +198,18 @@ class PublicReport:
                 lines.extend(
                     _candidate_lines(den[part].get("candidates") or [], f" for the {part}")
                 )
+        levels = priv.get("levels")
+        if isinstance(levels, dict):  # zoom levels: one line each, then the one charge
+            for row in levels["levels"]:
+                lines.append(
+                    f"level      : {row['name']} ({row['keys']:,} keys): weight "
+                    f"{row['weight']:.4g}, sensitivity {row['sensitivity']:.6g}, sigma="
+                    f"{row['sigma']:.6g}, mu={row['mu']:.6g}"
+                )
+            lines.append(
+                f"levels     : consistent (parents = sums of children); composed mu="
+                f"{levels['mu']:.6g} <= {levels['target_mu']:.6g} of (epsilon, delta), one charge"
+            )
         comp = self.domain.get("components")
         if comp:
             lines.append(f"components : {components_text(comp)}")

@@ -39,17 +39,30 @@ __all__ = ["draw", "public_report", "stage_release", "write_diagnostics", "write
 
 
 def stage_release(
-    plan: ReleasePlan, columns: dict[str, np.ndarray], report_text: str, chosen: str
+    plan: ReleasePlan,
+    columns: dict[str, np.ndarray],
+    report_text: str,
+    chosen: str,
+    levels: dict[str, dict[str, np.ndarray]] | None = None,
 ) -> str:
-    """Stage the table, the report (``report_text``) and the planned plot (``chosen``: the
-    denoiser that ran, for its title) into ``plan.outputs``; the staged files, comma-separated
+    """Stage the table, the report (``report_text``), the planned plot (``chosen``: the
+    denoiser that ran, for its title) and each coarser level's table (``levels``, by level
+    name: ``<table>.<name>.csv``) into ``plan.outputs``; the staged files, comma-separated
     (what the ledger entry records before the commit)."""
     group = plan.outputs
     group.stage(plan.table, lambda p: write_table(p, plan.file_format, columns))
+    for name, path in (plan.level_tables or {}).items():
+        # planned: every level's table is written, or none
+        group.stage(path, _table_writer(plan.file_format, (levels or {})[name]))
     group.stage(plan.report, lambda p: Path(p).write_text(report_text, encoding="utf-8"))
     if plan.plot is not None:
         group.stage(plan.plot, lambda p: draw(p, plan, columns, chosen))
     return ", ".join(str(p) for p in group.staged)
+
+
+def _table_writer(fmt: str, columns: dict[str, np.ndarray]) -> Any:
+    """A writer of ``columns`` for :meth:`OutputGroup.stage`."""
+    return lambda p: write_table(p, fmt, columns)
 
 
 def write_table(path: str, fmt: str, columns: dict[str, np.ndarray]) -> None:
@@ -242,6 +255,11 @@ def public_report(
             "format": plan.file_format,
             "rows": plan.domain.size,
             "columns": list(columns),
+            **(
+                {"levels": {k: v.name for k, v in plan.level_tables.items()}}
+                if plan.level_tables
+                else {}
+            ),
             "created": datetime.now(UTC).date().isoformat(),
         },
         warning=None if spec.privacy.secure else NOT_PRIVATE_WARNING,

@@ -172,7 +172,7 @@ def test_composed_guarantee_is_the_specs_exactly(
     mpmath.mp.dps = 60
     # each level's μ = Δ/σ exactly, composed in μ-GDP: √Σ(Δ_ℓ/σ_ℓ)²
     exact = mpmath.sqrt(
-        sum((mpmath.mpf(s) / mpmath.mpf(c.sigma)) ** 2 for s, c in zip(sens, cals, strict=True))
+        sum((mpmath.mpf(s) / mpmath.mpf(c.mechanism.sigma)) ** 2 for s, c in zip(sens, cals, strict=True))
     )
     assert exact <= mpmath.mpf(mu)
     # (ε, δ) holds: the μ-GDP profile at ε of the composed μ is at most δ ...
@@ -182,7 +182,7 @@ def test_composed_guarantee_is_the_specs_exactly(
     assert float(d_at) == pytest.approx(delta, rel=1e-6)
     # the shares are the weights: μ_ℓ² / μ² = w_ℓ
     shares = [
-        float((mpmath.mpf(s) / mpmath.mpf(c.sigma)) ** 2 / exact**2)
+        float((mpmath.mpf(s) / mpmath.mpf(c.mechanism.sigma)) ** 2 / exact**2)
         for s, c in zip(sens, cals, strict=True)
     ]
     w = np.asarray(weights, dtype=float) / sum(weights)

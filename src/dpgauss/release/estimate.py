@@ -159,7 +159,9 @@ def estimate(
         fine = agg.counts if stat == "count" else agg.sums
         assert fine is not None
         t = time.perf_counter()
-        columns, tables = estimate_levels(plan, fine, seed, columns, noise_info, den_info)
+        columns, tables = estimate_levels(
+            plan, fine, seed, columns, noise_info, den_info, add_noise
+        )
         timing["levels_s"] = time.perf_counter() - t
     return Estimate(columns, noise_info, den_info, noise_off, tables)
 

@@ -36,6 +36,7 @@ The finest table gets one column per coarser level naming each key's parent, and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -67,11 +68,11 @@ def estimate_levels(
     columns: dict[str, np.ndarray],
     noise_info: dict[str, Any],
     den_info: dict[str, Any],
+    add_noise: Callable[[Any, np.ndarray, int | None], Any],
 ) -> tuple[dict[str, np.ndarray], dict[str, dict[str, np.ndarray]]]:
     """The finest table's columns and each coarser level's table (module docstring);
-    ``noise_info`` and ``den_info`` get their ``levels`` sections."""
-    from . import estimate as est  # the seam, looked up when called
-
+    ``noise_info`` and ``den_info`` get their ``levels`` sections.  ``add_noise`` is
+    :func:`~dpgauss.release.estimate.add_noise` (the seam, as the finest level used it)."""
     lp = plan.levels
     assert lp is not None
     spec = plan.spec
@@ -86,7 +87,7 @@ def estimate_levels(
     rels = []
     for i, (lv, cal) in enumerate(zip(lp.levels, lp.calibrations[1:], strict=True), start=1):
         true_l = np.bincount(lv.of_fine, weights=y_true, minlength=lv.size)
-        rels.append(est.add_noise(cal, true_l, None if seed is None else level_seed(seed, i)))
+        rels.append(add_noise(cal, true_l, None if seed is None else level_seed(seed, i)))
     values = [fine] + [np.asarray(r.values, dtype=np.float64) for r in rels]
     sigmas = [s_fine] + [float(r.sigma) for r in rels]
     gls = consistent_levels(values, sigmas, lp.parents)

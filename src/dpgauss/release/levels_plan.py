@@ -60,13 +60,12 @@ from ..privacy._rounding import mul_up, quotient_up, sqrt_down, sqrt_up, sum_squ
 from ..privacy.events import GdpEvent, PrivacyEvent
 from .domains.crs import WGS84, parse_crs
 from .domains.key_domain import KeyDomain
-from .plan import SIGMA_RANGE, Calibration
 from .sensitivity import Sensitivity, level_count_l2
 from .spec import UNPLACED, LevelSpec, ReleaseSpec
 
 __all__ = [
     "Level",
-    "LevelCalibration",
+    "LevelNoise",
     "LevelsPlan",
     "calibrate_levels",
     "key_text",
@@ -116,31 +115,41 @@ class Level:
 
 
 @dataclass(frozen=True, eq=False)
-class LevelCalibration(Calibration):
-    """The noise of one level: a :class:`~dpgauss.release.plan.Calibration` whose mechanism
-    is calibrated at the effective sensitivity ``Δ_ℓ/√w_ℓ`` (module docstring) and whose
-    ``event`` is the law's charge at the level's true sensitivity ``true_sensitivity``."""
+class LevelNoise:
+    """The noise of one level: the Gaussian ``mechanism`` calibrated at the effective
+    sensitivity ``Δ_ℓ/√w_ℓ`` (module docstring), the law drawn (``probe``, for ``dim``
+    values), the level's true ``sensitivity`` Δ_ℓ, its ``weight`` and ``mu``, the charge
+    of that law at Δ_ℓ.  :func:`~dpgauss.release.plan.plan_release` makes each a
+    :class:`~dpgauss.release.plan.Calibration` charged at Δ_ℓ."""
 
-    true_sensitivity: float = 1.0
-    weight: float = 1.0
+    mechanism: GaussianMechanism
+    dim: int
+    probe: Any
+    sensitivity: float
+    weight: float
+    mu: float
+    secure: bool
 
     @property
-    def event(self) -> PrivacyEvent:  # type: ignore[override]
-        return self.noise.event(self.true_sensitivity)  # type: ignore[attr-defined]
+    def event(self) -> PrivacyEvent:
+        """The charge of this level alone: the law's event at Δ_ℓ."""
+        return self.probe.noise.event(self.sensitivity)
 
 
 @dataclass(frozen=True, eq=False)
 class LevelsPlan:
     """The checked plan of the levels: ``levels`` (the coarser ones, finest first),
-    ``calibrations`` (every level's, the finest first), ``sensitivities`` (true Δ_ℓ, the
-    finest first), ``mu`` (the composed charge) and ``target_mu`` (``gdp_mu(ε, δ)``)."""
+    ``noises`` (every level's, the finest first), ``sensitivities`` (true Δ_ℓ, the finest
+    first), ``mu`` (the composed charge) and ``target_mu`` (``gdp_mu(ε, δ)``);
+    ``calibrations``: the noises as the plan's calibrations (set by ``plan_release``)."""
 
     levels: tuple[Level, ...]
-    calibrations: tuple[LevelCalibration, ...]
+    noises: tuple[LevelNoise, ...]
     sensitivities: tuple[float, ...]
     weights: tuple[float, ...]
     mu: float
     target_mu: float
+    calibrations: tuple[Any, ...] = ()
 
     @property
     def event(self) -> GdpEvent:
@@ -158,7 +167,7 @@ class LevelsPlan:
         sizes = [None, *(lv.size for lv in self.levels)]
         out = []
         for i, (name, cal, sens, w) in enumerate(
-            zip(names, self.calibrations, self.sensitivities, self.weights, strict=True)
+            zip(names, self.noises, self.sensitivities, self.weights, strict=True)
         ):
             row: dict[str, Any] = {
                 "name": name,
@@ -166,7 +175,7 @@ class LevelsPlan:
                 "weight": w,
                 "sensitivity": sens,
                 "sigma": float(cal.probe.sigma),
-                "mu": float(cal.event.mu),  # type: ignore[union-attr]
+                "mu": cal.mu,
             }
             if i > 0:
                 lv = self.levels[i - 1]
@@ -346,7 +355,7 @@ def level_sensitivities(
 
 def calibrate_levels(
     spec: ReleaseSpec, sensitivities: list[float], dims: list[int]
-) -> tuple[tuple[LevelCalibration, ...], float, float]:
+) -> tuple[tuple[LevelNoise, ...], float, float]:
     """Every level's calibration, the composed μ and the target ``gdp_mu(ε, δ)`` (module
     docstring, *Budget*)."""
     p = spec.privacy
@@ -354,7 +363,6 @@ def calibrate_levels(
     target = float(gdp_mu(eps, delta))
     weights = _weights(spec)
     roots = [sqrt_down(w) for w in weights]
-    lo, hi = SIGMA_RANGE
     factor = 1.0 + _MARGIN
     for _ in range(50):
         cals = []
@@ -364,11 +372,6 @@ def calibrate_levels(
             eff = mul_up(quotient_up(sens, root), factor)
             mech = GaussianMechanism(eps, delta, eff)
             where = "the finest level" if i == 0 else f"level {spec.levels[i - 1].name!r}"
-            if not lo <= mech.sigma <= hi:
-                raise ValueError(
-                    f"[privacy] epsilon = {eps:g}, delta = {delta:g} put noise "
-                    f"{mech.sigma:.6g} on {where}, outside the supported [{lo:g}, {hi:g}]"
-                )
             try:
                 probe = mech.noise_plan(d, secure=bool(p.secure))
                 mu = float(probe.noise.event(sens).mu)  # type: ignore[attr-defined]
@@ -377,7 +380,7 @@ def calibrate_levels(
                     f"[privacy] the secure sampler cannot serve {where} at epsilon = {eps:g}, "
                     f"delta = {delta:g}: {' '.join(str(exc).split())}"
                 ) from None
-            cals.append(LevelCalibration(mech, d, mu, probe, bool(p.secure), sens, float(w)))
+            cals.append(LevelNoise(mech, d, probe, sens, float(w), mu, bool(p.secure)))
         total = sqrt_up(sum_squares(c.mu for c in cals))
         if total <= target:
             return tuple(cals), total, target

@@ -138,6 +138,9 @@ class Calibration:
     mu: float
     probe: NoisePlan
     secure: bool
+    #: a zoom level's true sensitivity, when the mechanism is calibrated at a larger,
+    #: effective one (:mod:`dpgauss.release.levels_plan`): the charge is at this one
+    charged_sensitivity: float | None = None
 
     @property
     def sigma(self) -> float:
@@ -176,7 +179,8 @@ class Calibration:
         (:class:`~dpgauss.privacy.events.GaussianEvent` of σ and Δ); a secure law is charged
         its dominating μ (:class:`~dpgauss.privacy.events.GdpEvent`, ``mu``)."""
         if self.noise.name == "gaussian":
-            return GaussianEvent(self.mechanism.sigma, self.mechanism.sensitivity)
+            sens = self.charged_sensitivity or self.mechanism.sensitivity
+            return GaussianEvent(self.mechanism.sigma, sens)
         return GdpEvent(self.mu)
 
 
@@ -540,12 +544,28 @@ def plan_release(
 
 
 def _plan_levels(spec: ReleaseSpec, domain: KeyDomain, sens: Sensitivity) -> LevelsPlan | None:
-    """The zoom levels of ``spec`` (:func:`~dpgauss.release.levels_plan.plan_levels`)."""
+    """The zoom levels of ``spec`` (:func:`~dpgauss.release.levels_plan.plan_levels`), each
+    level's noise a :class:`Calibration` charged at the level's true sensitivity, its σ in
+    :data:`SIGMA_RANGE`."""
     if not spec.levels:
         return None
+    from dataclasses import replace
+
     from .levels_plan import plan_levels
 
-    return plan_levels(spec, domain, sens)
+    levels = plan_levels(spec, domain, sens)
+    lo, hi = SIGMA_RANGE
+    cals = []
+    for i, n in enumerate(levels.noises):
+        if not lo <= n.mechanism.sigma <= hi:
+            where = "the finest level" if i == 0 else f"level {spec.levels[i - 1].name!r}"
+            raise ValueError(
+                f"[privacy] epsilon = {spec.privacy.epsilon}, delta = {spec.privacy.delta} "
+                f"put noise {n.mechanism.sigma:.6g} on {where}, outside the supported "
+                f"[{lo:g}, {hi:g}]"
+            )
+        cals.append(Calibration(n.mechanism, n.dim, n.mu, n.probe, n.secure, n.sensitivity))
+    return replace(levels, calibrations=tuple(cals))
 
 
 def _level_tables(table: Path, fmt: str, levels: LevelsPlan | None) -> dict[str, Path]:

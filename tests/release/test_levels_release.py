@@ -177,3 +177,17 @@ def test_all_tables_or_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     with pytest.raises(ReleaseDeliveryError, match="disk full"):
         run_release(spec)
     assert not (tmp_path / "out.csv").exists()
+
+
+def test_the_example_spec_resolves() -> None:
+    pytest.importorskip("shapely")
+    from dpgauss.release.domains.key_domain import resolve_domain
+    from dpgauss.release.levels_plan import resolve_levels
+    from dpgauss.release.spec import load_spec
+
+    root = Path(__file__).resolve().parents[2]
+    spec = load_spec(root / "examples" / "zoom_levels.toml")
+    hood, total = resolve_levels(spec, resolve_domain(spec))
+    assert hood.labels[-1] == "__unplaced__"  # a few junctions lie in no neighbourhood
+    assert int(hood.children.sum()) == 4091 == int(total.children[0])
+    assert spec.privacy.level_weights == (0.6, 0.3, 0.1)

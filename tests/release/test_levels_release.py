@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -191,3 +192,11 @@ def test_the_example_spec_resolves() -> None:
     assert hood.labels[-1] == "__unplaced__"  # a few junctions lie in no neighbourhood
     assert int(hood.children.sum()) == 4091 == int(total.children[0])
     assert spec.privacy.level_weights == (0.6, 0.3, 0.1)
+
+
+def test_the_report_names_no_local_path(tmp_path: Path) -> None:
+    res = run_release(_spec(tmp_path))
+    text = json_text = json.dumps(res.report)
+    assert str(tmp_path) not in json_text
+    assert "sha256" in text
+    assert res.report["spec"]["levels"][0]["map"] == "(local path: not published)"

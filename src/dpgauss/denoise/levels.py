@@ -232,7 +232,8 @@ def nonnegative_levels(levels: Levels) -> tuple[np.ndarray, ...]:
         order = np.argsort(par, kind="stable")
         bounds = np.searchsorted(par[order], np.arange(est[lvl + 1].size + 1))
         out = np.empty_like(est[lvl])
-        floor = np.finfo(np.float64).tiny
+        # a variance rounded to 0 must not make c/v infinite: floor it relative to the level
+        floor = max(1e-12 * float(np.max(var[lvl], initial=0.0)), 1e-300)
         for p in range(est[lvl + 1].size):
             idx = order[bounds[p] : bounds[p + 1]]
             if idx.size:

@@ -59,6 +59,7 @@ from ..privacy import gdp_mu
 from ..privacy._rounding import mul_up, quotient_up, sqrt_down, sqrt_up, sum_squares
 from ..privacy.events import GdpEvent, PrivacyEvent
 from .domains.crs import WGS84, parse_crs
+from .domains.graph_files import _digest
 from .domains.key_domain import KeyDomain
 from .sensitivity import Sensitivity, level_count_l2
 from .spec import UNPLACED, LevelSpec, ReleaseSpec
@@ -237,7 +238,7 @@ def _regions_level(lv: LevelSpec, domain: KeyDomain, spec: ReleaseSpec) -> tuple
         labels.append(UNPLACED)
         if names is not None:
             names.append(None)
-    source = f"regions {lv.regions!r} ({regions.name}), fine keys placed by coordinates"
+    source = f"regions: {regions.name}; fine keys placed by their coordinates"
     return (
         np.asarray(labels, dtype=object),
         of_fine.astype(np.int64),
@@ -279,7 +280,8 @@ def _map_level(lv: LevelSpec, domain: KeyDomain) -> tuple[Any, ...]:
             f"{where}: {missing.size} keys of the domain have no parent (the first: {first!r}); "
             "every fine key needs exactly one"
         )
-    return np.asarray(list(labels), dtype=object), of_fine, None, f"map {path!r}", 0, 0
+    source = f"map: CSV file, sha256 {_digest(path)}"  # the report names no local path
+    return np.asarray(list(labels), dtype=object), of_fine, None, source, 0, 0
 
 
 def resolve_levels(spec: ReleaseSpec, domain: KeyDomain) -> tuple[Level, ...]:

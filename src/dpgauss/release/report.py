@@ -86,6 +86,12 @@ def public_spec(spec_dict: dict[str, Any]) -> dict[str, Any]:
         if part.get(key) is not None:
             part[key] = removed
     _strip_domain(out.get("domain", {}), removed)
+    for level in out.get("levels") or ():  # [[levels]]: their map and region files
+        if isinstance(level, dict):
+            if level.get("map") is not None:
+                level["map"] = removed
+            if level.get("regions") is not None and level["regions"] not in BUNDLED_REGIONS:
+                level["regions"] = removed
     priv = out.get("privacy", {})
     if priv.get("seed") is not None:
         priv["seed"] = "(secret: not published)"

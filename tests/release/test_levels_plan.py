@@ -172,7 +172,10 @@ def test_composed_guarantee_is_the_specs_exactly(
     mpmath.mp.dps = 60
     # each level's μ = Δ/σ exactly, composed in μ-GDP: √Σ(Δ_ℓ/σ_ℓ)²
     exact = mpmath.sqrt(
-        sum((mpmath.mpf(s) / mpmath.mpf(c.mechanism.sigma)) ** 2 for s, c in zip(sens, cals, strict=True))
+        sum(
+            (mpmath.mpf(s) / mpmath.mpf(c.mechanism.sigma)) ** 2
+            for s, c in zip(sens, cals, strict=True)
+        )
     )
     assert exact <= mpmath.mpf(mu)
     # (ε, δ) holds: the μ-GDP profile at ε of the composed μ is at most δ ...
@@ -197,3 +200,49 @@ def test_secure_levels_fit_the_budget() -> None:
     assert float(ref_delta(mu, 1.0)) <= 1e-6
     assert mu == pytest.approx(target, rel=1e-2)
     assert all(type(c.event).__name__ == "DiscreteGaussianEvent" for c in cals)
+
+
+def test_grid_cells_are_placed_by_their_centres(tmp_path: Path) -> None:
+    pytest.importorskip("shapely")
+    domain = {
+        "kind": "grid",
+        "y": {"column": "la", "start": 0.0, "stop": 1.0, "step": 0.5},
+        "x": {"column": "lo", "start": 0.0, "stop": 2.0, "step": 0.5},
+    }
+    spec = _spec([{"name": "side", "regions": _regions(tmp_path)}], domain)
+    (side,) = resolve_levels(spec, resolve_domain(spec))
+    # row-major, y outer: centres x = 0.25, 0.75 (west), 1.25, 1.75 (east), on both rows
+    assert side.labels.tolist() == ["west", "east"]
+    assert side.of_fine.tolist() == [0, 0, 1, 1, 0, 0, 1, 1]
+
+
+def test_fine_regions_are_placed_by_their_centroids(tmp_path: Path) -> None:
+    pytest.importorskip("shapely")
+    feats = [
+        {
+            "type": "Feature",
+            "properties": {"id": f"r{i}"},
+            "geometry": {"type": "Polygon", "coordinates": [square(0.5 * i, 0.0, 0.5)]},
+        }
+        for i in range(4)
+    ]
+    fine = tmp_path / "fine.geojson"
+    fine.write_text(json.dumps({"type": "FeatureCollection", "features": feats}))
+    domain = {"kind": "regions", "regions": str(fine), "column": "rid"}
+    spec = _spec([{"name": "side", "regions": _regions(tmp_path)}], domain)
+    (side,) = resolve_levels(spec, resolve_domain(spec))
+    assert side.labels.tolist() == ["west", "east"]
+    assert side.of_fine.tolist() == [0, 0, 1, 1]
+
+
+def test_a_sum_scales_every_level(tmp_path: Path) -> None:
+    m = _map(tmp_path, "m.csv", [("a", "x"), ("b", "y"), ("c", "x"), ("d", "y")])
+    spec = ReleaseSpec.from_dict(
+        {
+            **_spec([{"name": "half", "map": m}]).to_dict(),
+            "statistic": {"kind": "sum", "column": "v", "lower": -2.0, "upper": 5.0},
+        }
+    )
+    domain = resolve_domain(spec)
+    lp = plan_levels(spec, domain, sensitivity_of(spec, domain))
+    assert lp.sensitivities == (15.0, 15.0)  # max(|lower|, |upper|) = 5 times b = 3

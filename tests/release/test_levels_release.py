@@ -200,3 +200,15 @@ def test_the_report_names_no_local_path(tmp_path: Path) -> None:
     assert str(tmp_path) not in json_text
     assert "sha256" in text
     assert res.report["spec"]["levels"][0]["map"] == "(local path: not published)"
+
+
+def test_levels_fit_a_budget_of_exactly_their_epsilon_delta(tmp_path: Path) -> None:
+    from dpgauss.release.ledger import BudgetExceeded
+
+    ledger = make_ledger(tmp_path, epsilon=1.0)  # (1, 1e-5)
+    secure = {"secure": True, "seed": None, "ledger": str(ledger), "delta": 1e-5}
+    with pytest.raises(BudgetExceeded):
+        run_release(_spec(tmp_path, privacy={**secure, "epsilon": 1.01}))
+    assert charges(ledger) == 0
+    run_release(_spec(tmp_path, privacy={**secure, "epsilon": 1.0}))  # all of it, once
+    assert charges(ledger) == 1

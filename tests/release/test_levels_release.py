@@ -212,3 +212,46 @@ def test_levels_fit_a_budget_of_exactly_their_epsilon_delta(tmp_path: Path) -> N
     assert charges(ledger) == 0
     run_release(_spec(tmp_path, privacy={**secure, "epsilon": 1.0}))  # all of it, once
     assert charges(ledger) == 1
+
+
+@pytest.mark.slow
+def test_the_example_runs_from_the_command_line(tmp_path: Path, monkeypatch) -> None:
+    """``examples/zoom_levels.toml`` as its comment says: junction → neighbourhood → total,
+    secure noise, one charge; the tables add up."""
+    pytest.importorskip("shapely")
+    from dpgauss.cli.app import main
+
+    root = Path(__file__).resolve().parents[2]
+    monkeypatch.chdir(tmp_path)
+    assert (
+        main(
+            [
+                "budget",
+                "init",
+                "taxi",
+                "--epsilon",
+                "10",
+                "--delta",
+                "1e-5",
+                "--ledger",
+                "budget.sqlite",
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(["release", str(root / "examples" / "zoom_levels.toml"), "--out", "pickups.csv"]) == 0
+    )
+    fine = read_csv(tmp_path / "pickups.csv")
+    hoods = read_csv(tmp_path / "pickups.csv.neighbourhood.csv")
+    total = read_csv(tmp_path / "pickups.csv.total.csv")
+    sums: dict[str, float] = {}
+    for r in fine:
+        sums[r["neighbourhood"]] = sums.get(r["neighbourhood"], 0.0) + float(r["denoised"])
+        assert float(r["denoised"]) >= 0.0
+    for r in hoods:
+        assert float(r["denoised"]) == pytest.approx(sums[r["key"]], rel=1e-12, abs=1e-9)
+    assert float(total[0]["denoised"]) == pytest.approx(
+        sum(float(r["denoised"]) for r in hoods), rel=1e-12
+    )
+    assert charges(tmp_path / "budget.sqlite", "taxi") == 1

@@ -30,6 +30,7 @@ import os
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,7 @@ from .engines import Engine, get_engine
 from .outputs import OutputError, OutputGroup, probe_directory
 from .report import public_spec
 from .sensitivity import Sensitivity, derive_sensitivity
+from .series import Period, parse_period, period_path, period_spec
 from .spec import MAX_EPSILON, ReleaseSpec, read_columns
 
 __all__ = [
@@ -273,6 +275,7 @@ class ReleasePlan:
     denoiser: Denoiser
     value_offset: float
     public_spec: dict[str, Any]
+    period: Period | None = None
 
     @property
     def charged(self) -> bool:
@@ -325,13 +328,42 @@ def _ledger_path(spec: ReleaseSpec, ledger: str | os.PathLike[str] | None) -> Pa
     return p
 
 
-def _precheck(path: Path, dataset: str, mu: float) -> None:
+def _precheck(path: Path, spec: ReleaseSpec, mu: float, period: Period | None = None) -> None:
     from .ledger import BudgetExceeded, Ledger
 
+    dataset = spec.privacy.dataset
     with Ledger(path, create=False) as led:
-        status = led.remaining(dataset)
+        if spec.series is not None:
+            _check_scope(spec, led.grid(dataset), str(led.path))
+        status = led.remaining(dataset, None if period is None else period.start)
     if mu > status.mu_remaining * (1.0 + 1e-12):
         raise BudgetExceeded(dataset, mu, status)
+
+
+def _check_scope(spec: ReleaseSpec, grid: tuple[str, str | None, str | None], where: str) -> None:
+    """A series spec's ``[unit] scope`` is its dataset budget's scope, and a budget of scope
+    ``"period"`` is for the spec's periods (:mod:`dpgauss.release.series`)."""
+    series = spec.series
+    assert series is not None
+    scope, length, origin = grid
+    dataset = spec.privacy.dataset
+    if spec.unit.scope != scope:
+        made = (
+            f"dpgauss budget init {dataset} --scope period --period {series.period} ..."
+            if spec.unit.scope == "period"
+            else f"dpgauss budget init {dataset} ..."
+        )
+        raise ValueError(
+            f"[unit] scope = {spec.unit.scope!r}, but the budget of dataset {dataset!r} in "
+            f"{where} has scope {scope!r}: a budget protects one kind of unit (a budget for "
+            f"this spec is made by `{made}`)"
+        )
+    if scope == "period" and (length != series.period or origin != series.origin):
+        raise ValueError(
+            f"[series] period = {series.period!r} from {series.origin!r}, but the budget of "
+            f"dataset {dataset!r} is for the periods of {length!r} from {origin!r}: a "
+            "budget of scope 'period' holds for one series' periods"
+        )
 
 
 # ----------------------------------------------------------------------------- denoiser
@@ -434,14 +466,36 @@ def plan_release(
     ledger: str | os.PathLike[str] | None = None,
     engine_options: dict[str, Any] | None = None,
     spec_path: str | os.PathLike[str] | None = None,
+    period: str | datetime | None = None,
 ) -> ReleasePlan:
     """Check everything a release of ``spec`` needs (module docstring); nothing is charged.
+
+    ``period``: the start of the period a ``[series]`` spec releases (required with a
+    series, refused without one); the plan's ``spec`` is then that period's
+    (:func:`~dpgauss.release.series.period_spec`) and its table the period's path.
 
     Raises ``ValueError``/``TypeError`` with a one-line message naming what is wrong;
     :class:`~dpgauss.release.ledger.BudgetExceeded` if the release does not fit.
     """
     if not isinstance(spec, ReleaseSpec):
         raise TypeError(f"spec must be a ReleaseSpec; got {type(spec).__name__}")
+    shown = public_spec(spec.to_dict())  # the spec as written: a series' periods unnamed
+    the_period = None
+    if spec.series is not None:
+        if period is None:
+            raise SettingError(
+                "[series]: a series release is one period; give period= (its start, e.g. "
+                "'2013-01-13T09:00:00')",
+                cli="[series]: a series release is one period; pass --period START (e.g. "
+                "--period 2013-01-13T09:00:00)",
+            )
+        the_period = parse_period(spec.series, period)
+        spec = period_spec(spec, the_period)
+    elif period is not None:
+        raise SettingError(
+            "period= names one period of a [series]; the spec has no [series] table",
+            cli="--period names one period of a [series]; the spec has no [series] table",
+        )
     out_path = out if out is not None else spec.output.path
     if out_path is None:
         raise SettingError(
@@ -449,6 +503,8 @@ def plan_release(
             cli="[output] path is required (set it in the spec, or pass --out PATH)",
         )
     table = Path(os.path.abspath(os.path.expanduser(os.fspath(out_path))))
+    if the_period is not None:
+        table = period_path(table, the_period)
     report = table.with_name(table.name + ".report.json")
     fmt = spec.output.file_format(str(table))
 
@@ -460,7 +516,7 @@ def plan_release(
     # 2. the ledger (before the data is read).
     ledger_p = _ledger_path(spec, ledger)
     if ledger_p is not None:
-        _precheck(ledger_p, spec.privacy.dataset, cal.mu)
+        _precheck(ledger_p, spec, cal.mu, the_period)
 
     # 3. the denoiser and its error bars, run once on zeros with the planned σ (public
     #    inputs only), so that a parameter value it refuses is refused here, not after the
@@ -515,7 +571,8 @@ def plan_release(
         diagnostics_dir=diag_dir,
         denoiser=denoiser,
         value_offset=value_offset(spec),
-        public_spec=public_spec(spec.to_dict()),  # built here: nothing of it fails later
+        public_spec=shown,  # built here: nothing of it fails later
+        period=the_period,
     )
 
 

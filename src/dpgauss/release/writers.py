@@ -246,7 +246,22 @@ def public_report(
         },
         warning=None if spec.privacy.secure else NOT_PRIVATE_WARNING,
         noise_off=noise_off,
+        series=_series(plan),
     )
+
+
+def _series(plan: ReleasePlan) -> dict[str, Any] | None:
+    """The report's ``series``: the period released and whom the guarantee protects."""
+    series, period = plan.spec.series, plan.period
+    if series is None or period is None:
+        return None
+    return {
+        "column": series.column,
+        "period": series.period,
+        "origin": series.origin,
+        **period.as_dict(),
+        "scope": plan.spec.unit.scope,
+    }
 
 
 def write_diagnostics(plan: ReleasePlan, diag: Diagnostics, charge_id: int | None) -> str | None:

@@ -87,8 +87,7 @@ _SCHEMA = (
         created TEXT NOT NULL,
         scope TEXT NOT NULL DEFAULT 'all' CHECK (scope IN ('all', 'period')),
         period TEXT,
-        origin TEXT,
-        CHECK ((scope = 'period') = (period IS NOT NULL AND origin IS NOT NULL))
+        origin TEXT
     )""",
     """CREATE TABLE charges (
         id INTEGER PRIMARY KEY AUTOINCREMENT,

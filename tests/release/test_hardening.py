@@ -526,6 +526,7 @@ def _drop_scope(conn: Any) -> None:
         ("budgets", "scope"),
         ("budgets", "period"),
         ("budgets", "origin"),
+        ("budgets", "series_column"),
         ("charges", "period"),
     ):
         conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
@@ -547,7 +548,7 @@ def test_ledger_schema_3_is_upgraded_in_place(tmp_path: Path) -> None:
         status = led.remaining("d")
         assert (status.scope, status.period, status.periods) == ("all", None, 0)
         led.charge("d", sigma=10.0, sensitivity=1.0, period="2013-01-13 09:00")
-        assert led.grid("d") == ("all", None, None)
+        assert led.grid("d") == ("all", None, None, None)
     assert [e.period for e in entries(ledger)] == [None, "2013-01-13 09:00:00"]
     conn = sqlite3.connect(ledger)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == 4

@@ -196,7 +196,7 @@ def test_the_ledger_composes_both_scopes_as_the_formula_says(tmp_path_factory, c
     period's own — a charge is accepted iff every such set still fits."""
     eps, dlt = 1.0, 1e-6
     path = tmp_path_factory.mktemp("ledger") / "b.sqlite"
-    grid = {"scope": "period", "period": "1h"} if scope == "period" else {}
+    grid = {"scope": "period", "period": "1h", "column": "t"} if scope == "period" else {}
     accepted: list[tuple[float, str | None]] = []
     with Ledger(path) as led:
         led.create_budget("d", eps, dlt, **grid)
@@ -235,8 +235,8 @@ def test_the_ledger_composes_both_scopes_as_the_formula_says(tmp_path_factory, c
 def test_a_period_budget_holds_for_each_period(tmp_path: Path) -> None:
     mu_b = float(gdp_mu(1.0, 1e-6))
     with Ledger(tmp_path / "b.sqlite") as led:
-        led.create_budget("d", 1.0, 1e-6, scope="period", period="1h")
-        assert led.grid("d") == ("period", "1h", "1970-01-01 00:00:00")
+        led.create_budget("d", 1.0, 1e-6, scope="period", period="1h", column="t")
+        assert led.grid("d") == ("period", "1h", "1970-01-01 00:00:00", "t")
         for h in (9, 10, 11):  # three periods, each with (almost) the whole budget
             led.charge("d", mu=0.9 * mu_b, period=f"2013-01-13T{h:02}:00")
         with pytest.raises(BudgetExceeded):
@@ -259,6 +259,8 @@ def test_a_period_budget_holds_for_each_period(tmp_path: Path) -> None:
         ]
     with pytest.raises(ValueError, match="needs the series' period"):
         Ledger(tmp_path / "c.sqlite").create_budget("d", 1.0, 1e-6, scope="period")
+    with pytest.raises(ValueError, match="needs the series' column"):
+        Ledger(tmp_path / "c.sqlite").create_budget("d", 1.0, 1e-6, scope="period", period="1h")
     with pytest.raises(ValueError, match="go with scope = 'period' only"):
         Ledger(tmp_path / "c.sqlite").create_budget("d", 1.0, 1e-6, period="1h")
 
@@ -266,7 +268,7 @@ def test_a_period_budget_holds_for_each_period(tmp_path: Path) -> None:
 def test_threshold_deltas_add_per_period(tmp_path: Path) -> None:
     """η spent outside μ-GDP composes like μ: per period, with the charges of no period."""
     with Ledger(tmp_path / "b.sqlite") as led:
-        led.create_budget("d", 1.0, 1e-6, scope="period", period="1d")
+        led.create_budget("d", 1.0, 1e-6, scope="period", period="1d", column="t")
         led.charge("d", mu=0.01, eta=6e-7, period="2013-01-13")
         led.charge("d", mu=0.01, eta=6e-7, period="2013-01-14")  # another day: fits
         with pytest.raises(BudgetExceeded):
@@ -295,7 +297,7 @@ def test_three_periods_bounded_within_each(tmp_path: Path, zero_noise, scope: st
 
     src = _records(tmp_path / "r.csv")
     ledger = tmp_path / "b.sqlite"
-    grid = {"scope": "period", "period": "1h"} if scope == "period" else {}
+    grid = {"scope": "period", "period": "1h", "column": "t"} if scope == "period" else {}
     with Ledger(ledger) as led:
         led.create_budget("d", 3.0 if scope == "all" else 1.0, 1e-6, **grid)
     spec = _spec(
@@ -347,8 +349,9 @@ def test_the_spec_and_the_budget_must_agree_on_the_scope(tmp_path: Path) -> None
     ledger = tmp_path / "b.sqlite"
     with Ledger(ledger) as led:
         led.create_budget("d", 1.0, 1e-6)
-        led.create_budget("p", 1.0, 1e-6, scope="period", period="1h")
-        led.create_budget("w", 1.0, 1e-6, scope="period", period="2h")
+        led.create_budget("p", 1.0, 1e-6, scope="period", period="1h", column="t")
+        led.create_budget("c", 1.0, 1e-6, scope="period", period="1h", column="dropoff")
+        led.create_budget("w", 1.0, 1e-6, scope="period", period="2h", column="t")
     out = {"path": str(tmp_path / "o.csv"), "plot": False}
     per = {"column": "uid", "scope": "period"}
 
@@ -364,6 +367,8 @@ def test_the_spec_and_the_budget_must_agree_on_the_scope(tmp_path: Path) -> None
         plan("p", {"column": "uid"})
     with pytest.raises(ValueError, match="is for the periods of '2h'"):
         plan("w", per)
+    with pytest.raises(ValueError, match="from '1970-01-01 00:00:00' of 'dropoff'"):
+        plan("c", per)
     assert plan("p", per).period.start == "2013-01-13 10:00:00"
     with pytest.raises(ValueError, match="give period="):
         plan_release(_spec(src, output=out), ledger=ledger)
@@ -394,11 +399,13 @@ def test_the_command_line_releases_one_period(tmp_path: Path, capsys, zero_noise
         )
         == 2
     )
-    assert "--scope/--period/--origin: scope = 'period' needs" in capsys.readouterr().err
+    assert "--scope/--period/--column/--origin: scope = 'period' needs" in capsys.readouterr().err
     assert not ledger.exists()  # a refusal creates no ledger
     init = ["budget", "init", "d", "--epsilon", "1", "--delta", "1e-6", "--scope", "period"]
-    assert cli.main([*init, "--period", "1h", *base]) == 0
-    assert "scope     : a unit within one 1h period" in capsys.readouterr().out
+    assert cli.main([*init, "--period", "1h", *base]) == 2
+    assert "needs the series' column" in capsys.readouterr().err
+    assert cli.main([*init, "--period", "1h", "--column", "t", *base]) == 0
+    assert "scope     : a unit within one 1h period of 't'" in capsys.readouterr().out
     assert cli.main(["release", str(spec), *base, "--no-progress"]) == 2
     assert "pass --period START" in capsys.readouterr().err
     with zero_noise():

@@ -57,7 +57,8 @@ def _status_lines(s: BudgetStatus) -> list[str]:
     if s.scope == "period":
         lines.insert(
             1,
-            f"scope     : a unit within one {s.period} period (parallel composition: the "
+            f"scope     : a unit within one {s.period} period of {s.column!r} (parallel "
+            f"composition: the "
             f"figures are those of the most spent of {s.periods} period(s) charged)",
         )
     if s.eta_spent > 0.0:
@@ -93,9 +94,9 @@ def _init(args: argparse.Namespace) -> str:
     path = _ledger_path(args)
     _budget_terms(args.dataset, args.epsilon, args.delta)  # a refusal creates no ledger file
     try:
-        _grid_terms(args.scope, args.period, args.origin)
+        _grid_terms(args.scope, args.period, args.origin, args.column)
     except ValueError as exc:
-        raise ValueError(f"--scope/--period/--origin: {exc}") from None
+        raise ValueError(f"--scope/--period/--column/--origin: {exc}") from None
     with Ledger(path) as ledger:
         status = ledger.create_budget(
             args.dataset,
@@ -104,6 +105,7 @@ def _init(args: argparse.Namespace) -> str:
             scope=args.scope,
             period=args.period,
             origin=args.origin,
+            column=args.column,
         )
     if args.json:
         return json.dumps({"ledger": os.path.abspath(path), **status.as_dict()})
@@ -404,6 +406,9 @@ def add_budget_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     )
     init.add_argument(
         "--period", metavar="DURATION", help="with --scope period: the series' period (1h, 1d)"
+    )
+    init.add_argument(
+        "--column", metavar="NAME", help="with --scope period: the series' timestamp column"
     )
     init.add_argument(
         "--origin",

@@ -87,7 +87,8 @@ _SCHEMA = (
         created TEXT NOT NULL,
         scope TEXT NOT NULL DEFAULT 'all' CHECK (scope IN ('all', 'period')),
         period TEXT,
-        origin TEXT
+        origin TEXT,
+        series_column TEXT
     )""",
     """CREATE TABLE charges (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -113,6 +114,7 @@ _ADD_SCOPE = (
     "CHECK (scope IN ('all', 'period'))",
     "ALTER TABLE budgets ADD COLUMN period TEXT",
     "ALTER TABLE budgets ADD COLUMN origin TEXT",
+    "ALTER TABLE budgets ADD COLUMN series_column TEXT",
     "ALTER TABLE charges ADD COLUMN period TEXT",
 )
 #: Schema version 1 lacked the delivery state of a charge, versions 1 and 2 the δ a
@@ -152,11 +154,12 @@ class BudgetStatus:
     ``epsilon_spent + epsilon_remaining`` is in general more than ``epsilon``.
 
     ``scope`` is whom the budget protects: ``"all"`` (a unit over every release) or
-    ``"period"`` (a unit within one ``period`` of a series, ``"1h"`` say; ``periods`` is
-    the number of periods charged).  For a budget of scope ``"period"`` the figures are
-    those of its most spent period: the releases that are not a period's, with that
-    period's (parallel composition, :mod:`dpgauss.release.series`), and ``mu_remaining``
-    is what every period still has room for.
+    ``"period"`` (a unit within one ``period`` of the series of the timestamp ``column``,
+    ``"1h"`` say; ``periods`` is the number of periods charged).  For a budget of scope
+    ``"period"`` the figures are those of its most spent period: the releases that are
+    not a period's, with that period's (parallel composition,
+    :mod:`dpgauss.release.series`), and ``mu_remaining`` is what every period still has
+    room for.
 
     ``eta_spent = Σ ηᵢ`` is the δ spent outside μ-GDP (selections of keys not known in
     advance, :class:`~dpgauss.privacy.events.ThresholdEvent`; 0 without them).  Everything
@@ -178,6 +181,7 @@ class BudgetStatus:
     scope: str = "all"
     period: str | None = None
     periods: int = 0
+    column: str | None = None
 
     def as_dict(self) -> dict[str, object]:
         """A JSON-ready dict of the fields."""
@@ -262,28 +266,33 @@ def _effective_budget(budget: tuple[float, float, float], etas: list[float]) -> 
     return min(mu_budget, float(gdp_mu(eps, rest))) if rest > 0 else 0.0
 
 
-#: A budget's (scope, period, origin); a charge's (μ, η, period start or None).
-_Grid = tuple[str, str | None, str | None]
+#: A budget's (scope, period, origin, series column); a charge's (μ, η, period or None).
+_Grid = tuple[str, str | None, str | None, str | None]
 _Row = tuple[float, float, str | None]
 
 
-def _grid_terms(scope: object, period: object, origin: object) -> _Grid:
-    """The checked ``(scope, period, origin)`` of :meth:`Ledger.create_budget`."""
+def _grid_terms(scope: object, period: object, origin: object, column: object = None) -> _Grid:
+    """The checked ``(scope, period, origin, column)`` of :meth:`Ledger.create_budget`."""
     from .spec import SCOPES, SeriesSpec
 
     if scope not in SCOPES:
         raise ValueError(f"scope must be one of {', '.join(map(repr, SCOPES))}; got {scope!r}")
     if scope == "all":
-        if period is not None or origin is not None:
-            raise ValueError("period and origin go with scope = 'period' only")
-        return "all", None, None
+        if period is not None or origin is not None or column is not None:
+            raise ValueError("period, origin and column go with scope = 'period' only")
+        return "all", None, None, None
     if period is None:
         raise ValueError("scope = 'period' needs the series' period (a duration: '1h', '1d')")
+    if column is None:
+        raise ValueError(
+            "scope = 'period' needs the series' column: the periods of another timestamp "
+            "column (dropoff instead of pickup) would not hold a unit-period's records"
+        )
     try:
-        grid = SeriesSpec(column="-", period=period, origin=origin or "1970-01-01 00:00:00")
+        grid = SeriesSpec(column=column, period=period, origin=origin or "1970-01-01 00:00:00")
     except (TypeError, ValueError) as exc:
         raise ValueError(str(exc).replace("[series] ", "")) from None
-    return "period", grid.period, grid.origin
+    return "period", grid.period, grid.origin, grid.column
 
 
 def _period_start(period: object, grid: _Grid) -> str | None:
@@ -297,7 +306,7 @@ def _period_start(period: object, grid: _Grid) -> str | None:
 
     if not isinstance(period, str):
         raise TypeError(f"period must be ISO text or None; got {type(period).__name__}")
-    scope, length, origin = grid
+    scope, length, origin, _ = grid
     if scope == "period":
         assert length is not None and origin is not None
         series = SeriesSpec(column="-", period=length, origin=origin)
@@ -332,7 +341,9 @@ def _grouped_status(
     statuses = [Ledger._status(name, budget, m, e) for m, e in _groups(rows, grid[0])]
     worst = min(statuses, key=lambda s: (s.mu_remaining, -s.mu_spent))
     periods = len({r[2] for r in rows if r[2] is not None})
-    return replace(worst, charges=len(rows), scope=grid[0], period=grid[1], periods=periods)
+    return replace(
+        worst, charges=len(rows), scope=grid[0], period=grid[1], periods=periods, column=grid[3]
+    )
 
 
 def _label(label: object) -> str | None:
@@ -681,19 +692,20 @@ class Ledger:
         scope: str = "all",
         period: str | None = None,
         origin: str | None = None,
+        column: str | None = None,
     ) -> BudgetStatus:
         """Define the total (ε, δ) budget of ``dataset``; an existing budget is never redefined.
 
         ε > 0, 0 < δ < 1.  The budget is stored as ε, δ and its GDP form
         ``μ_B = gdp_mu(ε, δ)``, which is frozen at creation.  ``scope = "all"`` (default)
         protects a unit over every release charged; ``scope = "period"`` a unit within one
-        ``period`` (a duration, ``"1h"``) of the series whose periods start at ``origin``
-        (default 1970-01-01 00:00) + k·period: the budget then holds for each period
-        (:mod:`dpgauss.release.series`).  Raises :class:`LedgerError` if the dataset
-        already has a budget.
+        ``period`` (a duration, ``"1h"``) of the series of the timestamp ``column`` whose
+        periods start at ``origin`` (default 1970-01-01 00:00) + k·period: the budget then
+        holds for each period (:mod:`dpgauss.release.series`).  Raises
+        :class:`LedgerError` if the dataset already has a budget.
         """
         name, eps, dlt, mu_budget = _budget_terms(dataset, epsilon, delta)
-        grid = _grid_terms(scope, period, origin)
+        grid = _grid_terms(scope, period, origin, column)
         with self._transaction("IMMEDIATE") as conn:
             row = conn.execute(
                 "SELECT epsilon, delta FROM budgets WHERE dataset = ?", (name,)
@@ -705,7 +717,7 @@ class Ledger:
                 )
             conn.execute(
                 "INSERT INTO budgets (dataset, epsilon, delta, mu, created, scope, period, "
-                "origin) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "origin, series_column) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (name, eps, dlt, mu_budget, _now(), *grid),
             )
         return self.remaining(name)
@@ -731,8 +743,9 @@ class Ledger:
             return replace(status, charges=len(rows), periods=len({r[2] for r in rows} - {None}))
         return _grouped_status(name, budget, grid, rows)
 
-    def grid(self, dataset: str) -> tuple[str, str | None, str | None]:
-        """``(scope, period, origin)`` of ``dataset``'s budget (:meth:`create_budget`)."""
+    def grid(self, dataset: str) -> tuple[str, str | None, str | None, str | None]:
+        """``(scope, period, origin, column)`` of ``dataset``'s budget
+        (:meth:`create_budget`)."""
         name = _dataset(dataset)
         with self._transaction("DEFERRED") as conn:
             return self._load(conn, name)[1]
@@ -907,13 +920,13 @@ class Ledger:
         self, conn: sqlite3.Connection, name: str
     ) -> tuple[tuple[float, float, float], _Grid, list[_Row]]:
         budget = self._budget_row(conn, name)
-        scope, period, origin = conn.execute(
-            "SELECT scope, period, origin FROM budgets WHERE dataset = ?", (name,)
+        scope, period, origin, column = conn.execute(
+            "SELECT scope, period, origin, series_column FROM budgets WHERE dataset = ?", (name,)
         ).fetchone()
         rows = conn.execute(
             "SELECT mu, eta, period FROM charges WHERE dataset = ? ORDER BY id", (name,)
         ).fetchall()
-        grid = (str(scope), period, origin)
+        grid = (str(scope), period, origin, column)
         return budget, grid, [(float(r[0]), float(r[1]), r[2]) for r in rows]
 
     @staticmethod

@@ -340,16 +340,19 @@ def _precheck(path: Path, spec: ReleaseSpec, mu: float, period: Period | None = 
         raise BudgetExceeded(dataset, mu, status)
 
 
-def _check_scope(spec: ReleaseSpec, grid: tuple[str, str | None, str | None], where: str) -> None:
+def _check_scope(
+    spec: ReleaseSpec, grid: tuple[str, str | None, str | None, str | None], where: str
+) -> None:
     """A series spec's ``[unit] scope`` is its dataset budget's scope, and a budget of scope
     ``"period"`` is for the spec's periods (:mod:`dpgauss.release.series`)."""
     series = spec.series
     assert series is not None
-    scope, length, origin = grid
+    scope, length, origin, column = grid
     dataset = spec.privacy.dataset
     if spec.unit.scope != scope:
         made = (
-            f"dpgauss budget init {dataset} --scope period --period {series.period} ..."
+            f"dpgauss budget init {dataset} --scope period --period {series.period} "
+            f"--column {series.column} ..."
             if spec.unit.scope == "period"
             else f"dpgauss budget init {dataset} ..."
         )
@@ -358,11 +361,13 @@ def _check_scope(spec: ReleaseSpec, grid: tuple[str, str | None, str | None], wh
             f"{where} has scope {scope!r}: a budget protects one kind of unit (a budget for "
             f"this spec is made by `{made}`)"
         )
-    if scope == "period" and (length != series.period or origin != series.origin):
+    mine = (series.column, series.period, series.origin)
+    if scope == "period" and (column, length, origin) != mine:
         raise ValueError(
-            f"[series] period = {series.period!r} from {series.origin!r}, but the budget of "
-            f"dataset {dataset!r} is for the periods of {length!r} from {origin!r}: a "
-            "budget of scope 'period' holds for one series' periods"
+            f"[series] column {series.column!r}, period = {series.period!r} from "
+            f"{series.origin!r}, but the budget of dataset {dataset!r} is for the periods "
+            f"of {length!r} from {origin!r} of {column!r}: a budget of scope 'period' "
+            "holds for one series' periods"
         )
 
 

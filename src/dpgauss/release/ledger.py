@@ -289,7 +289,11 @@ def _grid_terms(scope: object, period: object, origin: object, column: object = 
             "column (dropoff instead of pickup) would not hold a unit-period's records"
         )
     try:
-        grid = SeriesSpec(column=column, period=period, origin=origin or "1970-01-01 00:00:00")
+        grid = SeriesSpec(
+            column=column,  # type: ignore[arg-type]  # SeriesSpec checks the types
+            period=period,  # type: ignore[arg-type]
+            origin=origin or "1970-01-01 00:00:00",
+        )
     except (TypeError, ValueError) as exc:
         raise ValueError(str(exc).replace("[series] ", "")) from None
     return "period", grid.period, grid.origin, grid.column

@@ -122,11 +122,11 @@ def period_spec(spec: ReleaseSpec, period: Period) -> ReleaseSpec:
     start, stop = period.start, period.stop
     f = spec.filter
     if f is not None:  # on the series column (checked by the spec)
-        lo, hi = f.bound("start"), f.bound("stop")
-        if lo is not None and lo > datetime.fromisoformat(start):
-            start = lo.isoformat(sep=" ")  # type: ignore[union-attr]
-        if hi is not None and hi < datetime.fromisoformat(stop):
-            stop = hi.isoformat(sep=" ")  # type: ignore[union-attr]
+        lo, hi = f.bound("start"), f.bound("stop")  # datetimes: the spec checked the kind
+        if isinstance(lo, datetime) and lo > datetime.fromisoformat(start):
+            start = lo.isoformat(sep=" ")
+        if isinstance(hi, datetime) and hi < datetime.fromisoformat(stop):
+            stop = hi.isoformat(sep=" ")
         if not datetime.fromisoformat(stop) > datetime.fromisoformat(start):
             raise ValueError(
                 f"period {period.start!r} lies outside the [filter] window "

@@ -1449,7 +1449,7 @@ def read_columns(spec: ReleaseSpec) -> list[tuple[str, str]]:
         wanted.append(("[filter] column", spec.filter.column))
     series = spec.series
     if series is not None and (spec.filter is None or spec.filter.column != series.column):
-        wanted.append(("[series] column", spec.series.column))
+        wanted.append(("[series] column", series.column))
     for col in spec.bounds.record_columns or ():
         wanted.append(("[bounds] record_columns", col))
     return wanted

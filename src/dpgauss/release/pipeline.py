@@ -243,6 +243,12 @@ def run_release(
         f"{spec.name or spec.statistic.kind} release of {plan.domain.size} keys "
         f"(sensitivity {plan.sensitivity.l2:.6g}, {plan.calibration.label})"
     )
+    if plan.history is not None and plan.history.used:  # revisions are kept in the ledger
+        h = plan.history
+        label += (
+            f"; denoised with the {h.used} published period(s) from {h.periods[0].start}, "
+            f"whose denoised values it revises ({h.revisions.name if h.revisions else ''})"
+        )
     entry = None
     if plan.ledger is not None:
         start = plan.period.start if plan.period is not None else None
@@ -278,7 +284,7 @@ def run_release(
         t = time.perf_counter()
         public = public_report(plan, entry, est.noise, est.denoise, columns, est.noise_off)
         text = json.dumps(public.as_dict(), indent=2, allow_nan=False) + "\n"
-        files = stage_release(plan, columns, text, str(est.denoise["method"]))
+        files = stage_release(plan, columns, text, str(est.denoise["method"]), est.revisions)
         _record(plan.ledger, charge_id, "writing", files)
         _step("staged")
         plan.outputs.commit()

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from .._optional import install_hint, optional, require
-from ..denoise import Denoised
+from ..denoise import Denoised, Structure
 from ..errors import SettingError
 from ..noise.mechanisms import GaussianMechanism
 from ..noise.release import NoiseLaw, NoisePlan
@@ -46,6 +46,7 @@ from ..privacy.accounting import GaussianAccountant
 from ..privacy.events import GaussianEvent, GdpEvent
 from .domains.key_domain import KeyDomain, resolve_domain
 from .engines import Engine, get_engine
+from .history import History, load_history, product_structure
 from .outputs import OutputError, OutputGroup, probe_directory
 from .report import public_spec
 from .sensitivity import Sensitivity, derive_sensitivity
@@ -276,6 +277,8 @@ class ReleasePlan:
     value_offset: float
     public_spec: dict[str, Any]
     period: Period | None = None
+    history: History | None = None
+    history_denoiser: Denoiser | None = None
 
     @property
     def charged(self) -> bool:
@@ -374,11 +377,14 @@ def _check_scope(
 # ----------------------------------------------------------------------------- denoiser
 
 
-def plan_denoiser(spec: ReleaseSpec, domain: KeyDomain) -> Denoiser:
+def plan_denoiser(
+    spec: ReleaseSpec, domain: KeyDomain, structure: Structure | None = None
+) -> Denoiser:
     """The denoiser of ``spec`` with its parameters checked (module docstring, step 3).
 
     The denoiser comes from :mod:`dpgauss.denoise.registry`; the release passes it ``y``,
-    ``σ`` and the domain's public structure (its graph and grid) itself.
+    ``σ`` and the domain's public structure (its graph and grid) itself — or ``structure``,
+    the structure of several periods of a series (:mod:`dpgauss.release.history`).
     """
     from .. import denoise as dn
     from ..denoise import registry
@@ -406,8 +412,9 @@ def plan_denoiser(spec: ReleaseSpec, domain: KeyDomain) -> Denoiser:
     if spec.nonnegative and "nonnegative" in e.params:
         # counts and sums of values >= 0 are never negative ([denoise] nonnegative)
         params["nonnegative"] = True
-    graph = dn.as_graph(domain.edges, domain.size) if domain.edges is not None else None
-    structure = dn.Structure(graph=graph, grid=domain.grid)
+    if structure is None:
+        graph = dn.as_graph(domain.edges, domain.size) if domain.edges is not None else None
+        structure = dn.Structure(graph=graph, grid=domain.grid)
 
     def run(y: np.ndarray, sigma: float) -> Denoised:
         try:
@@ -507,9 +514,10 @@ def plan_release(
             "[output] path is required (set it in the spec, or give out=)",
             cli="[output] path is required (set it in the spec, or pass --out PATH)",
         )
-    table = Path(os.path.abspath(os.path.expanduser(os.fspath(out_path))))
+    template = Path(os.path.abspath(os.path.expanduser(os.fspath(out_path))))
+    table = template
     if the_period is not None:
-        table = period_path(table, the_period)
+        table = period_path(template, the_period)
     report = table.with_name(table.name + ".report.json")
     fmt = spec.output.file_format(str(table))
 
@@ -534,6 +542,25 @@ def plan_release(
         for part in parts:
             sigma = float(cal.probe.sigma) * (sens.parts[part] if part is not None else 1.0)
             denoiser(np.zeros(domain.size), sigma).error_bars(draws=2, rng=0)
+    history, hist_den = None, None
+    if the_period is not None and spec.series is not None and spec.series.history:
+        # the published periods before this one (public files, read here: before the charge)
+        history = load_history(
+            series=spec.series,
+            period=the_period,
+            template=template,
+            fmt=fmt,
+            public_spec=shown,
+            sigma=float(cal.probe.sigma),
+            d=domain.size,
+        )
+        if history.used:
+            periods = history.used + 1
+            hist_den = plan_denoiser(spec, domain, product_structure(domain, periods))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                zeros = np.zeros(periods * domain.size)
+                hist_den(zeros, float(cal.probe.sigma)).error_bars(draws=2, rng=0)
     if fmt == "parquet":
         require("pyarrow.parquet", "data", "[output] format 'parquet'", error=ValueError)
 
@@ -550,6 +577,8 @@ def plan_release(
     if spec_path is not None:
         protected.append(Path(os.fspath(spec_path)))
     paths = [table, report, *([plot] if plot is not None else [])]
+    if history is not None and history.revisions is not None:
+        paths.append(history.revisions)
     diag_dir = diagnostics_dir(ledger_p)
     group = OutputGroup(
         paths,
@@ -578,6 +607,8 @@ def plan_release(
         value_offset=value_offset(spec),
         public_spec=shown,  # built here: nothing of it fails later
         period=the_period,
+        history=history,
+        history_denoiser=hist_den,
     )
 
 

@@ -202,6 +202,15 @@ class PublicReport:
                 f"width {iv['median_width']:.4g} vs {iv['raw_width']:.4g} for the released "
                 "values"
             )
+        hist = den.get("history")
+        if isinstance(hist, dict) and hist.get("used"):
+            lines.append(
+                f"history    : denoised with the {hist['used']} published period(s) before it "
+                f"(from {hist['periods'][0]}), on time × the domain's structure; their revised "
+                f"denoised values: {hist['revisions']}"
+            )
+        elif isinstance(hist, dict):
+            lines.append(f"history    : none used ({hist.get('note') or 'no earlier period'})")
         const = den.get("constant")
         if const:
             lines.append(

@@ -137,7 +137,9 @@ Every table and key
     per period — parallel composition, docs/ledger.md; the ledger's budget must say so too).
 ``[series]`` (optional)
     ``column`` (a timestamp column), ``period`` (a duration: ``"1h"``, ``"1d"``, ``"1w"``) and
-    ``origin`` (default ``1970-01-01 00:00``): the release is one period
+    ``origin`` (default ``1970-01-01 00:00``) and ``history`` (default 0: the number of
+    earlier, published periods the period is denoised with, :mod:`dpgauss.release.history`,
+    whose revised denoised values are written beside the table): the release is one period
     ``[start, start + period)``, named on the command line (``--period``) or by
     ``run_release(..., period=...)``; only its records are read, each unit bounded within it
     (:mod:`dpgauss.release.series`).  A ``[filter]`` beside it must be on the same column
@@ -1117,15 +1119,22 @@ class SeriesSpec:
     ``origin`` defaults to 1970-01-01 00:00 (a Thursday: give a Monday for weeks that start
     on Mondays).  A release of period k reads only the records whose ``column`` falls in it
     (as a ``[filter]`` window does: the others are ``outside_filter``), so each unit is
-    bounded within the period (:mod:`dpgauss.release.series`).
+    bounded within the period (:mod:`dpgauss.release.series`).  ``history = K``: the
+    period is denoised with the up to K periods before it that are already published
+    (:mod:`dpgauss.release.history`).
     """
 
     column: str = ""
     period: str = ""
     origin: Any = "1970-01-01 00:00:00"
+    history: int = 0
 
     def __post_init__(self) -> None:
         _required("series", "column", self.column, "the timestamp column the periods cut")
+        if isinstance(self.history, bool) or not isinstance(self.history, int):
+            raise _type_fail("series", "history", "an integer in [0, 1000]", self.history)
+        if not 0 <= self.history <= MAX_HISTORY:
+            raise _fail("series", "history", f"an integer in [0, {MAX_HISTORY}]", self.history)
         _text("series", "column", self.column)
         _required("series", "period", self.period, "a duration: '1h', '1d', '1w'")
         if duration_us(self.period) is None:
@@ -1338,6 +1347,8 @@ _SECTIONS: dict[str, type] = {
     "output": OutputSpec,
 }
 _REQUIRED = ("source", "unit", "domain", "bounds", "privacy")
+#: ``[series] history``: at most this many earlier periods are denoised with a period.
+MAX_HISTORY = 1000
 #: The tables that may be absent (None in a ReleaseSpec).
 _OPTIONAL = ("filter", "series")
 #: ``[unit] scope``: whom the guarantee protects in a series — a unit over every period
@@ -1487,6 +1498,18 @@ def _check_series(spec: ReleaseSpec) -> None:
                 "needs a [series] table (column, period)"
             )
         return
+    if series.history:
+        if spec.statistic.kind == "mean":
+            raise ValueError(
+                "[series] history applies to counts and sums (a mean's ratio of two denoised "
+                "parts is not denoised across periods)"
+            )
+        if spec.denoise.method in ("none", "wavelet"):
+            raise ValueError(
+                f"[series] history denoises with the earlier periods on the product of time "
+                f"and the domain's structure: [denoise] method = {spec.denoise.method!r} cannot "
+                "(use auto, a shrinkage, thresholding, graph_wavelet or trend_filter)"
+            )
     f = spec.filter
     if f is not None:
         if f.column != series.column:

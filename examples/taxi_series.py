@@ -4,6 +4,8 @@ Usage: ``python3 examples/taxi_series.py`` (writes into the current directory).
 
 Each hour is one release of ``examples/taxi_series.toml``, charged to one budget; the ledger
 composes the hours (``[unit] scope = "all"``: a driver is protected over all three).
+Each hour is denoised with the hours before it already published (``[series] history``),
+whose revised denoised values go to ``taxi_hourly.<hour>.revisions.csv``.
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ for hour in ("09", "10", "11"):
     result = run_release(spec, ledger="budget.sqlite", period=f"2013-01-13T{hour}:00:00")
     period = result.report["series"]
     top = result.columns["denoised"].max()
+    used = result.report["denoise"]["history"]["used"]
     print(
         f"{period['start']} – {period['stop']}: {result.report['output']['table']}, "
-        f"largest denoised count {top:.1f}"
+        f"largest denoised count {top:.1f}, denoised with {used} earlier hour(s)"
     )
 
 with Ledger("budget.sqlite", create=False) as ledger:

@@ -53,6 +53,7 @@ def test_series_table_is_parsed_and_normalised() -> None:
         "column": "t",
         "period": "1h",
         "origin": "1970-01-01 00:00:00",
+        "history": 0,
     }
     assert ReleaseSpec.from_dict(spec.to_dict()) == spec
 

@@ -43,14 +43,20 @@ def stage_release(
     columns: dict[str, np.ndarray],
     report_text: str,
     chosen: str,
+    revisions: dict[str, np.ndarray] | None = None,
     levels: dict[str, dict[str, np.ndarray]] | None = None,
 ) -> str:
     """Stage the table, the report (``report_text``), the planned plot (``chosen``: the
-    denoiser that ran, for its title) and each coarser level's table (``levels``, by level
-    name: ``<table>.<name>.csv``) into ``plan.outputs``; the staged files, comma-separated
-    (what the ledger entry records before the commit)."""
+    denoiser that ran, for its title), a series period's ``revisions`` of the earlier
+    periods and each coarser level's table (``levels``, by level name:
+    ``<table>.<name>.csv``) into ``plan.outputs``; the staged files, comma-separated (what
+    the ledger entry records before the commit)."""
     group = plan.outputs
     group.stage(plan.table, lambda p: write_table(p, plan.file_format, columns))
+    hist = plan.history
+    if hist is not None and hist.revisions is not None:
+        assert revisions is not None  # planned: the estimate makes them
+        group.stage(hist.revisions, lambda p: write_table(p, plan.file_format, revisions))
     for name, path in (plan.level_tables or {}).items():
         # planned: every level's table is written, or none
         group.stage(path, _table_writer(plan.file_format, (levels or {})[name]))
@@ -264,7 +270,22 @@ def public_report(
         },
         warning=None if spec.privacy.secure else NOT_PRIVATE_WARNING,
         noise_off=noise_off,
+        series=_series(plan),
     )
+
+
+def _series(plan: ReleasePlan) -> dict[str, Any] | None:
+    """The report's ``series``: the period released and whom the guarantee protects."""
+    series, period = plan.spec.series, plan.period
+    if series is None or period is None:
+        return None
+    return {
+        "column": series.column,
+        "period": series.period,
+        "origin": series.origin,
+        **period.as_dict(),
+        "scope": plan.spec.unit.scope,
+    }
 
 
 def write_diagnostics(plan: ReleasePlan, diag: Diagnostics, charge_id: int | None) -> str | None:

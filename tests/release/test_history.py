@@ -166,3 +166,36 @@ def test_an_unreadable_history_is_refused_before_the_charge(tmp_path: Path, zero
         assert led.remaining("d").charges == 1
     assert not list(tmp_path.glob("h.2013-01-13T10*"))
     json.dumps(spec.to_dict())  # the spec with history stays a JSON-ready table
+
+
+def test_the_joint_fit_is_the_structure_of_smallest_sure() -> None:
+    """``joint_denoiser`` runs the spec's denoiser on time × the map and on time only, and
+    keeps the fit of smaller SURE (saying which); a domain without structure has one."""
+    from dpgauss.denoise import Denoised
+    from dpgauss.release.history import joint_denoiser, time_structure
+
+    graph = KeyDomain("graph", 3, np.arange(3), edges=np.array([[0, 1], [1, 2]]))
+    t = time_structure(graph, 2).graph
+    assert t is not None and t.edges.tolist() == [[0, 3], [1, 4], [2, 5]]
+    seen: list[int] = []
+
+    def make(structure):  # the risk says which structure it saw: its number of edges
+        def fn(y: np.ndarray, sigma: float) -> Denoised:
+            m = 0 if structure.graph is None else structure.graph.m
+            seen.append(m)
+            return Denoised(np.full(y.shape, float(m)), risk=float(risks[m]), method="x")
+
+        return fn
+
+    y = np.zeros(6)
+    risks = {7: 5.0, 3: 2.0}  # product: 2·2 + 3 edges; time only: 3
+    fit = joint_denoiser(make, graph, 2)(y, 1.0)
+    assert fit.params["history_structure"] == "time only" and np.all(fit.estimate == 3.0)
+    assert fit.params["history_sure"] == {"time × the domain's structure": 5.0, "time only": 2.0}
+    risks = {7: 1.0, 3: 2.0}
+    assert joint_denoiser(make, graph, 2)(y, 1.0).params["history_structure"].startswith("time ×")
+    values = KeyDomain("values", 3, np.arange(3))
+    seen.clear()
+    risks = {3: 9.0}
+    assert joint_denoiser(make, values, 2)(y, 1.0).params["history_structure"] == "time only"
+    assert seen == [3]

@@ -169,6 +169,7 @@ def estimate(
         if hist is not None:
             den_info["history"] = {
                 **hist.as_dict(),
+                "structure": den.params.get("history_structure"),
                 "keys": scope,
                 "note_error": "the estimated error and its bounds are over the "
                 "denoised periods together"

@@ -5,8 +5,10 @@ With ``[series] history = K``, the release of period ``k`` denoises its released
 already published (their tables and reports, beside this period's), on the product of the
 time chain ``0 — 1 — … — m`` and the domain's own structure: key ``i`` of period ``t`` is node
 ``t·d + i``, joined to the same key in the next period and, within a period, as the domain
-says (a range's chain becomes the ``(m+1) × d`` lattice).  So a hot spot that persists from
-hour to hour is told from noise by its neighbours in time as well as in space.
+says (a range's chain becomes the ``(m+1) × d`` lattice) — or on time alone, each key's
+own chain through the periods, whichever fits with the smaller SURE
+(:func:`joint_denoiser`).  So a hot spot that persists from hour to hour is told from noise
+by its past as well as by its neighbours.
 
 **Post-processing only.**  The denoiser sees the released vectors — this period's and the
 published ones — the public σ and the public structure; the earlier tables are public
@@ -31,17 +33,25 @@ from __future__ import annotations
 
 import csv
 import json
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ..denoise import Structure, as_graph
+from ..denoise import Denoised, Structure, as_graph
 from .domains.key_domain import KeyDomain
 from .series import Period, parse_period, period_path
 
-__all__ = ["History", "load_history", "product_structure"]
+__all__ = [
+    "STRUCTURES",
+    "History",
+    "joint_denoiser",
+    "load_history",
+    "product_structure",
+    "time_structure",
+]
 
 
 @dataclass(frozen=True, eq=False)
@@ -191,6 +201,51 @@ def product_structure(domain: KeyDomain, periods: int) -> Structure:
     return Structure(graph=as_graph(np.concatenate(parts), n))
 
 
-def split(values: np.ndarray, periods: int) -> list[np.ndarray]:
-    """A stacked vector of ``periods`` periods back into one vector per period."""
-    return list(np.asarray(values).reshape(periods, -1))
+def time_structure(domain: KeyDomain, periods: int) -> Structure:
+    """Each key's own chain through the periods, and no edge within a period: for maps
+    whose hot spots persist in time but do not spread in space."""
+    d = domain.size
+    k = np.arange((periods - 1) * d, dtype=np.int64)
+    if not k.size:
+        return Structure()
+    return Structure(graph=as_graph(np.stack([k, k + d], axis=1), periods * d))
+
+
+#: The structures a period and its history are denoised on, by name (the report's words).
+STRUCTURES = {"time × the domain's structure": product_structure, "time only": time_structure}
+
+
+def joint_denoiser(
+    make: Callable[[Structure], Callable[[np.ndarray, float], Denoised]],
+    domain: KeyDomain,
+    periods: int,
+) -> Callable[[np.ndarray, float], Denoised]:
+    """The denoiser of ``periods`` stacked periods: the spec's denoiser (``make`` builds it
+    for a structure) on each of :data:`STRUCTURES`, and the fit of smallest SURE.
+
+    A map of isolated hot spots that persist from period to period gains nothing from its
+    spatial edges, whose jumps keep one λ small, and much from its temporal ones; a map
+    whose blobs drift gains from both.  Choosing by SURE between the two is post-processing
+    like every choice ``auto`` makes, with the same caveat: the error bars refit the chosen
+    estimator with its tuning frozen, not the choice itself.  A domain without structure of
+    its own has one candidate (its product is time only).
+    """
+    fns = {name: make(build(domain, periods)) for name, build in STRUCTURES.items()}
+    if domain.edges is None and domain.grid is None:
+        fns = {"time only": fns["time only"]}
+
+    def run(y: np.ndarray, sigma: float) -> Denoised:
+        best: Denoised | None = None
+        tried: dict[str, float | None] = {}
+        for name, fn in fns.items():
+            fit = fn(y, sigma)
+            tried[name] = fit.risk
+            if best is None or (
+                fit.risk is not None and (best.risk is None or fit.risk < best.risk)
+            ):
+                best, chosen = fit, name
+        assert best is not None
+        params = {**best.params, "history_structure": chosen, "history_sure": tried}
+        return replace(best, params=params)
+
+    return run

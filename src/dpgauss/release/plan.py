@@ -46,7 +46,7 @@ from ..privacy.accounting import GaussianAccountant
 from ..privacy.events import GaussianEvent, GdpEvent
 from .domains.key_domain import KeyDomain, resolve_domain
 from .engines import Engine, get_engine
-from .history import History, load_history, product_structure
+from .history import History, joint_denoiser, load_history
 from .outputs import OutputError, OutputGroup, probe_directory
 from .report import public_spec
 from .sensitivity import Sensitivity, derive_sensitivity
@@ -577,7 +577,9 @@ def plan_release(
         )
         if history.used:
             periods = history.used + 1
-            hist_den = plan_denoiser(spec, domain, product_structure(domain, periods))
+            hist_den = joint_denoiser(
+                lambda st: plan_denoiser(spec, domain, st), domain, periods
+            )
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 zeros = np.zeros(periods * domain.size)

@@ -212,8 +212,8 @@ class PublicReport:
         if isinstance(hist, dict) and hist.get("used"):
             lines.append(
                 f"history    : denoised with the {hist['used']} published period(s) before it "
-                f"(from {hist['periods'][0]}), on time × the domain's structure; their revised "
-                f"denoised values: {hist['revisions']}"
+                f"(from {hist['periods'][0]}), on {hist.get('structure')} (by SURE); their "
+                f"revised denoised values: {hist['revisions']}"
             )
         elif isinstance(hist, dict):
             lines.append(f"history    : none used ({hist.get('note') or 'no earlier period'})")

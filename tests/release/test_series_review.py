@@ -305,3 +305,41 @@ def test_a_schema_3_ledger_keeps_its_charges_in_one_group(tmp_path: Path) -> Non
         assert led.grid("d") == ("all", None, None, None)
         with pytest.raises(BudgetExceeded):
             led.charge("d", mu=0.7 * mu_b, period="2013-01-13 09:00")
+
+
+# ------------------------------------------------ finding 7: --periods with --target-rmse
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding 7: budget plan --target-rmse R --periods N ignores --periods (plans one "
+    "release: queries 1), where --queries N plans N",
+)
+def test_budget_plan_target_rmse_counts_the_periods(capsys) -> None:
+    import json
+
+    base = ["budget", "plan", "--target-rmse", "50", "--delta", "1e-6", "--sensitivity", "1"]
+    assert cli.main([*base, "--periods", "365", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert plan["queries"] == 365  # or a refusal (exit 2), never a silent plan for one
+
+
+# ------------------------------------------------ finding 8: one grid, two spellings
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding 8: a budget for period '60min' refuses a spec of period '1h' (the same "
+    "grid): the scope check compares the durations' text",
+)
+def test_a_budget_of_60min_takes_a_spec_of_1h(tmp_path: Path) -> None:
+    from dpgauss.release.plan import plan_release
+
+    src = tmp_path / "r.csv"
+    src.write_text("uid,key,t\n1,0,2013-01-13 09:00:00\n")
+    with Ledger(tmp_path / "b.sqlite") as led:
+        led.create_budget("d", 1.0, 1e-6, scope="period", period="60min", column="t")
+    plan = plan_release(
+        _spec(src, tmp_path / "o.csv"), ledger=tmp_path / "b.sqlite", period="2013-01-13T09:00"
+    )
+    assert plan.period is not None and plan.period.start == "2013-01-13 09:00:00"

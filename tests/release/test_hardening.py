@@ -527,7 +527,9 @@ def _drop_scope(conn: Any) -> None:
         ("budgets", "period"),
         ("budgets", "origin"),
         ("budgets", "series_column"),
+        ("budgets", "unit"),
         ("charges", "period"),
+        ("charges", "unit"),
     ):
         conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
 

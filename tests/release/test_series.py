@@ -96,7 +96,7 @@ def test_a_period_is_named_by_its_start_on_the_grid() -> None:
     assert p == Period(377_241, "2013-01-13 09:00:00", "2013-01-13 10:00:00")
     assert p.name == "2013-01-13T09-00-00"
     assert parse_period(s, datetime(2013, 1, 13, 9)) == p
-    with pytest.raises(ValueError, match=r"nearest are '2013-01-13 09:00:00' and '2013-01-13 "):
+    with pytest.raises(ValueError, match=r"the nearest: '2013-01-13 09:00:00' and '2013-01-13 "):
         parse_period(s, "2013-01-13 09:30")
     with pytest.raises(ValueError, match="without a time zone"):
         parse_period(s, "2013-01-13T09:00:00+00:00")

@@ -93,11 +93,6 @@ def test_a_utc_adjusted_record_is_in_one_period_whatever_the_session_zone(
 # ------------------------------------------------ finding 2: release_frame has no period
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding 2: release_frame takes no period=, so a [series] spec cannot be released "
-    "from a DataFrame (plan_release says 'give period=', release_frame refuses the keyword)",
-)
 def test_release_frame_releases_one_period_of_a_series(tmp_path: Path, zero_noise) -> None:
     pd = pytest.importorskip("pandas")
     from dpgauss.release.frames import release_frame
@@ -110,6 +105,7 @@ def test_release_frame_releases_one_period_of_a_series(tmp_path: Path, zero_nois
         }
     )
     spec = {
+        "source": {"types": {"uid": "int64", "key": "int64", "t": "timestamp"}},
         "unit": {"column": "uid"},
         "domain": {"kind": "range", "column": "key", "start": 0, "stop": 4},
         "series": {"column": "t", "period": "1h"},
@@ -133,11 +129,6 @@ def test_release_frame_releases_one_period_of_a_series(tmp_path: Path, zero_nois
 # ------------------------------------------------ finding 3: the calendar's ends
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding 3: parse_period raises OverflowError (a traceback on the command line, "
-    "exit 1) for a start off the grid whose neighbours leave years 1-9999",
-)
 @pytest.mark.parametrize(
     ("period", "start"), [("1h", "9999-12-31T23:30:00"), ("1w", "0001-01-01T00:00:00")]
 )
@@ -148,7 +139,6 @@ def test_a_start_off_the_grid_at_the_calendars_ends_is_a_value_error(
         parse_period(SeriesSpec(column="t", period=period), start)
 
 
-@pytest.mark.xfail(strict=True, reason="finding 3, on the command line: exit 1, a traceback")
 def test_the_command_line_refuses_such_a_start_in_one_line(tmp_path: Path, capsys) -> None:
     src = tmp_path / "r.csv"
     src.write_text("uid,key,t\n1,0,2013-01-13 09:00:00\n")
@@ -198,11 +188,6 @@ def test_odd_utc_offsets_are_read_alike_by_both_engines(tmp_path: Path, spark) -
 # ------------------------------------------------ finding 5: the unit is not pinned
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding 5: a budget does not record its [unit] column; the same period is charged "
-    "by a release bounding drivers and one bounding trips, whose per-driver μ is unbounded",
-)
 def test_a_period_budget_refuses_a_release_of_another_unit(tmp_path: Path) -> None:
     """The scope check pins the series' column (commit 85b319a: another column's periods
     would not hold a unit-period) but not the unit's: a release whose unit is the trip
@@ -214,7 +199,7 @@ def test_a_period_budget_refuses_a_release_of_another_unit(tmp_path: Path) -> No
     src.write_text("uid,trip,key,t\n1,1,0,2013-01-13 09:00:00\n1,2,0,2013-01-13 09:10:00\n")
     ledger = _period_budget(tmp_path / "b.sqlite")
     with Ledger(ledger) as led:  # a first release of the hour, by driver
-        led.charge("d", mu=0.01, period="2013-01-13 09:00")
+        led.charge("d", mu=0.01, period="2013-01-13 09:00", unit="uid")
     by_trip = _spec(
         src,
         tmp_path / "o.csv",
@@ -229,12 +214,6 @@ def test_a_period_budget_refuses_a_release_of_another_unit(tmp_path: Path) -> No
 # ------------------------------------------------ finding 6: status cost per period
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding 6: the status of a scope-'period' budget runs gdp_epsilon (a root "
-    "search) for every period charged; 2000 hourly periods: remaining() 0.9-1.5 s "
-    "(benchmarks/review_ledger_periods.py)",
-)
 def test_a_period_budgets_status_does_not_search_an_epsilon_per_period(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -297,7 +276,8 @@ def test_a_schema_3_ledger_keeps_its_charges_in_one_group(tmp_path: Path) -> Non
     con = sqlite3.connect(path)  # back to version 3's tables
     con.execute("PRAGMA journal_mode = DELETE")
     con.execute("ALTER TABLE charges DROP COLUMN period")
-    for c in ("scope", "period", "origin", "series_column"):
+    con.execute("ALTER TABLE charges DROP COLUMN unit")
+    for c in ("scope", "period", "origin", "series_column", "unit"):
         con.execute(f"ALTER TABLE budgets DROP COLUMN {c}")
     con.execute("PRAGMA user_version = 3")
     con.commit()
@@ -311,11 +291,6 @@ def test_a_schema_3_ledger_keeps_its_charges_in_one_group(tmp_path: Path) -> Non
 # ------------------------------------------------ finding 7: --periods with --target-rmse
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding 7: budget plan --target-rmse R --periods N ignores --periods (plans one "
-    "release: queries 1), where --queries N plans N",
-)
 def test_budget_plan_target_rmse_counts_the_periods(capsys) -> None:
     import json
 
@@ -328,11 +303,6 @@ def test_budget_plan_target_rmse_counts_the_periods(capsys) -> None:
 # ------------------------------------------------ finding 8: one grid, two spellings
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding 8: a budget for period '60min' refuses a spec of period '1h' (the same "
-    "grid): the scope check compares the durations' text",
-)
 def test_a_budget_of_60min_takes_a_spec_of_1h(tmp_path: Path) -> None:
     from dpgauss.release.plan import plan_release
 

@@ -106,6 +106,7 @@ def _init(args: argparse.Namespace) -> str:
             period=args.period,
             origin=args.origin,
             column=args.column,
+            unit=args.unit,
         )
     if args.json:
         return json.dumps({"ledger": os.path.abspath(path), **status.as_dict()})
@@ -281,6 +282,10 @@ def _target_plan(args: argparse.Namespace) -> str:
 
 
 def _plan(args: argparse.Namespace) -> str:
+    if args.periods is not None:  # a series of N periods: N releases under one cap
+        if args.queries is not None:
+            raise ValueError("give --queries K or --periods N, not both")
+        args.queries = args.periods
     if (args.epsilon is None) == (args.target_rmse is None):
         raise ValueError("budget plan needs exactly one of --epsilon E and --target-rmse R")
     if args.target_rmse is not None:
@@ -289,10 +294,6 @@ def _plan(args: argparse.Namespace) -> str:
         return _target_plan(args)
     if args.from_report is not None:
         raise ValueError("--from-report goes with --target-rmse")
-    if args.periods is not None:
-        if args.queries is not None:
-            raise ValueError("give --queries K or --periods N, not both")
-        args.queries = args.periods
     if args.queries is None:
         raise ValueError("budget plan --epsilon needs --queries K (K >= 1) or --periods N")
     k, eps, dlt, sens = args.queries, args.epsilon, args.delta, args.sensitivity
@@ -409,6 +410,12 @@ def add_budget_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     )
     init.add_argument(
         "--column", metavar="NAME", help="with --scope period: the series' timestamp column"
+    )
+    init.add_argument(
+        "--unit",
+        metavar="COLUMN",
+        help="the privacy unit's column the budget protects ([unit] column); default: the "
+        "first release's",
     )
     init.add_argument(
         "--origin",

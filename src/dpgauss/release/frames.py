@@ -141,6 +141,7 @@ def release_frame(
     name: str = _NAME,
     threads: int | None = None,
     progress: Any = None,
+    period: Any = None,
 ) -> Any:
     """Release ``data`` (a pandas or Polars DataFrame, a pyarrow Table) as ``spec`` says.
 
@@ -181,7 +182,13 @@ def release_frame(
         con.register(name, frame)
         engine = DuckDBEngine(con)
         return run_release(
-            spec, engine=engine, out=out, ledger=ledger, progress=progress, spec_path=spec_path
+            spec,
+            engine=engine,
+            out=out,
+            ledger=ledger,
+            progress=progress,
+            spec_path=spec_path,
+            period=period,
         )
     finally:
         con.close()

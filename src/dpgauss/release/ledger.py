@@ -88,7 +88,8 @@ _SCHEMA = (
         scope TEXT NOT NULL DEFAULT 'all' CHECK (scope IN ('all', 'period')),
         period TEXT,
         origin TEXT,
-        series_column TEXT
+        series_column TEXT,
+        unit TEXT
     )""",
     """CREATE TABLE charges (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -102,6 +103,7 @@ _SCHEMA = (
         note TEXT,
         eta REAL NOT NULL DEFAULT 0 CHECK (eta >= 0 AND eta < 1),
         period TEXT,
+        unit TEXT,
         CHECK ((sigma IS NULL) = (sensitivity IS NULL))
     )""",
     "CREATE INDEX charges_by_dataset ON charges (dataset, id)",
@@ -115,7 +117,9 @@ _ADD_SCOPE = (
     "ALTER TABLE budgets ADD COLUMN period TEXT",
     "ALTER TABLE budgets ADD COLUMN origin TEXT",
     "ALTER TABLE budgets ADD COLUMN series_column TEXT",
+    "ALTER TABLE budgets ADD COLUMN unit TEXT",
     "ALTER TABLE charges ADD COLUMN period TEXT",
+    "ALTER TABLE charges ADD COLUMN unit TEXT",
 )
 #: Schema version 1 lacked the delivery state of a charge, versions 1 and 2 the δ a
 #: charge spends outside μ-GDP (``eta``, 0 for every charge they hold), and versions 1–3
@@ -341,9 +345,21 @@ def _groups(rows: list[_Row], scope: str) -> list[tuple[list[float], list[float]
 def _grouped_status(
     name: str, budget: tuple[float, float, float], grid: _Grid, rows: list[_Row]
 ) -> BudgetStatus:
-    """The budget's status: that of its most spent set of charges (:func:`_groups`)."""
-    statuses = [Ledger._status(name, budget, m, e) for m, e in _groups(rows, grid[0])]
-    worst = min(statuses, key=lambda s: (s.mu_remaining, -s.mu_spent))
+    """The budget's status: that of its most spent set of charges (:func:`_groups`), found
+    by the exact room each set leaves (``μ_eff² − Σμ²`` in rationals, ``μ_eff`` computed
+    once per distinct Ση), so that only that set's ε's are searched for."""
+    groups = _groups(rows, grid[0])
+    mu_eff: dict[float, Fraction] = {}
+
+    def room(g: tuple[list[float], list[float]]) -> tuple[Fraction, Fraction]:
+        eta = sum_up(g[1])
+        if eta not in mu_eff:
+            mu_eff[eta] = Fraction(_effective_budget(budget, g[1]))
+        spent = sum_squares(g[0])
+        return mu_eff[eta] ** 2 - spent, -spent
+
+    worst_mus, worst_etas = min(groups, key=room)
+    worst = Ledger._status(name, budget, worst_mus, worst_etas)
     periods = len({r[2] for r in rows if r[2] is not None})
     return replace(
         worst, charges=len(rows), scope=grid[0], period=grid[1], periods=periods, column=grid[3]
@@ -697,6 +713,7 @@ class Ledger:
         period: str | None = None,
         origin: str | None = None,
         column: str | None = None,
+        unit: str | None = None,
     ) -> BudgetStatus:
         """Define the total (ε, δ) budget of ``dataset``; an existing budget is never redefined.
 
@@ -705,8 +722,10 @@ class Ledger:
         protects a unit over every release charged; ``scope = "period"`` a unit within one
         ``period`` (a duration, ``"1h"``) of the series of the timestamp ``column`` whose
         periods start at ``origin`` (default 1970-01-01 00:00) + k·period: the budget then
-        holds for each period (:mod:`dpgauss.release.series`).  Raises
-        :class:`LedgerError` if the dataset already has a budget.
+        holds for each period (:mod:`dpgauss.release.series`).  ``unit``: the privacy
+        unit's column the budget is for (``[unit] column``); without it, the first release
+        charged decides (:meth:`units`).  Raises :class:`LedgerError` if the dataset already
+        has a budget.
         """
         name, eps, dlt, mu_budget = _budget_terms(dataset, epsilon, delta)
         grid = _grid_terms(scope, period, origin, column)
@@ -721,8 +740,8 @@ class Ledger:
                 )
             conn.execute(
                 "INSERT INTO budgets (dataset, epsilon, delta, mu, created, scope, period, "
-                "origin, series_column) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (name, eps, dlt, mu_budget, _now(), *grid),
+                "origin, series_column, unit) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (name, eps, dlt, mu_budget, _now(), *grid, _label(unit)),
             )
         return self.remaining(name)
 
@@ -746,6 +765,22 @@ class Ledger:
             status = _grouped_status(name, budget, grid, mine)
             return replace(status, charges=len(rows), periods=len({r[2] for r in rows} - {None}))
         return _grouped_status(name, budget, grid, rows)
+
+    def units(self, dataset: str) -> tuple[str | None, set[str]]:
+        """(the unit column ``dataset``'s budget was made for, or None; the unit columns of
+        the releases charged to it): a budget protects one kind of unit."""
+        name = _dataset(dataset)
+        with self._transaction("DEFERRED") as conn:
+            self._budget_row(conn, name)
+            (made,) = conn.execute("SELECT unit FROM budgets WHERE dataset = ?", (name,)).fetchone()
+            seen = {
+                r[0]
+                for r in conn.execute(
+                    "SELECT DISTINCT unit FROM charges WHERE dataset = ? AND unit IS NOT NULL",
+                    (name,),
+                )
+            }
+        return made, seen
 
     def grid(self, dataset: str) -> tuple[str, str | None, str | None, str | None]:
         """``(scope, period, origin, column)`` of ``dataset``'s budget
@@ -776,6 +811,7 @@ class Ledger:
         mu: float | None = None,
         eta: float = 0.0,
         period: str | None = None,
+        unit: str | None = None,
     ) -> LedgerEntry:
         """Charge one release against ``dataset``'s budget, atomically, or refuse it.
 
@@ -790,7 +826,10 @@ class Ledger:
         exactly, with ``μ_B = gdp_mu(ε, δ − Σηᵢ − η)`` once any η is spent, over every
         charge (scope ``"all"``) or, for a budget of scope ``"period"``, over the charges
         that are no period's and those of each period in turn — and recorded; otherwise
-        :class:`BudgetExceeded` is raised and nothing is recorded.
+        :class:`BudgetExceeded` is raised and nothing is recorded.  ``unit``: the privacy
+        unit's column of the release (``[unit] column``), recorded with the charge: the
+        release plan refuses a release of another unit against the same budget
+        (:meth:`units`).
 
         Write the release's output only after this returns; the charge is never undone.
         """
@@ -812,6 +851,8 @@ class Ledger:
             budget, grid, rows = self._load(conn, name)
             start = _period_start(period, grid)
             after = [*rows, (mu_c, eta_c, start)]
+            if grid[0] == "period" and start is not None:  # only its own period changes
+                after = [r for r in after if r[2] is None or r[2] == start]
             for g_mus, g_etas in _groups(after, grid[0]):
                 if not fits_budget(g_mus, _effective_budget(budget, g_etas)):
                     status = _grouped_status(name, budget, grid, rows)
@@ -819,8 +860,8 @@ class Ledger:
             when = _now()
             cur = conn.execute(
                 "INSERT INTO charges (dataset, time, label, sigma, sensitivity, mu, delivery, "
-                "eta, period) VALUES (?, ?, ?, ?, ?, ?, 'charged', ?, ?)",
-                (name, when, text, sig, sens, mu_c, eta_c, start),
+                "eta, period, unit) VALUES (?, ?, ?, ?, ?, ?, 'charged', ?, ?, ?)",
+                (name, when, text, sig, sens, mu_c, eta_c, start, _label(unit)),
             )
             entry = LedgerEntry(
                 int(cur.lastrowid or 0),
@@ -846,24 +887,27 @@ class Ledger:
         label: str | None = None,
         *,
         period: str | None = None,
+        unit: str | None = None,
     ) -> LedgerEntry:
         """Charge one release of a typed ``event`` (:mod:`dpgauss.privacy.events`), as
         :meth:`charge`: a Gaussian event with its ``sigma`` and ``sensitivity``, any other
         μ-GDP event with its μ (:func:`event_mu`).  The ledger records one release per
         charge, so ``event.count`` must be 1; a Laplace event raises ``TypeError``.
-        ``period`` as in :meth:`charge`."""
+        ``period`` and ``unit`` as in :meth:`charge`."""
         if getattr(event, "count", 1) != 1:
             raise ValueError(
                 f"the ledger charges one release at a time; event.count must be 1, "
                 f"got {event.count!r}"
             )
         if isinstance(event, GaussianEvent):
-            return self.charge(dataset, event.sigma, event.sensitivity, label, period=period)
+            return self.charge(
+                dataset, event.sigma, event.sensitivity, label, period=period, unit=unit
+            )
         if isinstance(event, ThresholdEvent):
             return self.charge(
-                dataset, label=label, mu=event_mu(event), eta=event.eta, period=period
+                dataset, label=label, mu=event_mu(event), eta=event.eta, period=period, unit=unit
             )
-        return self.charge(dataset, label=label, mu=event_mu(event), period=period)
+        return self.charge(dataset, label=label, mu=event_mu(event), period=period, unit=unit)
 
     def record_delivery(self, charge_id: int, state: str, note: str | None = None) -> None:
         """Record the delivery ``state`` (:data:`DELIVERY_STATES`) of charge ``charge_id``.

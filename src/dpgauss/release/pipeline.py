@@ -90,7 +90,12 @@ def _step(name: str) -> None:
 
 
 def _charge(
-    path: Path, dataset: str, cal: Calibration | Any, label: str, period: str | None = None
+    path: Path,
+    dataset: str,
+    cal: Calibration | Any,
+    label: str,
+    period: str | None = None,
+    unit: str | None = None,
 ) -> Any:
     """Charge the release (a calibration, or a plan's ``event``); returns the ledger entry
     (nothing else happens in between, so an interrupt after this returns is always recorded
@@ -99,7 +104,7 @@ def _charge(
 
     event = cal.event if isinstance(cal, Calibration) else cal
     with Ledger(path, create=False) as led:
-        return led.charge_event(dataset, event, label=label, period=period)
+        return led.charge_event(dataset, event, label=label, period=period, unit=unit)
 
 
 def _status(plan: ReleasePlan) -> dict[str, Any] | None:
@@ -256,7 +261,9 @@ def run_release(
     entry = None
     if plan.ledger is not None:
         start = plan.period.start if plan.period is not None else None
-        entry = _charge(plan.ledger, spec.privacy.dataset, plan.event, label, start)
+        entry = _charge(
+            plan.ledger, spec.privacy.dataset, plan.event, label, start, spec.unit.column
+        )
     charge_id = entry.id if entry is not None else None
     seed = None
     files = ""

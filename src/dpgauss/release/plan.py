@@ -51,7 +51,7 @@ from .outputs import OutputError, OutputGroup, probe_directory
 from .report import public_spec
 from .sensitivity import Sensitivity, derive_sensitivity
 from .series import Period, parse_period, period_path, period_spec
-from .spec import MAX_EPSILON, ReleaseSpec, read_columns
+from .spec import MAX_EPSILON, ReleaseSpec, duration_us, read_columns
 
 if TYPE_CHECKING:
     from .levels_plan import LevelsPlan
@@ -356,6 +356,20 @@ def _precheck(path: Path, spec: ReleaseSpec, mu: float, period: Period | None = 
     with Ledger(path, create=False) as led:
         if spec.series is not None:
             _check_scope(spec, led.grid(dataset), str(led.path))
+        made, seen = led.units(dataset)
+        unit = spec.unit.column
+        if (made is not None and made != unit) or (made is None and seen - {unit}):
+            what = (
+                f"was made for the unit {made!r}"
+                if made is not None
+                else f"has releases of the unit {', '.join(map(repr, sorted(seen)))}"
+            )
+            raise ValueError(
+                f"[unit] column {unit!r}, but the budget of dataset {dataset!r} {what}: a "
+                "budget protects one kind of unit, and a release of another (a trip instead "
+                "of a driver) bounds nothing per that unit (use the same column name, e.g. "
+                "through a view, or another dataset)"
+            )
         status = led.remaining(dataset, None if period is None else period.start)
     if mu > status.mu_remaining * (1.0 + 1e-12):
         raise BudgetExceeded(dataset, mu, status)
@@ -382,8 +396,8 @@ def _check_scope(
             f"{where} has scope {scope!r}: a budget protects one kind of unit (a budget for "
             f"this spec is made by `{made}`)"
         )
-    mine = (series.column, series.period, series.origin)
-    if scope == "period" and (column, length, origin) != mine:
+    mine = (series.column, series.period_us, series.origin)
+    if scope == "period" and (column, duration_us(length), origin) != mine:
         raise ValueError(
             f"[series] column {series.column!r}, period = {series.period!r} from "
             f"{series.origin!r}, but the budget of dataset {dataset!r} is for the periods "
@@ -577,9 +591,7 @@ def plan_release(
         )
         if history.used:
             periods = history.used + 1
-            hist_den = joint_denoiser(
-                lambda st: plan_denoiser(spec, domain, st), domain, periods
-            )
+            hist_den = joint_denoiser(lambda st: plan_denoiser(spec, domain, st), domain, periods)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 zeros = np.zeros(periods * domain.size)

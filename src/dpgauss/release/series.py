@@ -75,6 +75,14 @@ def _at(us: int) -> str:
     return (_EPOCH + timedelta(microseconds=us)).isoformat(sep=" ")
 
 
+def _at_or_none(us: int) -> str | None:
+    """:func:`_at`, or None beyond the calendar (years 1 … 9999)."""
+    try:
+        return _at(us)
+    except OverflowError:
+        return None
+
+
 def parse_period(series: SeriesSpec, start: object) -> Period:
     """The period of ``series`` that starts at ``start`` (a ``datetime`` or ISO text).
 
@@ -101,10 +109,11 @@ def parse_period(series: SeriesSpec, start: object) -> Period:
     p, o = series.period_us, series.origin_us
     k, rest = divmod(_us(t) - o, p)
     if rest:
+        near = [_at_or_none(o + j * p) for j in (k, k + 1)]
+        shown = " and ".join(repr(x) for x in near if x is not None) or "outside years 1-9999"
         raise ValueError(
             f"period {t.isoformat(sep=' ')!r} is not the start of a {series.period} period "
-            f"(periods start at {series.origin} + k·{series.period}; the nearest are "
-            f"{_at(o + k * p)!r} and {_at(o + (k + 1) * p)!r})"
+            f"(periods start at {series.origin} + k·{series.period}; the nearest: {shown})"
         )
     try:
         return Period(k, _at(o + k * p), _at(o + (k + 1) * p))

@@ -155,11 +155,13 @@ from ...errors import TrendFilterConvergenceWarning
 from .._nonnegative import MARK, check_nonnegative, positive_part
 from ..graph import Graph
 from ..result import Denoised, check_noise
-from ..structure import graph_of
+from ..structure import as_structure, graph_of
 from . import _graph_tv, _tv2d
+from ._chain import chain_trend_filter
 from ._admm import _Fit, _Solver
 from ._clip import positive_divergence, positive_groups
 from ._dual_newton import DualNewton
+from ._fibres import layout_of_structure
 
 # "x as x": private names that auto, the tests and the benchmarks import from here
 from ._operators import _degrees_of_freedom as _degrees_of_freedom
@@ -370,7 +372,34 @@ def trend_filter(
 
     shape = arr.shape
     yv = arr.ravel()
-    g = graph_of(structure, yv.size, "trend_filter")
+    known = as_structure(structure, yv.size)
+    if k == 0 and not clip and not isinstance(s, np.ndarray) and solver in ("auto", "exact"):
+        # a chain, or the chains of a product: the direct route (_chain), same results
+        layout = layout_of_structure(known)
+        if layout is not None:
+            res = chain_trend_filter(
+                arr,
+                s,
+                known,
+                layout,
+                lam_spec,
+                n_lambdas,
+                lam_min_ratio,
+                tol,
+                functools.partial(
+                    trend_filter,
+                    sigma=s,
+                    structure=known,
+                    order=0,
+                    tol=tol,
+                    max_iter=max_iter,
+                    solver=solver,
+                ),
+                solver,
+            )
+            if res is not None:
+                return res
+    g = graph_of(known, yv.size, "trend_filter")
     op = _make_operator(g, k)
     chain = isinstance(op, _LatticeDifference) and op.shape[0] == 1
     exact = _check_solver(solver, k, chain)

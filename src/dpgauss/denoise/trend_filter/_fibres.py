@@ -1,0 +1,237 @@
+"""Chains and the chain fibres of a product: their layout and their order-0 certificates.
+
+A graph is a *fibre layout* ``(outer, length, inner)`` when, with the nodes numbered in C
+order of an ``outer × length × inner`` array, its edges are exactly those between
+neighbours along the middle axis: ``outer·inner`` disjoint chains of ``length ≥ 2`` nodes
+each (node ``k`` to ``k + inner``).  A chain is ``(1, n, 1)``; a product domain whose one
+axis is a ``range`` (a chain) and whose other axes carry no structure (``values``) is such
+a layout, e.g. ``values × range`` is ``(K, n, 1)``, ``range × values`` is ``(1, n, K)``.
+Order-0 trend filtering there is one 1-D TV problem per fibre (:func:`._tv1d.tv1d_rows`).
+
+On such a graph the order-0 operator ``D`` has full row rank (a forest), so the dual
+``u`` with ``Dᵀu = r`` is unique: the running sums of ``r`` along each fibre.  The
+least-norm dual at the null-space projection (:func:`dual`, :func:`lam_max`) is thus
+exact sums instead of a Laplacian solve (two DCTs on a chain, a sparse LU on a product):
+``r_i = y_i − ȳ_f`` with ``ȳ_f`` the fibre's mean (summed in node order; a constant
+fibre's own value, so that its dual is exactly 0), and ``u_k = Σ_{i ≤ k} r_i``.  Both the general path and the fast path of
+:mod:`dpgauss.denoise.trend_filter` take λ_max from here, so their λ grids are the same to
+the last bit.
+
+:func:`certificate` computes in one pass what :meth:`._path._Path.solve_exact` and
+:meth:`._path._Path.settle` compute for a chain with several: ``Σ|Dx|``, ``(Dx)ᵀu`` with
+``u`` clipped to ``[−λ, λ]``, ``‖y − x − Dᵀu‖²`` (the duality gap's terms) and the number
+of rows ``|Dx| > atol`` (the jumps; df = fibres + jumps).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..._optional import numba
+from ..structure import Structure
+
+__all__ = ["Layout", "certificate", "dual", "lam_max", "layout_of_edges", "layout_of_structure"]
+
+_numba = numba()
+
+
+@dataclass(frozen=True)
+class Layout:
+    """``outer·inner`` chains of ``length`` nodes along the middle axis of C order."""
+
+    outer: int
+    length: int
+    inner: int
+
+    @property
+    def n(self) -> int:
+        return self.outer * self.length * self.inner
+
+    @property
+    def fibres(self) -> int:
+        return self.outer * self.inner
+
+    def rows(self, y: np.ndarray) -> np.ndarray:
+        """``y`` (node order) as the C-contiguous ``fibres × length`` array of its fibres (a
+        view when ``inner == 1``)."""
+        cube = y.reshape(self.outer, self.length, self.inner)
+        if self.inner == 1:
+            return cube.reshape(self.outer, self.length)
+        rows = np.ascontiguousarray(cube.transpose(0, 2, 1))
+        return rows.reshape(self.fibres, self.length)
+
+    def nodes(self, rows: np.ndarray) -> np.ndarray:
+        """The inverse of :meth:`rows`: a ``fibres × length`` array back in node order."""
+        if self.inner == 1:
+            return rows.reshape(-1)
+        cube = rows.reshape(self.outer, self.inner, self.length).transpose(0, 2, 1)
+        return np.ascontiguousarray(cube).reshape(-1)
+
+    def labels(self) -> np.ndarray:
+        """The fibre of every node (a connected-component labelling)."""
+        f = np.arange(self.fibres, dtype=np.int64).reshape(self.outer, 1, self.inner)
+        return np.broadcast_to(f, (self.outer, self.length, self.inner)).reshape(-1)
+
+
+def layout_of_edges(n: int, edges: np.ndarray) -> Layout | None:
+    """The fibre layout of the graph with ``n`` nodes and ``edges`` (``(m, 2)``, ``u < v``,
+    no repeats: :class:`~dpgauss.denoise.graph.Graph`'s normal form, in any order), or None.
+
+    ``n − m`` fibres of ``n / (n − m)`` nodes; every edge ``(t, t + s)`` with one stride
+    ``s`` and ``t`` not at a fibre's end; with distinct tails (checked) these are all
+    ``n − m`` edges of the layout, hence exactly its edges.  O(m)."""
+    m = int(edges.shape[0])
+    if m == 0 or m >= n:
+        return None
+    count = n - m
+    if n % count:
+        return None
+    length = n // count
+    tails = edges[:, 0]
+    stride = int(edges[0, 1] - edges[0, 0])
+    if length < 2 or stride <= 0 or n % (length * stride):
+        return None
+    if not np.array_equal(edges[:, 1] - tails, np.broadcast_to(stride, tails.shape)):
+        return None
+    if int(tails.min()) < 0 or int(tails.max()) + stride >= n:
+        return None
+    if np.any((tails // stride) % length == length - 1):
+        return None
+    if int(np.bincount(tails, minlength=n).max()) > 1:
+        return None
+    return Layout(n // (length * stride), length, stride)
+
+
+def layout_of_structure(known: Structure) -> Layout | None:
+    """The fibre layout of a checked structure (:func:`~dpgauss.denoise.structure.as_structure`):
+    of its graph if it has one (:func:`layout_of_edges`), else the chain of a 1-D grid,
+    without building its edges; None otherwise."""
+    if known.graph is not None:
+        return layout_of_edges(known.graph.n, known.graph.edges)
+    if known.grid is not None and len(known.grid) == 1:
+        return Layout(1, known.grid[0], 1)
+    return None
+
+
+# --------------------------------------------------------------------------------------
+# The least-norm dual (λ_max) and the certificate, compiled when numba is installed
+# --------------------------------------------------------------------------------------
+
+
+def _dual_kernel(y: Any, u: Any, write: bool) -> float:
+    """``max|u|`` of the dual of the rows of ``y`` (``F × L``; module doc), written into ``u``
+    (``F × (L − 1)``) if ``write``.  Sums in node order along each row."""
+    top = 0.0
+    n_rows, length = y.shape
+    for f in range(n_rows):
+        s = 0.0
+        same = True
+        for k in range(length):
+            s += y[f, k]
+            same = same and y[f, k] == y[f, 0]
+        mean = y[f, 0] if same else s / length  # a constant fibre's dual is exactly 0
+        acc = 0.0
+        for k in range(length - 1):
+            acc += y[f, k] - mean
+            if write:
+                u[f, k] = acc
+            a = abs(acc)
+            if a > top:
+                top = a
+    return top
+
+
+def _certificate_kernel(
+    y: Any, x: Any, u: Any, lam: float, atol: float
+) -> tuple[float, float, float, int]:
+    """``(Σ|Dx|, (Dx)ᵀclip(u), ‖y − x − Dᵀclip(u)‖², #{|Dx| > atol})`` over the rows
+    (``u[f, :L-1]`` the row's edge duals; ``D`` row ``k`` is ``e_k − e_{k+1}``)."""
+    tv = 0.0
+    dot = 0.0
+    dd = 0.0
+    jumps = 0
+    n_rows, length = y.shape
+    for f in range(n_rows):
+        prev = 0.0
+        for k in range(length):
+            uk = 0.0
+            if k < length - 1:
+                uk = min(max(u[f, k], -lam), lam)
+                d = x[f, k] - x[f, k + 1]
+                ad = abs(d)
+                tv += ad
+                dot += d * uk
+                if ad > atol:
+                    jumps += 1
+            delta = y[f, k] - x[f, k] - (uk - prev)
+            dd += delta * delta
+            prev = uk
+    return tv, dot, dd, jumps
+
+
+_compiled: Any = None
+
+
+def _kernels() -> Any:
+    global _compiled
+    if _compiled is None:
+        if _numba is None:
+            _compiled = ()
+        else:
+            jit = _numba.njit(cache=True, nogil=True)
+            _compiled = (jit(_dual_kernel), jit(_certificate_kernel))
+    return _compiled
+
+
+def _dual_numpy(rows: np.ndarray) -> np.ndarray:
+    """:func:`_dual_kernel` in numpy (the same sums in the same order)."""
+    mean = np.cumsum(rows, axis=1)[:, -1:] / rows.shape[1]
+    same = np.all(rows == rows[:, :1], axis=1, keepdims=True)
+    mean = np.where(same, rows[:, :1], mean)
+    return np.cumsum(rows[:, :-1] - mean, axis=1)
+
+
+def lam_max(rows: np.ndarray) -> float:
+    """``‖u‖∞`` of the least-norm dual of the fibres ``rows`` (``F × L``; module doc)."""
+    kernels = _kernels()
+    if kernels:
+        return float(kernels[0](rows, np.empty((0, 0)), False))
+    return float(np.max(np.abs(_dual_numpy(rows))))
+
+
+def dual(rows: np.ndarray) -> np.ndarray:
+    """The least-norm dual of the fibres ``rows``, ``F × (L − 1)`` (module doc): the same
+    numbers whose largest magnitude :func:`lam_max` returns."""
+    kernels = _kernels()
+    if kernels:
+        u = np.empty((rows.shape[0], rows.shape[1] - 1))
+        kernels[0](rows, u, True)
+        return u
+    return _dual_numpy(rows)
+
+
+def certificate(
+    y: np.ndarray, x: np.ndarray, u: np.ndarray, lam: float, atol: float
+) -> tuple[float, float, float, int]:
+    """``(Σ|Dx|, (Dx)ᵀu, ‖y − x − Dᵀu‖², jumps)`` with ``u`` clipped to ``[−λ, λ]``, over
+    the fibres (``F × L`` arrays, ``u[:, L-1]`` ignored; module doc)."""
+    kernels = _kernels()
+    if kernels:
+        tv, dot, dd, jumps = kernels[1](y, x, u, lam, atol)
+        return float(tv), float(dot), float(dd), int(jumps)
+    uc = np.clip(u[:, :-1], -lam, lam)
+    d = x[:, :-1] - x[:, 1:]
+    dtu = np.zeros_like(x)
+    dtu[:, :-1] += uc
+    dtu[:, 1:] -= uc
+    delta = y - x - dtu
+    ad = np.abs(d)
+    return (
+        float(ad.sum()),
+        float(np.sum(d * uc)),
+        float(np.sum(delta * delta)),
+        int(np.count_nonzero(ad > atol)),
+    )

@@ -13,11 +13,11 @@ for df, and the duality gap, the jumps and ``Σ|Dx|`` in one compiled pass
 (:func:`._fibres.certificate`).  Along the SURE path only the best fit so far is kept
 (two solution buffers, reused), not every λ's.
 
-On one chain (and on ``values × range`` products, whose fibres are consecutive) the
-estimate, df, λ, λ_max and SURE are bit-for-bit those of the general route; the objective
-and the gap differ by rounding (``Σ|Dx|`` summed in another order).  On ``range × values``
-products the residual is summed fibre by fibre, so SURE too differs by rounding.  Where
-the general route would run the minimum cuts (products) its solution agrees to rounding.
+On one chain the estimate, df, λ_max, the λ grid and so the chosen λ are bit-for-bit
+those of the general route; SURE, the objective and the gap agree to rounding (their sums
+are vectorised in the compiled pass, where the general route calls BLAS and numpy).  On a
+product the general route runs the minimum cuts (or ADMM without numba), whose solution
+agrees to rounding.
 A λ whose gap is not certified within ``tol`` (none seen) returns None: the caller then
 runs the general route, which hands such a λ to ADMM.
 """
@@ -69,13 +69,11 @@ class _FibrePath:
         self.rows = layout.rows(y)
         self.tol = tol
         self.sigma = sigma
-        self.lam_max = lam_max(self.rows)
-        # the zero rows of _admm._Solver.zero_rows for order 0
-        self.atol = 1e-9 * (float(np.max(np.abs(y))) if y.size else 0.0)
+        self.lam_max, scale = lam_max(self.rows)
+        self.atol = 1e-9 * scale  # the zero rows of _admm._Solver.zero_rows for order 0
         self.best: _ChainFit | None = None
         self.spare: np.ndarray | None = None
         self.u = np.empty(self.rows.shape)
-        self.r = np.empty(self.rows.shape)
 
     def risk(self, rss: float, df: int) -> float | None:
         s = self.sigma
@@ -112,12 +110,7 @@ class _FibrePath:
         x = self.spare if self.spare is not None else np.empty(self.rows.shape)
         self.spare = None
         tv1d_rows(self.rows, lam, x, self.u)
-        tv, dot, dd, jumps = certificate(self.rows, x, self.u, lam, self.atol)
-        # ‖y − x‖² as the general route sums it (in node order where the fibres are
-        # consecutive)
-        np.subtract(self.rows, x, out=self.r)
-        r = self.r.reshape(-1)
-        rss = float(r @ r)
+        rss, tv, dot, dd, jumps = certificate(self.rows, x, self.u, lam, self.atol)
         p = 0.5 * rss + lam * tv
         # P(β) − D(u) without cancellation, as _path._Path.solve_exact
         gap = lam * tv - dot + 0.5 * dd

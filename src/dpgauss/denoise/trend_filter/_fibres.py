@@ -12,15 +12,15 @@ On such a graph the order-0 operator ``D`` has full row rank (a forest), so the 
 ``u`` with ``Dᵀu = r`` is unique: the running sums of ``r`` along each fibre.  The
 least-norm dual at the null-space projection (:func:`dual`, :func:`lam_max`) is thus
 exact sums instead of a Laplacian solve (two DCTs on a chain, a sparse LU on a product):
-``r_i = y_i − ȳ_f`` with ``ȳ_f`` the fibre's mean (summed in node order; a constant
-fibre's own value, so that its dual is exactly 0), and ``u_k = Σ_{i ≤ k} r_i``.  Both the general path and the fast path of
+``r_i = y_i − ȳ_f`` with ``ȳ_f`` the fibre's mean (a constant fibre's own value, so that
+its dual is exactly 0), and ``u_k = Σ_{i ≤ k} r_i`` summed in node order.  Both the general path and the fast path of
 :mod:`dpgauss.denoise.trend_filter` take λ_max from here, so their λ grids are the same to
 the last bit.
 
-:func:`certificate` computes in one pass what :meth:`._path._Path.solve_exact` and
-:meth:`._path._Path.settle` compute for a chain with several: ``Σ|Dx|``, ``(Dx)ᵀu`` with
-``u`` clipped to ``[−λ, λ]``, ``‖y − x − Dᵀu‖²`` (the duality gap's terms) and the number
-of rows ``|Dx| > atol`` (the jumps; df = fibres + jumps).
+:func:`certificate` computes in one pass what :meth:`._path._Path.solve_exact`,
+:meth:`._path._Path.settle` and SURE compute for a chain with several: ``‖y − x‖²``,
+``Σ|Dx|``, ``(Dx)ᵀu`` with ``u`` clipped to ``[−λ, λ]``, ``‖y − x − Dᵀu‖²`` (the duality
+gap's terms) and the number of rows ``|Dx| > atol`` (the jumps; df = fibres + jumps).
 """
 
 from __future__ import annotations
@@ -121,55 +121,84 @@ def layout_of_structure(known: Structure) -> Layout | None:
 # --------------------------------------------------------------------------------------
 
 
-def _dual_kernel(y: Any, u: Any, write: bool) -> float:
-    """``max|u|`` of the dual of the rows of ``y`` (``F × L``; module doc), written into ``u``
-    (``F × (L − 1)``) if ``write``.  Sums in node order along each row."""
+def _scan_kernel(y: Any) -> tuple[Any, Any, float]:
+    """Each row's sum and whether it is constant, and ``max|y|`` (compiled with
+    ``fastmath``: the sums vectorised, in an order of the compiler's)."""
+    n_rows, length = y.shape
+    sums = np.zeros(n_rows)
+    same = np.ones(n_rows, dtype=np.bool_)
+    scale = 0.0
+    for f in range(n_rows):
+        yf = y[f]
+        first = yf[0]
+        s = 0.0
+        differ = 0
+        for k in range(length):
+            v = yf[k]
+            s += v
+            differ += 1 if v != first else 0
+            scale = max(scale, abs(v))
+        sums[f] = s
+        same[f] = differ == 0
+    return sums, same, scale
+
+
+def _dual_kernel(y: Any, sums: Any, same: Any, u: Any, write: bool) -> float:
+    """``max|u|`` with ``u`` the dual of the rows of ``y`` (``F × L``; module doc; the rows'
+    sums and constancy from :func:`_scan_kernel`), written into ``u`` (``F × (L − 1)``)
+    if ``write``.  The running sums in node order along each row."""
     top = 0.0
     n_rows, length = y.shape
     for f in range(n_rows):
-        s = 0.0
-        same = True
-        for k in range(length):
-            s += y[f, k]
-            same = same and y[f, k] == y[f, 0]
-        mean = y[f, 0] if same else s / length  # a constant fibre's dual is exactly 0
+        yf = y[f]
+        mean = yf[0] if same[f] else sums[f] / length  # a constant fibre's dual is exactly 0
         acc = 0.0
         for k in range(length - 1):
-            acc += y[f, k] - mean
+            acc += yf[k] - mean
             if write:
                 u[f, k] = acc
-            a = abs(acc)
-            if a > top:
-                top = a
+            top = max(top, abs(acc))
     return top
 
 
 def _certificate_kernel(
     y: Any, x: Any, u: Any, lam: float, atol: float
-) -> tuple[float, float, float, int]:
-    """``(Σ|Dx|, (Dx)ᵀclip(u), ‖y − x − Dᵀclip(u)‖², #{|Dx| > atol})`` over the rows
-    (``u[f, :L-1]`` the row's edge duals; ``D`` row ``k`` is ``e_k − e_{k+1}``)."""
+) -> tuple[float, float, float, float, int]:
+    """``(‖y − x‖², Σ|Dx|, (Dx)ᵀclip(u), ‖y − x − Dᵀclip(u)‖², #{|Dx| > atol})`` over the
+    rows (``u[f, :L-1]`` the row's edge duals; ``D`` row ``k`` is ``e_k − e_{k+1}``).
+    Compiled with ``fastmath``: the sums vectorised, in an order of the compiler's."""
+    rss = 0.0
     tv = 0.0
     dot = 0.0
     dd = 0.0
     jumps = 0
     n_rows, length = y.shape
+    last = length - 1
     for f in range(n_rows):
-        prev = 0.0
-        for k in range(length):
-            uk = 0.0
-            if k < length - 1:
-                uk = min(max(u[f, k], -lam), lam)
-                d = x[f, k] - x[f, k + 1]
-                ad = abs(d)
-                tv += ad
-                dot += d * uk
-                if ad > atol:
-                    jumps += 1
-            delta = y[f, k] - x[f, k] - (uk - prev)
+        yf = y[f]
+        xf = x[f]
+        uf = u[f]
+        # node 0: (Dᵀu)_0 = u_0; the last node: −u_{L−2}
+        u0 = min(max(uf[0], -lam), lam)
+        res = yf[0] - xf[0]
+        rss += res * res
+        dd += (res - u0) * (res - u0)
+        res = yf[last] - xf[last]
+        ul = min(max(uf[last - 1], -lam), lam)
+        rss += res * res
+        dd += (res + ul) * (res + ul)
+        for k in range(1, last):
+            res = yf[k] - xf[k]
+            delta = res - (min(max(uf[k], -lam), lam) - min(max(uf[k - 1], -lam), lam))
+            rss += res * res
             dd += delta * delta
-            prev = uk
-    return tv, dot, dd, jumps
+        for k in range(last):
+            d = xf[k] - xf[k + 1]
+            ad = abs(d)
+            tv += ad
+            dot += d * min(max(uf[k], -lam), lam)
+            jumps += 1 if ad > atol else 0
+    return rss, tv, dot, dd, jumps
 
 
 _compiled: Any = None
@@ -182,24 +211,27 @@ def _kernels() -> Any:
             _compiled = ()
         else:
             jit = _numba.njit(cache=True, nogil=True)
-            _compiled = (jit(_dual_kernel), jit(_certificate_kernel))
+            fast = _numba.njit(cache=True, nogil=True, fastmath=True)
+            _compiled = (fast(_scan_kernel), jit(_dual_kernel), fast(_certificate_kernel))
     return _compiled
 
 
 def _dual_numpy(rows: np.ndarray) -> np.ndarray:
-    """:func:`_dual_kernel` in numpy (the same sums in the same order)."""
-    mean = np.cumsum(rows, axis=1)[:, -1:] / rows.shape[1]
+    """:func:`_dual_kernel` in numpy."""
+    mean = rows.sum(axis=1, keepdims=True) / rows.shape[1]
     same = np.all(rows == rows[:, :1], axis=1, keepdims=True)
     mean = np.where(same, rows[:, :1], mean)
     return np.cumsum(rows[:, :-1] - mean, axis=1)
 
 
-def lam_max(rows: np.ndarray) -> float:
-    """``‖u‖∞`` of the least-norm dual of the fibres ``rows`` (``F × L``; module doc)."""
+def lam_max(rows: np.ndarray) -> tuple[float, float]:
+    """``‖u‖∞`` of the least-norm dual of the fibres ``rows`` (``F × L``; module doc), and
+    ``max|y|``."""
     kernels = _kernels()
     if kernels:
-        return float(kernels[0](rows, np.empty((0, 0)), False))
-    return float(np.max(np.abs(_dual_numpy(rows))))
+        sums, same, scale = kernels[0](rows)
+        return float(kernels[1](rows, sums, same, np.empty((0, 0)), False)), float(scale)
+    return float(np.max(np.abs(_dual_numpy(rows)))), float(np.max(np.abs(rows)))
 
 
 def dual(rows: np.ndarray) -> np.ndarray:
@@ -208,28 +240,31 @@ def dual(rows: np.ndarray) -> np.ndarray:
     kernels = _kernels()
     if kernels:
         u = np.empty((rows.shape[0], rows.shape[1] - 1))
-        kernels[0](rows, u, True)
+        sums, same, _ = kernels[0](rows)
+        kernels[1](rows, sums, same, u, True)
         return u
     return _dual_numpy(rows)
 
 
 def certificate(
     y: np.ndarray, x: np.ndarray, u: np.ndarray, lam: float, atol: float
-) -> tuple[float, float, float, int]:
-    """``(Σ|Dx|, (Dx)ᵀu, ‖y − x − Dᵀu‖², jumps)`` with ``u`` clipped to ``[−λ, λ]``, over
-    the fibres (``F × L`` arrays, ``u[:, L-1]`` ignored; module doc)."""
+) -> tuple[float, float, float, float, int]:
+    """``(‖y − x‖², Σ|Dx|, (Dx)ᵀu, ‖y − x − Dᵀu‖², jumps)`` with ``u`` clipped to
+    ``[−λ, λ]``, over the fibres (``F × L`` arrays, ``u[:, L-1]`` ignored; module doc)."""
     kernels = _kernels()
     if kernels:
-        tv, dot, dd, jumps = kernels[1](y, x, u, lam, atol)
-        return float(tv), float(dot), float(dd), int(jumps)
+        rss, tv, dot, dd, jumps = kernels[2](y, x, u, lam, atol)
+        return float(rss), float(tv), float(dot), float(dd), int(jumps)
+    r = y - x
     uc = np.clip(u[:, :-1], -lam, lam)
     d = x[:, :-1] - x[:, 1:]
     dtu = np.zeros_like(x)
     dtu[:, :-1] += uc
     dtu[:, 1:] -= uc
-    delta = y - x - dtu
+    delta = r - dtu
     ad = np.abs(d)
     return (
+        float(np.sum(r * r)),
         float(ad.sum()),
         float(np.sum(d * uc)),
         float(np.sum(delta * delta)),

@@ -190,8 +190,8 @@ def public_path(n: int, lams: list[float], repeats: int) -> None:
     for lam in lams:
         t = cpu_interleaved(
             {
-                "dpgauss": lambda: trend_filter(y, None, (n,), order=0, lam=lam),
-                "prox_tv": lambda: prox_tv.tv1_1d(y, lam),
+                "dpgauss": lambda lam=lam: trend_filter(y, None, (n,), order=0, lam=lam),
+                "prox_tv": lambda lam=lam: prox_tv.tv1_1d(y, lam),
             },
             repeats,
         )
@@ -216,7 +216,7 @@ def public_path(n: int, lams: list[float], repeats: int) -> None:
         {"dpgauss": lambda: trend_filter(y, 1.0, (n,), order=0), "prox_tv": peer_path},
         max(3, repeats // 2),
     )
-    row(f"SURE path `trend_filter(y, 1.0, (n,), order=0)`", f"{len(path)} λ + λ = 0", t)
+    row("SURE path `trend_filter(y, 1.0, (n,), order=0)`", f"{len(path)} λ + λ = 0", t)
     for shape, axis, what in (
         ((10, n // 10), 1, "values × range (10 chains, consecutive)"),
         ((n // 10, 10), 0, "range × values (10 chains, strided)"),
@@ -234,18 +234,17 @@ def public_path(n: int, lams: list[float], repeats: int) -> None:
         t_ways = cpu_interleaved({k: lambda w=w: w(1.0) for k, w in ways.items()}, repeats)
         way = min(t_ways, key=t_ways.__getitem__)
         peer = ways[way]
-
         t = cpu_interleaved(
             {
                 "dpgauss": lambda g=g: trend_filter(y, None, g, order=0, lam=1.0),
-                "prox_tv": lambda: peer(1.0),
+                "prox_tv": lambda peer=peer: peer(1.0),
             },
             repeats,
         )
         row(f"{what}; prox_tv by {way}", "1", t)
         lams_p = [float(v) for v in trend_filter(y, 1.0, g, order=0).params["path"]["lam"] if v > 0]
 
-        def peer_sure(lams_p: list[float] = lams_p) -> None:
+        def peer_sure(lams_p: list[float] = lams_p, peer: Any = peer) -> None:
             for v in lams_p:
                 peer(v)
 

@@ -157,8 +157,8 @@ from ..graph import Graph
 from ..result import Denoised, check_noise
 from ..structure import as_structure, graph_of
 from . import _graph_tv, _tv2d
-from ._chain import chain_trend_filter
 from ._admm import _Fit, _Solver
+from ._chain import chain_trend_filter
 from ._clip import positive_divergence, positive_groups
 from ._dual_newton import DualNewton
 from ._fibres import layout_of_structure

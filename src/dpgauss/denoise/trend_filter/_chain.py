@@ -44,7 +44,7 @@ __all__ = ["ALGORITHM", "chain_trend_filter"]
 ALGORITHM = "direct 1-D TV (Condat 2013)"
 
 
-class _Uncertified(Exception):
+class _UncertifiedError(Exception):
     """A λ whose duality gap exceeds ``tol``: the general route takes over."""
 
 
@@ -85,7 +85,9 @@ class _FibrePath:
         """Keep ``fit``'s solution if it is the best so far (the first of equal risks, as
         ``np.argmin`` picks), else recycle its buffer."""
         best = self.best
-        if best is None or (fit.risk is not None and best.risk is not None and fit.risk < best.risk):
+        if best is None or (
+            fit.risk is not None and best.risk is not None and fit.risk < best.risk
+        ):
             if best is not None:
                 if best.rows is not None:
                     self.spare = best.rows
@@ -115,7 +117,7 @@ class _FibrePath:
         # P(β) − D(u) without cancellation, as _path._Path.solve_exact
         gap = lam * tv - dot + 0.5 * dd
         if not gap <= self.tol * max(p, 1e-300):
-            raise _Uncertified
+            raise _UncertifiedError
         df = self.layout.fibres + jumps
         fit = _ChainFit(lam, df, rss, p, max(gap, 0.0) / max(p, 1e-300), self.risk(rss, df), x)
         return self.keep(fit)
@@ -159,7 +161,7 @@ def chain_trend_filter(
                 return fit.risk
 
             fits = _sure_path(path.solve, risk, lam_max_, ratio, n_lambdas)
-    except _Uncertified:
+    except _UncertifiedError:
         return None
     risks = [f.risk for f in fits]
     best = 0 if len(fits) == 1 else int(np.argmin(np.asarray(risks, dtype=np.float64)))

@@ -13,9 +13,9 @@ On such a graph the order-0 operator ``D`` has full row rank (a forest), so the 
 least-norm dual at the null-space projection (:func:`dual`, :func:`lam_max`) is thus
 exact sums instead of a Laplacian solve (two DCTs on a chain, a sparse LU on a product):
 ``r_i = y_i − ȳ_f`` with ``ȳ_f`` the fibre's mean (a constant fibre's own value, so that
-its dual is exactly 0), and ``u_k = Σ_{i ≤ k} r_i`` summed in node order.  Both the general path and the fast path of
-:mod:`dpgauss.denoise.trend_filter` take λ_max from here, so their λ grids are the same to
-the last bit.
+its dual is exactly 0), and ``u_k = Σ_{i ≤ k} r_i`` summed in node order.  The general
+route and the direct route (:mod:`._chain`) of :mod:`dpgauss.denoise.trend_filter` both
+take λ_max from here, so their λ grids are the same to the last bit.
 
 :func:`certificate` computes in one pass what :meth:`._path._Path.solve_exact`,
 :meth:`._path._Path.settle` and SURE compute for a chain with several: ``‖y − x‖²``,

@@ -111,7 +111,11 @@ def test_a_chain_of_one_node_and_graphs_without_edges():
     assert _fibres.layout_of_edges(1, np.zeros((0, 2), dtype=np.int64)) is None
 
 
-def test_layouts_are_recognised_exactly():
+@pytest.mark.parametrize("compiled", [True, False])
+def test_layouts_are_recognised_exactly(monkeypatch, compiled):
+    if not compiled:  # the numpy checks (no numba), also for the compiled one's misses
+        monkeypatch.setattr(_fibres, "_compiled", ())
+
     def chain(n):
         return np.stack([np.arange(n - 1), np.arange(1, n)], axis=1)
 

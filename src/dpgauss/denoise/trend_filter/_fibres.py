@@ -82,7 +82,9 @@ def layout_of_edges(n: int, edges: np.ndarray) -> Layout | None:
 
     ``n − m`` fibres of ``n / (n − m)`` nodes; every edge ``(t, t + s)`` with one stride
     ``s`` and ``t`` not at a fibre's end; with distinct tails (checked) these are all
-    ``n − m`` edges of the layout, hence exactly its edges.  O(m)."""
+    ``n − m`` edges of the layout, hence exactly its edges.  O(m); with numba, edges sorted
+    by tail (as :func:`~dpgauss.denoise.as_graph` writes them) are checked in one compiled
+    pass against the layout's edges in order (:func:`_sorted_layout`)."""
     m = int(edges.shape[0])
     if m == 0 or m >= n:
         return None
@@ -94,6 +96,9 @@ def layout_of_edges(n: int, edges: np.ndarray) -> Layout | None:
     stride = int(edges[0, 1] - edges[0, 0])
     if length < 2 or stride <= 0 or n % (length * stride):
         return None
+    kernels = _kernels()
+    if kernels and kernels[3](edges, stride, length):  # sorted (the normal form): one pass
+        return Layout(n // (length * stride), length, stride)
     if not np.array_equal(edges[:, 1] - tails, np.broadcast_to(stride, tails.shape)):
         return None
     if int(tails.min()) < 0 or int(tails.max()) + stride >= n:
@@ -119,6 +124,24 @@ def layout_of_structure(known: Structure) -> Layout | None:
 # --------------------------------------------------------------------------------------
 # The least-norm dual (λ_max) and the certificate, compiled when numba is installed
 # --------------------------------------------------------------------------------------
+
+
+def _sorted_layout(edges: Any, stride: int, length: int) -> bool:
+    """Whether ``edges`` are exactly the layout's edges ``(t, t + stride)`` in increasing
+    ``t`` (``t`` runs over the nodes not at a fibre's end: blocks of ``(length − 1)·stride``
+    consecutive nodes, ``stride`` skipped after each); the caller checked their number."""
+    pos = 0
+    run = 0
+    block = (length - 1) * stride
+    for k in range(edges.shape[0]):
+        if edges[k, 0] != pos or edges[k, 1] != pos + stride:
+            return False
+        pos += 1
+        run += 1
+        if run == block:
+            pos += stride
+            run = 0
+    return True
 
 
 def _scan_kernel(y: Any) -> tuple[Any, Any, float]:
@@ -212,7 +235,12 @@ def _kernels() -> Any:
         else:
             jit = _numba.njit(cache=True, nogil=True)
             fast = _numba.njit(cache=True, nogil=True, fastmath=True)
-            _compiled = (fast(_scan_kernel), jit(_dual_kernel), fast(_certificate_kernel))
+            _compiled = (
+                fast(_scan_kernel),
+                jit(_dual_kernel),
+                fast(_certificate_kernel),
+                jit(_sorted_layout),
+            )
     return _compiled
 
 

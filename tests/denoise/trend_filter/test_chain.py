@@ -142,15 +142,31 @@ def test_layouts_are_recognised_exactly(monkeypatch, compiled):
 
 
 def test_the_rows_kernel_is_tv1d_row_by_row(monkeypatch):
+    """Each row's solution is tv1d's, and the certificate's rebuilt dual is tv1d's dual:
+    its gap is tv1d's gap."""
     rng = np.random.default_rng(5)
     rows = rng.standard_normal((7, 300)).cumsum(axis=1)
+    rows[2] = np.round(rows[2])  # ties
+    lam = 2.0
     for slack in (_tv1d.SLACK, -1):  # the scan, and every row by the dynamic programme
         monkeypatch.setattr(_tv1d, "SLACK", slack)
-        x, u = _tv1d.tv1d_rows(rows, 2.0)
+        x = _tv1d.tv1d_rows(rows, lam)
+        tv = dot = dd = 0.0
         for f in range(rows.shape[0]):
-            xf, uf = _tv1d.tv1d(rows[f], 2.0)
+            xf, uf = _tv1d.tv1d(rows[f], lam)
             np.testing.assert_array_equal(x[f], xf)
-            np.testing.assert_array_equal(u[f, :-1], uf)
+            uc = np.clip(uf, -lam, lam)
+            d = xf[:-1] - xf[1:]
+            delta = rows[f] - xf - np.concatenate([[uc[0]], np.diff(uc), [-uc[-1]]])
+            tv += np.abs(d).sum()
+            dot += d @ uc
+            dd += delta @ delta
+        rss, tv_, dot_, dd_, _, top = _fibres.certificate(rows, x, lam, 1e-9)
+        assert np.isnan(top)
+        assert rss == pytest.approx(float(np.sum((rows - x) ** 2)), rel=1e-12)
+        assert tv_ == pytest.approx(tv, rel=1e-12)
+        assert dot_ == pytest.approx(dot, rel=1e-12)
+        assert lam * tv_ - dot_ + 0.5 * dd_ == pytest.approx(lam * tv - dot + 0.5 * dd, abs=1e-9)
 
 
 def test_the_dual_is_the_least_norm_dual():
@@ -161,8 +177,11 @@ def test_the_dual_is_the_least_norm_dual():
     u = _fibres.dual(y.reshape(1, -1))[0]
     dtu = np.concatenate([[u[0]], np.diff(u), [-u[-1]]])
     np.testing.assert_allclose(dtu, y - y.mean(), atol=1e-13)
-    lam_max, scale = _fibres.lam_max(y.reshape(1, -1))
+    means, scale = _fibres.scan(y.reshape(1, -1))
+    lam_max = _fibres.lam_max(y.reshape(1, -1), means)
     assert lam_max == np.max(np.abs(u)) and scale == np.max(np.abs(y))
+    x = _tv1d.tv1d_rows(y.reshape(1, -1), 0.3)
+    assert _fibres.certificate(y.reshape(1, -1), x, 0.3, 0.0, means)[-1] == lam_max
     at = trend_filter(y, 1.0, (50,), order=0, lam=lam_max)
     assert at.params["df"] == 1
     below = trend_filter(y, 1.0, (50,), order=0, lam=lam_max * (1 - 1e-6))
@@ -172,8 +191,8 @@ def test_the_dual_is_the_least_norm_dual():
 def test_an_uncertified_lambda_goes_to_the_general_route(monkeypatch):
     chain_mod = importlib.import_module("dpgauss.denoise.trend_filter._chain")
 
-    def bad_certificate(y, x, u, lam, atol):
-        return 0.0, 0.0, -1.0, 1e300, 0  # a huge ‖δ‖²: never certified
+    def bad_certificate(y, x, lam, atol, means=None):
+        return 0.0, 0.0, -1.0, 1e300, 0, 1e300  # a huge ‖δ‖²: never certified
 
     monkeypatch.setattr(chain_mod, "certificate", bad_certificate)
     y = np.random.default_rng(2).standard_normal(40)
@@ -194,3 +213,18 @@ def test_the_refit_and_nonnegative_and_admm_keep_their_routes():
     assert np.all(clipped.estimate >= 0)
     admm = trend_filter(y, 1.0, (90,), order=0, lam=1.0, solver="admm")
     assert "ADMM" in admm.params["algorithm"]
+
+
+def test_the_numpy_kernels_give_the_compiled_answer(monkeypatch):
+    """Without numba (``_fibres``' kernels in numpy): the same fit to rounding."""
+    rng = np.random.default_rng(13)
+    y = np.repeat(rng.normal(0.0, 3.0, 6), 50) + rng.standard_normal(300)
+    y[100:120] = 1.0  # ties
+    compiled = trend_filter(y, 1.0, (300,), order=0)
+    monkeypatch.setattr(_fibres, "_compiled", ())
+    plain = trend_filter(y, 1.0, (300,), order=0)
+    assert plain.params["df"] == compiled.params["df"]
+    assert plain.params["lam"] == pytest.approx(compiled.params["lam"], rel=1e-12)
+    np.testing.assert_allclose(plain.estimate, compiled.estimate, rtol=0, atol=1e-9)
+    assert plain.risk == pytest.approx(compiled.risk, rel=1e-10)
+    assert plain.params["gap"] < 1e-12

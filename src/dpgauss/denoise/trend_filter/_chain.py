@@ -33,7 +33,7 @@ import numpy as np
 
 from ..result import Denoised
 from ..structure import Structure
-from ._fibres import Layout, certificate, lam_max
+from ._fibres import Layout, certificate, lam_max, scan
 from ._operators import _center
 from ._path import _LAM_MIN_RATIO, _sure_path
 from ._tv1d import tv1d_rows
@@ -63,17 +63,30 @@ class _ChainFit:
 class _FibrePath:
     """Solves λ after λ on the fibres, keeping the solution of the best fit by SURE only."""
 
-    def __init__(self, y: np.ndarray, layout: Layout, tol: float, sigma: float | None) -> None:
+    def __init__(
+        self, y: np.ndarray, layout: Layout, tol: float, sigma: float | None, eager: bool = True
+    ) -> None:
         self.y = y
         self.layout = layout
         self.rows = layout.rows(y)
         self.tol = tol
         self.sigma = sigma
-        self.lam_max, scale = lam_max(self.rows)
+        self.means, scale = scan(self.rows)
+        # λ_max now (a path needs it first), or with the first solve (one λ: its pass fused
+        # with the certificate's, :func:`._fibres.certificate`)
+        self.lam_max: float | None = lam_max(self.rows, self.means) if eager else None
         self.atol = 1e-9 * scale  # the zero rows of _admm._Solver.zero_rows for order 0
         self.best: _ChainFit | None = None
         self.spare: np.ndarray | None = None
-        self.u = np.empty(self.rows.shape)
+
+    def projection(self, lam: float) -> _ChainFit:
+        """λ ≥ λ_max: the null-space projection (_path._projection_fit)."""
+        y = self.y
+        beta = y - _center(y, self.layout.labels())
+        r = y - beta
+        rss = float(r @ r)
+        df = self.layout.fibres
+        return self.keep(_ChainFit(lam, df, rss, 0.5 * rss, 0.0, self.risk(rss, df), beta=beta))
 
     def risk(self, rss: float, df: int) -> float | None:
         s = self.sigma
@@ -102,17 +115,21 @@ class _FibrePath:
     def solve(self, lam: float) -> _ChainFit:
         y = self.y
         if lam == 0.0:  # β̂ = y (_path._identity_fit)
+            if self.lam_max is None:
+                self.lam_max = lam_max(self.rows, self.means)
             return self.keep(_ChainFit(0.0, y.size, 0.0, 0.0, 0.0, self.risk(0.0, y.size), beta=y))
-        if lam >= self.lam_max:  # the null-space projection (_path._projection_fit)
-            beta = y - _center(y, self.layout.labels())
-            r = y - beta
-            rss = float(r @ r)
-            df = self.layout.fibres
-            return self.keep(_ChainFit(lam, df, rss, 0.5 * rss, 0.0, self.risk(rss, df), beta=beta))
+        if self.lam_max is not None and lam >= self.lam_max:
+            return self.projection(lam)
         x = self.spare if self.spare is not None else np.empty(self.rows.shape)
         self.spare = None
-        tv1d_rows(self.rows, lam, x, self.u)
-        rss, tv, dot, dd, jumps = certificate(self.rows, x, self.u, lam, self.atol)
+        tv1d_rows(self.rows, lam, x)
+        fused = self.means if self.lam_max is None else None
+        rss, tv, dot, dd, jumps, top = certificate(self.rows, x, lam, self.atol, fused)
+        if self.lam_max is None:
+            self.lam_max = top
+            if lam >= top:  # decided as the general route decides it, before solving
+                self.spare = x
+                return self.projection(lam)
         p = 0.5 * rss + lam * tv
         # P(β) − D(u) without cancellation, as _path._Path.solve_exact
         gap = lam * tv - dot + 0.5 * dd
@@ -145,14 +162,13 @@ def chain_trend_filter(
     (module doc); None if a λ is not certified (the general route then runs).  ``refit``
     is ``trend_filter`` with the other arguments bound (the error bars' refit)."""
     yv = arr.reshape(-1)
-    path = _FibrePath(yv, layout, tol, sigma)
-    lam_max_ = path.lam_max
+    path = _FibrePath(yv, layout, tol, sigma, eager=not isinstance(lam_spec, float))
     try:
         if isinstance(lam_spec, float):
             fits = [path.solve(lam_spec)]
         elif lam_spec is not None:
             fits = [path.solve(float(v)) for v in np.sort(lam_spec)[::-1]]
-        elif lam_max_ == 0.0:  # y is in the null space: β̂ = y for every λ
+        elif path.lam_max == 0.0:  # y is in the null space: β̂ = y for every λ
             fits = [path.solve(0.0)]
         else:
             ratio = _LAM_MIN_RATIO[0] if lam_min_ratio is None else lam_min_ratio
@@ -160,9 +176,11 @@ def chain_trend_filter(
             def risk(fit: _ChainFit) -> float | None:
                 return fit.risk
 
-            fits = _sure_path(path.solve, risk, lam_max_, ratio, n_lambdas)
+            assert path.lam_max is not None
+            fits = _sure_path(path.solve, risk, path.lam_max, ratio, n_lambdas)
     except _UncertifiedError:
         return None
+    lam_max_ = path.lam_max
     risks = [f.risk for f in fits]
     best = 0 if len(fits) == 1 else int(np.argmin(np.asarray(risks, dtype=np.float64)))
     fit = fits[best]

@@ -144,12 +144,12 @@ def _sorted_layout(edges: Any, stride: int, length: int) -> bool:
     return True
 
 
-def _scan_kernel(y: Any) -> tuple[Any, Any, float]:
-    """Each row's sum and whether it is constant, and ``max|y|`` (compiled with
-    ``fastmath``: the sums vectorised, in an order of the compiler's)."""
+def _scan_kernel(y: Any) -> tuple[Any, float]:
+    """Each row's mean (a constant row's own value, so that its dual is exactly 0) and
+    ``max|y|`` (compiled with ``fastmath``: the sums vectorised, in an order of the
+    compiler's)."""
     n_rows, length = y.shape
-    sums = np.zeros(n_rows)
-    same = np.ones(n_rows, dtype=np.bool_)
+    means = np.zeros(n_rows)
     scale = 0.0
     for f in range(n_rows):
         yf = y[f]
@@ -161,20 +161,19 @@ def _scan_kernel(y: Any) -> tuple[Any, Any, float]:
             s += v
             differ += 1 if v != first else 0
             scale = max(scale, abs(v))
-        sums[f] = s
-        same[f] = differ == 0
-    return sums, same, scale
+        means[f] = first if differ == 0 else s / length
+    return means, scale
 
 
-def _dual_kernel(y: Any, sums: Any, same: Any, u: Any, write: bool) -> float:
+def _dual_kernel(y: Any, means: Any, u: Any, write: bool) -> float:
     """``max|u|`` with ``u`` the dual of the rows of ``y`` (``F × L``; module doc; the rows'
-    sums and constancy from :func:`_scan_kernel`), written into ``u`` (``F × (L − 1)``)
-    if ``write``.  The running sums in node order along each row."""
+    means from :func:`_scan_kernel`), written into ``u`` (``F × (L − 1)``) if ``write``.
+    The running sums in node order along each row."""
     top = 0.0
     n_rows, length = y.shape
     for f in range(n_rows):
         yf = y[f]
-        mean = yf[0] if same[f] else sums[f] / length  # a constant fibre's dual is exactly 0
+        mean = means[f]
         acc = 0.0
         for k in range(length - 1):
             acc += yf[k] - mean
@@ -185,43 +184,53 @@ def _dual_kernel(y: Any, sums: Any, same: Any, u: Any, write: bool) -> float:
 
 
 def _certificate_kernel(
-    y: Any, x: Any, u: Any, lam: float, atol: float
-) -> tuple[float, float, float, float, int]:
-    """``(‖y − x‖², Σ|Dx|, (Dx)ᵀclip(u), ‖y − x − Dᵀclip(u)‖², #{|Dx| > atol})`` over the
-    rows (``u[f, :L-1]`` the row's edge duals; ``D`` row ``k`` is ``e_k − e_{k+1}``).
-    Compiled with ``fastmath``: the sums vectorised, in an order of the compiler's."""
+    y: Any, x: Any, lam: float, atol: float, means: Any
+) -> tuple[float, float, float, float, int, float]:
+    """``(‖y − x‖², Σ|Dx|, (Dx)ᵀu, ‖y − x − Dᵀu‖², #{|Dx| > atol}, λ_max)`` over the rows
+    (``D`` row ``k`` is ``e_k − e_{k+1}``), with ``u`` the dual of :func:`._tv1d.tv1d`
+    rebuilt from ``x`` (the running sums of ``y − x``, restarted at ``±λ`` after every
+    jump, as the kernel writes it; clipped to ``[−λ, λ]``) and, if ``means`` (each row's, as
+    :func:`scan` gives them) is not None, λ_max (:func:`lam_max`) on the way (else NaN):
+    the same sums in the same order as :func:`_dual_kernel`, so the same number."""
     rss = 0.0
     tv = 0.0
     dot = 0.0
     dd = 0.0
     jumps = 0
+    top = 0.0
     n_rows, length = y.shape
     last = length - 1
     for f in range(n_rows):
         yf = y[f]
         xf = x[f]
-        uf = u[f]
-        # node 0: (Dᵀu)_0 = u_0; the last node: −u_{L−2}
-        u0 = min(max(uf[0], -lam), lam)
-        res = yf[0] - xf[0]
-        rss += res * res
-        dd += (res - u0) * (res - u0)
-        res = yf[last] - xf[last]
-        ul = min(max(uf[last - 1], -lam), lam)
-        rss += res * res
-        dd += (res + ul) * (res + ul)
-        for k in range(1, last):
-            res = yf[k] - xf[k]
-            delta = res - (min(max(uf[k], -lam), lam) - min(max(uf[k - 1], -lam), lam))
-            rss += res * res
-            dd += delta * delta
+        acc = 0.0
+        least = 0.0
+        mean = 0.0 if means is None else means[f]
+        prev = 0.0
         for k in range(last):
+            res = yf[k] - xf[k]
+            rss += res * res
+            acc += res
+            uk = min(max(acc, -lam), lam)
             d = xf[k] - xf[k + 1]
             ad = abs(d)
             tv += ad
-            dot += d * min(max(uf[k], -lam), lam)
+            dot += d * uk
             jumps += 1 if ad > atol else 0
-    return rss, tv, dot, dd, jumps
+            if d != 0.0:  # a new segment: its dual starts at the exact ±λ
+                acc = lam if d > 0.0 else -lam
+            delta = res - (uk - prev)
+            dd += delta * delta
+            prev = uk
+            if means is not None:
+                least += yf[k] - mean
+                top = max(top, abs(least))
+        res = yf[last] - xf[last]
+        rss += res * res
+        dd += (res + prev) * (res + prev)
+    if means is None:
+        top = np.nan
+    return rss, tv, dot, dd, jumps, top
 
 
 _compiled: Any = None
@@ -238,63 +247,83 @@ def _kernels() -> Any:
             _compiled = (
                 fast(_scan_kernel),
                 jit(_dual_kernel),
-                fast(_certificate_kernel),
+                jit(_certificate_kernel),  # scalar anyway (the dual's recurrence): strict
                 jit(_sorted_layout),
             )
     return _compiled
 
 
-def _dual_numpy(rows: np.ndarray) -> np.ndarray:
-    """:func:`_dual_kernel` in numpy."""
-    mean = rows.sum(axis=1, keepdims=True) / rows.shape[1]
-    same = np.all(rows == rows[:, :1], axis=1, keepdims=True)
-    mean = np.where(same, rows[:, :1], mean)
-    return np.cumsum(rows[:, :-1] - mean, axis=1)
+def _means_numpy(rows: np.ndarray) -> np.ndarray:
+    mean = rows.sum(axis=1) / rows.shape[1]
+    return np.where(np.all(rows == rows[:, :1], axis=1), rows[:, 0], mean)
 
 
-def lam_max(rows: np.ndarray) -> tuple[float, float]:
-    """``‖u‖∞`` of the least-norm dual of the fibres ``rows`` (``F × L``; module doc), and
-    ``max|y|``."""
+def scan(rows: np.ndarray) -> tuple[np.ndarray, float]:
+    """Each fibre's mean (a constant fibre's own value) and ``max|y|``, one pass."""
     kernels = _kernels()
     if kernels:
-        sums, same, scale = kernels[0](rows)
-        return float(kernels[1](rows, sums, same, np.empty((0, 0)), False)), float(scale)
-    return float(np.max(np.abs(_dual_numpy(rows)))), float(np.max(np.abs(rows)))
+        means, scale = kernels[0](rows)
+        return means, float(scale)
+    return _means_numpy(rows), float(np.max(np.abs(rows)))
+
+
+def _dual_numpy(rows: np.ndarray, means: np.ndarray) -> np.ndarray:
+    """:func:`_dual_kernel` in numpy."""
+    return np.cumsum(rows[:, :-1] - means[:, None], axis=1)
+
+
+def lam_max(rows: np.ndarray, means: np.ndarray) -> float:
+    """``‖u‖∞`` of the least-norm dual of the fibres ``rows`` (``F × L``; module doc), their
+    means from :func:`scan`."""
+    kernels = _kernels()
+    if kernels:
+        return float(kernels[1](rows, means, np.empty((0, 0)), False))
+    return float(np.max(np.abs(_dual_numpy(rows, means))))
 
 
 def dual(rows: np.ndarray) -> np.ndarray:
     """The least-norm dual of the fibres ``rows``, ``F × (L − 1)`` (module doc): the same
     numbers whose largest magnitude :func:`lam_max` returns."""
+    means, _ = scan(rows)
     kernels = _kernels()
     if kernels:
         u = np.empty((rows.shape[0], rows.shape[1] - 1))
-        sums, same, _ = kernels[0](rows)
-        kernels[1](rows, sums, same, u, True)
+        kernels[1](rows, means, u, True)
         return u
-    return _dual_numpy(rows)
+    return _dual_numpy(rows, means)
 
 
 def certificate(
-    y: np.ndarray, x: np.ndarray, u: np.ndarray, lam: float, atol: float
-) -> tuple[float, float, float, float, int]:
-    """``(‖y − x‖², Σ|Dx|, (Dx)ᵀu, ‖y − x − Dᵀu‖², jumps)`` with ``u`` clipped to
-    ``[−λ, λ]``, over the fibres (``F × L`` arrays, ``u[:, L-1]`` ignored; module doc)."""
+    y: np.ndarray, x: np.ndarray, lam: float, atol: float, means: np.ndarray | None = None
+) -> tuple[float, float, float, float, int, float]:
+    """``(‖y − x‖², Σ|Dx|, (Dx)ᵀu, ‖y − x − Dᵀu‖², jumps, λ_max or NaN)`` over the fibres
+    (``F × L`` arrays; :func:`_certificate_kernel`)."""
     kernels = _kernels()
     if kernels:
-        rss, tv, dot, dd, jumps = kernels[2](y, x, u, lam, atol)
-        return float(rss), float(tv), float(dot), float(dd), int(jumps)
+        rss, tv, dot, dd, jumps, top = kernels[2](y, x, lam, atol, means)
+        return float(rss), float(tv), float(dot), float(dd), int(jumps), float(top)
     r = y - x
-    uc = np.clip(u[:, :-1], -lam, lam)
     d = x[:, :-1] - x[:, 1:]
+    u = np.empty_like(d)
+    for f in range(y.shape[0]):  # the running sums, restarted at ±λ after each jump
+        acc = 0.0
+        for k in range(d.shape[1]):
+            acc += r[f, k]
+            u[f, k] = acc
+            if d[f, k] != 0.0:
+                acc = lam if d[f, k] > 0.0 else -lam
+    uc = np.clip(u, -lam, lam)
     dtu = np.zeros_like(x)
     dtu[:, :-1] += uc
     dtu[:, 1:] -= uc
     delta = r - dtu
     ad = np.abs(d)
+    top = float("nan") if means is None else lam_max(y, means)
     return (
         float(np.sum(r * r)),
         float(ad.sum()),
         float(np.sum(d * uc)),
         float(np.sum(delta * delta)),
         int(np.count_nonzero(ad > atol)),
+        top,
     )

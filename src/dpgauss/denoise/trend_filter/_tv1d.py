@@ -164,7 +164,8 @@ def _condat(y: Any, w: Any, lam: float, x: Any, u: Any, rate: int, slack: int) -
 def _condat_unit(y: Any, lam: float, x: Any, u: Any, rate: int, slack: int) -> bool:
     """:func:`_condat` with every weight 1 (no weight array: fewer loads and no products),
     the same operations otherwise, so the same result to the last bit, and the same
-    allowance."""
+    allowance.  ``u`` may be None: ``x`` only (the dual is then rebuilt from ``x`` by
+    whoever needs it, as :func:`._fibres.certificate` does: the same sums)."""
     n = len(y)
     if slack < 0:
         return False
@@ -189,6 +190,10 @@ def _condat_unit(y: Any, lam: float, x: Any, u: Any, rate: int, slack: int) -> b
                 down, end = False, k_hi
             else:
                 v = (sy + u0) / sw  # the level whose dual at the end is 0
+                if u is None:
+                    for i in range(k0, n):
+                        x[i] = v
+                    return True
                 acc = u0
                 for i in range(k0, n):
                     x[i] = v
@@ -222,11 +227,15 @@ def _condat_unit(y: Any, lam: float, x: Any, u: Any, rate: int, slack: int) -> b
                     k_hi = k
                 continue
         v = v_lo if down else v_hi
-        acc = u0
-        for i in range(k0, end + 1):
-            x[i] = v
-            acc += y[i] - v
-            u[i] = acc
+        if u is None:
+            for i in range(k0, end + 1):
+                x[i] = v
+        else:
+            acc = u0
+            for i in range(k0, end + 1):
+                x[i] = v
+                acc += y[i] - v
+                u[i] = acc
         k = k0 = end + 1
         if k >= n:
             return True
@@ -510,13 +519,13 @@ _rows_compiled: Any = None  # _scan_rows compiled (numba only)
 _scan_unit_kernel: Any = _condat_unit
 
 
-def _scan_rows(y: Any, lam: float, x: Any, u: Any, rate: int, slack: int, done: Any) -> None:
-    """:func:`_condat_unit` on every row of the C-contiguous 2-D arrays (``done[f]``: whether
-    row ``f``'s scan finished within its allowance; the others are finished by
-    :func:`_fallback`, as :func:`tv1d` does).  Compiled only: one call for all the fibres of
-    a product (:mod:`._fibres`) instead of one Python call per fibre."""
+def _scan_rows(y: Any, lam: float, x: Any, rate: int, slack: int, done: Any) -> None:
+    """:func:`_condat_unit` without its dual on every row of the C-contiguous 2-D arrays
+    (``done[f]``: whether row ``f``'s scan finished within its allowance; the others are
+    finished by :func:`_fallback`, as :func:`tv1d` does).  Compiled only: one call for all
+    the fibres of a product (:mod:`._fibres`) instead of one Python call per fibre."""
     for f in range(y.shape[0]):
-        done[f] = _scan_unit_kernel(y[f], lam, x[f], u[f], rate, slack)
+        done[f] = _scan_unit_kernel(y[f], lam, x[f], None, rate, slack)
 
 
 def _kernels() -> Any:
@@ -577,34 +586,27 @@ def tv1d(
     return x, u[:-1]
 
 
-def tv1d_rows(
-    y: np.ndarray, lam: float, x: np.ndarray | None = None, u: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`tv1d` (unweighted) of every row of the C-contiguous float64 ``F × L`` array
-    ``y`` (``L ≥ 2``, ``lam > 0``): ``x`` the solutions and ``u`` their duals, ``u[f, :L-1]``
-    on the row's edges and ``u[f, L-1]`` its last segment's residual (≈ 0), written into the
-    given buffers if any.  Row by row the same kernels as :func:`tv1d`, so each row's
-    ``(x, u)`` is exactly what :func:`tv1d` returns for it; with numba one compiled loop over
-    the rows (:func:`_scan_rows`), the rare rows whose scan gives up finished by the dynamic
-    programme (:func:`_fallback`)."""
+def tv1d_rows(y: np.ndarray, lam: float, x: np.ndarray | None = None) -> np.ndarray:
+    """The solutions :func:`tv1d` (unweighted) gives for the rows of the C-contiguous float64
+    ``F × L`` array ``y`` (``L ≥ 2``, ``lam > 0``), written into ``x`` if given; without
+    their duals (:func:`._fibres.certificate` rebuilds them).  Row by row the same kernels
+    as :func:`tv1d`, so each row is exactly :func:`tv1d`'s solution; with numba one compiled
+    loop over the rows (:func:`_scan_rows`), the rare rows whose scan gives up finished by
+    the dynamic programme (:func:`_fallback`)."""
     lam = float(lam)
     n_rows, length = y.shape
     if x is None:
         x = np.empty((n_rows, length))
-    if u is None:
-        u = np.empty((n_rows, length))
     kernels = _kernels()
     if kernels is _PYTHON:
         for f in range(n_rows):
-            xf, uf = tv1d(y[f], lam)
-            x[f] = xf
-            u[f, :-1] = uf
-            u[f, -1] = 0.0
-        return x, u
+            x[f] = tv1d(y[f], lam)[0]
+        return x
     done = np.empty(n_rows, dtype=np.bool_)
-    _rows_compiled(y, lam, x, u, BUDGET, SLACK, done)
+    _rows_compiled(y, lam, x, BUDGET, SLACK, done)
     if not done.all():
         scan_unit, dp_unit = kernels[1], kernels[3]
+        u = np.empty(length)  # the programme's scratch
         for f in np.flatnonzero(~done).tolist():
-            _fallback(dp_unit, scan_unit, (y[f],), lam, x[f], u[f], y[f])
-    return x, u
+            _fallback(dp_unit, scan_unit, (y[f],), lam, x[f], u, y[f])
+    return x

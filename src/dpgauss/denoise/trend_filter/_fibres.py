@@ -217,8 +217,10 @@ def _certificate_kernel(
             tv += ad
             dot += d * uk
             jumps += 1 if ad > atol else 0
-            if d != 0.0:  # a new segment: its dual starts at the exact ±λ
-                acc = lam if d > 0.0 else -lam
+            # a new segment: its dual starts at the exact ±λ (selects, not branches: a
+            # quarter of the edges can be jumps, at random)
+            start = lam if d > 0.0 else -lam
+            acc = start if d != 0.0 else acc
             delta = res - (uk - prev)
             dd += delta * delta
             prev = uk

@@ -93,7 +93,13 @@ solved by ADMM but exactly, by divide and conquer on minimum cuts (:mod:`._graph
 from the compiled push-relabel of :mod:`._maxflow`), warm-started along the path from the
 previous λ's jumps and flow; its flow certifies the solution to rounding and its fused
 groups give the exact df.  On a chain (a path graph labelled in order) order 0 is 1-D TV
-denoising, solved by the direct algorithm of :mod:`._tv1d` with or without numba.  On an
+denoising, solved by the direct algorithm of :mod:`._tv1d` with or without numba; with one
+σ (and ``nonnegative=False``, ``solver`` ``"auto"`` or ``"exact"``) a chain, or a product
+whose one axis is a chain and whose other axes carry no structure (its chains solved one by
+one: :mod:`._fibres`), takes a direct route (:mod:`._chain`) that skips the operator, the
+least-norm dual's Laplacian solve and the image labelling for df: the same λ_max (exact
+running sums, also on the general route), λ path, solution, df and SURE (to rounding),
+at about the cost of the 1-D kernel per λ.  On an
 ``H × W`` lattice (``H, W ≥ 2``) ``solver="auto"`` solves order 0 by accelerated
 alternating exact 1-D TV solves over the rows and the columns (:mod:`._tv2d`, compiled),
 whose flows certify the gap to ``tol`` and whose polished solution gives the fused groups;

@@ -181,10 +181,10 @@ def release(rows: int) -> dict:
     }
 
 
-def shares(cases: list[str], repeats: int) -> None:
+def shares(cases: list[str], repeats: int, src: Path) -> None:
     """CPU time of ``auto`` and of its trend-filter candidates' SURE paths, as ratios to one
-    order-0 λ and to ``auto``, in one process per case (this tree's ``src``)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
+    order-0 λ and to ``auto``, in one process per case (``src``: this tree's by default)."""
+    env = dict(os.environ, PYTHONPATH=str(src))
     head, _, _ = WORKER.partition("y, sigma, st = case(sys.argv[1])")
     print("| case | auto CPU (s) | order-0 path | order-1 path | one order-0 λ | chosen |")
     print("|---|---:|---:|---:|---:|---|")
@@ -220,11 +220,12 @@ def main() -> None:
     ap.add_argument(
         "--shares",
         action="store_true",
-        help="only the CPU shares of the trend-filter candidates in auto, this tree (issue #31)",
+        help="only the CPU shares of the trend-filter candidates in auto (issue #31)",
     )
+    ap.add_argument("--src", default=str(ROOT / "src"), help="the src of --shares")
     args = ap.parse_args()
     if args.shares:
-        shares(args.cases, max(args.repeats, 1))
+        shares(args.cases, max(args.repeats, 1), Path(args.src))
         return
     before_src, after_src = Path(args.base) / "src", ROOT / "src"
     if not (before_src / "dpgauss").is_dir():

@@ -5,6 +5,7 @@ Run from the repository root::
     python benchmarks/bench_auto.py                     # every case, 1 round
     python benchmarks/bench_auto.py --cases chain-js chain-tf --repeats 3
     python benchmarks/bench_auto.py --release-rows 2000000
+    python benchmarks/bench_auto.py --shares --cases manhattan --repeats 3   # CPU shares
 
 "Before" is ``auto`` at commit 0e6d9e4 (no screening), checked out into ``--base`` (default
 ``/tmp/autobase``: ``git clone -q . /tmp/autobase && git -C /tmp/autobase checkout -q
@@ -91,6 +92,35 @@ print(json.dumps(out))
 
 CASES = ("chain-js", "chain-tf", "manhattan", "grid300")
 
+# CPU shares in one process (issue #31 item 3): auto, its trend-filter candidates' SURE
+# paths, and one order-0 λ (at the λ order 0 chose), each the median of `repeats` runs.
+SHARES = r"""
+import json, sys, time, warnings
+import numpy as np
+warnings.simplefilter("ignore")
+from dpgauss.denoise import auto, trend_filter
+exec(sys.argv[2])  # CASE: defines case()
+y, sigma, st = case(sys.argv[1])
+repeats = int(sys.argv[3])
+auto(y, sigma, st)  # warm: numba caches, imports
+
+def cpu(fn):
+    times = []
+    for _ in range(repeats):
+        t = time.process_time()
+        out = fn()
+        times.append(time.process_time() - t)
+    return sorted(times)[len(times) // 2], out
+
+t_auto, res = cpu(lambda: auto(y, sigma, st))
+t0, r0 = cpu(lambda: trend_filter(y, sigma, st, order=0))
+t1, r1 = cpu(lambda: trend_filter(y, sigma, st, order=1))
+t_one, _ = cpu(lambda: trend_filter(y, sigma, st, order=0, lam=float(r0.params["lam"])))
+print(json.dumps({"auto": t_auto, "order0": t0, "order1": t1, "one": t_one,
+                  "chosen": f"{res.method}/{res.params.get('order')}",
+                  "sure0": r0.risk, "sure1": r1.risk}))
+"""
+
 
 def run(src: Path, name: str) -> dict:
     env = dict(os.environ, PYTHONPATH=str(src))
@@ -151,13 +181,52 @@ def release(rows: int) -> dict:
     }
 
 
+def shares(cases: list[str], repeats: int, src: Path) -> None:
+    """CPU time of ``auto`` and of its trend-filter candidates' SURE paths, as ratios to one
+    order-0 λ and to ``auto``, in one process per case (``src``: this tree's by default)."""
+    env = dict(os.environ, PYTHONPATH=str(src))
+    head, _, _ = WORKER.partition("y, sigma, st = case(sys.argv[1])")
+    print("| case | auto CPU (s) | order-0 path | order-1 path | one order-0 λ | chosen |")
+    print("|---|---:|---:|---:|---:|---|")
+    for name in cases:
+        if name == "grid300":  # no graph: no order-1 candidate
+            continue
+        done = subprocess.run(
+            [sys.executable, "-c", SHARES, name, head, str(repeats)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode:
+            raise SystemExit(f"{name} failed:\n{done.stderr[-2000:]}")
+        r = json.loads(done.stdout.strip().splitlines()[-1])
+        one = r["one"]
+        print(
+            f"| {name} | {r['auto']:.2f} | {r['order0']:.2f} s ({r['order0'] / r['auto']:.0%} "
+            f"of auto, {r['order0'] / one:.0f}× one λ) | {r['order1']:.2f} s "
+            f"({r['order1'] / r['auto']:.0%}, {r['order1'] / one:.0f}×; SURE {r['sure1']:.0f} "
+            f"vs order 0's {r['sure0']:.0f}) | {1e3 * one:.0f} ms | {r['chosen']} |",
+            flush=True,
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", nargs="*", default=list(CASES), choices=CASES)
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--base", default="/tmp/autobase", help="a checkout of commit 0e6d9e4")
     ap.add_argument("--release-rows", type=int, default=0)
+    ap.add_argument(
+        "--shares",
+        action="store_true",
+        help="only the CPU shares of the trend-filter candidates in auto (issue #31)",
+    )
+    ap.add_argument("--src", default=str(ROOT / "src"), help="the src of --shares")
     args = ap.parse_args()
+    if args.shares:
+        shares(args.cases, max(args.repeats, 1), Path(args.src))
+        return
     before_src, after_src = Path(args.base) / "src", ROOT / "src"
     if not (before_src / "dpgauss").is_dir():
         raise SystemExit(f"--base {args.base} has no src/dpgauss: clone and check out 0e6d9e4")

@@ -49,6 +49,12 @@ class Interval:
 
     def contains(self, x: np.ndarray) -> np.ndarray:
         """Elementwise membership; NaN is never a member."""
+        if (
+            self.low == -math.inf
+            and self.high == math.inf
+            and not (self.low_closed or self.high_closed)
+        ):
+            return np.isfinite(x)  # the real line: one pass
         above = x >= self.low if self.low_closed else x > self.low
         below = x <= self.high if self.high_closed else x < self.high
         return above & below

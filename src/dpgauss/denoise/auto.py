@@ -340,8 +340,8 @@ def auto(
         # an ordered 1-D grid is a chain: order-0 trend filtering there is exact and takes
         # about one pass per λ (the direct 1-D algorithm, with or without numba; weighted by
         # 1/σᵢ² when σ differs per key); cheaper than screening it
-        chain = np.stack([np.arange(d - 1), np.arange(1, d)], axis=1)
-        trend(chain, 0, "trend_filter order 0", screenable=False)
+        # (the grid shape: trend_filter's direct route, no edge list built)
+        trend((d,), 0, "trend_filter order 0", screenable=False)
     if shape is not None and len(shape) == 2 and graph is None:
         # the 4-neighbour lattice of the grid: order 0, screened
         if d > LATTICE_TF_MAX_SIZE:

@@ -93,7 +93,13 @@ solved by ADMM but exactly, by divide and conquer on minimum cuts (:mod:`._graph
 from the compiled push-relabel of :mod:`._maxflow`), warm-started along the path from the
 previous λ's jumps and flow; its flow certifies the solution to rounding and its fused
 groups give the exact df.  On a chain (a path graph labelled in order) order 0 is 1-D TV
-denoising, solved by the direct algorithm of :mod:`._tv1d` with or without numba.  On an
+denoising, solved by the direct algorithm of :mod:`._tv1d` with or without numba; with one
+σ (and ``nonnegative=False``, ``solver`` ``"auto"`` or ``"exact"``) a chain, or a product
+whose one axis is a chain and whose other axes carry no structure (its chains solved one by
+one: :mod:`._fibres`), takes a direct route (:mod:`._chain`) that skips the operator, the
+least-norm dual's Laplacian solve and the image labelling for df: the same λ_max (exact
+running sums, also on the general route), λ path, solution, df and SURE (to rounding),
+at about the cost of the 1-D kernel per λ.  On an
 ``H × W`` lattice (``H, W ≥ 2``) ``solver="auto"`` solves order 0 by accelerated
 alternating exact 1-D TV solves over the rows and the columns (:mod:`._tv2d`, compiled),
 whose flows certify the gap to ``tol`` and whose polished solution gives the fused groups;
@@ -155,11 +161,13 @@ from ...errors import TrendFilterConvergenceWarning
 from .._nonnegative import MARK, check_nonnegative, positive_part
 from ..graph import Graph
 from ..result import Denoised, check_noise
-from ..structure import graph_of
+from ..structure import as_structure, graph_of
 from . import _graph_tv, _tv2d
 from ._admm import _Fit, _Solver
+from ._chain import chain_trend_filter
 from ._clip import positive_divergence, positive_groups
 from ._dual_newton import DualNewton
+from ._fibres import layout_of_structure
 
 # "x as x": private names that auto, the tests and the benchmarks import from here
 from ._operators import _degrees_of_freedom as _degrees_of_freedom
@@ -370,7 +378,34 @@ def trend_filter(
 
     shape = arr.shape
     yv = arr.ravel()
-    g = graph_of(structure, yv.size, "trend_filter")
+    known = as_structure(structure, yv.size)
+    if k == 0 and not clip and not isinstance(s, np.ndarray) and solver in ("auto", "exact"):
+        # a chain, or the chains of a product: the direct route (_chain), same results
+        layout = layout_of_structure(known)
+        if layout is not None:
+            res = chain_trend_filter(
+                arr,
+                s,
+                known,
+                layout,
+                lam_spec,
+                n_lambdas,
+                lam_min_ratio,
+                tol,
+                functools.partial(
+                    trend_filter,
+                    sigma=s,
+                    structure=known,
+                    order=0,
+                    tol=tol,
+                    max_iter=max_iter,
+                    solver=solver,
+                ),
+                solver,
+            )
+            if res is not None:
+                return res
+    g = graph_of(known, yv.size, "trend_filter")
     op = _make_operator(g, k)
     chain = isinstance(op, _LatticeDifference) and op.shape[0] == 1
     exact = _check_solver(solver, k, chain)

@@ -15,9 +15,10 @@ from typing import Any, cast
 
 import numpy as np
 
-from . import _graph_tv, _tv2d
+from . import _fibres, _graph_tv, _tv2d
 from ._admm import _Fit, _Solver, _State
 from ._dual_newton import DualNewton
+from ._fibres import layout_of_edges
 from ._operators import _center, _degrees_of_freedom, _LatticeDifference, _Operator
 from ._tv1d import tv1d
 
@@ -43,7 +44,18 @@ def _null_projection(op: _Operator, y: np.ndarray) -> np.ndarray:
 
 
 def _least_norm_dual(op: _Operator, y: np.ndarray) -> np.ndarray:
-    """``u = (Δᵀ)⁺(y − Πy) = Δ x`` with ``L^{k+1} x = y − Πy``; ``‖u‖∞`` is λ_max."""
+    """``u = (Δᵀ)⁺(y − Πy) = Δ x`` with ``L^{k+1} x = y − Πy``; ``‖u‖∞`` is λ_max.
+
+    Order 0 on a chain or the chains of a product (:mod:`._fibres`): ``D`` has full row
+    rank there and ``u`` is the running sums of ``y − Πy`` along each chain
+    (:func:`._fibres.dual`), exactly the numbers the direct route (:mod:`._chain`) takes
+    λ_max from."""
+    layout = layout_of_edges(op.n, op.edges) if op.order == 0 else None
+    if layout is not None:
+        cube = np.zeros((layout.outer, layout.length, layout.inner))
+        rows = _fibres.dual(layout.rows(y))
+        cube[:, :-1, :] = rows.reshape(layout.outer, layout.inner, -1).transpose(0, 2, 1)
+        return cube.reshape(-1)[op.edges[:, 0]]
     r = y - _null_projection(op, y)
     if not np.any(r):
         return np.zeros(op.m)
@@ -105,16 +117,18 @@ def _sure_path(
     that stopped at 7·10⁻⁷ λ_max published a map worse than the raw one, RMSE 5.01 against
     4.20, with nothing to fall back on)."""
     fits = [solve(float(v)) for v in lam_max * np.geomspace(1.0, ratio, n_lambdas)]
+    # σ is given on the SURE path, so no risk is None; each fit's SURE computed once
+    risks = cast(list[float], [sure(f) for f in fits])
     step = ratio ** (1.0 / max(n_lambdas - 1, 1))
     extra = 0
     while (
         n_lambdas > 1
         and extra < n_lambdas
         and fits[-1].lam > lam_max * _LAM_FLOOR
-        # σ is given on the SURE path, so no risk is None
-        and int(np.argmin(cast(list[float], [sure(f) for f in fits]))) == len(fits) - 1
+        and int(np.argmin(risks)) == len(fits) - 1
     ):
         fits.append(solve(fits[-1].lam * step))
+        risks.append(cast(float, sure(fits[-1])))
         extra += 1
     fits.append(solve(0.0))
     return fits

@@ -188,6 +188,7 @@ from typing import Any, Literal, overload
 
 from ..denoise.registry import DENOISERS as _REGISTRY
 from .domains.crs import parse_crs
+from .domains.discovered import check_spec as check_discovered
 from .domains.graph_files import BUNDLED_GRAPHS
 from .domains.keys import MAX_KEYS, RangeBins, WrittenFloat, brief
 from .engines.csv_format import MODES as CSV_MODES
@@ -507,11 +508,12 @@ class DomainSpec:
     parts: tuple[Any, ...] | None = None
     name: str | None = None
     on_invalid: str = "drop"
+    other: bool = False
     where: str = field(default="domain", repr=False, compare=False)
 
     def __post_init__(self) -> None:
         w = self.where
-        kinds = ("values", "range", "graph", "regions", "grid", "product")
+        kinds = ("values", "range", "graph", "regions", "grid", "product", "discovered")
         _required(w, "kind", self.kind, ", ".join(map(repr, kinds)))
         _choice(w, "kind", self.kind, kinds)
         _policy(w, "on_invalid", self.on_invalid)
@@ -549,6 +551,7 @@ class DomainSpec:
             },
             "grid": {"x", "y"},
             "product": {"parts"},
+            "discovered": {"column"},
         }
         defaults = {f.name: f.default for f in fields(self)}
         for other, keys in own.items():
@@ -563,9 +566,18 @@ class DomainSpec:
                 raise ValueError(
                     "[domain] name applies to the parts of a product (the output's column)"
                 )
+        _flag(w, "other", self.other)
+        if self.other and (w != "domain" or self.kind == "discovered"):
+            raise ValueError(
+                f"[{w}] other applies to a public domain's [domain] table (its keys known in "
+                "advance), not to "
+                + ("a discovered domain (every key found is a key)" if w == "domain" else "a part")
+            )
         if self.crs is not None:
             self._check_crs()
-        if self.kind == "grid":
+        if self.kind == "discovered":
+            _text(w, "column", self.column)  # the rest: domains/discovered.check_spec
+        elif self.kind == "grid":
             self._check_grid()
         elif self.kind == "product":
             self._check_product()
@@ -1296,6 +1308,7 @@ class ReleaseSpec:
                 raise TypeError(f"[{key}] must be a {cls.__name__}; got {type(value).__name__}")
         if self.name is not None:
             _text("release", "name", self.name)
+        check_discovered(self)  # before the declared columns: its message says more
         if self.source.types is not None:
             _check_declared(self)
         _check_source_crs(self)

@@ -150,6 +150,8 @@ def resolve_domain(spec: ReleaseSpec) -> KeyDomain:
     Reads public files only (a user graph); raises ``ValueError`` naming the file for a bad one.
     """
     d = spec.domain
+    if d.kind == "discovered":  # no public keys: the data's, selected (domains/discovered.py)
+        return KeyDomain("discovered", 0, np.empty(0, dtype=object))
     names = [part.output_name if len(d.axes) > 1 else "key" for part in d.axes]
     records = WGS84 if spec.source.crs is None else parse_crs(spec.source.crs, "[source] crs")
     axes = tuple(

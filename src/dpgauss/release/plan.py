@@ -26,6 +26,7 @@ is a total function of the data).  What it checks, in order:
 from __future__ import annotations
 
 import glob
+import math
 import os
 import warnings
 from collections.abc import Callable
@@ -325,13 +326,28 @@ def _ledger_path(spec: ReleaseSpec, ledger: str | os.PathLike[str] | None) -> Pa
     return p
 
 
-def _precheck(path: Path, dataset: str, mu: float) -> None:
+def _precheck(path: Path, dataset: str, mu: float, eta: float = 0.0) -> None:
     from .ledger import BudgetExceeded, Ledger
 
     with Ledger(path, create=False) as led:
         status = led.remaining(dataset)
-    if mu > status.mu_remaining * (1.0 + 1e-12):
+    room = status.mu_remaining
+    if eta:  # a selection's η lowers the μ budget of everything charged (ledger.py)
+        from ..privacy.partition_selection import gdp_budget
+
+        budget = gdp_budget(status.epsilon, status.delta, status.eta_spent + eta)
+        room = math.sqrt(max(0.0, budget**2 - status.mu_spent**2))
+    if mu > room * (1.0 + 1e-12):
         raise BudgetExceeded(dataset, mu, status)
+
+
+def _no_denoiser(spec: ReleaseSpec) -> ReleaseSpec:
+    """``spec`` with ``[denoise] method = "none"`` (a discovered domain: no structure)."""
+    from dataclasses import replace
+
+    from .spec import DenoiseSpec
+
+    return replace(spec, denoise=DenoiseSpec(method="none"))
 
 
 # ----------------------------------------------------------------------------- denoiser
@@ -397,6 +413,8 @@ def _plot_decision(spec: ReleaseSpec, domain: KeyDomain) -> str | None:
     """None if the plot is drawn, else why not (public facts only)."""
     if not spec.output.plot:
         return "not drawn ([output] plot = false)"
+    if domain.kind == "discovered":
+        return "not drawn (discovered keys: no map, image or series to draw)"
     if domain.kind == "values":
         return "not drawn (values domain)"
     if len(domain.axes) > 1 and all(a.spec.kind == "values" for a in domain.axes):
@@ -454,20 +472,29 @@ def plan_release(
 
     # 1. domain, sensitivity, calibration: public quantities only.
     domain = resolve_domain(spec)
-    sens = sensitivity_of(spec, domain)
-    cal = calibrate(spec, sens, domain.size)
+    discovered = domain.kind == "discovered"
+    if discovered:  # keys not known in advance: the selection's noise, τ and charge
+        from .selection import calibrate_selection, selection_sensitivity
+
+        sens = selection_sensitivity(spec)
+        cal: Calibration = calibrate_selection(spec, sens)
+    else:
+        sens = sensitivity_of(spec, domain)
+        cal = calibrate(spec, sens, domain.size)
 
     # 2. the ledger (before the data is read).
     ledger_p = _ledger_path(spec, ledger)
     if ledger_p is not None:
-        _precheck(ledger_p, spec.privacy.dataset, cal.mu)
+        _precheck(ledger_p, spec.privacy.dataset, cal.mu, getattr(cal.event, "eta", 0.0))
 
     # 3. the denoiser and its error bars, run once on zeros with the planned σ (public
     #    inputs only), so that a parameter value it refuses is refused here, not after the
-    #    charge.
-    denoiser = plan_denoiser(spec, domain)
+    #    charge.  A discovered domain has none (no public structure).
+    denoiser = plan_denoiser(spec if not discovered else _no_denoiser(spec), domain)
     # a mean denoises its sum and its count, each with its own σ
-    parts = ("sum", "count") if sens.statistic == "mean" else (None,)
+    parts: tuple[str | None, ...] = ("sum", "count") if sens.statistic == "mean" else (None,)
+    if discovered:
+        parts = ()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for part in parts:

@@ -178,6 +178,16 @@ class PublicReport:
             )
             + " without denoising",
         ]
+        sel = priv.get("selection")
+        if sel:  # keys not known in advance (dpgauss.release.selection)
+            split = sel["delta_split"]
+            lines.insert(
+                2,
+                f"selection  : {sel['released_keys']:,} keys released, those whose noisy count "
+                f"> threshold {sel['threshold']:.6g}; selection delta (eta) {sel['eta']:g}; "
+                f"delta {split['delta']:g} split as {split['selection']:g} (selection) + "
+                f"{split['counts']:g} (counts), charged once",
+            )
         iv = den.get("intervals")
         if iv and iv.get("median_width") is not None and iv.get("raw_width") is not None:
             how = "sum and count" if "count" in den else iv["method"]

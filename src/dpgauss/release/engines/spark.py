@@ -1196,6 +1196,7 @@ class _Job(RecordExpressions):
         b = spec.bounds.max_records_per_unit
         k = spec.bounds.max_keys_per_unit
         c = spec.bounds.max_records_per_key
+        assert k is not None  # domains/discovered.check_spec
         per_unit = Window.partitionBy("pk", "eu")
         if c is not None:
             w = Window.partitionBy("pk", "eu", "kv").orderBy("p")

@@ -165,10 +165,13 @@ def calibrate_selection(spec: ReleaseSpec, sens: Sensitivity) -> SelectionCalibr
         tau, tail = _lattice_threshold(law, eta, d0, cap)
         label = "gaussian (analytic), secure discrete gaussian on the integer counts"
     else:
-        law = GaussianNoise(mech.sigma)
-        mu = float(GaussianEvent(mech.sigma, sens.l2).mu)
-        tau = gaussian_threshold(mech.sigma, eta, d0, cap)
-        tail = gaussian_tail(mech.sigma, tau, cap)
+        sigma = mech.sigma  # the analytic σ at (ε, δ − η); raised by ulps until Δ/σ ≤ μ
+        while GaussianEvent(sigma, sens.l2).mu > mu_budget:
+            sigma = float(np.nextafter(sigma, math.inf))
+        law = GaussianNoise(sigma)
+        mu = float(GaussianEvent(sigma, sens.l2).mu)
+        tau = gaussian_threshold(sigma, eta, d0, cap)
+        tail = gaussian_tail(sigma, tau, cap)
         label = "gaussian (analytic)"
     if not mu <= mu_budget:  # unreachable: both calibrations certify μ ≤ gdp_mu(ε, δ − η)
         raise RuntimeError("internal error: the counts' charge exceeds their budget")
@@ -212,7 +215,7 @@ def add_selection_noise(
         z = discrete_gaussian(law.sigma_lattice, y.shape, rng="secure")
         return y + z.astype(np.float64)
     gen = np.random.default_rng(seed)
-    return y + gen.normal(0.0, cal.sigma, size=y.shape)
+    return y + gen.normal(0.0, float(cal.noise.std), size=y.shape)
 
 
 _ADD = add_selection_noise

@@ -415,6 +415,8 @@ def _plot_decision(spec: ReleaseSpec, domain: KeyDomain) -> str | None:
         return "not drawn ([output] plot = false)"
     if domain.kind == "discovered":
         return "not drawn (discovered keys: no map, image or series to draw)"
+    if domain.other:
+        return "not drawn ([domain] other = true: the __other__ key has no place on a plot)"
     if domain.kind == "values":
         return "not drawn (values domain)"
     if len(domain.axes) > 1 and all(a.spec.kind == "values" for a in domain.axes):

@@ -573,6 +573,11 @@ class DomainSpec:
                 "advance), not to "
                 + ("a discovered domain (every key found is a key)" if w == "domain" else "a part")
             )
+        if self.other and self.kind == "graph" and self.mapping == "kde":
+            raise ValueError(
+                "[domain] other = true needs one key per record: not with mapping = 'kde' "
+                "(a record outside the map has no node to spread over)"
+            )
         if self.crs is not None:
             self._check_crs()
         if self.kind == "discovered":

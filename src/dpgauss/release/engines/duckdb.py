@@ -735,6 +735,8 @@ class _Query(RecordExpressions):
                 f"CASE WHEN NOT (out_f OR bad_u OR bad_d OR bad_v{' OR bad_l' if bl else ''}) "
                 f"THEN {key_expr} END"
             )
+        if dom.other:  # [domain] other = true: a valid key outside the domain is the last
+            key_expr = f"CASE WHEN NOT bad_d THEN coalesce({key_expr}, {dom.size - 1}) END"
         # A NULL key means: invalid (bad_*) or outside the domain.  `ok` = in the domain.
         ok = "key IS NOT NULL AND NOT bad_u" + ("" if bad_v == "false" else " AND NOT bad_v")
         if out_f != "false":

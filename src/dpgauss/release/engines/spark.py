@@ -1072,6 +1072,9 @@ class _Job(RecordExpressions):
             checked = checked.withColumn("v", sf.expr(value))
         # 2. The key (NULL: outside the domain, or not a candidate).
         keyed = self._key(checked)
+        if dom.other:  # [domain] other = true: a valid key outside the domain is the last
+            other = sf.coalesce(sf.col("key"), sf.lit(dom.size - 1).cast("long"))
+            keyed = keyed.withColumn("key", sf.when(~sf.col("bad_d"), other))
         cls = (
             sf.when(sf.col("bad_line"), MALFORMED)
             .when(sf.col("out_f"), OUTSIDE_FILTER)

@@ -19,14 +19,11 @@ from dpgauss.privacy.calibration import gdp_mu
 from dpgauss.privacy.events import ThresholdEvent
 from dpgauss.privacy.partition_selection import exact_delta, selection_eta_of_tail
 from dpgauss.privacy.profile import gdp_delta
-from dpgauss.release import selection
+from dpgauss.release import selected
 from dpgauss.release.ledger import BudgetExceeded, Ledger
 from dpgauss.release.pipeline import run_release
-from dpgauss.release.selection import (
-    calibrate_selection,
-    selection_bounds,
-    selection_sensitivity,
-)
+from dpgauss.release.plan import calibrate_discovered as calibrate_selection
+from dpgauss.release.selection import selection_bounds, selection_sensitivity
 from dpgauss.release.spec import ReleaseSpec
 
 from ..helpers import charges, read_csv
@@ -88,22 +85,23 @@ def test_plan_spends_the_spec_and_no_more(
     sens = selection_sensitivity(sp)
     cal = calibrate_selection(sp, sens)
     d0, cap = selection_bounds(sp)
-    assert (cal.max_keys, cal.max_per_key) == (d0, cap)
+    sel = cal.selection
+    assert sel is not None and (sel.max_keys, sel.max_per_key) == (d0, cap)
     # the split: η = δ/2, the counts' μ within gdp_mu(ε, δ − η); one ThresholdEvent
-    assert cal.eta == delta / 2 and cal.delta_counts == delta - cal.eta
-    assert cal.mu <= float(gdp_mu(eps, delta - cal.eta))
-    assert cal.event == ThresholdEvent(cal.mu, cal.eta)
-    assert float(gdp_delta(cal.mu, eps)) + cal.eta <= delta
+    assert sel.eta == delta / 2 and sel.delta_counts == delta - sel.eta
+    assert cal.mu <= float(gdp_mu(eps, delta - sel.eta))
+    assert cal.event == ThresholdEvent(cal.mu, sel.eta)
+    assert float(gdp_delta(cal.mu, eps)) + sel.eta <= delta
     assert cal.delta <= delta
     # the selection's η at the planned τ, with the law actually drawn
-    assert selection_eta_of_tail(cal.tail, d0) <= cal.eta
+    assert selection_eta_of_tail(sel.tail, d0) <= sel.eta
     if secure:
         law = cal.noise
         assert isinstance(law, DiscreteGaussianNoise) and not law.rounded and law.grid == 1.0
-        t = int(cal.tau - cap)
-        assert t == cal.tau - cap >= 0
+        t = int(sel.tau - cap)
+        assert t == sel.tau - cap >= 0
         if t > 0:  # the least integer threshold: one lower would spend more than η
-            assert selection_eta_of_tail(law.tail_above(t - 1), d0) > cal.eta
+            assert selection_eta_of_tail(law.tail_above(t - 1), d0) > sel.eta
     else:
         # the exact δ of the continuous mechanism (its profile, checked against mpmath in
         # tests/privacy/test_partition_selection.py) is within the spec's δ
@@ -112,7 +110,7 @@ def test_plan_spends_the_spec_and_no_more(
         sigma = float(cal.noise.std)
         assert sigma >= cal.sigma and cal.sensitivity <= math.sqrt(d0) * cap
         if cal.sensitivity == pytest.approx(math.sqrt(d0) * cap, rel=1e-12):
-            assert exact_delta(sigma, cal.tau, d0, cap, eps) <= delta
+            assert exact_delta(sigma, sel.tau, d0, cap, eps) <= delta
 
 
 def _dg_tail(sigma: float, k: int) -> mpmath.mpf:
@@ -205,7 +203,7 @@ def test_noise_seam_selects_by_the_threshold(
             for _ in range(n):
                 w.writerow([uid, key])
                 uid += 1
-    monkeypatch.setattr(selection, "add_selection_noise", lambda cal, y, seed: np.asarray(y))
+    monkeypatch.setattr(selected, "add_selection_noise", lambda cal, y, seed: np.asarray(y))
     sp = spec_of(tmp_path / "s.csv", tmp_path / "o.csv", privacy={"secure": False})
     res = run_release(sp)
     tau = res.report["privacy"]["selection"]["threshold"]

@@ -349,7 +349,7 @@ def _estimator(plan: ReleasePlan) -> Callable[..., Any]:
     """The estimate of the plan: the selection's for keys not known in advance
     (:mod:`dpgauss.release.selection`), else :func:`~dpgauss.release.estimate.estimate`."""
     if plan.domain.kind == "discovered":
-        from .selection import estimate_selection
+        from .selected import estimate_selection
 
         return estimate_selection
     return estimate

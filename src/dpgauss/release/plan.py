@@ -43,11 +43,12 @@ from ..noise.mechanisms import GaussianMechanism
 from ..noise.release import NoiseLaw, NoisePlan
 from ..privacy import analytic_gaussian_sigma, gaussian_delta, gaussian_epsilon
 from ..privacy.accounting import GaussianAccountant
-from ..privacy.events import GaussianEvent, GdpEvent
+from ..privacy.events import GaussianEvent, GdpEvent, ThresholdEvent
 from .domains.key_domain import KeyDomain, resolve_domain
 from .engines import Engine, get_engine
 from .outputs import OutputError, OutputGroup, probe_directory
 from .report import public_spec
+from .selection import Selection, calibrate_selection, selection_sensitivity
 from .sensitivity import Sensitivity, derive_sensitivity
 from .spec import MAX_EPSILON, ReleaseSpec, read_columns
 
@@ -59,6 +60,7 @@ __all__ = [
     "Denoiser",
     "ReleasePlan",
     "calibrate",
+    "calibrate_discovered",
     "diagnostics_dir",
     "noise_scales",
     "plan_release",
@@ -136,6 +138,9 @@ class Calibration:
     mu: float
     probe: NoisePlan
     secure: bool
+    #: keys not known in advance (:mod:`dpgauss.release.selection`): the threshold and the
+    #: selection's η, charged beside μ; None for a public domain
+    selection: Selection | None = None
 
     @property
     def sigma(self) -> float:
@@ -149,7 +154,9 @@ class Calibration:
 
     @property
     def delta(self) -> float:
-        """The δ of the guarantee."""
+        """The δ of the guarantee (with a selection: of the counts and the selection)."""
+        if self.selection is not None:
+            return self.selection.delta_total
         return float(self.mechanism.delta)
 
     @property
@@ -168,14 +175,30 @@ class Calibration:
         return str(self.probe.mechanism)
 
     @property
-    def event(self) -> GaussianEvent | GdpEvent:
+    def event(self) -> GaussianEvent | GdpEvent | ThresholdEvent:
         """The charge of the release, a typed event (:mod:`dpgauss.privacy.events`) that the
         ledger composes: continuous Gaussian noise is exactly Δ/σ-GDP
         (:class:`~dpgauss.privacy.events.GaussianEvent` of σ and Δ); a secure law is charged
-        its dominating μ (:class:`~dpgauss.privacy.events.GdpEvent`, ``mu``)."""
+        its dominating μ (:class:`~dpgauss.privacy.events.GdpEvent`, ``mu``); with a
+        selection, μ beside its η (:class:`~dpgauss.privacy.events.ThresholdEvent`)."""
+        if self.selection is not None:
+            return self.selection.event(self.mu)
         if self.noise.name == "gaussian":
             return GaussianEvent(self.mechanism.sigma, self.mechanism.sensitivity)
         return GdpEvent(self.mu)
+
+
+def calibrate_discovered(spec: ReleaseSpec, sens: Sensitivity) -> Calibration:
+    """The calibration of a discovered domain (:mod:`dpgauss.release.selection`): the
+    counts' noise and μ, and the selection that the charge's η comes from."""
+    mech, mu, probe, sel = calibrate_selection(spec, sens)
+    lo, hi = SIGMA_RANGE
+    if not lo <= mech.sigma <= hi:
+        raise ValueError(
+            f"[privacy] epsilon = {mech.epsilon:g}, delta = {sel.delta:g} put noise "
+            f"{mech.sigma:.6g} on the counts, outside the supported [{lo:g}, {hi:g}]"
+        )
+    return Calibration(mech, probe.dim, mu, probe, bool(spec.privacy.secure), sel)
 
 
 def noise_scales(sens: Sensitivity, sigma: float) -> dict[str, float]:
@@ -476,10 +499,8 @@ def plan_release(
     domain = resolve_domain(spec)
     discovered = domain.kind == "discovered"
     if discovered:  # keys not known in advance: the selection's noise, τ and charge
-        from .selection import calibrate_selection, selection_sensitivity
-
         sens = selection_sensitivity(spec)
-        cal: Calibration = calibrate_selection(spec, sens)
+        cal = calibrate_discovered(spec, sens)
     else:
         sens = sensitivity_of(spec, domain)
         cal = calibrate(spec, sens, domain.size)
@@ -487,7 +508,8 @@ def plan_release(
     # 2. the ledger (before the data is read).
     ledger_p = _ledger_path(spec, ledger)
     if ledger_p is not None:
-        _precheck(ledger_p, spec.privacy.dataset, cal.mu, getattr(cal.event, "eta", 0.0))
+        eta = cal.selection.eta if cal.selection is not None else 0.0
+        _precheck(ledger_p, spec.privacy.dataset, cal.mu, eta)
 
     # 3. the denoiser and its error bars, run once on zeros with the planned σ (public
     #    inputs only), so that a parameter value it refuses is refused here, not after the

@@ -49,10 +49,8 @@ from typing import Any
 import numpy as np
 from scipy import special
 
-from ..noise.discrete_sampler import discrete_gaussian
 from ..noise.mechanisms import GaussianMechanism
 from ..noise.release import DiscreteGaussianNoise, GaussianNoise, NoisePlan
-from ..privacy import classical_gaussian_sigma
 from ..privacy.discrete_multivariate import discrete_gaussian_gdp_sigma
 from ..privacy.events import GaussianEvent, ThresholdEvent
 from ..privacy.partition_selection import (
@@ -64,20 +62,10 @@ from ..privacy.partition_selection import (
     tail_for,
     thresholded_delta,
 )
-from .engines.base import Aggregate
-from .estimate import Estimate
-from .plan import SIGMA_RANGE, Calibration, ReleasePlan
 from .sensitivity import Sensitivity, derive_sensitivity
 from .spec import ReleaseSpec
 
-__all__ = [
-    "SelectionCalibration",
-    "add_selection_noise",
-    "calibrate_selection",
-    "estimate_selection",
-    "selection_bounds",
-    "selection_sensitivity",
-]
+__all__ = ["Selection", "calibrate_selection", "selection_bounds", "selection_sensitivity"]
 
 
 def selection_bounds(spec: ReleaseSpec) -> tuple[int, int]:
@@ -104,14 +92,13 @@ def selection_sensitivity(spec: ReleaseSpec) -> Sensitivity:
     )
 
 
-@dataclass(frozen=True, eq=False)
-class SelectionCalibration(Calibration):
-    """A :class:`~dpgauss.release.plan.Calibration` with the selection (module docstring):
-    ``eta`` (the selection's δ), ``tau`` (the threshold on the noisy count: a key is
-    released iff its noisy count is above it), ``tail`` (the per-key tail ``p``),
-    ``max_keys`` (Δ₀), ``max_per_key`` (Δ∞) and ``delta_counts`` (δ − η, the counts'
-    share).  ``mechanism`` is the continuous Gaussian at ``(ε, δ − η)``; ``mu`` the charge
-    of the noise actually drawn."""
+@dataclass(frozen=True)
+class Selection:
+    """The planned selection (module docstring): ``eta`` (its δ), ``tau`` (the threshold on
+    the noisy count: a key is released iff its noisy count is above it), ``tail`` (the
+    certified per-key tail ``p``), ``max_keys`` (Δ₀), ``max_per_key`` (Δ∞),
+    ``delta_counts`` (δ − η, the counts' share), ``delta`` (the spec's) and
+    ``delta_total`` (``δ_μ(ε) + η`` at the charged μ, at most ``delta``)."""
 
     eta: float
     tau: float
@@ -119,22 +106,22 @@ class SelectionCalibration(Calibration):
     max_keys: int
     max_per_key: int
     delta_counts: float
+    delta: float
     delta_total: float
+    share: float = SELECTION_SHARE
 
-    @property
-    def delta(self) -> float:
-        """The δ of the whole release at ε: the spec's (selection and counts together)."""
-        return self.delta_total
-
-    @property
-    def event(self) -> ThresholdEvent:  # type: ignore[override]
-        """The one charge: μ-GDP counts beside the selection's η."""
-        return ThresholdEvent(self.mu, self.eta)
+    def event(self, mu: float) -> ThresholdEvent:
+        """The one charge of the release: the counts' μ beside the selection's η."""
+        return ThresholdEvent(mu, self.eta)
 
 
-def calibrate_selection(spec: ReleaseSpec, sens: Sensitivity) -> SelectionCalibration:
-    """The noise, threshold and charge of a discovered release (module docstring), from
-    public quantities only; ``ValueError`` naming ``[privacy]`` if the noise is out of range."""
+def calibrate_selection(
+    spec: ReleaseSpec, sens: Sensitivity
+) -> tuple[GaussianMechanism, float, NoisePlan, Selection]:
+    """``(mechanism, μ, noise plan, selection)`` of a discovered release (module docstring),
+    from public quantities only: what :func:`dpgauss.release.plan.calibrate` gives a public
+    domain, and the selection; ``ValueError`` naming ``[privacy]`` if the noise is out of
+    range."""
     p = spec.privacy
     eps, delta = float(p.epsilon), float(p.delta)  # type: ignore[arg-type]
     d0, cap = selection_bounds(spec)
@@ -145,13 +132,7 @@ def calibrate_selection(spec: ReleaseSpec, sens: Sensitivity) -> SelectionCalibr
             f"[privacy] epsilon = {eps:g}, delta = {delta:g} leave no budget for the counts once "
             f"the selection's delta {eta:g} is set aside"
         )
-    mech = GaussianMechanism(eps, rest, sens.l2)
-    lo, hi = SIGMA_RANGE
-    if not lo <= mech.sigma <= hi:
-        raise ValueError(
-            f"[privacy] epsilon = {eps:g}, delta = {delta:g} put noise {mech.sigma:.6g} on the "
-            f"counts, outside the supported [{lo:g}, {hi:g}]"
-        )
+    mech = GaussianMechanism(eps, rest, sens.l2)  # the range of σ: plan.py checks it
     if p.secure:
         try:
             sigma_l = float(discrete_gaussian_gdp_sigma(eps, rest, sens.l2, d0))
@@ -176,10 +157,8 @@ def calibrate_selection(spec: ReleaseSpec, sens: Sensitivity) -> SelectionCalibr
     if not mu <= mu_budget:  # unreachable: both calibrations certify μ ≤ gdp_mu(ε, δ − η)
         raise RuntimeError("internal error: the counts' charge exceeds their budget")
     probe = NoisePlan(law, label, d0, eps, rest, sens.l2)
-    total = thresholded_delta(mu, eps, eta)
-    return SelectionCalibration(
-        mech, d0, mu, probe, bool(p.secure), eta, tau, tail, d0, cap, rest, min(delta, total)
-    )
+    total = min(delta, thresholded_delta(mu, eps, eta))
+    return mech, mu, probe, Selection(eta, tau, tail, d0, cap, rest, delta, total)
 
 
 def _lattice_threshold(
@@ -199,98 +178,3 @@ def _lattice_threshold(
     while not fits(t):
         t += 1
     return float(cap + t), law.tail_above(t)
-
-
-def add_selection_noise(
-    cal: SelectionCalibration, counts: np.ndarray, seed: int | None
-) -> np.ndarray:
-    """The noisy counts of every candidate: the one place a discovered release's noise is
-    drawn (a seam for tests, like :func:`dpgauss.release.estimate.add_noise`)."""
-    y = np.asarray(counts, dtype=np.float64)
-    if y.size == 0:
-        return y.copy()
-    if cal.secure:
-        law = cal.noise
-        assert isinstance(law, DiscreteGaussianNoise)
-        z = discrete_gaussian(law.sigma_lattice, y.shape, rng="secure")
-        return y + z.astype(np.float64)
-    gen = np.random.default_rng(seed)
-    return y + gen.normal(0.0, float(cal.noise.std), size=y.shape)
-
-
-_ADD = add_selection_noise
-
-
-def estimate_selection(
-    plan: ReleasePlan, agg: Aggregate, seed: int | None, timing: dict[str, float] | None = None
-) -> Estimate:
-    """The released keys (those whose noisy count is above τ), their noisy counts and
-    intervals, and the report's ``privacy`` section with the selection (module docstring)."""
-    cal = plan.calibration
-    assert isinstance(cal, SelectionCalibration) and agg.labels is not None
-    level = plan.spec.output.level
-    noisy = add_selection_noise(cal, agg.counts, seed)
-    keep = noisy > cal.tau
-    values = noisy[keep]
-    keys = agg.labels[keep]
-    n = int(values.size)
-    std = float(cal.noise.std)
-    half = float(cal.noise.half_width(level))
-    lower, upper = values - half, values + half
-    columns = {
-        "key": keys,
-        "released": values,
-        "denoised": values.copy(),
-        "sigma": np.full(n, std),
-        "released_lower": lower,
-        "released_upper": upper,
-        "denoised_lower": lower.copy(),
-        "denoised_upper": upper.copy(),
-    }
-    eps = cal.epsilon
-    classical = None
-    if 0.0 < eps < 1.0:
-        classical = float(classical_gaussian_sigma(eps, cal.delta_counts, cal.sensitivity))
-    noise_info: dict[str, Any] = {
-        "epsilon": eps,
-        "delta": cal.delta_total,
-        "secure": plan.spec.privacy.secure,
-        "mechanism": cal.label,
-        "sensitivity": cal.sensitivity,
-        "analytic_sigma": cal.sigma,
-        "classical_sigma": classical
-        if classical is not None and math.isfinite(classical)
-        else None,
-        "classical_note": "the classical mechanism (Theorem 1) at the counts' delta, for "
-        "comparison; valid for epsilon < 1 only",
-        "sigma": std,
-        "mu": cal.mu,
-        "level": level,
-        "interval_half_width": half,
-        "interval_note": "the noise law's interval, not adjusted for the selection (a key "
-        "just above the threshold is more likely to have been pushed up)",
-        "selection": {
-            "method": "gaussian thresholding (dpgauss.privacy.partition_selection)",
-            "threshold": cal.tau,
-            "rule": "a key found in the data is released iff its noisy count > threshold",
-            "eta": cal.eta,
-            "per_key_tail": cal.tail,
-            "max_keys_per_unit": cal.max_keys,
-            "max_records_per_key": cal.max_per_key,
-            "delta_split": {
-                "selection": cal.eta,
-                "counts": cal.delta_counts,
-                "share": SELECTION_SHARE,
-                "delta": float(plan.spec.privacy.delta),  # type: ignore[arg-type]
-            },
-            "one_charge": "the noisy count that passes the threshold is the released value: "
-            "selection and values are one mechanism, charged once (mu, eta)",
-            "released_keys": n,
-        },
-    }
-    den_info: dict[str, Any] = {
-        "method": "none",
-        "note": "no denoising: keys not known in advance have no public structure",
-        "raw_rmse_per_key": std,
-    }
-    return Estimate(columns, noise_info, den_info, add_selection_noise is not _ADD)

@@ -224,3 +224,76 @@ def test_budget_precheck_counts_eta(tmp_path: Path) -> None:
     with pytest.raises(BudgetExceeded):
         run_release(sp, ledger=ledger)
     assert charges(ledger) == 1 and not (tmp_path / "o.csv").exists()
+
+
+@pytest.mark.parametrize("k", [1, 3, 10])
+def test_budget_plan_of_selections_fits_the_ledger(tmp_path: Path, k: int) -> None:
+    """``budget plan --discovered``: K secure discovered releases at the planned (ε_q, δ_q),
+    calibrated as the pipeline does, fit the ledger's (1, 1e-6) budget; one more does not."""
+    from dpgauss.privacy.partition_selection import plan_selections
+
+    p = plan_selections(1.0, 1e-6, k)
+    assert p["eta_total"] <= 5e-7 and p["delta_q"] * k <= 1e-6
+    sp = spec_of(
+        tmp_path / "x.csv",
+        tmp_path / "o.csv",
+        privacy={"epsilon": p["epsilon_q"], "delta": p["delta_q"]},
+    )
+    cal = calibrate_selection(sp, selection_sensitivity(sp))
+    with Ledger(tmp_path / "b.sqlite") as led:
+        led.create_budget("d", 1.0, 1e-6)
+        for _ in range(k):
+            led.charge_event("d", cal.event)
+        with pytest.raises(BudgetExceeded):
+            led.charge_event("d", cal.event)
+        status = led.remaining("d")
+    assert status.charges == k and status.eta_spent == pytest.approx(p["eta_total"])
+    # and a plan at a slightly larger ε would not have fit: ε_q is the largest
+    bigger = spec_of(
+        tmp_path / "x.csv",
+        tmp_path / "o.csv",
+        privacy={"epsilon": p["epsilon_q"] * 1.001, "delta": p["delta_q"], "secure": False},
+    )
+    mu = calibrate_selection(bigger, selection_sensitivity(bigger)).mu
+    assert k * mu**2 > p["mu_budget"] ** 2
+
+
+def test_budget_plan_cli(capsys: pytest.CaptureFixture[str]) -> None:
+    from dpgauss.cli.app import main
+
+    assert (
+        main(
+            [
+                "budget",
+                "plan",
+                "--epsilon",
+                "1",
+                "--delta",
+                "1e-6",
+                "--queries",
+                "10",
+                "--discovered",
+            ]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "delta = 1e-07 (delta/K)" in out and "5e-07 in all" in out
+    assert (
+        main(
+            [
+                "budget",
+                "plan",
+                "--epsilon",
+                "1",
+                "--delta",
+                "1e-6",
+                "--queries",
+                "2",
+                "--discovered",
+                "--keys",
+                "5",
+            ]
+        )
+        != 0
+    )

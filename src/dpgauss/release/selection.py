@@ -1,4 +1,4 @@
-r"""The private selection of keys not known in advance, and their release (issue #30).
+r"""The plan of the private selection of keys not known in advance (issue #30).
 
 A ``[domain] kind = "discovered"`` release (:mod:`dpgauss.release.domains.discovered`) adds
 noise to the bounded count of every key found in the data and publishes the keys whose
@@ -37,7 +37,8 @@ law's, *not* adjusted for the selection: a key just above τ is more likely to h
 pushed up), sorted by key; their number is a DP output and public.  The report's
 ``privacy.selection`` gives τ, η, the per-key tail, Δ₀, Δ∞ and the split of δ.  The number
 of candidate keys is confidential (the diagnostics' ``rows.candidate_keys``).  No denoising:
-the keys have no public structure.
+the keys have no public structure.  This module plans (public quantities only, before the
+charge); :mod:`dpgauss.release.selected` draws the noise and selects, after it.
 """
 
 from __future__ import annotations

@@ -297,3 +297,14 @@ def test_budget_plan_cli(capsys: pytest.CaptureFixture[str]) -> None:
         )
         != 0
     )
+
+
+def test_check_shows_the_keys_found(tmp_path: Path) -> None:
+    """``dpgauss check`` (confidential, the data owner's) runs on a discovered spec and
+    says how many keys were found before the selection."""
+    from dpgauss.release.check import check_source
+
+    sp = spec_of(shops(tmp_path / "s.csv", heavy=3, per=4, rare=5), tmp_path / "o.csv")
+    res = check_source(sp)
+    assert res.rows.candidate_keys == 8 and res.ok
+    assert "keys found : 8 (before the selection)" in res.text()

@@ -93,6 +93,8 @@ def sensitivity_of(spec: ReleaseSpec, domain: KeyDomain | None = None) -> Sensit
     a finite double or lies outside ``[1e-100, 1e100]`` (see :data:`SENSITIVITY_RANGE`).
     """
     domain = resolve_domain(spec) if domain is None else domain
+    if domain.kind == "discovered":  # over the Δ₀ keys a unit can create
+        return selection_sensitivity(spec)
     b, st = spec.bounds, spec.statistic
     sens = derive_sensitivity(
         st.kind,

@@ -566,6 +566,8 @@ class Diagnostics:
                 + f"; {r['in_domain']:,} in domain from {r['units']:,} units; "
                 f"{r['kept']:,} kept" + (f" ({bounded} dropped)" if bounded else "")
             )
+            if r.get("candidate_keys") is not None:  # a discovered domain, before selection
+                lines.append(f"keys found : {r['candidate_keys']:,} (before the selection)")
         lines.extend(_timing_lines(self.timing))
         for key, value in self.paths.items():
             lines.append(f"{key:<11}: {value}")

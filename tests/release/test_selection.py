@@ -308,3 +308,40 @@ def test_check_shows_the_keys_found(tmp_path: Path) -> None:
     res = check_source(sp)
     assert res.rows.candidate_keys == 8 and res.ok
     assert "keys found : 8 (before the selection)" in res.text()
+
+
+@pytest.mark.parametrize("secure", [False, True])
+@pytest.mark.parametrize("keys", [1, 3])
+def test_empirical_selection_delta(tmp_path: Path, secure: bool, keys: int) -> None:
+    """An audit of the selection at a measurable δ, (0.5, 0.2): a unit alone creates
+    ``keys`` = Δ₀ keys of count Δ∞ = 1; with the noise the release draws, the chance that
+    any of them is released (the event the neighbour without the unit never shows) is at
+    most η = 0.1 (Clopper–Pearson, 1e-6), and about the planned tail (not over-cautious)."""
+    from dpgauss.audit import clopper_pearson_interval
+    from dpgauss.noise.discrete_sampler import discrete_gaussian
+
+    sp = spec_of(
+        tmp_path / "x.csv",
+        tmp_path / "o.csv",
+        bounds={"max_keys_per_unit": keys, "max_records_per_key": 1},
+        privacy={"epsilon": 0.5, "delta": 0.2, "secure": secure},
+    )
+    cal = calibrate_selection(sp, selection_sensitivity(sp))
+    sel = cal.selection
+    assert sel is not None and sel.eta == 0.1
+    n = 200_000
+    rng = np.random.default_rng(7)
+    shape = (n, keys)
+    if secure:
+        law = cal.noise
+        assert isinstance(law, DiscreteGaussianNoise)
+        z = discrete_gaussian(law.sigma_lattice, shape, rng=rng).astype(np.float64)
+    else:
+        z = rng.normal(0.0, float(cal.noise.std), size=shape)
+    hits = int(np.sum(np.any(1.0 + z > sel.tau, axis=1)))
+    lo, _ = clopper_pearson_interval(hits, n, 1 - 1e-6, "greater")
+    _, hi = clopper_pearson_interval(hits, n, 1 - 1e-6, "less")
+    planned = 1.0 - (1.0 - sel.tail) ** keys
+    assert lo <= planned <= hi  # the tail is what is drawn
+    assert lo <= 1.0 - math.exp(-sel.eta) <= sel.eta  # never more than η
+    assert hi >= 0.5 * (1.0 - math.exp(-sel.eta))  # and not far below it

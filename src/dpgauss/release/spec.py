@@ -1321,6 +1321,11 @@ class ReleaseSpec:
         method = self.denoise.method
         if method == "wavelet" and d.kind != "range":
             raise ValueError("[denoise] method = 'wavelet' needs a range domain (a 1-D grid)")
+        if method == "wavelet" and d.other:
+            raise ValueError(
+                "[denoise] method = 'wavelet' needs a grid: [domain] other = true adds the key "
+                "__other__, which is no bin of it (use auto or trend_filter)"
+            )
         if method in ("graph_wavelet", "trend_filter") and d.kind == "values":
             raise ValueError(
                 f"[denoise] method = {method!r} needs public structure: a graph or range domain"

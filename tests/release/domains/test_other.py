@@ -123,6 +123,8 @@ def test_refusals(tmp_path: Path) -> None:
     }
     with pytest.raises(ValueError, match="not with mapping = 'kde'"):
         spec_of(tmp_path / "s.csv", d)
+    with pytest.raises(ValueError, match="wavelet' needs a grid"):
+        spec_of(tmp_path / "s.csv", RANGE, denoise={"method": "wavelet"})
     d = spec_of(tmp_path / "s.csv", VALUES).to_dict()
     d["domain"]["other"] = "yes"
     with pytest.raises(TypeError, match=r"\[domain\] other must be true or false"):

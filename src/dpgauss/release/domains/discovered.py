@@ -30,6 +30,7 @@ released (:mod:`dpgauss.release.selection`, Gaussian thresholding of
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -132,9 +133,7 @@ def collect_discovered(plan: AggregationPlan, rows: list[tuple[Any, ...]]) -> Ag
     key ``value``, :data:`~dpgauss.release.engines.base.DROPPED` for in-domain records the
     bounds removed, minus the row class otherwise (``value`` then None).  The candidates are
     the keys with kept records, sorted (:func:`sorted_keys`); ``labels`` holds them."""
-    from dataclasses import replace
-
-    from ..engines.base import AggregationPlan, EngineError, collect
+    from ..engines.base import AggregationPlan, EngineError, collect  # engines import this
 
     kept = {}
     for g, value, n, *_ in rows:

@@ -112,7 +112,7 @@ code = sys.stdin.read()
 sys.argv = [where, *json.loads(sys.argv[4])]  # a script: as its usage line runs it
 out = io.StringIO()
 with contextlib.redirect_stdout(out):
-    exec(compile(code, where, "exec"), {"__name__": name})
+    exec(compile(code, where, "exec"), {"__name__": name, "__file__": where})
 sys.stderr.write("\n--stdout--\n" + out.getvalue())
 """
 

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -519,6 +520,41 @@ def test_the_shape_and_messages_of_a_release_do_not_depend_on_the_records(tmp_pa
     assert shapes[0] == shapes[1]
 
 
+def _drop_scope(conn: Any) -> None:
+    """A version-4 ledger made to look like version 3: no scope, no periods."""
+    for table, column in (
+        ("budgets", "scope"),
+        ("budgets", "period"),
+        ("budgets", "origin"),
+        ("budgets", "series_column"),
+        ("charges", "period"),
+    ):
+        conn.execute(f"ALTER TABLE {table} DROP COLUMN {column}")
+
+
+def test_ledger_schema_3_is_upgraded_in_place(tmp_path: Path) -> None:
+    """Version 3 had no series: its budgets have scope 'all' and its charges no period."""
+    import sqlite3
+
+    ledger = make_ledger(tmp_path)
+    with Ledger(ledger, create=False) as led:
+        led.charge("d", sigma=10.0, sensitivity=1.0)
+    conn = sqlite3.connect(ledger)
+    _drop_scope(conn)
+    conn.execute("PRAGMA user_version = 3")
+    conn.commit()
+    conn.close()
+    with Ledger(ledger, create=False) as led:
+        status = led.remaining("d")
+        assert (status.scope, status.period, status.periods) == ("all", None, 0)
+        led.charge("d", sigma=10.0, sensitivity=1.0, period="2013-01-13 09:00")
+        assert led.grid("d") == ("all", None, None, None)
+    assert [e.period for e in entries(ledger)] == [None, "2013-01-13 09:00:00"]
+    conn = sqlite3.connect(ledger)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
+    conn.close()
+
+
 def test_ledger_schema_1_is_upgraded_in_place(tmp_path: Path) -> None:
     import sqlite3
 
@@ -529,6 +565,7 @@ def test_ledger_schema_1_is_upgraded_in_place(tmp_path: Path) -> None:
     conn.execute("ALTER TABLE charges DROP COLUMN delivery")
     conn.execute("ALTER TABLE charges DROP COLUMN note")
     conn.execute("ALTER TABLE charges DROP COLUMN eta")
+    _drop_scope(conn)
     conn.execute("PRAGMA user_version = 1")
     conn.commit()
     conn.close()
@@ -538,7 +575,7 @@ def test_ledger_schema_1_is_upgraded_in_place(tmp_path: Path) -> None:
         led.record_delivery(entry.id, "delivered")
     assert entries(ledger)[0].delivery == "delivered"
     conn = sqlite3.connect(ledger)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
     conn.close()
 
 
@@ -554,6 +591,7 @@ def test_ledger_schema_2_is_upgraded_in_place(tmp_path: Path) -> None:
         led.charge("d", sigma=10.0, sensitivity=1.0)
     conn = sqlite3.connect(ledger)
     conn.execute("ALTER TABLE charges DROP COLUMN eta")
+    _drop_scope(conn)
     conn.execute("PRAGMA user_version = 2")
     conn.commit()
     conn.close()
@@ -564,7 +602,7 @@ def test_ledger_schema_2_is_upgraded_in_place(tmp_path: Path) -> None:
     assert status.eta_spent == 1e-9 and status.mu_effective < status.mu_budget
     assert [e.eta for e in entries(ledger)] == [0.0, 1e-9]
     conn = sqlite3.connect(ledger)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 4
     conn.close()
 
 

@@ -24,7 +24,7 @@ from ..privacy.calibration import gdp_mu
 from ..privacy.composition import composed_sigma
 from ..privacy.partition_selection import plan_selections
 from ..privacy.target_error import decimal_up, denoised_sigma, smallest_epsilon
-from ..release.ledger import BudgetStatus, Ledger, _budget_terms, charge_mu
+from ..release.ledger import BudgetStatus, Ledger, _budget_terms, _grid_terms, charge_mu
 from ..release.plan import LEDGER_ENV
 from ._args import number, whole
 
@@ -55,6 +55,13 @@ def _status_lines(s: BudgetStatus) -> list[str]:
         f"(one more release using all of it: epsilon={s.epsilon_remaining:.10g} "
         f"at delta={dlt})",
     ]
+    if s.scope == "period":
+        lines.insert(
+            1,
+            f"scope     : a unit within one {s.period} period of {s.column!r} (parallel "
+            f"composition: the "
+            f"figures are those of the most spent of {s.periods} period(s) charged)",
+        )
     if s.eta_spent > 0.0:
         lines.insert(
             2,
@@ -87,8 +94,20 @@ def _list(args: argparse.Namespace) -> str:
 def _init(args: argparse.Namespace) -> str:
     path = _ledger_path(args)
     _budget_terms(args.dataset, args.epsilon, args.delta)  # a refusal creates no ledger file
+    try:
+        _grid_terms(args.scope, args.period, args.origin, args.column)
+    except ValueError as exc:
+        raise ValueError(f"--scope/--period/--column/--origin: {exc}") from None
     with Ledger(path) as ledger:
-        status = ledger.create_budget(args.dataset, args.epsilon, args.delta)
+        status = ledger.create_budget(
+            args.dataset,
+            args.epsilon,
+            args.delta,
+            scope=args.scope,
+            period=args.period,
+            origin=args.origin,
+            column=args.column,
+        )
     if args.json:
         return json.dumps({"ledger": os.path.abspath(path), **status.as_dict()})
     head = f"created the budget of dataset {status.dataset!r} in {os.path.abspath(path)}"
@@ -120,9 +139,10 @@ def _show(args: argparse.Namespace) -> str:
             sigma = "-" if e.sigma is None else f"{e.sigma:.6g}"
             sens = "-" if e.sensitivity is None else f"{e.sensitivity:.6g}"
             outside = f" (+ delta {e.eta:.6g} outside mu-GDP)" if e.eta else ""
+            period = f" [period {e.period}]" if e.period else ""
             lines.append(
                 f"{e.id:>5}  {e.time:<32} {sigma:>12} {sens:>12} {e.mu:>12.6g}  "
-                f"{e.delivery or '-':<10} {e.label or ''}{outside}"
+                f"{e.delivery or '-':<10} {e.label or ''}{period}{outside}"
             )
         unfinished = [e for e in entries if e.delivery in ("charged", "writing", "failed")]
         for e in unfinished:
@@ -293,8 +313,12 @@ def _plan(args: argparse.Namespace) -> str:
         return _target_plan(args)
     if args.from_report is not None:
         raise ValueError("--from-report goes with --target-rmse")
+    if args.periods is not None:
+        if args.queries is not None:
+            raise ValueError("give --queries K or --periods N, not both")
+        args.queries = args.periods
     if args.queries is None:
-        raise ValueError("budget plan --epsilon needs --queries K (K >= 1)")
+        raise ValueError("budget plan --epsilon needs --queries K (K >= 1) or --periods N")
     if args.discovered:
         return _plan_discovered(args)
     k, eps, dlt, sens = args.queries, args.epsilon, args.delta, args.sensitivity
@@ -331,6 +355,7 @@ def _plan(args: argparse.Namespace) -> str:
                 "epsilon": eps,
                 "delta": dlt,
                 "sensitivity": sens,
+                **({"periods": k} if args.periods is not None else {}),
             }
         )
     kind = (
@@ -356,6 +381,13 @@ def _plan(args: argparse.Namespace) -> str:
             f"checked           : {args.keys} keys: charged mu={checked['charge_per_query']:.10g}"
             f", noise sigma={checked['noise_sigma']:.10g}; {k} releases {fit}, "
             f"release {k + 1} {nxt}"
+        )
+    if args.periods is not None:
+        lines.append(
+            f"series            : {k} periods under [unit] scope = 'all' (a unit protected "
+            f"over all of them): each period's release at epsilon {plan.epsilon:.10g}; "
+            f"under scope = 'period' (budget init --scope period) each period may use "
+            f"the whole epsilon={eps:g} delta={dlt:g}"
         )
     lines += [
         f"basic split       : sigma={basic:.10g} (each query at epsilon/k, delta/k)",
@@ -391,6 +423,24 @@ def add_budget_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     init.add_argument("dataset", help="dataset id")
     init.add_argument("--epsilon", type=number, required=True, help="epsilon > 0")
     init.add_argument("--delta", type=number, required=True, help="0 < delta < 1")
+    init.add_argument(
+        "--scope",
+        choices=("all", "period"),
+        default="all",
+        help="whom the budget protects: a unit over every release (all, default) or a unit "
+        "within one period of a series (period; needs --period)",
+    )
+    init.add_argument(
+        "--period", metavar="DURATION", help="with --scope period: the series' period (1h, 1d)"
+    )
+    init.add_argument(
+        "--column", metavar="NAME", help="with --scope period: the series' timestamp column"
+    )
+    init.add_argument(
+        "--origin",
+        metavar="TIMESTAMP",
+        help="with --scope period: where the periods start (default 1970-01-01 00:00)",
+    )
     init.add_argument("--ledger", metavar="FILE", help=ledger_help + "; created if missing")
     init.add_argument("--json", action="store_true", help="print one JSON object")
     init.set_defaults(run=_init)
@@ -422,6 +472,12 @@ def add_budget_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     plan.add_argument("--delta", type=number, required=True, help="total 0 < delta < 1")
     plan.add_argument(
         "--queries", type=whole(1), metavar="K", help="K >= 1 (default 1 with --target-rmse)"
+    )
+    plan.add_argument(
+        "--periods",
+        type=whole(1),
+        metavar="N",
+        help="instead of --queries: a series of N periods, one release each, under one cap",
     )
     plan.add_argument(
         "--from-report",

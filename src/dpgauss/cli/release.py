@@ -48,6 +48,7 @@ def _run(args: argparse.Namespace) -> str:
         ledger=args.ledger,
         progress=progress,
         spec_path=args.spec,
+        period=args.period,
     )
     if args.json:
         r = result.report
@@ -64,6 +65,8 @@ def _run(args: argparse.Namespace) -> str:
             "estimated_rmse_per_key": r["denoise"]["rmse_per_key"],
             "estimated_rmse_per_key_upper95": r["denoise"]["rmse_per_key_upper95"],
         }
+        if "series" in r:
+            out["series"] = r["series"]
         if args.diagnostics:
             out["confidential_diagnostics"] = result.diagnostics
             out["confidential_diagnostics_path"] = result.diagnostics_path
@@ -95,6 +98,12 @@ def add_release_parser(subparsers: argparse._SubParsersAction) -> argparse.Argum
         "--engine", choices=ENGINES, default="duckdb", help="where to aggregate (default duckdb)"
     )
     release.add_argument("--out", metavar="PATH", help="output path (overrides [output] path)")
+    release.add_argument(
+        "--period",
+        metavar="START",
+        help="a [series] spec: the start of the one period to release "
+        "(e.g. 2013-01-13T09:00:00); the table is the output path with the period in its name",
+    )
     release.add_argument(
         "--overwrite",
         action="store_true",

@@ -82,13 +82,15 @@ def noise_replaced() -> bool:
 @dataclass(frozen=True, eq=False)
 class Estimate:
     """What :func:`estimate` returns: the table's ``columns``, the report's ``privacy``
-    section (``noise``) and ``denoise`` section (``denoise``), and ``noise_off`` when the
-    noise seam was replaced (tests only)."""
+    section (``noise``) and ``denoise`` section (``denoise``), ``noise_off`` when the
+    noise seam was replaced (tests only), and the ``revisions`` table of the earlier
+    periods a series period was denoised with (:mod:`dpgauss.release.history`)."""
 
     columns: dict[str, np.ndarray]
     noise: dict[str, Any]
     denoise: dict[str, Any]
     noise_off: bool = False
+    revisions: dict[str, np.ndarray] | None = None
 
 
 def estimate(
@@ -128,29 +130,72 @@ def estimate(
         rel = add_noise(cal, y, seed)
         values = np.asarray(rel.values, dtype=np.float64)
         t = time.perf_counter()
-        den = plan.denoiser(values, rel.sigma)
-        bars = den.error_bars(rng=_post_rng((values, rel.sigma)))
+        hist = plan.history
+        if hist is not None and hist.used and plan.history_denoiser is not None:
+            # with the published periods before it, on time × the domain's structure
+            stacked = np.concatenate([hist.released.ravel(), values])
+            den = plan.history_denoiser(stacked, rel.sigma)
+            bars = den.error_bars(rng=_post_rng((stacked, rel.sigma)))
+            lo_all, hi_all = bars.interval(level)
+            est_all = np.asarray(den.estimate, dtype=np.float64)
+            m = hist.used
+            den_est, den_lower, den_upper = est_all[m * d :], lo_all[m * d :], hi_all[m * d :]
+            revisions = _revisions(plan, est_all[: m * d], lo_all[: m * d], hi_all[: m * d])
+            scope = (m + 1) * d
+        else:
+            den = plan.denoiser(values, rel.sigma)
+            bars = den.error_bars(rng=_post_rng((values, rel.sigma)))
+            den_lower, den_upper = bars.interval(level)
+            den_est = np.asarray(den.estimate, dtype=np.float64)
+            revisions, scope = None, d
         timing["denoise_s"] = time.perf_counter() - t
         _candidate_timing(timing, den)
-        den_lower, den_upper = bars.interval(level)
         lower, upper = rel.interval(level)
         noise_info["sigma"] = rel.sigma
         noise_info["interval_half_width"] = rel.noise.half_width(level)
         columns = {
             **domain.key_columns(),
             "released": values,
-            "denoised": np.asarray(den.estimate, dtype=np.float64),
+            "denoised": den_est,
             "sigma": np.full(d, rel.sigma),
             "released_lower": np.asarray(lower, dtype=np.float64),
             "released_upper": np.asarray(upper, dtype=np.float64),
             "denoised_lower": np.asarray(den_lower, dtype=np.float64),
             "denoised_upper": np.asarray(den_upper, dtype=np.float64),
         }
-        den_info = _den_info(den, bars, rel.sigma, d, level)
+        den_info = _den_info(den, bars, rel.sigma, scope, level)
+        if hist is not None:
+            den_info["history"] = {
+                **hist.as_dict(),
+                "keys": scope,
+                "note_error": "the estimated error and its bounds are over the "
+                "denoised periods together"
+                if hist.used
+                else None,
+            }
     else:
+        revisions = None
         columns, den_info = _mean_columns(plan, agg, noise_info, seed, timing)
     columns.update(domain.place_columns())
-    return Estimate(columns, noise_info, den_info, noise_off)
+    return Estimate(columns, noise_info, den_info, noise_off, revisions)
+
+
+def _revisions(
+    plan: ReleasePlan, est: np.ndarray, lower: np.ndarray, upper: np.ndarray
+) -> dict[str, np.ndarray]:
+    """The revised denoised values of the earlier periods (:mod:`dpgauss.release.history`):
+    one row per earlier period and key, oldest period first."""
+    hist, domain = plan.history, plan.domain
+    assert hist is not None
+    m, d = hist.used, domain.size
+    keys = domain.key_columns()
+    out: dict[str, np.ndarray] = {
+        "period": np.repeat(np.array([p.start for p in hist.periods], dtype=object), d)
+    }
+    for name, col in keys.items():
+        out[name] = np.concatenate([np.asarray(col)] * m) if m else np.asarray(col)[:0]
+    out.update({"denoised": est, "denoised_lower": lower, "denoised_upper": upper})
+    return out
 
 
 def _candidate_timing(timing: dict[str, float], *results: Denoised) -> None:

@@ -39,7 +39,7 @@ import sqlite3
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from fractions import Fraction
 from pathlib import Path
@@ -70,7 +70,7 @@ __all__ = [
 #: ``PRAGMA application_id`` of a dpgauss ledger: the bytes ``"DPGL"``.
 APPLICATION_ID = 0x4450474C
 #: ``PRAGMA user_version``: the version of the schema below.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 _APPLICATION_NAME = "dpgauss-ledger"
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -84,7 +84,11 @@ _SCHEMA = (
         epsilon REAL NOT NULL CHECK (epsilon > 0),
         delta REAL NOT NULL CHECK (delta > 0 AND delta < 1),
         mu REAL NOT NULL CHECK (mu > 0),
-        created TEXT NOT NULL
+        created TEXT NOT NULL,
+        scope TEXT NOT NULL DEFAULT 'all' CHECK (scope IN ('all', 'period')),
+        period TEXT,
+        origin TEXT,
+        series_column TEXT
     )""",
     """CREATE TABLE charges (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -97,22 +101,35 @@ _SCHEMA = (
         delivery TEXT,
         note TEXT,
         eta REAL NOT NULL DEFAULT 0 CHECK (eta >= 0 AND eta < 1),
+        period TEXT,
         CHECK ((sigma IS NULL) = (sensitivity IS NULL))
     )""",
     "CREATE INDEX charges_by_dataset ON charges (dataset, id)",
 )
 _TABLES = {"meta", "budgets", "charges"}
 _ADD_ETA = "ALTER TABLE charges ADD COLUMN eta REAL NOT NULL DEFAULT 0 CHECK (eta >= 0 AND eta < 1)"
-#: Schema version 1 lacked the delivery state of a charge, and versions 1 and 2 the δ a
-#: charge spends outside μ-GDP (``eta``, 0 for every charge they hold); both are upgraded
-#: in place.
+#: Version 4's series: a budget's scope and its periods, a charge's period (none before).
+_ADD_SCOPE = (
+    "ALTER TABLE budgets ADD COLUMN scope TEXT NOT NULL DEFAULT 'all' "
+    "CHECK (scope IN ('all', 'period'))",
+    "ALTER TABLE budgets ADD COLUMN period TEXT",
+    "ALTER TABLE budgets ADD COLUMN origin TEXT",
+    "ALTER TABLE budgets ADD COLUMN series_column TEXT",
+    "ALTER TABLE charges ADD COLUMN period TEXT",
+)
+#: Schema version 1 lacked the delivery state of a charge, versions 1 and 2 the δ a
+#: charge spends outside μ-GDP (``eta``, 0 for every charge they hold), and versions 1–3
+#: the scope of a budget (``'all'`` for every budget they hold) and a charge's period; all
+#: are upgraded in place.
 _UPGRADES = {
     1: (
         "ALTER TABLE charges ADD COLUMN delivery TEXT",
         "ALTER TABLE charges ADD COLUMN note TEXT",
         _ADD_ETA,
+        *_ADD_SCOPE,
     ),
-    2: (_ADD_ETA,),
+    2: (_ADD_ETA, *_ADD_SCOPE),
+    3: _ADD_SCOPE,
 }
 #: The delivery states of a charge (``LedgerEntry.delivery``): charged and not yet written;
 #: writing its files (``note`` lists them); delivered; failed after the charge (``note`` says
@@ -136,6 +153,14 @@ class BudgetStatus:
     budget's δ, of one release that would use all of ``mu_remaining``.  ε's do not add:
     ``epsilon_spent + epsilon_remaining`` is in general more than ``epsilon``.
 
+    ``scope`` is whom the budget protects: ``"all"`` (a unit over every release) or
+    ``"period"`` (a unit within one ``period`` of the series of the timestamp ``column``,
+    ``"1h"`` say; ``periods`` is the number of periods charged).  For a budget of scope
+    ``"period"`` the figures are those of its most spent period: the releases that are
+    not a period's, with that period's (parallel composition,
+    :mod:`dpgauss.release.series`), and ``mu_remaining`` is what every period still has
+    room for.
+
     ``eta_spent = Σ ηᵢ`` is the δ spent outside μ-GDP (selections of keys not known in
     advance, :class:`~dpgauss.privacy.events.ThresholdEvent`; 0 without them).  Everything
     charged is ``(ε, δ_{mu_spent}(ε) + eta_spent)``-DP, so once ``eta_spent > 0`` the μ
@@ -153,6 +178,10 @@ class BudgetStatus:
     charges: int
     eta_spent: float = 0.0
     mu_effective: float | None = None
+    scope: str = "all"
+    period: str | None = None
+    periods: int = 0
+    column: str | None = None
 
     def as_dict(self) -> dict[str, object]:
         """A JSON-ready dict of the fields."""
@@ -164,6 +193,8 @@ class LedgerEntry:
     """One committed charge.  ``sigma`` and ``sensitivity`` are None for a charge by μ.
 
     ``eta`` is the δ the charge spends outside μ-GDP (0 for a Gaussian release).
+    ``period`` is the start of the series period the release is of (None for a release
+    that is not one period's).
     ``delivery`` is the state of the release it paid for (:data:`DELIVERY_STATES`; None for
     a charge made before the ledger tracked it) and ``note`` the detail: the files being
     written, or why the release failed after it was charged.  The budget stays spent
@@ -180,6 +211,7 @@ class LedgerEntry:
     delivery: str | None = None
     note: str | None = None
     eta: float = 0.0
+    period: str | None = None
 
     def as_dict(self) -> dict[str, object]:
         """A JSON-ready dict of the fields."""
@@ -232,6 +264,90 @@ def _effective_budget(budget: tuple[float, float, float], etas: list[float]) -> 
         return mu_budget
     rest = sub_down(dlt, eta)
     return min(mu_budget, float(gdp_mu(eps, rest))) if rest > 0 else 0.0
+
+
+#: A budget's (scope, period, origin, series column); a charge's (μ, η, period or None).
+_Grid = tuple[str, str | None, str | None, str | None]
+_Row = tuple[float, float, str | None]
+
+
+def _grid_terms(scope: object, period: object, origin: object, column: object = None) -> _Grid:
+    """The checked ``(scope, period, origin, column)`` of :meth:`Ledger.create_budget`."""
+    from .spec import SCOPES, SeriesSpec
+
+    if scope not in SCOPES:
+        raise ValueError(f"scope must be one of {', '.join(map(repr, SCOPES))}; got {scope!r}")
+    if scope == "all":
+        if period is not None or origin is not None or column is not None:
+            raise ValueError("period, origin and column go with scope = 'period' only")
+        return "all", None, None, None
+    if period is None:
+        raise ValueError("scope = 'period' needs the series' period (a duration: '1h', '1d')")
+    if column is None:
+        raise ValueError(
+            "scope = 'period' needs the series' column: the periods of another timestamp "
+            "column (dropoff instead of pickup) would not hold a unit-period's records"
+        )
+    try:
+        grid = SeriesSpec(
+            column=column,  # type: ignore[arg-type]  # SeriesSpec checks the types
+            period=period,  # type: ignore[arg-type]
+            origin=origin or "1970-01-01 00:00:00",
+        )
+    except (TypeError, ValueError) as exc:
+        raise ValueError(str(exc).replace("[series] ", "")) from None
+    return "period", grid.period, grid.origin, grid.column
+
+
+def _period_start(period: object, grid: _Grid) -> str | None:
+    """A charge's period as the ledger stores it: its start as canonical ISO text, on the
+    budget's grid when the budget's scope is ``"period"`` (so that one period is one group,
+    however its start was written)."""
+    if period is None:
+        return None
+    from .series import parse_period
+    from .spec import SeriesSpec
+
+    if not isinstance(period, str):
+        raise TypeError(f"period must be ISO text or None; got {type(period).__name__}")
+    scope, length, origin, _ = grid
+    if scope == "period":
+        assert length is not None and origin is not None
+        series = SeriesSpec(column="-", period=length, origin=origin)
+        return parse_period(series, period).start
+    try:
+        return datetime.fromisoformat(period.strip()).isoformat(sep=" ")
+    except ValueError:
+        raise ValueError(
+            f"period must be a timestamp ('2013-01-13 09:00'); got {period!r}"
+        ) from None
+
+
+def _groups(rows: list[_Row], scope: str) -> list[tuple[list[float], list[float]]]:
+    """The sets of charges that compose (:mod:`dpgauss.release.series`): every charge for
+    scope ``"all"``; for ``"period"``, the charges that are no period's together with each
+    period's in turn (the charges of different periods touch disjoint records)."""
+    if scope == "all":
+        return [([r[0] for r in rows], [r[1] for r in rows])]
+    common = [r for r in rows if r[2] is None]
+    by: dict[str, list[_Row]] = {}
+    for r in rows:
+        if r[2] is not None:
+            by.setdefault(r[2], []).append(r)
+    sets = [common + by[p] for p in sorted(by)] or [common]
+    return [([r[0] for r in g], [r[1] for r in g]) for g in sets]
+
+
+def _grouped_status(
+    name: str, budget: tuple[float, float, float], grid: _Grid, rows: list[_Row]
+) -> BudgetStatus:
+    """The budget's status: that of its most spent set of charges (:func:`_groups`)."""
+    statuses = [Ledger._status(name, budget, m, e) for m, e in _groups(rows, grid[0])]
+    worst = min(statuses, key=lambda s: (s.mu_remaining, -s.mu_spent))
+    periods = len({r[2] for r in rows if r[2] is not None})
+    return replace(
+        worst, charges=len(rows), scope=grid[0], period=grid[1], periods=periods, column=grid[3]
+    )
 
 
 def _label(label: object) -> str | None:
@@ -571,14 +687,29 @@ class Ledger:
 
     # -------------------------------------------------------------------- budgets
 
-    def create_budget(self, dataset: str, epsilon: float, delta: float) -> BudgetStatus:
+    def create_budget(
+        self,
+        dataset: str,
+        epsilon: float,
+        delta: float,
+        *,
+        scope: str = "all",
+        period: str | None = None,
+        origin: str | None = None,
+        column: str | None = None,
+    ) -> BudgetStatus:
         """Define the total (ε, δ) budget of ``dataset``; an existing budget is never redefined.
 
         ε > 0, 0 < δ < 1.  The budget is stored as ε, δ and its GDP form
-        ``μ_B = gdp_mu(ε, δ)``, which is frozen at creation.  Raises :class:`LedgerError` if
-        the dataset already has a budget.
+        ``μ_B = gdp_mu(ε, δ)``, which is frozen at creation.  ``scope = "all"`` (default)
+        protects a unit over every release charged; ``scope = "period"`` a unit within one
+        ``period`` (a duration, ``"1h"``) of the series of the timestamp ``column`` whose
+        periods start at ``origin`` (default 1970-01-01 00:00) + k·period: the budget then
+        holds for each period (:mod:`dpgauss.release.series`).  Raises
+        :class:`LedgerError` if the dataset already has a budget.
         """
         name, eps, dlt, mu_budget = _budget_terms(dataset, epsilon, delta)
+        grid = _grid_terms(scope, period, origin, column)
         with self._transaction("IMMEDIATE") as conn:
             row = conn.execute(
                 "SELECT epsilon, delta FROM budgets WHERE dataset = ?", (name,)
@@ -589,8 +720,9 @@ class Ledger:
                     f"delta={row[1]:g}) in {self.path}; budgets cannot be redefined"
                 )
             conn.execute(
-                "INSERT INTO budgets (dataset, epsilon, delta, mu, created) VALUES (?, ?, ?, ?, ?)",
-                (name, eps, dlt, mu_budget, _now()),
+                "INSERT INTO budgets (dataset, epsilon, delta, mu, created, scope, period, "
+                "origin, series_column) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (name, eps, dlt, mu_budget, _now(), *grid),
             )
         return self.remaining(name)
 
@@ -599,12 +731,28 @@ class Ledger:
         with self._transaction("DEFERRED") as conn:
             return [r[0] for r in conn.execute("SELECT dataset FROM budgets ORDER BY dataset")]
 
-    def remaining(self, dataset: str) -> BudgetStatus:
-        """The budget of ``dataset``, what has been spent and what remains."""
+    def remaining(self, dataset: str, period: str | None = None) -> BudgetStatus:
+        """The budget of ``dataset``, what has been spent and what remains.
+
+        For a budget of scope ``"period"``, the status of its most spent period, or with
+        ``period`` (a period's start) the status of that period: what a release of it has
+        room for."""
         name = _dataset(dataset)
         with self._transaction("DEFERRED") as conn:
-            budget, mus, etas = self._load(conn, name)
-        return self._status(name, budget, mus, etas)
+            budget, grid, rows = self._load(conn, name)
+            start = _period_start(period, grid)
+        if start is not None and grid[0] == "period":
+            mine = [r for r in rows if r[2] is None or r[2] == start]
+            status = _grouped_status(name, budget, grid, mine)
+            return replace(status, charges=len(rows), periods=len({r[2] for r in rows} - {None}))
+        return _grouped_status(name, budget, grid, rows)
+
+    def grid(self, dataset: str) -> tuple[str, str | None, str | None, str | None]:
+        """``(scope, period, origin, column)`` of ``dataset``'s budget
+        (:meth:`create_budget`)."""
+        name = _dataset(dataset)
+        with self._transaction("DEFERRED") as conn:
+            return self._load(conn, name)[1]
 
     def charges(self, dataset: str) -> list[LedgerEntry]:
         """Every charge against ``dataset``, oldest first."""
@@ -612,8 +760,8 @@ class Ledger:
         with self._transaction("DEFERRED") as conn:
             self._budget_row(conn, name)
             rows = conn.execute(
-                "SELECT id, dataset, time, label, sigma, sensitivity, mu, delivery, note, eta "
-                "FROM charges WHERE dataset = ? ORDER BY id",
+                "SELECT id, dataset, time, label, sigma, sensitivity, mu, delivery, note, eta, "
+                "period FROM charges WHERE dataset = ? ORDER BY id",
                 (name,),
             ).fetchall()
         return [LedgerEntry(*row) for row in rows]
@@ -627,6 +775,7 @@ class Ledger:
         *,
         mu: float | None = None,
         eta: float = 0.0,
+        period: str | None = None,
     ) -> LedgerEntry:
         """Charge one release against ``dataset``'s budget, atomically, or refuse it.
 
@@ -634,9 +783,13 @@ class Ledger:
         up) or ``mu`` alone (any μ-GDP mechanism, e.g. a discrete Gaussian release charged by
         its dominating μ).  ``eta`` ∈ [0, 1) is δ the release spends outside μ-GDP (a
         selection of keys not known in advance; :meth:`charge_event` of a
-        :class:`~dpgauss.privacy.events.ThresholdEvent` passes it).  Inside one ``BEGIN
-        IMMEDIATE`` transaction the charge is checked — ``Σ μᵢ² + μ² ≤ μ_B²`` exactly, with
-        ``μ_B = gdp_mu(ε, δ − Σηᵢ − η)`` once any η is spent — and recorded; otherwise
+        :class:`~dpgauss.privacy.events.ThresholdEvent` passes it).  ``period``: the start
+        of the series period the release is of (ISO text; on the budget's grid when its
+        scope is ``"period"``); None for a release that is not one period's.  Inside one
+        ``BEGIN IMMEDIATE`` transaction the charge is checked — ``Σ μᵢ² + μ² ≤ μ_B²``
+        exactly, with ``μ_B = gdp_mu(ε, δ − Σηᵢ − η)`` once any η is spent, over every
+        charge (scope ``"all"``) or, for a budget of scope ``"period"``, over the charges
+        that are no period's and those of each period in turn — and recorded; otherwise
         :class:`BudgetExceeded` is raised and nothing is recorded.
 
         Write the release's output only after this returns; the charge is never undone.
@@ -656,40 +809,61 @@ class Ledger:
             mu_c = mu_up_exact(sens, sig)
         eta_c = _scalar(eta, "eta", _ETA_RANGE) if eta else 0.0
         with self._transaction("IMMEDIATE") as conn:
-            budget, mus, etas = self._load(conn, name)
-            mu_budget = _effective_budget(budget, [*etas, eta_c])
-            if not fits_budget([*mus, mu_c], mu_budget):
-                raise BudgetExceeded(name, mu_c, self._status(name, budget, mus, etas))
+            budget, grid, rows = self._load(conn, name)
+            start = _period_start(period, grid)
+            after = [*rows, (mu_c, eta_c, start)]
+            for g_mus, g_etas in _groups(after, grid[0]):
+                if not fits_budget(g_mus, _effective_budget(budget, g_etas)):
+                    status = _grouped_status(name, budget, grid, rows)
+                    raise BudgetExceeded(name, mu_c, status)
             when = _now()
             cur = conn.execute(
                 "INSERT INTO charges (dataset, time, label, sigma, sensitivity, mu, delivery, "
-                "eta) VALUES (?, ?, ?, ?, ?, ?, 'charged', ?)",
-                (name, when, text, sig, sens, mu_c, eta_c),
+                "eta, period) VALUES (?, ?, ?, ?, ?, ?, 'charged', ?, ?)",
+                (name, when, text, sig, sens, mu_c, eta_c, start),
             )
             entry = LedgerEntry(
-                int(cur.lastrowid or 0), name, when, text, sig, sens, mu_c, "charged", None, eta_c
+                int(cur.lastrowid or 0),
+                name,
+                when,
+                text,
+                sig,
+                sens,
+                mu_c,
+                "charged",
+                None,
+                eta_c,
+                start,
             )
             if _before_commit is not None:
                 _before_commit()
         return entry
 
     def charge_event(
-        self, dataset: str, event: PrivacyEvent, label: str | None = None
+        self,
+        dataset: str,
+        event: PrivacyEvent,
+        label: str | None = None,
+        *,
+        period: str | None = None,
     ) -> LedgerEntry:
         """Charge one release of a typed ``event`` (:mod:`dpgauss.privacy.events`), as
         :meth:`charge`: a Gaussian event with its ``sigma`` and ``sensitivity``, any other
         μ-GDP event with its μ (:func:`event_mu`).  The ledger records one release per
-        charge, so ``event.count`` must be 1; a Laplace event raises ``TypeError``."""
+        charge, so ``event.count`` must be 1; a Laplace event raises ``TypeError``.
+        ``period`` as in :meth:`charge`."""
         if getattr(event, "count", 1) != 1:
             raise ValueError(
                 f"the ledger charges one release at a time; event.count must be 1, "
                 f"got {event.count!r}"
             )
         if isinstance(event, GaussianEvent):
-            return self.charge(dataset, event.sigma, event.sensitivity, label)
+            return self.charge(dataset, event.sigma, event.sensitivity, label, period=period)
         if isinstance(event, ThresholdEvent):
-            return self.charge(dataset, label=label, mu=event_mu(event), eta=event.eta)
-        return self.charge(dataset, label=label, mu=event_mu(event))
+            return self.charge(
+                dataset, label=label, mu=event_mu(event), eta=event.eta, period=period
+            )
+        return self.charge(dataset, label=label, mu=event_mu(event), period=period)
 
     def record_delivery(self, charge_id: int, state: str, note: str | None = None) -> None:
         """Record the delivery ``state`` (:data:`DELIVERY_STATES`) of charge ``charge_id``.
@@ -726,11 +900,12 @@ class Ledger:
                 raise LedgerFormatError(f"{self.path} has charges without a budget: {orphans[:3]}")
             budgets = [r[0] for r in conn.execute("SELECT dataset FROM budgets")]
             for name in budgets:
-                budget, mus, etas = self._load(conn, name)
-                if not fits_budget(mus, _effective_budget(budget, etas)):
-                    raise LedgerFormatError(
-                        f"{self.path}: the charges of dataset {name!r} exceed its budget"
-                    )
+                budget, grid, rows = self._load(conn, name)
+                for g_mus, g_etas in _groups(rows, grid[0]):
+                    if not fits_budget(g_mus, _effective_budget(budget, g_etas)):
+                        raise LedgerFormatError(
+                            f"{self.path}: the charges of dataset {name!r} exceed its budget"
+                        )
 
     # ------------------------------------------------------------------ internals
 
@@ -747,12 +922,16 @@ class Ledger:
 
     def _load(
         self, conn: sqlite3.Connection, name: str
-    ) -> tuple[tuple[float, float, float], list[float], list[float]]:
+    ) -> tuple[tuple[float, float, float], _Grid, list[_Row]]:
         budget = self._budget_row(conn, name)
+        scope, period, origin, column = conn.execute(
+            "SELECT scope, period, origin, series_column FROM budgets WHERE dataset = ?", (name,)
+        ).fetchone()
         rows = conn.execute(
-            "SELECT mu, eta FROM charges WHERE dataset = ? ORDER BY id", (name,)
+            "SELECT mu, eta, period FROM charges WHERE dataset = ? ORDER BY id", (name,)
         ).fetchall()
-        return budget, [float(r[0]) for r in rows], [float(r[1]) for r in rows]
+        grid = (str(scope), period, origin, column)
+        return budget, grid, [(float(r[0]), float(r[1]), r[2]) for r in rows]
 
     @staticmethod
     def _status(

@@ -45,6 +45,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -88,13 +89,15 @@ def _step(name: str) -> None:
 # ---------------------------------------------------------------------------- ledger
 
 
-def _charge(path: Path, dataset: str, cal: Calibration, label: str) -> Any:
+def _charge(
+    path: Path, dataset: str, cal: Calibration, label: str, period: str | None = None
+) -> Any:
     """Charge the release; returns the ledger entry (nothing else happens in between, so an
     interrupt after this returns is always recorded on the entry)."""
     from .ledger import Ledger
 
     with Ledger(path, create=False) as led:
-        return led.charge_event(dataset, cal.event, label=label)
+        return led.charge_event(dataset, cal.event, label=label, period=period)
 
 
 def _status(plan: ReleasePlan) -> dict[str, Any] | None:
@@ -182,6 +185,7 @@ def run_release(
     engine_options: dict[str, Any] | None = None,
     progress: TextIO | None = None,
     spec_path: str | os.PathLike[str] | None = None,
+    period: str | datetime | None = None,
 ) -> ReleaseResult:
     """Run the release described by ``spec`` (module docstring for every step).
 
@@ -197,6 +201,8 @@ def run_release(
         None (default) is silent.  The lines name the steps only: no counts, no timings,
         no engine progress bars (their presence and their estimates depend on the data).
     spec_path : the spec's file, which an output may never overwrite.
+    period : the start of the period a ``[series]`` spec releases (ISO text or datetime;
+        :mod:`dpgauss.release.series`); required with a series, refused without one.
 
     Raises ``ValueError`` (or ``TypeError``) with a one-line message for every problem found
     while planning — nothing is charged or written then — and :class:`ReleaseDeliveryError` if the
@@ -218,7 +224,9 @@ def run_release(
         ledger=ledger,
         engine_options=engine_options,
         spec_path=spec_path,
+        period=period,
     )
+    spec = plan.spec  # a series' period: the spec of that period's window
     if not plan.charged and progress is not None:
         progress.write(f"dpgauss: WARNING: {NOT_PRIVATE_WARNING}\n")
     timing["plan_s"] = time.perf_counter() - t0
@@ -236,9 +244,16 @@ def run_release(
         f"{spec.name or spec.statistic.kind} release of {keys} keys "
         f"(sensitivity {plan.sensitivity.l2:.6g}, {plan.calibration.label})"
     )
+    if plan.history is not None and plan.history.used:  # revisions are kept in the ledger
+        h = plan.history
+        label += (
+            f"; denoised with the {h.used} published period(s) from {h.periods[0].start}, "
+            f"whose denoised values it revises ({h.revisions.name if h.revisions else ''})"
+        )
     entry = None
     if plan.ledger is not None:
-        entry = _charge(plan.ledger, spec.privacy.dataset, plan.calibration, label)
+        start = plan.period.start if plan.period is not None else None
+        entry = _charge(plan.ledger, spec.privacy.dataset, plan.calibration, label, start)
     charge_id = entry.id if entry is not None else None
     seed = None
     files = ""
@@ -270,7 +285,7 @@ def run_release(
         t = time.perf_counter()
         public = public_report(plan, entry, est.noise, est.denoise, columns, est.noise_off)
         text = json.dumps(public.as_dict(), indent=2, allow_nan=False) + "\n"
-        files = stage_release(plan, columns, text, str(est.denoise["method"]))
+        files = stage_release(plan, columns, text, str(est.denoise["method"]), est.revisions)
         _record(plan.ledger, charge_id, "writing", files)
         _step("staged")
         plan.outputs.commit()

@@ -31,13 +31,14 @@ import os
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .._optional import install_hint, optional, require
-from ..denoise import Denoised
+from ..denoise import Denoised, Structure
 from ..errors import SettingError
 from ..noise.mechanisms import GaussianMechanism
 from ..noise.release import NoiseLaw, NoisePlan
@@ -46,10 +47,12 @@ from ..privacy.accounting import GaussianAccountant
 from ..privacy.events import GaussianEvent, GdpEvent, ThresholdEvent
 from .domains.key_domain import KeyDomain, resolve_domain
 from .engines import Engine, get_engine
+from .history import History, load_history, product_structure
 from .outputs import OutputError, OutputGroup, probe_directory
 from .report import public_spec
 from .selection import Selection, calibrate_selection, selection_sensitivity
 from .sensitivity import Sensitivity, derive_sensitivity
+from .series import Period, parse_period, period_path, period_spec
 from .spec import MAX_EPSILON, ReleaseSpec, read_columns
 
 __all__ = [
@@ -299,6 +302,9 @@ class ReleasePlan:
     denoiser: Denoiser
     value_offset: float
     public_spec: dict[str, Any]
+    period: Period | None = None
+    history: History | None = None
+    history_denoiser: Denoiser | None = None
 
     @property
     def charged(self) -> bool:
@@ -351,11 +357,16 @@ def _ledger_path(spec: ReleaseSpec, ledger: str | os.PathLike[str] | None) -> Pa
     return p
 
 
-def _precheck(path: Path, dataset: str, mu: float, eta: float = 0.0) -> None:
+def _precheck(
+    path: Path, spec: ReleaseSpec, mu: float, period: Period | None = None, eta: float = 0.0
+) -> None:
     from .ledger import BudgetExceeded, Ledger
 
+    dataset = spec.privacy.dataset
     with Ledger(path, create=False) as led:
-        status = led.remaining(dataset)
+        if spec.series is not None:
+            _check_scope(spec, led.grid(dataset), str(led.path))
+        status = led.remaining(dataset, None if period is None else period.start)
     room = status.mu_remaining
     if eta:  # a selection's η lowers the μ budget of everything charged (ledger.py)
         from ..privacy.partition_selection import gdp_budget
@@ -364,6 +375,37 @@ def _precheck(path: Path, dataset: str, mu: float, eta: float = 0.0) -> None:
         room = math.sqrt(max(0.0, budget**2 - status.mu_spent**2))
     if mu > room * (1.0 + 1e-12):
         raise BudgetExceeded(dataset, mu, status)
+
+
+def _check_scope(
+    spec: ReleaseSpec, grid: tuple[str, str | None, str | None, str | None], where: str
+) -> None:
+    """A series spec's ``[unit] scope`` is its dataset budget's scope, and a budget of scope
+    ``"period"`` is for the spec's periods (:mod:`dpgauss.release.series`)."""
+    series = spec.series
+    assert series is not None
+    scope, length, origin, column = grid
+    dataset = spec.privacy.dataset
+    if spec.unit.scope != scope:
+        made = (
+            f"dpgauss budget init {dataset} --scope period --period {series.period} "
+            f"--column {series.column} ..."
+            if spec.unit.scope == "period"
+            else f"dpgauss budget init {dataset} ..."
+        )
+        raise ValueError(
+            f"[unit] scope = {spec.unit.scope!r}, but the budget of dataset {dataset!r} in "
+            f"{where} has scope {scope!r}: a budget protects one kind of unit (a budget for "
+            f"this spec is made by `{made}`)"
+        )
+    mine = (series.column, series.period, series.origin)
+    if scope == "period" and (column, length, origin) != mine:
+        raise ValueError(
+            f"[series] column {series.column!r}, period = {series.period!r} from "
+            f"{series.origin!r}, but the budget of dataset {dataset!r} is for the periods "
+            f"of {length!r} from {origin!r} of {column!r}: a budget of scope 'period' "
+            "holds for one series' periods"
+        )
 
 
 def _no_denoiser(spec: ReleaseSpec) -> ReleaseSpec:
@@ -378,11 +420,14 @@ def _no_denoiser(spec: ReleaseSpec) -> ReleaseSpec:
 # ----------------------------------------------------------------------------- denoiser
 
 
-def plan_denoiser(spec: ReleaseSpec, domain: KeyDomain) -> Denoiser:
+def plan_denoiser(
+    spec: ReleaseSpec, domain: KeyDomain, structure: Structure | None = None
+) -> Denoiser:
     """The denoiser of ``spec`` with its parameters checked (module docstring, step 3).
 
     The denoiser comes from :mod:`dpgauss.denoise.registry`; the release passes it ``y``,
-    ``σ`` and the domain's public structure (its graph and grid) itself.
+    ``σ`` and the domain's public structure (its graph and grid) itself — or ``structure``,
+    the structure of several periods of a series (:mod:`dpgauss.release.history`).
     """
     from .. import denoise as dn
     from ..denoise import registry
@@ -410,8 +455,9 @@ def plan_denoiser(spec: ReleaseSpec, domain: KeyDomain) -> Denoiser:
     if spec.nonnegative and "nonnegative" in e.params:
         # counts and sums of values >= 0 are never negative ([denoise] nonnegative)
         params["nonnegative"] = True
-    graph = dn.as_graph(domain.edges, domain.size) if domain.edges is not None else None
-    structure = dn.Structure(graph=graph, grid=domain.grid)
+    if structure is None:
+        graph = dn.as_graph(domain.edges, domain.size) if domain.edges is not None else None
+        structure = dn.Structure(graph=graph, grid=domain.grid)
 
     def run(y: np.ndarray, sigma: float) -> Denoised:
         try:
@@ -479,21 +525,46 @@ def plan_release(
     ledger: str | os.PathLike[str] | None = None,
     engine_options: dict[str, Any] | None = None,
     spec_path: str | os.PathLike[str] | None = None,
+    period: str | datetime | None = None,
 ) -> ReleasePlan:
     """Check everything a release of ``spec`` needs (module docstring); nothing is charged.
+
+    ``period``: the start of the period a ``[series]`` spec releases (required with a
+    series, refused without one); the plan's ``spec`` is then that period's
+    (:func:`~dpgauss.release.series.period_spec`) and its table the period's path.
 
     Raises ``ValueError``/``TypeError`` with a one-line message naming what is wrong;
     :class:`~dpgauss.release.ledger.BudgetExceeded` if the release does not fit.
     """
     if not isinstance(spec, ReleaseSpec):
         raise TypeError(f"spec must be a ReleaseSpec; got {type(spec).__name__}")
+    shown = public_spec(spec.to_dict())  # the spec as written: a series' periods unnamed
+    the_period = None
+    if spec.series is not None:
+        if period is None:
+            raise SettingError(
+                "[series]: a series release is one period; give period= (its start, e.g. "
+                "'2013-01-13T09:00:00')",
+                cli="[series]: a series release is one period; pass --period START (e.g. "
+                "--period 2013-01-13T09:00:00)",
+            )
+        the_period = parse_period(spec.series, period)
+        spec = period_spec(spec, the_period)
+    elif period is not None:
+        raise SettingError(
+            "period= names one period of a [series]; the spec has no [series] table",
+            cli="--period names one period of a [series]; the spec has no [series] table",
+        )
     out_path = out if out is not None else spec.output.path
     if out_path is None:
         raise SettingError(
             "[output] path is required (set it in the spec, or give out=)",
             cli="[output] path is required (set it in the spec, or pass --out PATH)",
         )
-    table = Path(os.path.abspath(os.path.expanduser(os.fspath(out_path))))
+    template = Path(os.path.abspath(os.path.expanduser(os.fspath(out_path))))
+    table = template
+    if the_period is not None:
+        table = period_path(template, the_period)
     report = table.with_name(table.name + ".report.json")
     fmt = spec.output.file_format(str(table))
 
@@ -511,7 +582,7 @@ def plan_release(
     ledger_p = _ledger_path(spec, ledger)
     if ledger_p is not None:
         eta = cal.selection.eta if cal.selection is not None else 0.0
-        _precheck(ledger_p, spec.privacy.dataset, cal.mu, eta)
+        _precheck(ledger_p, spec, cal.mu, the_period, eta)
 
     # 3. the denoiser and its error bars, run once on zeros with the planned σ (public
     #    inputs only), so that a parameter value it refuses is refused here, not after the
@@ -526,6 +597,25 @@ def plan_release(
         for part in parts:
             sigma = float(cal.probe.sigma) * (sens.parts[part] if part is not None else 1.0)
             denoiser(np.zeros(domain.size), sigma).error_bars(draws=2, rng=0)
+    history, hist_den = None, None
+    if the_period is not None and spec.series is not None and spec.series.history:
+        # the published periods before this one (public files, read here: before the charge)
+        history = load_history(
+            series=spec.series,
+            period=the_period,
+            template=template,
+            fmt=fmt,
+            public_spec=shown,
+            sigma=float(cal.probe.sigma),
+            d=domain.size,
+        )
+        if history.used:
+            periods = history.used + 1
+            hist_den = plan_denoiser(spec, domain, product_structure(domain, periods))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                zeros = np.zeros(periods * domain.size)
+                hist_den(zeros, float(cal.probe.sigma)).error_bars(draws=2, rng=0)
     if fmt == "parquet":
         require("pyarrow.parquet", "data", "[output] format 'parquet'", error=ValueError)
 
@@ -542,6 +632,8 @@ def plan_release(
     if spec_path is not None:
         protected.append(Path(os.fspath(spec_path)))
     paths = [table, report, *([plot] if plot is not None else [])]
+    if history is not None and history.revisions is not None:
+        paths.append(history.revisions)
     diag_dir = diagnostics_dir(ledger_p)
     group = OutputGroup(
         paths,
@@ -568,7 +660,10 @@ def plan_release(
         diagnostics_dir=diag_dir,
         denoiser=denoiser,
         value_offset=value_offset(spec),
-        public_spec=public_spec(spec.to_dict()),  # built here: nothing of it fails later
+        public_spec=shown,  # built here: nothing of it fails later
+        period=the_period,
+        history=history,
+        history_denoiser=hist_den,
     )
 
 

@@ -109,6 +109,10 @@ def _strip_domain(dom: dict[str, Any], removed: str) -> None:
             _strip_domain(part, removed)
 
 
+#: How the summary says whom a series' guarantee protects (``[unit] scope``).
+_SCOPE_TEXT = {"all": "over every period", "period": "within this period"}
+
+
 @dataclass
 class PublicReport:
     """The report published with the table (module docstring).  ``as_dict`` is its JSON."""
@@ -123,6 +127,7 @@ class PublicReport:
     output: dict[str, Any]
     warning: str | None = None
     noise_off: bool = False
+    series: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """The JSON-ready dict written to ``<table>.report.json``."""
@@ -143,6 +148,8 @@ class PublicReport:
                 "output": self.output,
             }
         )
+        if self.series is not None:
+            out["series"] = self.series
         if self.noise_off:
             out["noise_off"] = True
         return json_ready(out)
@@ -160,6 +167,15 @@ class PublicReport:
             f"release    : {out['table']} ({out['rows']:,} keys, {out['format']}); report "
             f"{out['report']}" + (f"; plot {out['plot']}" if out.get("plot") else ""),
             f"domain     : {self.domain['size']:,} keys; structure: {self.domain['structure']}",
+            *(
+                [
+                    f"period     : [{self.series['start']}, {self.series['stop']}) of "
+                    f"{self.series['column']!r} (a {self.series['period']} series; the "
+                    f"guarantee protects a unit {_SCOPE_TEXT[self.series['scope']]})"
+                ]
+                if self.series is not None
+                else []
+            ),
             f"sensitivity: {sens['summary']}",
             f"noise      : sigma={priv['sigma']:.6g} ({priv['mechanism']}); analytic sigma="
             f"{priv['analytic_sigma']:.6g}; classical sigma="
@@ -196,6 +212,15 @@ class PublicReport:
                 f"width {iv['median_width']:.4g} vs {iv['raw_width']:.4g} for the released "
                 "values"
             )
+        hist = den.get("history")
+        if isinstance(hist, dict) and hist.get("used"):
+            lines.append(
+                f"history    : denoised with the {hist['used']} published period(s) before it "
+                f"(from {hist['periods'][0]}), on time × the domain's structure; their revised "
+                f"denoised values: {hist['revisions']}"
+            )
+        elif isinstance(hist, dict):
+            lines.append(f"history    : none used ({hist.get('note') or 'no earlier period'})")
         const = den.get("constant")
         if const:
             lines.append(

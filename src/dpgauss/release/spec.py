@@ -129,6 +129,21 @@ Every table and key
 
     ``on_invalid`` = ``"drop"`` (default) or ``"check_fails"``: rows whose domain column (or
     coordinates) is missing, unparseable or out of range (for every part at once).
+``[unit]``
+    ``column`` (the privacy unit id), ``on_null`` (a policy for rows without one) and
+    ``scope`` = ``"all"`` (default: the guarantee protects a unit over every release of the
+    dataset, the periods of a series included) or ``"period"`` (it protects a unit within
+    one period of the ``[series]``: the periods are disjoint, so a dataset's budget is spent
+    per period — parallel composition, docs/ledger.md; the ledger's budget must say so too).
+``[series]`` (optional)
+    ``column`` (a timestamp column), ``period`` (a duration: ``"1h"``, ``"1d"``, ``"1w"``) and
+    ``origin`` (default ``1970-01-01 00:00``) and ``history`` (default 0: the number of
+    earlier, published periods the period is denoised with, :mod:`dpgauss.release.history`,
+    whose revised denoised values are written beside the table): the release is one period
+    ``[start, start + period)``, named on the command line (``--period``) or by
+    ``run_release(..., period=...)``; only its records are read, each unit bounded within it
+    (:mod:`dpgauss.release.series`).  A ``[filter]`` beside it must be on the same column
+    (the windows intersect).
 ``[filter]`` (optional)
     A public window on one column: ``column``, ``start`` and/or ``stop``; only records with
     ``start <= value < stop`` take part (e.g. one hour of pickups).  Timestamps are TOML
@@ -203,6 +218,7 @@ __all__ = [
     "OutputSpec",
     "PrivacySpec",
     "ReleaseSpec",
+    "SeriesSpec",
     "SourceSpec",
     "StatisticSpec",
     "UnitSpec",
@@ -468,11 +484,13 @@ class UnitSpec:
 
     column: str = ""
     on_null: str = "drop"
+    scope: str = "all"
 
     def __post_init__(self) -> None:
         _required("unit", "column", self.column, "the column of the privacy unit id")
         _text("unit", "column", self.column)
         _policy("unit", "on_null", self.on_null)
+        _choice("unit", "scope", self.scope, SCOPES)
 
 
 @dataclass(frozen=True)
@@ -1111,6 +1129,64 @@ class FilterSpec:
 
 
 @dataclass(frozen=True)
+class SeriesSpec:
+    """``[series]``: the release is one period of a series cut from a timestamp column.
+
+    The periods are ``[origin + k·period, origin + (k+1)·period)`` for every integer k;
+    ``origin`` defaults to 1970-01-01 00:00 (a Thursday: give a Monday for weeks that start
+    on Mondays).  A release of period k reads only the records whose ``column`` falls in it
+    (as a ``[filter]`` window does: the others are ``outside_filter``), so each unit is
+    bounded within the period (:mod:`dpgauss.release.series`).  ``history = K``: the
+    period is denoised with the up to K periods before it that are already published
+    (:mod:`dpgauss.release.history`).
+    """
+
+    column: str = ""
+    period: str = ""
+    origin: Any = "1970-01-01 00:00:00"
+    history: int = 0
+
+    def __post_init__(self) -> None:
+        _required("series", "column", self.column, "the timestamp column the periods cut")
+        if isinstance(self.history, bool) or not isinstance(self.history, int):
+            raise _type_fail("series", "history", "an integer in [0, 1000]", self.history)
+        if not 0 <= self.history <= MAX_HISTORY:
+            raise _fail("series", "history", f"an integer in [0, {MAX_HISTORY}]", self.history)
+        _text("series", "column", self.column)
+        _required("series", "period", self.period, "a duration: '1h', '1d', '1w'")
+        if duration_us(self.period) is None:
+            raise _fail(
+                "series",
+                "period",
+                "a duration ('15min', '1h', '1d', '1w'; units us, ms, s, min, h, d, w)",
+                self.period,
+            )
+        try:
+            origin = _timestamp(self.origin)
+        except (TypeError, ValueError):
+            raise _fail(
+                "series",
+                "origin",
+                "a timestamp without a time zone ('2013-01-07 00:00')",
+                self.origin,
+            ) from None
+        object.__setattr__(self, "period", self.period.strip().replace(" ", ""))
+        object.__setattr__(self, "origin", origin.isoformat(sep=" "))
+
+    @property
+    def period_us(self) -> int:
+        """The period's length in microseconds."""
+        us = duration_us(self.period)
+        assert us is not None  # checked when the table was made
+        return us
+
+    @property
+    def origin_us(self) -> int:
+        """The origin in microseconds since 1970-01-01 00:00."""
+        return _epoch_us(datetime.fromisoformat(self.origin))
+
+
+@dataclass(frozen=True)
 class StatisticSpec:
     """``[statistic]``: count, or the sum or mean of a clamped value column."""
 
@@ -1280,6 +1356,7 @@ _SECTIONS: dict[str, type] = {
     "unit": UnitSpec,
     "domain": DomainSpec,
     "filter": FilterSpec,
+    "series": SeriesSpec,
     "statistic": StatisticSpec,
     "bounds": BoundsSpec,
     "privacy": PrivacySpec,
@@ -1287,6 +1364,13 @@ _SECTIONS: dict[str, type] = {
     "output": OutputSpec,
 }
 _REQUIRED = ("source", "unit", "domain", "bounds", "privacy")
+#: ``[series] history``: at most this many earlier periods are denoised with a period.
+MAX_HISTORY = 1000
+#: The tables that may be absent (None in a ReleaseSpec).
+_OPTIONAL = ("filter", "series")
+#: ``[unit] scope``: whom the guarantee protects in a series — a unit over every period
+#: (``"all"``) or a unit within one period (``"period"``; docs/ledger.md).
+SCOPES = ("all", "period")
 
 
 @dataclass(frozen=True)
@@ -1303,11 +1387,12 @@ class ReleaseSpec:
     output: OutputSpec = field(default_factory=OutputSpec)
     name: str | None = None
     filter: FilterSpec | None = None
+    series: SeriesSpec | None = None
 
     def __post_init__(self) -> None:
         for key, cls in _SECTIONS.items():
             value = getattr(self, key)
-            if key == "filter" and value is None:
+            if key in _OPTIONAL and value is None:
                 continue
             if not isinstance(value, cls):
                 raise TypeError(f"[{key}] must be a {cls.__name__}; got {type(value).__name__}")
@@ -1317,6 +1402,7 @@ class ReleaseSpec:
         if self.source.types is not None:
             _check_declared(self)
         _check_source_crs(self)
+        _check_series(self)
         d = self.domain
         method = self.denoise.method
         if method == "wavelet" and d.kind != "range":
@@ -1395,6 +1481,9 @@ def read_columns(spec: ReleaseSpec) -> list[tuple[str, str]]:
         wanted.append(("[statistic] column", spec.statistic.column))
     if spec.filter is not None:
         wanted.append(("[filter] column", spec.filter.column))
+    series = spec.series
+    if series is not None and (spec.filter is None or spec.filter.column != series.column):
+        wanted.append(("[series] column", series.column))
     for col in spec.bounds.record_columns or ():
         wanted.append(("[bounds] record_columns", col))
     return wanted
@@ -1419,6 +1508,43 @@ def _check_source_crs(spec: ReleaseSpec) -> None:
                     f"[{d.where}] bbox is in degrees; the records are in the projected "
                     f"[source] crs = {text!r} (drop bbox: the map's cutoff bounds the matching)"
                 )
+
+
+def _check_series(spec: ReleaseSpec) -> None:
+    """``[unit] scope = "period"`` needs a ``[series]``; a ``[filter]`` beside a series is
+    on the series' own column (the two windows then intersect)."""
+    series = spec.series
+    if series is None:
+        if spec.unit.scope != "all":
+            raise ValueError(
+                "[unit] scope = 'period' protects a unit within one period of a series: it "
+                "needs a [series] table (column, period)"
+            )
+        return
+    if series.history:
+        if spec.statistic.kind == "mean":
+            raise ValueError(
+                "[series] history applies to counts and sums (a mean's ratio of two denoised "
+                "parts is not denoised across periods)"
+            )
+        if spec.denoise.method in ("none", "wavelet"):
+            raise ValueError(
+                f"[series] history denoises with the earlier periods on the product of time "
+                f"and the domain's structure: [denoise] method = {spec.denoise.method!r} cannot "
+                "(use auto, a shrinkage, thresholding, graph_wavelet or trend_filter)"
+            )
+    f = spec.filter
+    if f is not None:
+        if f.column != series.column:
+            raise ValueError(
+                f"[filter] column {f.column!r} with [series] column {series.column!r}: a "
+                "series release reads one window, on the series' own column (give the filter "
+                "on that column, or drop it)"
+            )
+        if f.kind != "timestamp":
+            raise ValueError(
+                "[filter] on the [series] column must be a window of timestamps, like the periods"
+            )
 
 
 def _check_declared(spec: ReleaseSpec) -> None:

@@ -39,13 +39,22 @@ __all__ = ["draw", "public_report", "stage_release", "write_diagnostics", "write
 
 
 def stage_release(
-    plan: ReleasePlan, columns: dict[str, np.ndarray], report_text: str, chosen: str
+    plan: ReleasePlan,
+    columns: dict[str, np.ndarray],
+    report_text: str,
+    chosen: str,
+    revisions: dict[str, np.ndarray] | None = None,
 ) -> str:
-    """Stage the table, the report (``report_text``) and the planned plot (``chosen``: the
-    denoiser that ran, for its title) into ``plan.outputs``; the staged files, comma-separated
-    (what the ledger entry records before the commit)."""
+    """Stage the table, the report (``report_text``), the planned plot (``chosen``: the
+    denoiser that ran, for its title) and a series period's ``revisions`` of the earlier
+    periods into ``plan.outputs``; the staged files, comma-separated (what the ledger entry
+    records before the commit)."""
     group = plan.outputs
     group.stage(plan.table, lambda p: write_table(p, plan.file_format, columns))
+    hist = plan.history
+    if hist is not None and hist.revisions is not None:
+        assert revisions is not None  # planned: the estimate makes them
+        group.stage(hist.revisions, lambda p: write_table(p, plan.file_format, revisions))
     group.stage(plan.report, lambda p: Path(p).write_text(report_text, encoding="utf-8"))
     if plan.plot is not None:
         group.stage(plan.plot, lambda p: draw(p, plan, columns, chosen))
@@ -247,7 +256,22 @@ def public_report(
         },
         warning=None if spec.privacy.secure else NOT_PRIVATE_WARNING,
         noise_off=noise_off,
+        series=_series(plan),
     )
+
+
+def _series(plan: ReleasePlan) -> dict[str, Any] | None:
+    """The report's ``series``: the period released and whom the guarantee protects."""
+    series, period = plan.spec.series, plan.period
+    if series is None or period is None:
+        return None
+    return {
+        "column": series.column,
+        "period": series.period,
+        "origin": series.origin,
+        **period.as_dict(),
+        "scope": plan.spec.unit.scope,
+    }
 
 
 def write_diagnostics(plan: ReleasePlan, diag: Diagnostics, charge_id: int | None) -> str | None:

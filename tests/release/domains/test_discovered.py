@@ -189,3 +189,13 @@ def test_spark_agrees_with_duckdb(tmp_path: Path, spark: Any) -> None:
     sp = ReleaseSpec.from_dict(spec_dict(path, column="ts", kind="timestamp"))
     spk = bounded_aggregate(sp, salt=5, engine=eng)
     assert spk.labels.tolist() == ["2020-01-02 03:04:05"] and spk.rows.invalid_domain == 1
+
+
+def test_series_history_refused(tmp_path: Path) -> None:
+    d = spec_dict(tmp_path / "x.csv")
+    d["source"]["types"]["t"] = "timestamp"
+    d["series"] = {"column": "t", "period": "1h", "history": 2}
+    with pytest.raises(ValueError, match="history does not apply to a discovered domain"):
+        ReleaseSpec.from_dict(d)
+    d["series"]["history"] = 0
+    ReleaseSpec.from_dict(d)

@@ -102,6 +102,11 @@ def check_spec(spec: ReleaseSpec) -> None:
             "domain: its keys have no public structure and are released as the noisy counts "
             "that passed the threshold (use method = 'none')"
         )
+    if spec.series is not None and spec.series.history:
+        raise ValueError(
+            "[series] history does not apply to a discovered domain: the earlier periods' "
+            "keys are other keys, and there is no denoiser to run on them"
+        )
     if spec.denoise.params:
         raise ValueError("[denoise] params does not apply to a discovered domain (no denoiser)")
     if spec.denoise.nonnegative:

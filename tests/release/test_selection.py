@@ -345,3 +345,28 @@ def test_empirical_selection_delta(tmp_path: Path, secure: bool, keys: int) -> N
     assert lo <= planned <= hi  # the tail is what is drawn
     assert lo <= 1.0 - math.exp(-sel.eta) <= sel.eta  # never more than η
     assert hi >= 0.5 * (1.0 - math.exp(-sel.eta))  # and not far below it
+
+
+def test_a_series_period_of_discovered_keys(tmp_path: Path) -> None:
+    """A discovered domain in a ``[series]``: each period's keys are selected on its own
+    records, charged to the ledger with its η."""
+    with open(tmp_path / "s.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["uid", "shop", "t"])
+        for u in range(200):
+            w.writerow([u, "early", "2020-01-01 00:30:00"])
+            w.writerow([1000 + u, "late", "2020-01-01 01:30:00"])
+    ledger = tmp_path / "b.sqlite"
+    with Ledger(ledger) as led:
+        led.create_budget("d", 2.0, 1e-5)
+    sp = spec_of(
+        tmp_path / "s.csv",
+        tmp_path / "o.csv",
+        source={"types": {"uid": "int64", "shop": "string", "t": "timestamp"}},
+        series={"column": "t", "period": "1h"},
+    )
+    res = run_release(sp, ledger=ledger, period="2020-01-01 01:00:00")
+    assert res.columns["key"].tolist() == ["late"]
+    with Ledger(ledger, create=False) as led:
+        (entry,) = led.charges("d")
+    assert entry.eta == 5e-7

@@ -2010,3 +2010,177 @@ def test_a_declared_int_categorical_id_with_a_missing_id_is_refused_before_the_c
     msg = str(info.value)
     assert "\n" not in msg and "cannot hold" in msg
     assert charges(ledger) == 0
+
+
+# ----------------------------------------------------------------- discovered domains
+#
+# Keys not known in advance (issue #30, dpgauss.release.domains.discovered): the aggregate is
+# a dict key → count over the keys found.  Additivity holds as dicts (a key absent counts 0),
+# and the key set is the union of the units' own key sets: a key is found iff some unit keeps
+# a record of it, so adding one unit adds only keys of its own contribution — at most Δ₀ of
+# them, each at most Δ∞, ‖·‖₂ ≤ Δ.  Junk rows (no unit, no key) and row order change nothing.
+
+_DISC_KEYS: dict[str, list[Any]] = {
+    "string": ["a", "b", "", " a", "a ", "é", "1", "01", "A"],
+    "int64": [0, 1, -1, 2**53 + 1, 2**53, 2**62, 7],
+    "timestamp": [
+        datetime(2020, 1, 1),
+        datetime(2020, 1, 1, 0, 0, 0, 1),
+        datetime(1999, 12, 31, 23, 59, 59),
+        datetime(2020, 1, 2),
+    ],
+}
+
+
+@st.composite
+def discovered_cases(draw: Any) -> dict[str, Any]:
+    kind = draw(st.sampled_from(sorted(_DISC_KEYS)))
+    pool = _DISC_KEYS[kind]
+    key = st.one_of(st.sampled_from(pool), st.none())
+    bounds: dict[str, int] = {"max_keys_per_unit": draw(st.integers(1, 3))}
+    c = draw(st.sampled_from([None, 1, 2]))
+    b = draw(st.sampled_from([None, None, 1, 2, 5]))
+    if c is None and b is None:
+        c = 1
+    if c is not None:
+        bounds["max_records_per_key"] = c
+    if b is not None:
+        bounds["max_records_per_unit"] = b
+
+    def unit(uid: int) -> list[tuple[Any, Any]]:
+        return [(uid, draw(key)) for _ in range(draw(st.integers(1, 6)))]
+
+    ids = draw(st.lists(st.integers(0, 50), min_size=2, max_size=5, unique=True))
+    base = [row for uid in ids for row in unit(uid)]
+    junk = [(None, draw(key)) for _ in range(draw(st.integers(0, 2)))]
+    new = unit(99)
+    where = [draw(st.integers(0, len(base) + i)) for i in range(len(new))]
+    plus = list(base)
+    for at, row in zip(where, new, strict=True):
+        plus.insert(at, row)
+    perm = draw(st.permutations(range(len(plus) + len(junk))))
+    salts = draw(st.lists(st.integers(0, 2**64 - 1), min_size=2, max_size=2))
+    fmt = "parquet" if kind != "int64" else draw(st.sampled_from(["parquet", "csv"]))
+    return {
+        "kind": kind,
+        "bounds": bounds,
+        "base": base,
+        "junk": junk,
+        "new": new,
+        "plus": plus,
+        "perm": perm,
+        "salts": salts,
+        "fmt": fmt,
+    }
+
+
+def _discovered_file(path: Path, rows: list[tuple[Any, Any]], kind: str, fmt: str) -> Path:
+    if fmt == "csv":
+        path = path.with_suffix(".csv")
+        text = "uid,x\n" + "".join(
+            f"{'' if u is None else u},{'' if x is None else x}\n" for u, x in rows
+        )
+        path.write_text(text, encoding="utf-8")
+        return path
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    typ = {"string": pa.string(), "int64": pa.int64(), "timestamp": pa.timestamp("us")}[kind]
+    table = pa.table(
+        {
+            "uid": pa.array([u for u, _ in rows], pa.int64()),
+            "x": pa.array([x for _, x in rows], typ),
+        }
+    )
+    path = path.with_suffix(".parquet")
+    pq.write_table(table, path)
+    return path
+
+
+def _discovered_agg(
+    path: Path, case: dict[str, Any], salt: int, engine: Any = "duckdb"
+) -> dict[Any, float]:
+    spec = ReleaseSpec.from_dict(
+        {
+            "source": {"path": str(path), "types": {"uid": "int64", "x": case["kind"]}},
+            "unit": {"column": "uid"},
+            "domain": {"kind": "discovered", "column": "x"},
+            "bounds": case["bounds"],
+            "privacy": {"epsilon": 1.0, "delta": 1e-6, "dataset": "d"},
+        }
+    )
+    agg = bounded_aggregate(spec, salt=salt, engine=engine)
+    assert agg.labels is not None and list(agg.labels) == sorted(agg.labels.tolist())
+    assert np.all(agg.counts >= 1)
+    return dict(zip(agg.labels.tolist(), agg.counts.tolist(), strict=True))
+
+
+def _check_discovered(case: dict[str, Any], tmp: Path, engine: Any = "duckdb") -> None:
+    from dpgauss.release.selection import selection_bounds, selection_sensitivity
+
+    kind, fmt = case["kind"], case["fmt"]
+    n = next(_COUNTER)
+    files = {
+        name: _discovered_file(tmp / f"{name}{n}", rows, kind, fmt)
+        for name, rows in (
+            ("base", case["base"] + case["junk"]),
+            ("plus", [(case["plus"] + case["junk"])[i] for i in case["perm"]]),
+            ("solo", case["new"]),
+            ("clean", case["base"]),
+        )
+    }
+    spec = ReleaseSpec.from_dict(
+        {
+            "source": {"path": str(files["solo"]), "types": {"uid": "int64", "x": kind}},
+            "unit": {"column": "uid"},
+            "domain": {"kind": "discovered", "column": "x"},
+            "bounds": case["bounds"],
+            "privacy": {"epsilon": 1.0, "delta": 1e-6, "dataset": "d"},
+        }
+    )
+    d0, cap = selection_bounds(spec)
+    delta = selection_sensitivity(spec).l2
+    for salt in case["salts"]:
+        base, plus, solo, clean = (_discovered_agg(files[k], case, salt, engine) for k in files)
+        assert base == clean  # junk changes nothing
+        keys = set(base) | set(solo)
+        assert set(plus) == keys  # the key set: the union of the units' own
+        assert plus == {k: base.get(k, 0.0) + solo.get(k, 0.0) for k in keys}  # additivity
+        assert len(solo) <= d0 and all(v <= cap for v in solo.values())
+        assert math.sqrt(sum(v * v for v in solo.values())) <= delta + 1e-12
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(case=discovered_cases())
+def test_discovered_neighbours(case: dict[str, Any], tmp_path_factory: Any) -> None:
+    _check_discovered(case, tmp_path_factory.mktemp("disc"))
+
+
+@pytest.mark.slow
+@settings(
+    max_examples=300,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(case=discovered_cases())
+def test_discovered_neighbours_long(case: dict[str, Any], tmp_path_factory: Any) -> None:
+    _check_discovered(case, tmp_path_factory.mktemp("disc"))
+
+
+@pytest.mark.spark
+@settings(
+    max_examples=3,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(case=discovered_cases())
+def test_spark_discovered_neighbours(case: dict[str, Any], tmp_path_factory: Any, spark) -> None:
+    from dpgauss.release.engines.spark import SparkEngine
+
+    _check_discovered(case, tmp_path_factory.mktemp("disc"), SparkEngine(spark))

@@ -22,6 +22,7 @@ from ..privacy._rounding import fits_budget
 from ..privacy.accounting import GaussianAccountant, QueryPlan, plan_queries
 from ..privacy.calibration import gdp_mu
 from ..privacy.composition import composed_sigma
+from ..privacy.partition_selection import plan_selections
 from ..privacy.target_error import decimal_up, denoised_sigma, smallest_epsilon
 from ..release.ledger import BudgetStatus, Ledger, _budget_terms, _grid_terms, charge_mu
 from ..release.plan import LEDGER_ENV
@@ -281,6 +282,29 @@ def _target_plan(args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
+def _plan_discovered(args: argparse.Namespace) -> str:
+    """``budget plan --discovered``: K releases of keys not known in advance
+    (:func:`dpgauss.privacy.partition_selection.plan_selections`)."""
+    if args.keys is not None:
+        raise ValueError("--keys does not apply to --discovered (the keys are found in the data)")
+    k, eps, dlt = args.queries, args.epsilon, args.delta
+    p = plan_selections(eps, dlt, k)
+    if args.json:
+        return json.dumps({**p, "queries": k, "epsilon": eps, "delta": dlt, "discovered": True})
+    return "\n".join(
+        [
+            f"epsilon={eps:g} delta={dlt:g} queries={k} (keys not known in advance)",
+            f"per release       : [privacy] epsilon = {p['epsilon_q']!r}, delta = "
+            f"{p['delta_q']!r} (delta/K)",
+            f"selection         : eta={p['eta_q']:.10g} per release outside mu-GDP (half its "
+            f"delta), {p['eta_total']:.10g} in all",
+            f"counts            : mu<={p['mu_q']:.10g} per release; together mu<="
+            f"{math.sqrt(k) * p['mu_q']:.10g} of the budget mu={p['mu_budget']:.10g} "
+            f"(gdp_mu(epsilon, delta - {p['eta_total']:.6g}))",
+        ]
+    )
+
+
 def _plan(args: argparse.Namespace) -> str:
     if args.periods is not None:  # a series of N periods: N releases under one cap
         if args.queries is not None:
@@ -296,6 +320,8 @@ def _plan(args: argparse.Namespace) -> str:
         raise ValueError("--from-report goes with --target-rmse")
     if args.queries is None:
         raise ValueError("budget plan --epsilon needs --queries K (K >= 1) or --periods N")
+    if args.discovered:
+        return _plan_discovered(args)
     k, eps, dlt, sens = args.queries, args.epsilon, args.delta, args.sensitivity
     plan = plan_queries(eps, dlt, k, sens)
     noise = "secure" if args.secure else "continuous"
@@ -480,6 +506,12 @@ def add_budget_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
         metavar="N",
         help="also calibrate one release of N keys as the pipeline does and check that K "
         "fit and K+1 do not",
+    )
+    plan.add_argument(
+        "--discovered",
+        action="store_true",
+        help="the K releases select keys not known in advance ([domain] kind = "
+        "'discovered'): each at delta/K, half of it spent by its selection outside mu-GDP",
     )
     plan.add_argument("--json", action="store_true", help="print one JSON object")
     plan.set_defaults(run=_plan)

@@ -272,6 +272,17 @@ class DiscreteGaussianNoise:
             self.sigma_lattice, self.lattice_sensitivity(sensitivity), self.dim
         )
 
+    def tail_above(self, k: int) -> float:
+        """An upper bound on ``P[Y > k]`` for an integer ``k ≥ 0`` (lattice units), from the
+        rigorous bracket of ``T(k) = 2 P[Y > k]``, rounded up: the per-key tail of a
+        threshold on integer counts (:mod:`dpgauss.release.selection`), where the mass at
+        the threshold is not in the tail only because the rule ``ỹ > τ`` is strict and
+        ``τ − Δ∞ = k`` is an integer."""
+        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 0:
+            raise ValueError(f"k must be an integer >= 0; got {k!r}")
+        _, hi = _DiscreteGaussianTails(self.sigma_lattice).bracket(int(k), False)
+        return min(1.0, up(math.exp(hi) * 0.5 * (1.0 + 1e-12)))
+
     @property
     def std(self) -> float:
         s = self.sigma_lattice

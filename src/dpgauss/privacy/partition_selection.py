@@ -71,7 +71,7 @@ import numpy as np
 from scipy import special
 
 from .._validation import POSITIVE, UNIT_OPEN, check_int, check_scalar
-from ._rounding import down, sub_down, up
+from ._rounding import down, fits_budget, sub_down, sum_up, up
 from .calibration import gdp_mu
 from .profile import gdp_delta
 
@@ -80,6 +80,7 @@ __all__ = [
     "gaussian_tail",
     "gaussian_threshold",
     "gdp_budget",
+    "plan_selections",
     "selection_eta",
     "selection_eta_of_tail",
     "split",
@@ -204,3 +205,55 @@ def _gdp_hockey(mu: float, eps: float) -> float:
         return float(gdp_delta(mu, eps))
     t = eps / mu
     return float(special.ndtr(mu / 2 - t) - np.exp(eps) * special.ndtr(-mu / 2 - t))
+
+
+def plan_selections(
+    epsilon: float, delta: float, k: int, share: float = SELECTION_SHARE
+) -> dict[str, float]:
+    """``k`` thresholded releases (keys not known in advance) that fit a budget ``(ε, δ)``.
+
+    Each release is specified at ``(ε_q, δ_q)`` with ``δ_q = δ/k`` (rounded down): its
+    selection spends ``η_q = share·δ_q`` (:func:`split`) and its counts at most
+    ``μ_q = gdp_mu(ε_q, δ_q − η_q)``; together they are ``(ε, δ_{√k μ_q}(ε) + k η_q)``-DP
+    (module docstring), so they fit iff ``k μ_q² ≤ gdp_mu(ε, δ − k η_q)²`` — the ledger's
+    test, exactly (``Ledger.charge``).  ``ε_q`` is the largest double found by bisection
+    that passes it (at least ``ε·2⁻⁴⁰``).  Returns ``epsilon_q, delta_q, eta_q, mu_q,
+    eta_total, mu_budget`` (the μ budget left once the ``k`` η's are spent); ``ValueError``
+    if even the smallest ``ε_q`` does not fit.
+    """
+    e = check_scalar(epsilon, "epsilon", POSITIVE)
+    d = check_scalar(delta, "delta", UNIT_OPEN)
+    kk = check_int(k, "k", 1)
+    dq = d / kk
+    if Fraction(dq) * kk > Fraction(d):
+        dq = down(dq)
+    _, eta_q = split(e, dq, share)  # η does not depend on ε
+    eta_total = sum_up([eta_q] * kk)
+    rest = sub_down(d, eta_total)
+    mu_b = float(gdp_mu(e, rest)) if rest > 0 else 0.0
+
+    def ok(eq: float) -> bool:
+        return fits_budget([split(eq, dq, share)[0]], mu_b, count=kk)
+
+    floor = e * 2.0**-40
+    if not ok(floor):
+        raise ValueError(
+            f"{kk} selections at delta={dq:g} each cannot fit the budget (epsilon={e:g}, "
+            f"delta={d:g}): even epsilon={floor:g} is charged too much"
+        )
+    lo, hi = floor, e
+    while ok(hi):  # ε_q ≤ ε unless the δ split makes a single release cheaper
+        lo, hi = hi, 2.0 * hi + 1.0
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid in (lo, hi):
+            break
+        lo, hi = (mid, hi) if ok(mid) else (lo, mid)
+    return {
+        "epsilon_q": lo,
+        "delta_q": dq,
+        "eta_q": eta_q,
+        "mu_q": split(lo, dq, share)[0],
+        "eta_total": eta_total,
+        "mu_budget": mu_b,
+    }

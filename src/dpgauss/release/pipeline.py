@@ -246,8 +246,9 @@ def run_release(
     timing["aggregate_s"] = time.perf_counter() - t
     _step("aggregated")
 
+    keys = "discovered" if plan.domain.kind == "discovered" else plan.domain.size
     label = spec.privacy.label or (
-        f"{spec.name or spec.statistic.kind} release of {plan.domain.size} keys "
+        f"{spec.name or spec.statistic.kind} release of {keys} keys "
         f"(sensitivity {plan.sensitivity.l2:.6g}, {plan.calibration.label})"
     )
     if plan.levels is not None and not spec.privacy.label:
@@ -286,7 +287,7 @@ def run_release(
         if not spec.privacy.secure:
             seed = spec.privacy.seed if spec.privacy.seed is not None else secrets.randbits(128)
         diag.seed = seed
-        est = estimate(plan, agg, seed, timing)
+        est = _estimator(plan)(plan, agg, seed, timing)
         columns = est.columns
         timing["noise_denoise_s"] = time.perf_counter() - t
         _step("denoised")
@@ -370,6 +371,16 @@ def run_release(
         diag_path,
         diag.text(),
     )
+
+
+def _estimator(plan: ReleasePlan) -> Callable[..., Any]:
+    """The estimate of the plan: the selection's for keys not known in advance
+    (:mod:`dpgauss.release.selection`), else :func:`~dpgauss.release.estimate.estimate`."""
+    if plan.domain.kind == "discovered":
+        from .selected import estimate_selection
+
+        return estimate_selection
+    return estimate
 
 
 def _ledger_says(state: str, extra: str) -> str:

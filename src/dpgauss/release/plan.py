@@ -26,6 +26,7 @@ is a total function of the data).  What it checks, in order:
 from __future__ import annotations
 
 import glob
+import math
 import os
 import warnings
 from collections.abc import Callable
@@ -43,12 +44,13 @@ from ..noise.mechanisms import GaussianMechanism
 from ..noise.release import NoiseLaw, NoisePlan
 from ..privacy import analytic_gaussian_sigma, gaussian_delta, gaussian_epsilon
 from ..privacy.accounting import GaussianAccountant
-from ..privacy.events import GaussianEvent, GdpEvent
+from ..privacy.events import GaussianEvent, GdpEvent, ThresholdEvent
 from .domains.key_domain import KeyDomain, resolve_domain
 from .engines import Engine, get_engine
 from .history import History, joint_denoiser, load_history
 from .outputs import OutputError, OutputGroup, probe_directory
 from .report import public_spec
+from .selection import Selection, calibrate_selection, selection_sensitivity
 from .sensitivity import Sensitivity, derive_sensitivity
 from .series import Period, parse_period, period_path, period_spec
 from .spec import MAX_EPSILON, ReleaseSpec, duration_us, read_columns
@@ -64,6 +66,7 @@ __all__ = [
     "Denoiser",
     "ReleasePlan",
     "calibrate",
+    "calibrate_discovered",
     "diagnostics_dir",
     "noise_scales",
     "plan_release",
@@ -96,6 +99,8 @@ def sensitivity_of(spec: ReleaseSpec, domain: KeyDomain | None = None) -> Sensit
     a finite double or lies outside ``[1e-100, 1e100]`` (see :data:`SENSITIVITY_RANGE`).
     """
     domain = resolve_domain(spec) if domain is None else domain
+    if domain.kind == "discovered":  # over the Δ₀ keys a unit can create
+        return selection_sensitivity(spec)
     b, st = spec.bounds, spec.statistic
     sens = derive_sensitivity(
         st.kind,
@@ -144,6 +149,9 @@ class Calibration:
     #: a zoom level's true sensitivity, when the mechanism is calibrated at a larger,
     #: effective one (:mod:`dpgauss.release.levels_plan`): the charge is at this one
     charged_sensitivity: float | None = None
+    #: keys not known in advance (:mod:`dpgauss.release.selection`): the threshold and the
+    #: selection's η, charged beside μ; None for a public domain
+    selection: Selection | None = None
 
     @property
     def sigma(self) -> float:
@@ -157,7 +165,9 @@ class Calibration:
 
     @property
     def delta(self) -> float:
-        """The δ of the guarantee."""
+        """The δ of the guarantee (with a selection: of the counts and the selection)."""
+        if self.selection is not None:
+            return self.selection.delta_total
         return float(self.mechanism.delta)
 
     @property
@@ -176,15 +186,31 @@ class Calibration:
         return str(self.probe.mechanism)
 
     @property
-    def event(self) -> GaussianEvent | GdpEvent:
+    def event(self) -> GaussianEvent | GdpEvent | ThresholdEvent:
         """The charge of the release, a typed event (:mod:`dpgauss.privacy.events`) that the
         ledger composes: continuous Gaussian noise is exactly Δ/σ-GDP
         (:class:`~dpgauss.privacy.events.GaussianEvent` of σ and Δ); a secure law is charged
-        its dominating μ (:class:`~dpgauss.privacy.events.GdpEvent`, ``mu``)."""
+        its dominating μ (:class:`~dpgauss.privacy.events.GdpEvent`, ``mu``); with a
+        selection, μ beside its η (:class:`~dpgauss.privacy.events.ThresholdEvent`)."""
+        if self.selection is not None:
+            return self.selection.event(self.mu)
         if self.noise.name == "gaussian":
             sens = self.charged_sensitivity or self.mechanism.sensitivity
             return GaussianEvent(self.mechanism.sigma, sens)
         return GdpEvent(self.mu)
+
+
+def calibrate_discovered(spec: ReleaseSpec, sens: Sensitivity) -> Calibration:
+    """The calibration of a discovered domain (:mod:`dpgauss.release.selection`): the
+    counts' noise and μ, and the selection that the charge's η comes from."""
+    mech, mu, probe, sel = calibrate_selection(spec, sens)
+    lo, hi = SIGMA_RANGE
+    if not lo <= mech.sigma <= hi:
+        raise ValueError(
+            f"[privacy] epsilon = {mech.epsilon:g}, delta = {sel.delta:g} put noise "
+            f"{mech.sigma:.6g} on the counts, outside the supported [{lo:g}, {hi:g}]"
+        )
+    return Calibration(mech, probe.dim, mu, probe, bool(spec.privacy.secure), selection=sel)
 
 
 def noise_scales(sens: Sensitivity, sigma: float) -> dict[str, float]:
@@ -349,7 +375,9 @@ def _ledger_path(spec: ReleaseSpec, ledger: str | os.PathLike[str] | None) -> Pa
     return p
 
 
-def _precheck(path: Path, spec: ReleaseSpec, mu: float, period: Period | None = None) -> None:
+def _precheck(
+    path: Path, spec: ReleaseSpec, mu: float, period: Period | None = None, eta: float = 0.0
+) -> None:
     from .ledger import BudgetExceeded, Ledger
 
     dataset = spec.privacy.dataset
@@ -371,7 +399,13 @@ def _precheck(path: Path, spec: ReleaseSpec, mu: float, period: Period | None = 
                 "through a view, or another dataset)"
             )
         status = led.remaining(dataset, None if period is None else period.start)
-    if mu > status.mu_remaining * (1.0 + 1e-12):
+    room = status.mu_remaining
+    if eta:  # a selection's η lowers the μ budget of everything charged (ledger.py)
+        from ..privacy.partition_selection import gdp_budget
+
+        budget = gdp_budget(status.epsilon, status.delta, status.eta_spent + eta)
+        room = math.sqrt(max(0.0, budget**2 - status.mu_spent**2))
+    if mu > room * (1.0 + 1e-12):
         raise BudgetExceeded(dataset, mu, status)
 
 
@@ -404,6 +438,15 @@ def _check_scope(
             f"of {length!r} from {origin!r} of {column!r}: a budget of scope 'period' "
             "holds for one series' periods"
         )
+
+
+def _no_denoiser(spec: ReleaseSpec) -> ReleaseSpec:
+    """``spec`` with ``[denoise] method = "none"`` (a discovered domain: no structure)."""
+    from dataclasses import replace
+
+    from .spec import DenoiseSpec
+
+    return replace(spec, denoise=DenoiseSpec(method="none"))
 
 
 # ----------------------------------------------------------------------------- denoiser
@@ -473,6 +516,10 @@ def _plot_decision(spec: ReleaseSpec, domain: KeyDomain) -> str | None:
     """None if the plot is drawn, else why not (public facts only)."""
     if not spec.output.plot:
         return "not drawn ([output] plot = false)"
+    if domain.kind == "discovered":
+        return "not drawn (discovered keys: no map, image or series to draw)"
+    if domain.other:
+        return "not drawn ([domain] other = true: the __other__ key has no place on a plot)"
     if domain.kind == "values":
         return "not drawn (values domain)"
     if len(domain.axes) > 1 and all(a.spec.kind == "values" for a in domain.axes):
@@ -555,23 +602,32 @@ def plan_release(
 
     # 1. domain, sensitivity, calibration: public quantities only.
     domain = resolve_domain(spec)
-    sens = sensitivity_of(spec, domain)
-    cal = calibrate(spec, sens, domain.size)
-    levels = _plan_levels(spec, domain, sens)
-    if levels is not None:
-        cal = levels.calibrations[0]  # the finest level's share of the budget
+    discovered = domain.kind == "discovered"
+    levels = None
+    if discovered:  # keys not known in advance: the selection's noise, τ and charge
+        sens = selection_sensitivity(spec)
+        cal = calibrate_discovered(spec, sens)
+    else:
+        sens = sensitivity_of(spec, domain)
+        cal = calibrate(spec, sens, domain.size)
+        levels = _plan_levels(spec, domain, sens)
+        if levels is not None:
+            cal = levels.calibrations[0]  # the finest level's share of the budget
 
     # 2. the ledger (before the data is read).
     ledger_p = _ledger_path(spec, ledger)
     if ledger_p is not None:
-        _precheck(ledger_p, spec, cal.mu if levels is None else levels.mu, the_period)
+        eta = cal.selection.eta if cal.selection is not None else 0.0
+        _precheck(ledger_p, spec, cal.mu if levels is None else levels.mu, the_period, eta)
 
     # 3. the denoiser and its error bars, run once on zeros with the planned σ (public
     #    inputs only), so that a parameter value it refuses is refused here, not after the
-    #    charge.
-    denoiser = plan_denoiser(spec, domain)
+    #    charge.  A discovered domain has none (no public structure).
+    denoiser = plan_denoiser(spec if not discovered else _no_denoiser(spec), domain)
     # a mean denoises its sum and its count, each with its own σ
-    parts = ("sum", "count") if sens.statistic == "mean" else (None,)
+    parts: tuple[str | None, ...] = ("sum", "count") if sens.statistic == "mean" else (None,)
+    if discovered:
+        parts = ()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for part in parts:

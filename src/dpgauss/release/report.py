@@ -200,6 +200,16 @@ class PublicReport:
             )
             + " without denoising",
         ]
+        sel = priv.get("selection")
+        if sel:  # keys not known in advance (dpgauss.release.selection)
+            split = sel["delta_split"]
+            lines.insert(
+                2,
+                f"selection  : {sel['released_keys']:,} keys released, those whose noisy count "
+                f"> threshold {sel['threshold']:.6g}; selection delta (eta) {sel['eta']:g}; "
+                f"delta {split['delta']:g} split as {split['selection']:g} (selection) + "
+                f"{split['counts']:g} (counts), charged once",
+            )
         iv = den.get("intervals")
         if iv and iv.get("median_width") is not None and iv.get("raw_width") is not None:
             how = "sum and count" if "count" in den else iv["method"]
@@ -599,6 +609,8 @@ class Diagnostics:
                 + f"; {r['in_domain']:,} in domain from {r['units']:,} units; "
                 f"{r['kept']:,} kept" + (f" ({bounded} dropped)" if bounded else "")
             )
+            if r.get("candidate_keys") is not None:  # a discovered domain, before selection
+                lines.append(f"keys found : {r['candidate_keys']:,} (before the selection)")
         lines.extend(_timing_lines(self.timing))
         for key, value in self.paths.items():
             lines.append(f"{key:<11}: {value}")

@@ -217,6 +217,7 @@ from typing import Any, Literal, overload
 
 from ..denoise.registry import DENOISERS as _REGISTRY
 from .domains.crs import parse_crs
+from .domains.discovered import check_spec as check_discovered
 from .domains.graph_files import BUNDLED_GRAPHS
 from .domains.keys import MAX_KEYS, RangeBins, WrittenFloat, brief
 from .engines.csv_format import MODES as CSV_MODES
@@ -540,11 +541,12 @@ class DomainSpec:
     parts: tuple[Any, ...] | None = None
     name: str | None = None
     on_invalid: str = "drop"
+    other: bool = False
     where: str = field(default="domain", repr=False, compare=False)
 
     def __post_init__(self) -> None:
         w = self.where
-        kinds = ("values", "range", "graph", "regions", "grid", "product")
+        kinds = ("values", "range", "graph", "regions", "grid", "product", "discovered")
         _required(w, "kind", self.kind, ", ".join(map(repr, kinds)))
         _choice(w, "kind", self.kind, kinds)
         _policy(w, "on_invalid", self.on_invalid)
@@ -582,6 +584,7 @@ class DomainSpec:
             },
             "grid": {"x", "y"},
             "product": {"parts"},
+            "discovered": {"column"},
         }
         defaults = {f.name: f.default for f in fields(self)}
         for other, keys in own.items():
@@ -596,9 +599,23 @@ class DomainSpec:
                 raise ValueError(
                     "[domain] name applies to the parts of a product (the output's column)"
                 )
+        _flag(w, "other", self.other)
+        if self.other and (w != "domain" or self.kind == "discovered"):
+            raise ValueError(
+                f"[{w}] other applies to a public domain's [domain] table (its keys known in "
+                "advance), not to "
+                + ("a discovered domain (every key found is a key)" if w == "domain" else "a part")
+            )
+        if self.other and self.kind == "graph" and self.mapping == "kde":
+            raise ValueError(
+                "[domain] other = true needs one key per record: not with mapping = 'kde' "
+                "(a record outside the map has no node to spread over)"
+            )
         if self.crs is not None:
             self._check_crs()
-        if self.kind == "grid":
+        if self.kind == "discovered":
+            _text(w, "column", self.column)  # the rest: domains/discovered.check_spec
+        elif self.kind == "grid":
             self._check_grid()
         elif self.kind == "product":
             self._check_product()
@@ -1487,6 +1504,11 @@ def _check_levels(spec: ReleaseSpec) -> None:
                 f"[{lv.where}] map needs a domain of one part (its keys are the fine_key "
                 f"column); a {d.kind!r} domain takes regions or kind = 'total'"
             )
+    if d.kind == "discovered" or d.other:
+        raise ValueError(
+            "[[levels]] need every fine key known before the release, each with one parent: "
+            "a [domain] kind = 'discovered' or other = true has none to place"
+        )
     if spec.series is not None and getattr(spec.series, "history", None):
         raise ValueError(
             "[[levels]] with [series] history are not supported yet: the history denoises "
@@ -1560,6 +1582,7 @@ class ReleaseSpec:
                 raise TypeError(f"[{key}] must be a {cls.__name__}; got {type(value).__name__}")
         if self.name is not None:
             _text("release", "name", self.name)
+        check_discovered(self)  # before the declared columns: its message says more
         if self.source.types is not None:
             _check_declared(self)
         _check_source_crs(self)
@@ -1568,6 +1591,11 @@ class ReleaseSpec:
         method = self.denoise.method
         if method == "wavelet" and d.kind != "range":
             raise ValueError("[denoise] method = 'wavelet' needs a range domain (a 1-D grid)")
+        if method == "wavelet" and d.other:
+            raise ValueError(
+                "[denoise] method = 'wavelet' needs a grid: [domain] other = true adds the key "
+                "__other__, which is no bin of it (use auto or trend_filter)"
+            )
         if method in ("graph_wavelet", "trend_filter") and d.kind == "values":
             raise ValueError(
                 f"[denoise] method = {method!r} needs public structure: a graph or range domain"

@@ -237,9 +237,10 @@ def public_report(
         # The entry's number is ledger state (how many charges came before): confidential,
         # it goes to the diagnostics only (Diagnostics.ledger).
         charge.update({"dataset": spec.privacy.dataset, "mu": entry.mu})
+    rows = len(columns["released"])  # a discovered domain: the released keys (public)
     domain: dict[str, Any] = {
         "kind": plan.domain.kind,
-        "size": plan.domain.size,
+        "size": plan.domain.size if plan.domain.kind != "discovered" else rows,
         "structure": plan.domain.structure,
     }
     components = map_components(plan.domain)  # the map's (a product's first graph or regions)
@@ -259,7 +260,7 @@ def public_report(
             "plot": plan.plot.name if plan.plot is not None else None,
             "plot_note": plan.plot_note or None,
             "format": plan.file_format,
-            "rows": plan.domain.size,
+            "rows": rows,
             "columns": list(columns),
             **(
                 {"levels": {k: v.name for k, v in plan.level_tables.items()}}

@@ -36,7 +36,7 @@ in time.  A product of ranges (a grid) also has the lattice shape, for 2-D wavel
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -44,6 +44,7 @@ import numpy as np
 from ..spec import DomainSpec, ReleaseSpec
 from .axes import Axis, product_edges, resolve_axis
 from .crs import WGS84, parse_crs
+from .discovered import OTHER_KEY
 from .keys import MAX_KEYS
 from .mapping import GraphMapper
 
@@ -75,6 +76,9 @@ class KeyDomain:
     node_lon: np.ndarray | None = None
     source: str | None = None
     axes: tuple[Axis, ...] = field(default=())
+    #: ``[domain] other = true``: the last key, ``__other__``, counts the records whose key
+    #: is outside the domain (bounded like every other key; no edge, no lattice)
+    other: bool = False
 
     @property
     def spread(self) -> bool:
@@ -115,27 +119,52 @@ class KeyDomain:
             out = {"key": self.labels}
             names = _names(self.axes[0]) if self.axes else None
             if names is not None:
-                out["name"] = names
+                out["name"] = _append(names, None) if self.other else names
             return out
         cols: dict[str, np.ndarray] = {}
         for a, i in zip(self.axes, self._indices(), strict=True):
-            cols[a.name] = a.labels[i]
+            cols[a.name] = _append(a.labels[i], OTHER_KEY) if self.other else a.labels[i]
             names = _names(a)
             if names is not None:
-                cols[f"{a.name}_name"] = names[i]
+                cols[f"{a.name}_name"] = _append(names[i], None) if self.other else names[i]
         return cols
 
     def place_columns(self) -> dict[str, np.ndarray]:
         """``lat``, ``lon`` of each key's graph node (the last columns), if the domain has a
         graph axis (the first one of a product)."""
+        out: dict[str, np.ndarray] = {}
         if len(self.axes) <= 1:
-            if self.node_lat is None:
-                return {}
-            return {"lat": self.node_lat, "lon": self.node_lon}  # type: ignore[dict-item]
-        for a, i in zip(self.axes, self._indices(), strict=True):
-            if a.node_lat is not None:
-                return {"lat": a.node_lat[i], "lon": a.node_lon[i]}  # type: ignore[index]
-        return {}
+            if self.node_lat is not None:
+                out = {"lat": self.node_lat, "lon": self.node_lon}  # type: ignore[dict-item]
+        else:
+            for a, i in zip(self.axes, self._indices(), strict=True):
+                if a.node_lat is not None:
+                    out = {"lat": a.node_lat[i], "lon": a.node_lon[i]}  # type: ignore[index]
+                    break
+        if self.other and out:  # the other key has no place
+            out = {
+                k: np.append(np.asarray(v, dtype=np.float64)[: self.size - 1], np.nan)
+                for k, v in out.items()
+            }
+        return out
+
+
+def _append(values: np.ndarray, last: Any) -> np.ndarray:
+    """``values`` and one more, as an object array (the other key's row)."""
+    out = np.empty(len(values) + 1, dtype=object)
+    out[:-1] = values.tolist()
+    out[-1] = last
+    return out
+
+
+def _with_other(domain: KeyDomain) -> KeyDomain:
+    """``domain`` with the ``__other__`` key last (module docstring of
+    :mod:`.discovered`): its edges unchanged (the other key is isolated), no lattice."""
+    if len(domain.axes) <= 1:
+        labels = _append(domain.labels, OTHER_KEY)
+    else:  # the key columns say it (key_columns); the labels stay indices
+        labels = np.arange(domain.size + 1, dtype=np.int64)
+    return replace(domain, size=domain.size + 1, labels=labels, grid=None, other=True)
 
 
 def _names(axis: Axis) -> np.ndarray | None:
@@ -150,6 +179,8 @@ def resolve_domain(spec: ReleaseSpec) -> KeyDomain:
     Reads public files only (a user graph); raises ``ValueError`` naming the file for a bad one.
     """
     d = spec.domain
+    if d.kind == "discovered":  # no public keys: the data's, selected (domains/discovered.py)
+        return KeyDomain("discovered", 0, np.empty(0, dtype=object))
     names = [part.output_name if len(d.axes) > 1 else "key" for part in d.axes]
     records = WGS84 if spec.source.crs is None else parse_crs(spec.source.crs, "[source] crs")
     axes = tuple(
@@ -166,6 +197,11 @@ def resolve_domain(spec: ReleaseSpec) -> KeyDomain:
                             f"[{a.spec.where}] the key {v.encode('utf-8', 'backslashreplace')!r} "
                             "is not valid text (it cannot be written as UTF-8)"
                         ) from None
+    out = _resolve(d, axes)
+    return _with_other(out) if d.other else out
+
+
+def _resolve(d: DomainSpec, axes: tuple[Axis, ...]) -> KeyDomain:
     if len(axes) == 1:
         a = axes[0]
         grid = (a.size,) if a.spec.kind == "range" and a.size >= 2 else None

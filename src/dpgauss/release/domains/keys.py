@@ -532,6 +532,18 @@ def key_array(keys: list[Any]) -> Any:
 
     if all(isinstance(k, str) or k is None for k in keys):
         return pa.array(keys, pa.string())
+    if any(isinstance(k, str) for k in keys):  # numbers and the "other" key: text of each
+        return pa.array(
+            [
+                k
+                if isinstance(k, str) or k is None
+                else str(int(k))
+                if isinstance(k, numbers.Integral)
+                else repr(float(k))
+                for k in keys
+            ],
+            pa.string(),
+        )
     ints = [int(k) for k in keys if isinstance(k, numbers.Integral)]
     if len(ints) == len(keys):
         lo, hi = min(ints, default=0), max(ints, default=0)

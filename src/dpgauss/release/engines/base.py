@@ -130,6 +130,9 @@ class RowCounts:
     kept: int = 0
     units: int = 0
     dropped_by_bounds: dict[str, int] = field(default_factory=dict)
+    #: a discovered domain (:mod:`dpgauss.release.domains.discovered`): the keys with kept
+    #: records, before the selection (confidential, like every counter here)
+    candidate_keys: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -138,11 +141,13 @@ class RowCounts:
 
 @dataclass(frozen=True, eq=False)
 class Aggregate:
-    """The bounded, unnoised aggregate: per key ``counts`` and (sum/mean) ``sums``."""
+    """The bounded, unnoised aggregate: per key ``counts`` and (sum/mean) ``sums``;
+    ``labels``: the keys found, for a discovered domain (sorted; else None: the domain's)."""
 
     counts: np.ndarray
     sums: np.ndarray | None
     rows: RowCounts
+    labels: np.ndarray | None = None
 
 
 class Engine(Protocol):

@@ -81,6 +81,7 @@ import numpy as np
 
 from ..._optional import install_hint, require
 from .. import schema
+from ..domains import discovered
 from ..domains.keys import TIMESTAMP_TEXT
 from ..domains.mapping import GraphMapper
 from ..spec import DomainSpec, ReleaseSpec
@@ -593,6 +594,11 @@ class DuckDBEngine:
             try:
                 # a CSV's line reader is scanned once, by the query below
                 source, params, csv, types = self._typed(con, plan.spec, tag)
+                if plan.domain.kind == discovered.KIND:
+                    query = _Query(plan, source, types, tag, con, csv)
+                    sql = query.build_discovered()
+                    rows = con.execute(sql, {**params, **query.params}).fetchall()
+                    return discovered.collect_discovered(plan, rows)
                 if self.kernel and unit_topb.available() and _kernel_serves(plan, types, con):
                     groups, spread = self._run_kernel(plan, con, source, params, types, tag, csv)
                 else:
@@ -729,6 +735,8 @@ class _Query(RecordExpressions):
                 f"CASE WHEN NOT (out_f OR bad_u OR bad_d OR bad_v{' OR bad_l' if bl else ''}) "
                 f"THEN {key_expr} END"
             )
+        if dom.other:  # [domain] other = true: a valid key outside the domain is the last
+            key_expr = f"CASE WHEN NOT bad_d THEN coalesce({key_expr}, {dom.size - 1}) END"
         # A NULL key means: invalid (bad_*) or outside the domain.  `ok` = in the domain.
         ok = "key IS NOT NULL AND NOT bad_u" + ("" if bad_v == "false" else " AND NOT bad_v")
         if out_f != "false":
@@ -839,6 +847,66 @@ WITH parsed AS (
 SELECT {", ".join(out)}{extra} FROM {prev}"""
         self.flags = tuple(flags)
         return sql, self.params
+
+    def build_discovered(self) -> str:
+        """The query of a discovered domain (:mod:`dpgauss.release.domains.discovered`): one
+        row ``(g, kv, n, units, n_c, n_k)`` per group — ``g`` = 0 with the key ``kv`` for
+        kept records, ``DROPPED`` for in-domain records the bounds removed, minus the row
+        class otherwise.  The bounds as on the general path, in the order c → k → b, each
+        among the records still kept: the c records of smallest priority per (unit, key),
+        the k keys of smallest key priority ``hash(salt, 'keys', unit, value)`` per unit (the
+        key's value, not an index: no other unit decides it), the b records of smallest
+        priority per unit."""
+        spec = self.spec
+        unit, bad_unit = self._unit()
+        d_parsed, bad_d = self._domain_parse()
+        out_f = self._filter()
+        parsed = [f"{unit} AS u", f"{bad_unit} AS bad_u", f"{self._priority()} AS p"]
+        parsed += [f"{sql} AS {name}" for name, sql in d_parsed.items()]
+        parsed.append(f"{out_f} AS out_f")
+        bad_l = ""
+        if self.csv is not None:
+            parsed.append(f"{self.csv.bad} AS bad_l")
+            bad_l = f"WHEN bad_l THEN {MALFORMED} "
+        cls = (
+            f"CASE {bad_l}WHEN out_f THEN {OUTSIDE_FILTER} WHEN bad_u THEN {NULL_UNIT} "
+            f"WHEN {bad_d} THEN {INVALID_DOMAIN} ELSE {IN_DOMAIN} END"
+        )
+        kv = next(iter(self._dx[0].values()))
+        b = spec.bounds.max_records_per_unit
+        k = spec.bounds.max_keys_per_unit
+        c = spec.bounds.max_records_per_key
+        self.params["dp_keys"] = "keys"
+        kc = "eu IS NOT NULL" + (
+            f" AND row_number() OVER (PARTITION BY eu, kv ORDER BY p) <= {c}" if c else ""
+        )
+        kk = "kc" + (
+            " AND dense_rank() OVER (PARTITION BY CASE WHEN kc THEN eu END ORDER BY "
+            f"hash(hash($dp_salt::UBIGINT, $dp_keys, eu, kv)) ASC, kv ASC) <= {k}"
+            if k
+            else ""
+        )
+        kept = "kk" + (f" AND rb <= {b}" if b else "")
+        self.flags = ("kc", "kk")
+        return f"""
+WITH parsed AS (
+  SELECT {", ".join(parsed)} FROM {self.source}
+), r0 AS (
+  SELECT c0 AS cls, p, CASE WHEN c0 = {IN_DOMAIN} THEN u END AS eu,
+         CASE WHEN c0 = {IN_DOMAIN} THEN {kv} END AS kv
+  FROM (SELECT *, {cls} AS c0 FROM parsed)
+), r1 AS (SELECT *, {kc} AS kc FROM r0
+), r2 AS (SELECT *, {kk} AS kk FROM r1
+), r3 AS (SELECT *, row_number() OVER (PARTITION BY eu ORDER BY kk DESC, p ASC) AS rb FROM r2
+), r4 AS (
+  SELECT CASE WHEN eu IS NULL THEN -cls WHEN {kept} THEN 0 ELSE {DROPPED} END AS g,
+         CASE WHEN eu IS NOT NULL AND {kept} THEN kv END AS kv,
+         eu IS NOT NULL AND rb = 1 AS first_u, kc, kk
+  FROM r3
+)
+SELECT g, kv, count(*) AS n, count(*) FILTER (WHERE first_u) AS units,
+       count(*) FILTER (WHERE kc) AS n_c, count(*) FILTER (WHERE kk) AS n_k
+FROM r4 GROUP BY g, kv"""
 
     def _fast(self, sql: str, unit_range: tuple[int, int], ok: str, b: int) -> str:
         """The one-key sort for counts (see :meth:`build`).

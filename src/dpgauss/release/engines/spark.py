@@ -102,6 +102,7 @@ import numpy as np
 
 from ..._optional import install_hint, optional
 from .. import schema
+from ..domains import discovered
 from ..domains.keys import INT_LITERAL, TIMESTAMP_TEXT
 from ..domains.mapping import GraphMapper
 from ..spec import DomainSpec, ReleaseSpec
@@ -741,6 +742,10 @@ class SparkEngine:
                 df, names, csv = self._read(plan.spec)
                 nanos = self._nanos(plan.spec, df) if on else {}
                 df, names, csv = self._typed(plan.spec, df, names, csv, nanos)
+                if plan.domain.kind == discovered.KIND:
+                    job = _Job(plan, df, names, csv, nanos).build_discovered()
+                    found = [tuple(r) for r in job.collect()]
+                    return discovered.collect_discovered(plan, found)
                 job = _Job(plan, df, names, csv, nanos).build()
                 rows = [tuple(r) for r in job.collect()]
         except _spark_errors() as exc:
@@ -1067,6 +1072,9 @@ class _Job(RecordExpressions):
             checked = checked.withColumn("v", sf.expr(value))
         # 2. The key (NULL: outside the domain, or not a candidate).
         keyed = self._key(checked)
+        if dom.other:  # [domain] other = true: a valid key outside the domain is the last
+            other = sf.coalesce(sf.col("key"), sf.lit(dom.size - 1).cast("long"))
+            keyed = keyed.withColumn("key", sf.when(~sf.col("bad_d"), other))
         cls = (
             sf.when(sf.col("bad_line"), MALFORMED)
             .when(sf.col("out_f"), OUTSIDE_FILTER)
@@ -1138,6 +1146,94 @@ class _Job(RecordExpressions):
             as_int("kk").alias("n_k"),
             s.alias("s"),
             mass.alias("mass"),
+        )
+
+    def build_discovered(self) -> Any:
+        """The DataFrame of ``(g, kv, n, units, n_c, n_k)`` rows of a discovered domain
+        (:mod:`dpgauss.release.domains.discovered`; the DuckDB engine's
+        ``build_discovered``): the parse and the bounds of :meth:`build`, the key being the
+        value itself and the key priority ``xxhash64(salt, 'keys', unit, value)``."""
+        from pyspark.sql import Window
+        from pyspark.sql import functions as sf
+
+        spec, plan = self.spec, self.plan
+        u_value, bad_u = self._unit()
+        d_parsed, bad_d = self._domain_parse()
+        salt = sf.lit(_signed(int(plan.salt)))
+        whole = priority_column([self.csv[0]] if self.csv else self.names, salt)
+        record_cols = spec.bounds.record_columns
+        if record_cols is None:
+            p = whole
+        else:
+            wanted = [*record_cols, spec.unit.column, *spec.domain.columns]
+            p = priority_column(list(dict.fromkeys(wanted)), salt)
+        malformed = sf.col(_ident(self.csv[1])) if self.csv is not None else sf.lit(False)
+        (kv,) = d_parsed
+        parsed = self.df.select(
+            sf.expr(u_value).alias("u"),
+            sf.expr(bad_u).alias("bad_u"),
+            p.alias("p"),
+            whole.alias("h"),
+            malformed.alias("bad_line"),
+            sf.expr(self._out_filter()).alias("out_f"),
+            sf.expr(d_parsed[kv]).alias("kv0"),
+        )
+        cls = (
+            sf.when(sf.col("bad_line"), MALFORMED)
+            .when(sf.col("out_f"), OUTSIDE_FILTER)
+            .when(sf.col("bad_u"), NULL_UNIT)
+            .when(sf.expr(bad_d.replace(kv, "kv0")), INVALID_DOMAIN)
+            .otherwise(IN_DOMAIN)
+        )
+        rows = parsed.select(cls.alias("cls"), "u", "p", "h", "kv0").select(
+            "cls",
+            "p",
+            "h",
+            sf.when(sf.col("cls") == IN_DOMAIN, sf.col("u")).alias("eu"),
+            sf.when(sf.col("cls") == IN_DOMAIN, sf.col("kv0")).alias("kv"),
+        )
+        ok = sf.col("eu").isNotNull()
+        rows = rows.withColumn(
+            "pk", sf.when(ok, sf.xxhash64(sf.col("eu"))).otherwise(sf.col("h"))
+        ).repartition("pk")
+        b = spec.bounds.max_records_per_unit
+        k = spec.bounds.max_keys_per_unit
+        c = spec.bounds.max_records_per_key
+        assert k is not None  # domains/discovered.check_spec
+        per_unit = Window.partitionBy("pk", "eu")
+        if c is not None:
+            w = Window.partitionBy("pk", "eu", "kv").orderBy("p")
+            rows = rows.withColumn("kc", ok & (sf.row_number().over(w) <= c))
+        else:
+            rows = rows.withColumn("kc", ok)
+        kp = sf.xxhash64(salt, sf.lit("keys"), sf.col("eu"), sf.col("kv"))
+        w = per_unit.orderBy(sf.col("kc").desc(), kp, "kv")
+        rows = rows.withColumn("kk", sf.col("kc") & (sf.dense_rank().over(w) <= k))
+        rows = rows.withColumn(
+            "rb", sf.row_number().over(per_unit.orderBy(sf.col("kk").desc(), "p"))
+        )
+        kept = sf.col("kk") & (sf.col("rb") <= b) if b is not None else sf.col("kk")
+        g = (
+            sf.when(~ok, -sf.col("cls").cast("long"))
+            .when(kept, sf.lit(0).cast("long"))
+            .otherwise(sf.lit(DROPPED).cast("long"))
+        )
+        rows = rows.select(
+            g.alias("g"),
+            sf.when(ok & kept, sf.col("kv")).alias("kv"),
+            (ok & (sf.col("rb") == 1)).alias("first_u"),
+            "kc",
+            "kk",
+        )
+
+        def as_int(name: str) -> Any:
+            return sf.sum(sf.col(name).cast("long"))
+
+        return rows.groupBy("g", "kv").agg(
+            sf.count(sf.lit(1)).alias("n"),
+            as_int("first_u").alias("units"),
+            as_int("kc").alias("n_c"),
+            as_int("kk").alias("n_k"),
         )
 
     # ------------------------------------------------------------------ domains

@@ -219,6 +219,10 @@ class RecordExpressions:
                 bad += f" OR NOT ({la} BETWEEN {la0} AND {la1} AND {lo} BETWEEN {lo0} AND {lo1})"
             self._dx.append({})
             return parsed, f"coalesce({bad}), true)"
+        if d.kind == "discovered":
+            # the key is the value itself, in its declared type (domains/discovered.py)
+            self._dx.append({"key": f"dx{x}_key"})
+            return {f"dx{x}_key": self._discovered_value(d)}, f"(dx{x}_key IS NULL)"
         # values and range: the column read by the rules of dpgauss.release.domains.keys.
         channels = self._channels(d)
         self._dx.append({ch: f"dx{x}_{ch}" for ch in channels})
@@ -226,6 +230,15 @@ class RecordExpressions:
             return {}, "true"
         bad = " AND ".join(f"{ref} IS NULL" for ref in self._dx[-1].values())
         return {f"dx{x}_{ch}": expr for ch, expr in channels.items()}, f"({bad})"
+
+    def _discovered_value(self, d: DomainSpec) -> str:
+        """A discovered key: the column's value in its declared type (text as it is, an
+        integer exactly, a timestamp to the microsecond; a categorical by its text)."""
+        sql = self.dialect
+        c = sql.ident(str(d.column))
+        if self._type(str(d.column)).startswith("ENUM("):
+            return f"CAST({c} AS {sql.text})"
+        return c
 
     def _range_key(self, i: int, d: DomainSpec) -> str:
         """The exact key of range axis ``i`` (:mod:`dpgauss.release.domains.keys`), BIGINT or

@@ -48,12 +48,6 @@ def _period_budget(path: Path) -> Path:
 # ------------------------------------------------ finding 1: the session's time zone
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding 1: a UTC-adjusted (TIMESTAMPTZ) series column is cut into periods in the "
-    "engine session's time zone, so one record enters two periods' releases, each charged "
-    "the whole scope-'period' budget",
-)
 def test_a_utc_adjusted_record_is_in_one_period_whatever_the_session_zone(
     tmp_path: Path, zero_noise
 ) -> None:

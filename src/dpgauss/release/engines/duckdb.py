@@ -1035,7 +1035,8 @@ FROM ({rows_sql}) GROUP BY g"""
 
     def _timestamp(self, column: str) -> str:
         """The column as a TIMESTAMP, as both engines read it: text only when it has the
-        grammar of :data:`keymap.TIMESTAMP_TEXT` (then ``TRY_CAST``), other types cast."""
+        grammar of :data:`keymap.TIMESTAMP_TEXT` (then ``TRY_CAST``), an instant
+        (``TIMESTAMPTZ``) as its UTC wall time, other types cast."""
         c = quote_ident(column)
         t = self.types.get(column, "").upper()
         if t.startswith("ENUM("):
@@ -1047,6 +1048,11 @@ FROM ({rows_sql}) GROUP BY g"""
                 f"CASE WHEN regexp_full_match({c}, $dp_ts_re) "
                 f"THEN TRY_CAST(trim({c}, {_literal(schema.WS_CHARS)}) AS TIMESTAMP) END"
             )
+        if t in ("TIMESTAMP WITH TIME ZONE", "TIMESTAMPTZ"):
+            # an instant: its wall time in UTC, whatever the session's TimeZone (a cast
+            # would take the session's zone, and one record could fall in two periods:
+            # the series review, finding 1)
+            return f"timezone('UTC', {c})"
         return f"TRY_CAST({c} AS TIMESTAMP)"
 
     def _double(self, column: str) -> str:

@@ -173,6 +173,12 @@ class UsageError(Exception):
     """A bad command line: reported in one line, exit status 2."""
 
 
+class UncertifiedError(Exception):
+    """Internal control flow, never raised to a caller: the direct order-0 route on a chain
+    (:mod:`dpgauss.denoise.trend_filter._chain`) could not certify a λ (its duality gap
+    exceeds ``tol``), and the general route takes over."""
+
+
 class PlotUnavailableError(ImportError):
     """matplotlib (the ``plot`` extra) is not installed: a plot or a figure's PNG cannot be
     drawn; the message carries the install hint."""

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import UncertifiedError
 from ..result import Denoised
 from ..structure import Structure
 from ._fibres import Layout, certificate, lam_max, scan
@@ -42,10 +43,6 @@ __all__ = ["ALGORITHM", "chain_trend_filter"]
 
 #: ``params["algorithm"]`` on a chain (that of the general route there).
 ALGORITHM = "direct 1-D TV (Condat 2013)"
-
-
-class _UncertifiedError(Exception):
-    """A λ whose duality gap exceeds ``tol``: the general route takes over."""
 
 
 @dataclass
@@ -134,7 +131,7 @@ class _FibrePath:
         # P(β) − D(u) without cancellation, as _path._Path.solve_exact
         gap = lam * tv - dot + 0.5 * dd
         if not gap <= self.tol * max(p, 1e-300):
-            raise _UncertifiedError
+            raise UncertifiedError
         df = self.layout.fibres + jumps
         fit = _ChainFit(lam, df, rss, p, max(gap, 0.0) / max(p, 1e-300), self.risk(rss, df), x)
         return self.keep(fit)
@@ -178,7 +175,7 @@ def chain_trend_filter(
 
             assert path.lam_max is not None
             fits = _sure_path(path.solve, risk, path.lam_max, ratio, n_lambdas)
-    except _UncertifiedError:
+    except UncertifiedError:
         return None
     lam_max_ = path.lam_max
     risks = [f.risk for f in fits]

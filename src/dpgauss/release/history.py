@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from .._optional import require
 from ..denoise import Denoised, Structure, as_graph
 from .domains.key_domain import KeyDomain
 from .series import Period, parse_period, period_path
@@ -91,8 +92,7 @@ def _released(table: Path, fmt: str, d: int) -> np.ndarray:
     """The ``released`` column of a published table; ``ValueError`` naming the file."""
     try:
         if fmt == "parquet":
-            import pyarrow.parquet as pq
-
+            pq = require("pyarrow.parquet", "data", "reading a Parquet table", error=ValueError)
             values = pq.read_table(table, columns=["released"]).column(0).to_pylist()
         else:
             with open(table, newline="", encoding="utf-8") as fh:

@@ -478,7 +478,7 @@ class ErrorBars:
             )
         for name in ("spread", "floor"):
             v = getattr(self, name)
-            if not isinstance(v, numbers.Real) or not v >= 0.0:
+            if not isinstance(v, numbers.Real) or not float(v) >= 0.0:
                 raise ValueError(f"ErrorBars: {name} must be a number >= 0; got {v!r}")
 
     def quantile(self, level: float = 0.95) -> float:

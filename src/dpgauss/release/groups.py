@@ -1,0 +1,168 @@
+"""Named groups of keys and the table of their sums, with intervals.
+
+A reader who adds up keys — a neighbourhood's junctions, a district's cells — asks for the
+error of the sum.  A *groups file* names the sums: a CSV (or Parquet) table with a column
+``group`` (the sum's name), the key column (the keys it adds up) and, optionally, a column
+``weight`` (default 1: a plain sum; any finite weights give a weighted sum).  A key may be
+in several groups; a group's rows need not be adjacent.  It is public structure, like a
+graph: it must not be made from the data.
+
+:func:`read_groups` checks the file against the table's keys (every key named must be a
+key of the table, no (group, key) pair twice) and gives the weight matrix ``W`` (one row a
+group, in the order the groups first appear in the file).  :func:`group_table` gives the
+published rows: each group's sum of the released values with its exact interval
+(``Σ w·y ± z·√(Σ w²σ²)``) and its sum of the denoised values with the interval of
+:meth:`dpgauss.denoise.ErrorBars.sum_interval` (module doc of
+:mod:`dpgauss.denoise.result`, "Sums of keys"), drawn with the per-key intervals' draws.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import sparse, special
+
+from .._optional import require
+from ..denoise.result import ErrorBars
+
+__all__ = ["GROUP_COLUMNS", "Groups", "group_table", "read_groups"]
+
+#: The columns of a groups table, in order.
+GROUP_COLUMNS = (
+    "group",
+    "keys",
+    "released",
+    "released_lower",
+    "released_upper",
+    "denoised",
+    "denoised_lower",
+    "denoised_upper",
+)
+
+
+@dataclass(frozen=True)
+class Groups:
+    """The groups of a groups file: their ``names`` (in file order), the weight matrix
+    (``k × n`` CSR, one row a group over the table's ``n`` keys) and the file's path."""
+
+    names: tuple[str, ...]
+    matrix: sparse.csr_matrix
+    path: str
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """The number of keys of every group."""
+        return np.diff(self.matrix.indptr)
+
+
+def _rows(path: str) -> tuple[list[str], list[list[Any]]]:
+    if path.lower().endswith((".parquet", ".pq")):
+        pq = require("pyarrow.parquet", "data", "reading a Parquet groups file", error=ValueError)
+        try:
+            table = pq.read_table(path)
+        except Exception as exc:  # pyarrow raises many types for a bad file
+            raise ValueError(f"{path}: not a readable Parquet file ({exc})") from None
+        cols = [table.column(c).to_pylist() for c in table.column_names]
+        return list(table.column_names), [list(r) for r in zip(*cols, strict=True)]
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            rows = list(csv.reader(fh))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: the groups file cannot be read as UTF-8 CSV ({exc})") from None
+    if not rows:
+        raise ValueError(f"{path}: the groups file is empty (no header)")
+    return rows[0], rows[1:]
+
+
+def read_groups(path: str | os.PathLike[str], keys: list[str], key: str = "key") -> Groups:
+    """Read a groups file (module docstring) against the table's ``keys`` (as text, one per
+    row, in row order).  ``ValueError`` naming the file, the line and the column for a bad
+    file: a missing column, a key that is not a key of the table, a (group, key) pair given
+    twice, a weight that is not a finite number, no group at all."""
+    src = os.fspath(path)
+    header, rows = _rows(src)
+    if len(set(header)) != len(header):
+        raise ValueError(f"{src}: the groups file's header repeats a column name")
+    missing = [c for c in ("group", key) if c not in header]
+    if missing:
+        raise ValueError(
+            f"{src}: the groups file needs the columns 'group' and {key!r} (the table's key "
+            f"column, --key) and may have 'weight'; it has no {', '.join(map(repr, missing))}"
+        )
+    g_col, k_col = header.index("group"), header.index(key)
+    w_col = header.index("weight") if "weight" in header else None
+    index = {k: i for i, k in enumerate(keys)}
+    names: dict[str, int] = {}
+    seen: set[tuple[int, int]] = set()
+    r_idx: list[int] = []
+    c_idx: list[int] = []
+    vals: list[float] = []
+    for line, row in enumerate(rows, start=2):
+        if len(row) != len(header):
+            raise ValueError(
+                f"{src}: line {line} has {len(row)} fields; the header has {len(header)}"
+            )
+        name, k = str(row[g_col]), str(row[k_col])
+        if name == "":
+            raise ValueError(f"{src}: line {line} has an empty group name")
+        if k not in index:
+            raise ValueError(
+                f"{src}: line {line}: key {k!r} (column {key!r}) is not a key of the table"
+            )
+        weight = 1.0
+        if w_col is not None:
+            try:
+                weight = float(row[w_col])
+            except (TypeError, ValueError):
+                weight = math.nan
+            if not math.isfinite(weight):
+                raise ValueError(
+                    f"{src}: line {line}: weight {row[w_col]!r} is not a finite number"
+                )
+        g = names.setdefault(name, len(names))
+        if (g, index[k]) in seen:
+            raise ValueError(f"{src}: line {line}: key {k!r} is in group {name!r} twice")
+        seen.add((g, index[k]))
+        r_idx.append(g)
+        c_idx.append(index[k])
+        vals.append(weight)
+    if not names:
+        raise ValueError(f"{src}: the groups file names no group (no rows)")
+    mat = sparse.csr_matrix((vals, (r_idx, c_idx)), shape=(len(names), len(keys)))
+    mat.sort_indices()
+    return Groups(tuple(names), mat, src)
+
+
+def group_table(
+    groups: Groups,
+    released: np.ndarray,
+    sigma: np.ndarray,
+    bars: ErrorBars,
+    level: float,
+) -> dict[str, list[Any]]:
+    """The published rows of ``groups`` (columns :data:`GROUP_COLUMNS`): each group's sum of
+    the ``released`` values with its exact raw interval, and its sum of the denoised values
+    with the interval of ``bars`` (drawn with ``weights=groups.matrix``)."""
+    if bars.sums is None:
+        raise ValueError("group_table needs error bars drawn with weights=groups.matrix")
+    w = groups.matrix
+    z = float(-special.ndtri((1.0 - level) / 2.0))
+    raw = np.asarray(w @ np.ravel(released), dtype=np.float64).ravel()
+    half = z * np.sqrt(np.asarray(w.multiply(w) @ np.ravel(sigma) ** 2).ravel())
+    r_lo, r_hi = raw - half, raw + half
+    lo, hi = (np.atleast_1d(v) for v in bars.sum_interval(level))
+    return {
+        "group": list(groups.names),
+        "keys": groups.sizes.tolist(),
+        "released": raw.tolist(),
+        "released_lower": r_lo.tolist(),
+        "released_upper": r_hi.tolist(),
+        "denoised": np.atleast_1d(bars.sums.estimate).tolist(),
+        "denoised_lower": lo.tolist(),
+        "denoised_upper": hi.tolist(),
+    }

@@ -1,0 +1,173 @@
+"""Named groups of keys: ``dpgauss denoise --groups`` and :mod:`dpgauss.release.groups`."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpgauss.cli import main
+from dpgauss.release.denoise_table import denoise_table
+from dpgauss.release.groups import GROUP_COLUMNS, read_groups
+
+D = 120
+
+
+def _write(path: Path, header: list[str], rows: list[list[object]]) -> Path:
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(header)
+        w.writerows(rows)
+    return path
+
+
+def _read(path: Path) -> dict[str, list[str]]:
+    rows = list(csv.DictReader(open(path, newline="", encoding="utf-8")))
+    return {k: [r[k] for r in rows] for k in rows[0]}
+
+
+def _f(table: dict[str, list[str]], name: str) -> np.ndarray:
+    return np.array([float(v) for v in table[name]])
+
+
+@pytest.fixture
+def table(tmp_path: Path) -> tuple[Path, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(5)
+    theta = np.zeros(D)
+    theta[30:50] = 12.0
+    theta[90] = 30.0
+    sigma = rng.uniform(2.0, 4.0, D)
+    y = theta + sigma * rng.standard_normal(D)
+    rows = [[f"k{i}", y[i], sigma[i]] for i in range(D)]
+    return _write(tmp_path / "t.csv", ["key", "released", "sigma"], rows), y, sigma
+
+
+def _groups(tmp_path: Path) -> Path:
+    rows: list[list[object]] = [["hot", f"k{i}", 1] for i in range(30, 50)]
+    rows += [["cold", f"k{i}", 1] for i in range(60, 80)]
+    rows += [["hot", "k90", 1]]  # a group's rows need not be adjacent
+    rows += [["contrast", "k40", 1], ["contrast", "k70", -1]]  # weights of both signs
+    rows += [["half", f"k{i}", 0.5] for i in range(0, D, 3)]
+    return _write(tmp_path / "g.csv", ["group", "key", "weight"], rows)
+
+
+def test_the_groups_table_gives_each_sum_and_its_intervals(table, tmp_path: Path) -> None:
+    path, y, sigma = table
+    res = denoise_table(
+        path, chain=True, out=tmp_path / "d.csv", groups=_groups(tmp_path), nonnegative=True
+    )
+    keyed = _read(tmp_path / "d.csv")
+    out = _read(tmp_path / "d.csv.groups.csv")
+    assert list(out) == list(GROUP_COLUMNS)
+    assert out["group"] == ["hot", "cold", "contrast", "half"]  # the file's order
+    assert out["keys"] == ["21", "20", "2", str(len(range(0, D, 3)))]
+    w = np.zeros((4, D))
+    w[0, 30:50] = 1
+    w[0, 90] = 1
+    w[1, 60:80] = 1
+    w[2, 40], w[2, 70] = 1, -1
+    w[3, ::3] = 0.5
+    np.testing.assert_allclose(_f(out, "released"), w @ y, rtol=1e-12)
+    np.testing.assert_allclose(_f(out, "denoised"), w @ _f(keyed, "denoised"), rtol=1e-9)
+    z = stats.norm.ppf(0.975)
+    half = z * np.sqrt((w**2) @ sigma**2)
+    np.testing.assert_allclose(_f(out, "released_lower"), w @ y - half, rtol=1e-12)
+    np.testing.assert_allclose(_f(out, "released_upper"), w @ y + half, rtol=1e-12)
+    lo, hi = _f(out, "denoised_lower"), _f(out, "denoised_upper")
+    assert np.all(lo <= hi) and np.all(hi - lo <= 2 * half * (1 + 1e-9))
+    # θ ≥ 0 known: sums of nonnegative weights are never below 0, the contrast may be
+    assert np.all(lo[[0, 1, 3]] >= 0.0)
+    assert res.report["groups"]["groups"] == 4
+    report = json.loads((tmp_path / "d.csv.report.json").read_text())
+    assert report["groups"]["output"].endswith("d.csv.groups.csv")
+
+
+def test_groups_do_not_change_the_per_key_intervals(table, tmp_path: Path) -> None:
+    """The sums are drawn with the per-key intervals' draws: asking for them changes no
+    key's interval, and a one-key group's interval is that key's."""
+    path, _, _ = table
+    denoise_table(path, chain=True, out=tmp_path / "a.csv")
+    one = _write(tmp_path / "one.csv", ["group", "key"], [["k45", "k45"], ["k3", "k3"]])
+    denoise_table(path, chain=True, out=tmp_path / "b.csv", groups=one)
+    a, b = _read(tmp_path / "a.csv"), _read(tmp_path / "b.csv")
+    for col in ("denoised", "denoised_lower", "denoised_upper"):
+        assert a[col] == b[col]
+    g = _read(tmp_path / "b.csv.groups.csv")
+    assert float(g["denoised_lower"][0]) == pytest.approx(float(a["denoised_lower"][45]), rel=1e-12)
+    assert float(g["denoised_upper"][1]) == pytest.approx(float(a["denoised_upper"][3]), rel=1e-12)
+
+
+def test_a_parquet_output_gets_a_parquet_groups_table(table, tmp_path: Path) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    path, _, _ = table
+    denoise_table(path, chain=True, out=tmp_path / "d.parquet", groups=_groups(tmp_path))
+    t = pq.read_table(tmp_path / "d.parquet.groups.parquet")
+    assert t.column_names == list(GROUP_COLUMNS)
+    assert t.column("keys").to_pylist()[:2] == [21, 20]
+
+
+@pytest.mark.parametrize(
+    ("header", "rows", "match"),
+    [
+        (["group", "name"], [["a", "k1"]], "needs the columns 'group' and 'key'"),
+        (["group", "key"], [["a", "nope"]], "line 2: key 'nope' .* is not a key of the table"),
+        (["group", "key"], [["a", "k1"], ["a", "k1"]], "line 3: key 'k1' is in group 'a' twice"),
+        (["group", "key", "weight"], [["a", "k1", "x"]], "line 2: weight 'x' is not a finite"),
+        (["group", "key", "weight"], [["a", "k1", "inf"]], "is not a finite number"),
+        (["group", "key"], [["", "k1"]], "line 2 has an empty group name"),
+        (["group", "key"], [], "names no group"),
+        (["group", "key", "group"], [["a", "k1", "b"]], "repeats a column name"),
+    ],
+)
+def test_bad_groups_files_are_refused_before_anything_is_written(
+    table, tmp_path: Path, header: list[str], rows: list[list[object]], match: str
+) -> None:
+    path, _, _ = table
+    bad = _write(tmp_path / "bad.csv", header, rows)
+    with pytest.raises(ValueError, match=match):
+        denoise_table(path, chain=True, out=tmp_path / "d.csv", groups=bad)
+    assert not list(tmp_path.glob("d.csv*"))
+
+
+def test_read_groups_builds_the_weight_matrix() -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        p = _write(
+            Path(tmp) / "g.csv",
+            ["weight", "key", "group"],
+            [[2, "b", "x"], [1, "a", "y"], [-1, "c", "x"]],
+        )
+        g = read_groups(p, ["a", "b", "c"])
+    assert g.names == ("x", "y")
+    np.testing.assert_array_equal(g.matrix.toarray(), [[0, 2, -1], [1, 0, 0]])
+    np.testing.assert_array_equal(g.sizes, [2, 1])
+
+
+def test_the_command_line_writes_the_groups_and_says_so(table, tmp_path: Path, capsys) -> None:
+    path, _, _ = table
+    code = main(
+        [
+            "denoise",
+            str(path),
+            "--out",
+            str(tmp_path / "d.csv"),
+            "--chain",
+            "--groups",
+            str(_groups(tmp_path)),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "groups     : 4 sums of keys" in out
+    assert (tmp_path / "d.csv.groups.csv").is_file()
+    bad = _write(tmp_path / "bad.csv", ["group", "key"], [["a", "zz"]])
+    code = main(
+        ["denoise", str(path), "--out", str(tmp_path / "e.csv"), "--chain", "--groups", str(bad)]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and "is not a key of the table" in err and err.count("\n") == 1

@@ -171,3 +171,89 @@ def test_the_command_line_writes_the_groups_and_says_so(table, tmp_path: Path, c
     )
     err = capsys.readouterr().err
     assert code == 2 and "is not a key of the table" in err and err.count("\n") == 1
+
+
+# ------------------------------------------------------------------ in a release
+
+
+def _release_setup(tmp_path: Path):
+    pytest.importorskip("duckdb")
+    pytest.importorskip("pyarrow")
+    from .test_pipeline import ENGINE, make_spec, small_release_data
+
+    src, truth = small_release_data(tmp_path)
+    g = _write(
+        tmp_path / "groups.csv",
+        ["group", "key", "weight"],
+        [["low", 0, 1], ["low", 1, 1], ["low", 2, 1], ["odd", 1, 1], ["odd", 3, 1], ["all", 5, 2]]
+        + [["all", k, 1] for k in (0, 1, 2, 3, 4, 6, 7, 8, 9)],
+    )
+    return src, truth, g, ENGINE, make_spec
+
+
+def test_a_release_writes_its_groups_beside_the_table(tmp_path: Path) -> None:
+    """``[output] groups``: the sums of the table's released and denoised columns, with
+    intervals from the per-key intervals' draws — the table itself is the same as without
+    groups, and ``dpgauss denoise`` of the published table reproduces the groups table."""
+    from dpgauss.release.pipeline import run_release
+
+    src, _, g, engine, make_spec = _release_setup(tmp_path)
+    privacy = {"epsilon": 0.5, "delta": 1e-6, "dataset": "d", "secure": False, "seed": 3}
+    plain = make_spec(src, privacy=privacy, denoise={"method": "auto", "nonnegative": False})
+    with_groups = make_spec(
+        src,
+        privacy=privacy,
+        denoise={"method": "auto", "nonnegative": False},
+        output={"groups": str(g)},
+    )
+    run_release(plain, out=tmp_path / "a.csv", engine=engine)
+    rel = run_release(with_groups, out=tmp_path / "b.csv", engine=engine)
+    a, b = _read(tmp_path / "a.csv"), _read(tmp_path / "b.csv")
+    assert a == b
+    out = _read(tmp_path / "b.csv.groups.csv")
+    assert list(out) == list(GROUP_COLUMNS) and out["group"] == ["low", "odd", "all"]
+    assert out["keys"] == ["3", "2", "10"]
+    w = np.zeros((3, 10))
+    w[0, :3] = 1
+    w[1, [1, 3]] = 1
+    w[2] = 1
+    w[2, 5] = 2
+    np.testing.assert_allclose(_f(out, "released"), w @ _f(b, "released"), rtol=1e-12)
+    np.testing.assert_allclose(_f(out, "denoised"), w @ _f(b, "denoised"), rtol=1e-9)
+    assert rel.report["denoise"]["groups"]["groups"] == 3
+    assert rel.report["denoise"]["groups"]["table"] == "b.csv.groups.csv"
+    assert str(g) not in json.dumps(rel.report)  # the local path is not published
+    denoise_table(tmp_path / "b.csv", chain=True, out=tmp_path / "c.csv", groups=g)
+    again = _read(tmp_path / "c.csv.groups.csv")
+    for col in ("denoised", "denoised_lower", "denoised_upper"):
+        np.testing.assert_allclose(_f(again, col), _f(out, col), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("tables", "match"),
+    [
+        ({"statistic": {"kind": "mean", "column": "fare", "lower": 0, "upper": 50}}, "mean"),
+        ({"output": {"groups": "MISSING"}}, r"\[output\] groups: .*cannot be read"),
+        ({"output": {"groups": "BAD"}}, r"\[output\] groups: .*key '10' .* not a key"),
+    ],
+)
+def test_a_bad_groups_setting_is_refused_before_the_charge(
+    tmp_path: Path, tables: dict, match: str
+) -> None:
+    from dpgauss.release.pipeline import run_release
+
+    from ..helpers import charges, make_ledger
+
+    src, _, g, engine, make_spec = _release_setup(tmp_path)
+    bad = _write(tmp_path / "bad.csv", ["group", "key"], [["a", 10]])
+    given = {"output": {"groups": str(g)}} | tables
+    given["output"] = {
+        k: {"MISSING": str(tmp_path / "nope.csv"), "BAD": str(bad)}.get(v, v)
+        for k, v in given["output"].items()
+    }
+    ledger = make_ledger(tmp_path)
+    spec = make_spec(src, **given)
+    with pytest.raises(ValueError, match=match):
+        run_release(spec, out=tmp_path / "o.csv", ledger=ledger, engine=engine)
+    assert charges(ledger) == 0
+    assert not list(tmp_path.glob("o.csv*"))

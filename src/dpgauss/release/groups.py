@@ -21,6 +21,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,7 @@ from scipy import sparse, special
 
 from .._optional import require
 from ..denoise.result import ErrorBars
+from .outputs import cell_text
 
 __all__ = ["GROUP_COLUMNS", "Groups", "group_table", "read_groups"]
 
@@ -79,24 +81,34 @@ def _rows(path: str) -> tuple[list[str], list[list[Any]]]:
     return rows[0], rows[1:]
 
 
-def read_groups(path: str | os.PathLike[str], keys: list[str], key: str = "key") -> Groups:
-    """Read a groups file (module docstring) against the table's ``keys`` (as text, one per
-    row, in row order).  ``ValueError`` naming the file, the line and the column for a bad
-    file: a missing column, a key that is not a key of the table, a (group, key) pair given
-    twice, a weight that is not a finite number, no group at all."""
+def read_groups(
+    path: str | os.PathLike[str],
+    keys: Sequence[str] | Sequence[tuple[str, ...]],
+    key: str | Sequence[str] = "key",
+) -> Groups:
+    """Read a groups file (module docstring) against the table's ``keys``: one text per row
+    (the key column ``key``), or a tuple of texts per row for a table keyed by several
+    columns (``key`` their names, e.g. a product's axes), in row order.  ``ValueError``
+    naming the file, the line and the column for a bad file: a missing column, a key that
+    is not a key of the table, a (group, key) pair given twice, a weight that is not a
+    finite number, no group at all."""
     src = os.fspath(path)
+    names_k = [key] if isinstance(key, str) else list(key)
     header, rows = _rows(src)
     if len(set(header)) != len(header):
         raise ValueError(f"{src}: the groups file's header repeats a column name")
-    missing = [c for c in ("group", key) if c not in header]
+    missing = [c for c in ("group", *names_k) if c not in header]
     if missing:
+        need = " and ".join(repr(c) for c in ("group", *names_k))
         raise ValueError(
-            f"{src}: the groups file needs the columns 'group' and {key!r} (the table's key "
-            f"column, --key) and may have 'weight'; it has no {', '.join(map(repr, missing))}"
+            f"{src}: the groups file needs the columns {need} (the table's key columns) and "
+            f"may have 'weight'; it has no {', '.join(map(repr, missing))}"
         )
-    g_col, k_col = header.index("group"), header.index(key)
+    g_col = header.index("group")
+    k_cols = [header.index(c) for c in names_k]
     w_col = header.index("weight") if "weight" in header else None
-    index = {k: i for i, k in enumerate(keys)}
+    index = {(k,) if isinstance(k, str) else tuple(k): i for i, k in enumerate(keys)}
+    shown = names_k[0] if len(names_k) == 1 else "(" + ", ".join(names_k) + ")"
     names: dict[str, int] = {}
     seen: set[tuple[int, int]] = set()
     r_idx: list[int] = []
@@ -107,12 +119,14 @@ def read_groups(path: str | os.PathLike[str], keys: list[str], key: str = "key")
             raise ValueError(
                 f"{src}: line {line} has {len(row)} fields; the header has {len(header)}"
             )
-        name, k = str(row[g_col]), str(row[k_col])
+        name = cell_text(row[g_col])
+        k = tuple(cell_text(row[c]) for c in k_cols)
+        text = repr(k[0]) if len(k) == 1 else repr(k)
         if name == "":
             raise ValueError(f"{src}: line {line} has an empty group name")
         if k not in index:
             raise ValueError(
-                f"{src}: line {line}: key {k!r} (column {key!r}) is not a key of the table"
+                f"{src}: line {line}: key {text} (column {shown}) is not a key of the table"
             )
         weight = 1.0
         if w_col is not None:
@@ -126,7 +140,7 @@ def read_groups(path: str | os.PathLike[str], keys: list[str], key: str = "key")
                 )
         g = names.setdefault(name, len(names))
         if (g, index[k]) in seen:
-            raise ValueError(f"{src}: line {line}: key {k!r} is in group {name!r} twice")
+            raise ValueError(f"{src}: line {line}: key {text} is in group {name!r} twice")
         seen.add((g, index[k]))
         r_idx.append(g)
         c_idx.append(index[k])

@@ -81,7 +81,7 @@ def public_spec(spec_dict: dict[str, Any]) -> dict[str, Any]:
     for key in ("path", "database"):
         if src.get(key) is not None:
             src[key] = removed
-    for section, key in (("privacy", "ledger"), ("output", "path")):
+    for section, key in (("privacy", "ledger"), ("output", "path"), ("output", "groups")):
         part = out.get(section, {})
         if part.get(key) is not None:
             part[key] = removed

@@ -37,6 +37,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy import sparse
+
 from bench_coverage import (
     Fn,
     chain_edges,
@@ -48,7 +50,6 @@ from bench_coverage import (
     sparse_map,
     taxi_settings,
 )
-from scipy import sparse
 
 LEVEL = 0.95
 SIZES = (4, 16, 64, 256)
@@ -150,9 +151,7 @@ def main() -> None:
     ap.add_argument("--only", choices=("chain", "grid", "planar", "taxi"), default=None)
     ap.add_argument("--skip-taxi", action="store_true")
     ap.add_argument("--methods", default=None, help="comma-separated denoisers (default all)")
-    ap.add_argument(
-        "--signals", default=None, help="comma-separated: piecewise,smooth,sparse,map"
-    )
+    ap.add_argument("--signals", default=None, help="comma-separated: piecewise,smooth,sparse,map")
     ap.add_argument("--eps", default="0.1,0.5,1,2", help="ε of the map and taxi settings")
     ap.add_argument("--nonnegative", action="store_true", help="denoise with θ ≥ 0 known")
     ap.add_argument("--out", default="docs/results/bench_sums.json")
@@ -220,7 +219,8 @@ def main() -> None:
             have = [r for r in rows if cls in r["classes"]]
             if have:
                 low = min(have, key=lambda r: r["classes"][cls])
-                print(f"lowest {cls}: {low['setting']} / {low['denoiser']}: {low['classes'][cls]:.3f}")
+                value = low["classes"][cls]
+                print(f"lowest {cls}: {low['setting']} / {low['denoiser']}: {value:.3f}")
         out = Path(args.out)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(rows, indent=1))

@@ -99,6 +99,11 @@ class StandaloneCluster:
         with urllib.request.urlopen(f"http://127.0.0.1:{self.ui_port}/json/", timeout=5) as r:
             return json.loads(r.read().decode("utf-8"))
 
+    def sessions(self) -> set[int]:
+        """The session ids of the master and the workers (the executors the workers start
+        are in their sessions): for measuring the cluster's CPU from ``/proc``."""
+        return {proc.pid for proc in self._procs}  # each started its own session
+
     def alive_workers(self) -> int:
         try:
             workers = self.status().get("workers", [])

@@ -239,3 +239,18 @@ def test_a_parquet_timestamp_key_beyond_the_calendar_is_invalid_alone(
     agg = bounded_aggregate(sp, salt=5)
     assert agg.labels.tolist() == ["2020-09-13 12:26:40", "9999-12-31 23:59:59.999999"]
     assert agg.counts.tolist() == [1.0, 1.0] and agg.rows.invalid_domain == 1
+
+
+@pytest.mark.spark
+def test_spark_a_timestamp_key_beyond_the_calendar_is_invalid_alone(
+    tmp_path: Path, spark: Any
+) -> None:
+    """Finding 1 on Spark: a year-0 text key is one invalid record, the others are kept."""
+    from dpgauss.release.engines.spark import SparkEngine
+
+    rows = [(1, "2020-01-02 03:04:05"), (2, "2020-01-02 03:04:05"), (3, "0000-01-01 00:00:00")]
+    path = write(tmp_path / "t.csv", rows, ("uid", "ts"))
+    sp = ReleaseSpec.from_dict(spec_dict(path, column="ts", kind="timestamp"))
+    agg = bounded_aggregate(sp, salt=5, engine=SparkEngine(spark))
+    assert agg.labels.tolist() == ["2020-01-02 03:04:05"] and agg.counts.tolist() == [2.0]
+    assert agg.rows.invalid_domain == 1

@@ -16,10 +16,11 @@ released (:mod:`dpgauss.release.selection`, Gaussian thresholding of
   keys have no public structure).
 * **The key of a record**: its value of ``column`` in the declared type, exactly (text as
   it is, integers exactly, timestamps to the microsecond); NULL is ``invalid_domain``; no
-  value is ``outside_domain``.  Bounding is the engines' (:mod:`dpgauss.release.engines.base`,
-  c → k → b with the same content-keyed priorities), the key priority
-  ``H(salt, 'keys', unit, value)`` hashing the key's *value*, so which keys a unit keeps
-  depends on its own records and the salt only.
+  value is ``outside_domain``; a timestamp outside years 1 … 9999 (which no key label can
+  write) is ``invalid_domain``, alone.  Bounding is the engines'
+  (:mod:`dpgauss.release.engines.base`, c → k → b with the same content-keyed priorities),
+  the key priority ``H(salt, 'keys', unit, value)`` hashing the key's *value*, so which
+  keys a unit keeps depends on its own records and the salt only.
 * **The aggregate's keys** (:func:`collect_discovered`): every key with at least one kept
   record, in a fixed order that depends on no record — sorted by value (text by code point,
   which is UTF-8 byte order; integers as numbers; timestamps in time) — and written as

@@ -222,6 +222,7 @@ def test_a_release_writes_its_groups_beside_the_table(tmp_path: Path) -> None:
     np.testing.assert_allclose(_f(out, "denoised"), w @ _f(b, "denoised"), rtol=1e-9)
     assert rel.report["denoise"]["groups"]["groups"] == 3
     assert rel.report["denoise"]["groups"]["table"] == "b.csv.groups.csv"
+    assert "groups     : 3 sums of keys in b.csv.groups.csv; median interval width" in rel.summary
     assert str(g) not in json.dumps(rel.report)  # the local path is not published
     denoise_table(tmp_path / "b.csv", chain=True, out=tmp_path / "c.csv", groups=g)
     again = _read(tmp_path / "c.csv.groups.csv")

@@ -177,9 +177,13 @@ def estimate(
         groups = None
         if plan.groups is not None:
             groups = group_table(plan.groups, values, np.full(d, rel.sigma), bars, level)
+            widths = np.subtract(groups["denoised_upper"], groups["denoised_lower"])
+            raw_widths = np.subtract(groups["released_upper"], groups["released_lower"])
             den_info["groups"] = {
                 "groups": len(plan.groups.names),
                 "table": plan.groups_table.name if plan.groups_table is not None else None,
+                "median_width": float(np.median(widths)),
+                "raw_width": float(np.median(raw_widths)),
                 "method": "sums of keys from the per-key error model, drawn with the per-key "
                 "intervals' draws (docs/denoising.md)",
             }

@@ -218,6 +218,13 @@ class PublicReport:
                 f"width {iv['median_width']:.4g} vs {iv['raw_width']:.4g} for the released "
                 "values"
             )
+        grp = den.get("groups")
+        if isinstance(grp, dict):
+            lines.append(
+                f"groups     : {grp['groups']:,} sums of keys in {grp['table']}; median interval "
+                f"width {grp['median_width']:.4g} (denoised sums) vs {grp['raw_width']:.4g} "
+                "(released sums)"
+            )
         hist = den.get("history")
         if isinstance(hist, dict) and hist.get("used"):
             lines.append(

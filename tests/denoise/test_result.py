@@ -486,3 +486,24 @@ def test_bad_weights_are_refused_by_name() -> None:
     bars = res.error_bars(draws=2, rng=0)
     with pytest.raises(ValueError, match="drawn without weights"):
         bars.sum_interval()
+
+
+# ------------------------------------------------------------------ review of sums (review-sums)
+
+
+def test_without_rng_a_keys_indicator_sums_to_that_keys_cached_interval() -> None:
+    """review-sums finding 1: without ``rng`` the per-key intervals are drawn once with fresh
+    entropy and kept; ``sum_interval`` drew afresh, so the sum of one key's indicator was not
+    that key's interval (nor was a sum stable from call to call).  Both now use the draws
+    kept for that ``draws``."""
+    rng = np.random.default_rng(35)
+    y = _steps() + rng.standard_normal(D)
+    res = trend_filter(y, 1.0, GRAPH, order=0, lam="sure")
+    lo, hi = res.interval(draws=6)
+    eye = np.zeros((D, D))
+    eye[np.arange(D), np.arange(D)] = 1.0
+    s_lo, s_hi = res.sum_interval(eye, draws=6)
+    np.testing.assert_array_equal(s_lo, lo)
+    np.testing.assert_array_equal(s_hi, hi)
+    w = rng.uniform(0, 1, D)
+    assert res.sum_interval(w, draws=6) == res.sum_interval(w, draws=6)

@@ -207,6 +207,9 @@ class Denoised:
     scale: np.ndarray | None = field(default=None, repr=False, compare=False)
     observed: np.ndarray | None = field(default=None, repr=False, compare=False)
     _bars: dict[int, ErrorBars] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _seeds: dict[int, np.random.SeedSequence] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if np.asarray(self.estimate).dtype.kind not in "fiu":
@@ -238,14 +241,22 @@ class Denoised:
     def error_bars(self, *, draws: int | None = None, rng: object = None) -> ErrorBars:
         """Per-key error scale and a bound on the total error (:func:`error_bars`).
 
-        Without ``rng`` the result is computed once per ``draws`` and kept.
+        Without ``rng`` the result is computed once per ``draws`` (from fresh entropy, kept
+        with it: :meth:`sum_interval` without ``rng`` uses the same draws) and kept.
         """
         n = DRAWS if draws is None else draws
         if rng is not None:
             return error_bars(self, draws=n, rng=rng)
         if n not in self._bars:
-            self._bars[n] = error_bars(self, draws=n)
+            self._bars[n] = error_bars(self, draws=n, rng=self._kept_seed(n))
         return self._bars[n]
+
+    def _kept_seed(self, draws: object) -> np.random.SeedSequence | None:
+        """The fresh entropy of the draws kept for ``draws`` (drawn once per ``draws``), so
+        that the per-key intervals and the sums asked for without ``rng`` share their draws."""
+        if not isinstance(draws, numbers.Integral) or isinstance(draws, bool):
+            return None  # error_bars refuses it by name
+        return self._seeds.setdefault(int(draws), np.random.SeedSequence())
 
     def interval(
         self, level: float = 0.95, *, draws: int | None = None, rng: object = None
@@ -270,10 +281,13 @@ class Denoised:
         of one sum, as 0-d arrays), a ``(k, d)`` matrix or a scipy.sparse ``(k, d)`` matrix
         (arrays of ``k``).  The sums are bootstrapped with the per-key error bars' draws
         (same ``draws``, same ``rng`` give the same draws): for one key's indicator it is
-        that key's :meth:`interval`.  A sum of nonnegative weights of θ ≥ 0 (``nonnegative``
-        estimators) has its lower bound clipped at 0.
+        that key's :meth:`interval` (without ``rng`` too: both then use the draws kept for
+        ``draws``).  A sum of nonnegative weights of θ ≥ 0 (``nonnegative`` estimators) has
+        its lower bound clipped at 0.
         """
         n = DRAWS if draws is None else draws
+        if rng is None:
+            rng = self._kept_seed(n)
         return error_bars(self, draws=n, rng=rng, weights=weights).sum_interval(level)
 
 

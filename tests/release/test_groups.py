@@ -257,3 +257,26 @@ def test_a_bad_groups_setting_is_refused_before_the_charge(
         run_release(spec, out=tmp_path / "o.csv", ledger=ledger, engine=engine)
     assert charges(ledger) == 0
     assert not list(tmp_path.glob("o.csv*"))
+
+
+# ------------------------------------------------------------------ review of sums (review-sums)
+
+
+def test_the_raw_interval_of_a_tiny_weighted_sum_is_not_zero(tmp_path: Path) -> None:
+    """review-sums finding 2: the groups table's raw interval formed ``Σ w²σ²`` as is, so
+    weights of 1e-62 on σ = 1e-100 gave ``released_lower == released_upper`` (the variance
+    underflowed to 0) though the sum's standard deviation is a normal double."""
+    rng = np.random.default_rng(37)
+    sigma = 1e-100
+    y = sigma * rng.standard_normal(20)
+    t = _write(tmp_path / "t.csv", ["key", "released"], [[f"k{i}", y[i]] for i in range(20)])
+    g = _write(
+        tmp_path / "g.csv", ["group", "key", "weight"], [["a", f"k{i}", 1e-62] for i in range(20)]
+    )
+    denoise_table(t, sigma=sigma, out=tmp_path / "d.csv", groups=g)
+    out = _read(tmp_path / "d.csv.groups.csv")
+    half = stats.norm.ppf(0.975) * 1e-62 * sigma * np.sqrt(20)
+    width = _f(out, "released_upper") - _f(out, "released_lower")
+    np.testing.assert_allclose(width, 2 * half, rtol=1e-12)
+    den = _f(out, "denoised_upper") - _f(out, "denoised_lower")
+    assert np.all((den > 0) & (den <= 2 * half * (1 + 1e-12)))

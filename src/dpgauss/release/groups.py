@@ -29,7 +29,7 @@ import numpy as np
 from scipy import sparse, special
 
 from .._optional import require
-from ..denoise.result import ErrorBars
+from ..denoise.result import ErrorBars, _scaled
 from .outputs import cell_text
 
 __all__ = ["GROUP_COLUMNS", "Groups", "group_table", "read_groups"]
@@ -167,7 +167,10 @@ def group_table(
     w = groups.matrix
     z = float(-special.ndtri((1.0 - level) / 2.0))
     raw = np.asarray(w @ np.ravel(released), dtype=np.float64).ravel()
-    half = z * np.sqrt(np.asarray(w.multiply(w) @ np.ravel(sigma) ** 2).ravel())
+    # each sum in its unit (a power of 2), so that Σ w²σ² neither under- nor overflows
+    scaled, unit = _scaled(w)
+    var = np.asarray(scaled.multiply(scaled) @ np.ravel(sigma) ** 2, dtype=np.float64).ravel()
+    half = z * (unit * np.sqrt(var))
     r_lo, r_hi = raw - half, raw + half
     lo, hi = (np.atleast_1d(v) for v in bars.sum_interval(level))
     return {

@@ -320,3 +320,64 @@ def test_a_parquet_groups_file_with_a_repeated_column_is_refused_in_one_line(
         read_groups(g, ["a"])
     msg = str(err.value)
     assert "\n" not in msg and "repeats the column 'group'" in msg and str(g) in msg
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="finding 7: dpgauss denoise --groups takes one key column (--key); a product "
+    "domain's groups file names one column per axis, so its groups table cannot be "
+    "reproduced from the published table as docs/release.md says",
+)
+def test_a_product_releases_groups_are_reproduced_by_denoise(tmp_path: Path) -> None:
+    from dpgauss.release.pipeline import run_release
+
+    from .test_pipeline import write_parquet
+
+    _, _, _, engine, make_spec = _release_setup(tmp_path)
+    rng = np.random.default_rng(38)
+    uid = np.repeat(np.arange(300), rng.integers(1, 4, 300))
+    src = write_parquet(
+        tmp_path / "p.parquet",
+        uid=uid,
+        a=rng.integers(0, 3, uid.size),
+        b=rng.integers(0, 4, uid.size),
+    )
+    g = _write(tmp_path / "pg.csv", ["group", "ax", "bx"], [["r", 0, 0], ["r", 0, 1], ["s", 2, 3]])
+    parts = [
+        {"kind": "range", "column": "a", "start": 0, "stop": 3, "name": "ax"},
+        {"kind": "range", "column": "b", "start": 0, "stop": 4, "name": "bx"},
+    ]
+    spec = make_spec(
+        src,
+        domain={"kind": "product", "parts": parts},
+        privacy={"epsilon": 0.5, "delta": 1e-6, "dataset": "d", "secure": False, "seed": 3},
+        denoise={"method": "auto", "nonnegative": True},
+        output={"groups": str(g)},
+    )
+    run_release(spec, out=tmp_path / "b.csv", engine=engine)
+    out = _read(tmp_path / "b.csv.groups.csv")
+    denoise_table(tmp_path / "b.csv", grid=(3, 4), out=tmp_path / "c.csv", groups=g)
+    again = _read(tmp_path / "c.csv.groups.csv")
+    for col in ("denoised", "denoised_lower", "denoised_upper"):
+        np.testing.assert_allclose(_f(again, col), _f(out, col), rtol=1e-9, atol=1e-9)
+
+
+def test_a_failure_staging_the_groups_table_writes_nothing(
+    table, tmp_path: Path, monkeypatch
+) -> None:
+    """Checked (held): the groups table is staged with the table and the report; a failure
+    writing it leaves no file behind (no table alone)."""
+    import dpgauss.release.denoise_table as dt
+
+    path, _, _ = table
+    real = dt._write
+
+    def failing(p: str, columns: dict, parquet: bool) -> None:
+        if "group" in columns and "keys" in columns:
+            raise OSError("disk full")
+        real(p, columns, parquet)
+
+    monkeypatch.setattr(dt, "_write", failing)
+    with pytest.raises((OSError, ValueError), match="disk full"):
+        denoise_table(path, chain=True, out=tmp_path / "d.csv", groups=_groups(tmp_path))
+    assert not list(tmp_path.glob("d.csv*"))

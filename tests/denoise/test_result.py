@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
@@ -403,6 +403,9 @@ def test_the_identity_and_the_posterior_mean_give_exact_sum_intervals() -> None:
     level=st.floats(0.5, 0.999),
     signs=st.booleans(),
 )
+# review-sums finding 3: auto chose its positive-part identity (an exact scale), whose sums
+# were Σw·max(y, 0) ± z·r with no hull: every sum missed w·y ± CORE·z·r (found by this test)
+@example(seed=40830903, scale=1.0, level=0.5, signs=False)
 def test_no_sum_interval_is_wider_than_the_raw_one_and_each_holds_the_floor(
     seed: int, scale: float, level: float, signs: bool
 ) -> None:
@@ -486,3 +489,75 @@ def test_bad_weights_are_refused_by_name() -> None:
     bars = res.error_bars(draws=2, rng=0)
     with pytest.raises(ValueError, match="drawn without weights"):
         bars.sum_interval()
+
+
+# ------------------------------------------------------------------ review of sums (review-sums)
+
+
+def test_without_rng_a_keys_indicator_sums_to_that_keys_cached_interval() -> None:
+    """review-sums finding 1: without ``rng`` the per-key intervals are drawn once with fresh
+    entropy and kept; ``sum_interval`` drew afresh, so the sum of one key's indicator was not
+    that key's interval (nor was a sum stable from call to call).  Both now use the draws
+    kept for that ``draws``."""
+    rng = np.random.default_rng(35)
+    y = _steps() + rng.standard_normal(D)
+    res = trend_filter(y, 1.0, GRAPH, order=0, lam="sure")
+    lo, hi = res.interval(draws=6)
+    eye = np.zeros((D, D))
+    eye[np.arange(D), np.arange(D)] = 1.0
+    s_lo, s_hi = res.sum_interval(eye, draws=6)
+    np.testing.assert_array_equal(s_lo, lo)
+    np.testing.assert_array_equal(s_hi, hi)
+    w = rng.uniform(0, 1, D)
+    assert res.sum_interval(w, draws=6) == res.sum_interval(w, draws=6)
+
+
+@pytest.mark.parametrize(("sigma", "weight"), [(1e-100, 1e-62), (1e-140, 1e-20), (1e100, 1e60)])
+def test_a_sums_interval_is_right_where_its_variance_under_or_overflows(
+    sigma: float, weight: float
+) -> None:
+    """review-sums finding 2: ``Σ w²σ²`` was formed as is, so a sum whose standard deviation
+    is a normal double got an interval of width 0 (the variance underflowed: σ = 1e-100,
+    w = 1e-62) or of infinite width (it overflowed: σ = 1e100, w = 1e60), and lost digits
+    where it was subnormal.  Each sum's weights are now scaled by a power of 2 first."""
+    from dpgauss.denoise.registry import identity
+
+    rng = np.random.default_rng(36)
+    d = 60
+    y = sigma * rng.standard_normal(d)
+    w = np.full(d, weight)
+    w[::2] *= -1.0
+    half = _z() * weight * sigma * math.sqrt(d)
+    exact = identity(y, sigma).sum_interval(w)
+    assert float(exact.upper - exact.lower) == pytest.approx(2 * half, rel=1e-12)
+    assert float(exact.lower) == pytest.approx(float(w @ y) - half, rel=1e-9)
+    boot = soft_threshold(y, sigma, threshold="sure").sum_interval(w, draws=4, rng=1)
+    width = float(boot.upper - boot.lower)
+    assert 0.0 < width <= 2 * half * (1 + 1e-12)
+
+
+def test_a_positive_part_with_an_exact_scale_keeps_the_floor_of_its_sums() -> None:
+    """review-sums finding 3: a positive part ``max(y, 0)`` carries the raw σ as an exact scale
+    (auto's identity with ``nonnegative``, James–Stein below its minimum d) but is not linear:
+    its sums ``Σ w·max(y, 0)`` are biased, and their intervals ``± z·r`` took no hull with
+    the raw sum, so they could miss ``w·y ± CORE·z·r`` (the floor's proof) entirely.  Now
+    they take the hull as the bootstrap's do, per key too (a key's indicator is its
+    interval), and stay within the raw width."""
+    from dpgauss.denoise.result import CORE
+
+    y = np.array([-4.0, 10.0])
+    res = james_stein(y, 1.0, nonnegative=True)
+    assert res.scale is not None and res.params.get("nonnegative")
+    z = _z()
+    for w in (np.array([1.0, -1.0]), np.array([1.0, 1.0])):
+        lo, hi = (float(v) for v in res.sum_interval(w))
+        r = float(np.sqrt(w @ w))
+        core_lo, core_hi = w @ y - CORE * z * r, w @ y + CORE * z * r
+        if np.all(w >= 0):
+            core_lo, core_hi = max(core_lo, 0.0), max(core_hi, 0.0)
+        assert lo <= core_lo and hi >= core_hi
+        assert hi - lo <= 2 * z * r * (1 + 1e-12)
+    lo_k, hi_k = res.interval()
+    for i in range(2):
+        one = res.sum_interval(np.eye(2)[i])
+        assert (float(one.lower), float(one.upper)) == (lo_k[i], hi_k[i])

@@ -123,6 +123,11 @@ draws:
 
 For an exact scale (the identity, the posterior mean) the per-key errors are independent
 (the posterior factorises over keys): ``s_S² = Σ w_i² scale_i²``, normal quantiles, exact.
+A positive part ``max(y, 0)`` also carries the raw σ as its scale (auto's identity with
+``nonnegative``) but is not linear: its sums are biased up by every clipped key, so its
+intervals, per key and of sums, take the hull of step 3 as the bootstrap's do.  Each sum's
+variances are computed in its own unit (a power of 2 near its largest ``|w_i|``), so that
+``Σ w_i² σ_i²`` neither underflows nor overflows where the sum's deviation is a double.
 Coverage by group size, for groups holding a hot spot and for the whole map, is measured
 by ``benchmarks/bench_sums.py`` (table in ``docs/denoising.md``).
 
@@ -207,6 +212,9 @@ class Denoised:
     scale: np.ndarray | None = field(default=None, repr=False, compare=False)
     observed: np.ndarray | None = field(default=None, repr=False, compare=False)
     _bars: dict[int, ErrorBars] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _seeds: dict[int, np.random.SeedSequence] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if np.asarray(self.estimate).dtype.kind not in "fiu":
@@ -238,14 +246,22 @@ class Denoised:
     def error_bars(self, *, draws: int | None = None, rng: object = None) -> ErrorBars:
         """Per-key error scale and a bound on the total error (:func:`error_bars`).
 
-        Without ``rng`` the result is computed once per ``draws`` and kept.
+        Without ``rng`` the result is computed once per ``draws`` (from fresh entropy, kept
+        with it: :meth:`sum_interval` without ``rng`` uses the same draws) and kept.
         """
         n = DRAWS if draws is None else draws
         if rng is not None:
             return error_bars(self, draws=n, rng=rng)
         if n not in self._bars:
-            self._bars[n] = error_bars(self, draws=n)
+            self._bars[n] = error_bars(self, draws=n, rng=self._kept_seed(n))
         return self._bars[n]
+
+    def _kept_seed(self, draws: object) -> np.random.SeedSequence | None:
+        """The fresh entropy of the draws kept for ``draws`` (drawn once per ``draws``), so
+        that the per-key intervals and the sums asked for without ``rng`` share their draws."""
+        if not isinstance(draws, numbers.Integral) or isinstance(draws, bool):
+            return None  # error_bars refuses it by name
+        return self._seeds.setdefault(int(draws), np.random.SeedSequence())
 
     def interval(
         self, level: float = 0.95, *, draws: int | None = None, rng: object = None
@@ -270,10 +286,13 @@ class Denoised:
         of one sum, as 0-d arrays), a ``(k, d)`` matrix or a scipy.sparse ``(k, d)`` matrix
         (arrays of ``k``).  The sums are bootstrapped with the per-key error bars' draws
         (same ``draws``, same ``rng`` give the same draws): for one key's indicator it is
-        that key's :meth:`interval`.  A sum of nonnegative weights of θ ≥ 0 (``nonnegative``
-        estimators) has its lower bound clipped at 0.
+        that key's :meth:`interval` (without ``rng`` too: both then use the draws kept for
+        ``draws``).  A sum of nonnegative weights of θ ≥ 0 (``nonnegative`` estimators) has
+        its lower bound clipped at 0.
         """
         n = DRAWS if draws is None else draws
+        if rng is None:
+            rng = self._kept_seed(n)
         return error_bars(self, draws=n, rng=rng, weights=weights).sum_interval(level)
 
 
@@ -303,24 +322,33 @@ class Sums:
     """The bootstrap of ``k`` weighted sums of keys, ``S_j = Σ_i W_ji θ_i`` (module doc,
     "Sums of keys"); arrays of one value per sum.
 
+    Each sum's variances are kept in its own ``unit`` (a power of 2 near its largest
+    ``|W_ji|``), so that they are finite and not subnormal wherever the sum's standard
+    deviation is a normal double (``Σ w²σ²`` itself under- or overflows for ``|w|·σ``
+    beyond about 1e±154).
+
     Attributes
     ----------
     estimate
         ``W ŷ``, the sums of the denoised values.
     mean_square
-        ``(1/B) Σ_b (W e_b)²``, the bootstrap's mean square error of each sum at ``ŷ`` (the
-        draws' covariance included); for an exact scale ``Σ_i W_ji² scale_i²``.
+        ``(1/B) Σ_b (W e_b)² / unit²``, the bootstrap's mean square error of each sum at
+        ``ŷ`` (the draws' covariance included); for an exact scale
+        ``Σ_i W_ji² scale_i² / unit²``.
     l1
-        ``Σ_i |W_ji|``: the per-key remainder and floor enter a sum as if aligned with its
-        weights, ``spread · l1²`` (the worst case of a bias that is ``√spread`` per key).
+        ``Σ_i |W_ji| / unit``: the per-key remainder and floor enter a sum as if aligned
+        with its weights, ``spread · l1²`` (the worst case of a bias that is ``√spread`` per
+        key).
     observed
         ``W y``, the sums of the released values, or ``None``.
     raw_var
-        ``Σ_i W_ji² σ_i²``, the exact variance of ``W y``, or ``None``.
+        ``Σ_i W_ji² σ_i² / unit²``, the exact variance of ``W y`` in ``unit²``, or ``None``.
     nonnegative
         Whether every weight of the sum is ≥ 0 (a sum of θ ≥ 0 is then ≥ 0).
     single
         One weight vector was given: :meth:`ErrorBars.sum_interval` returns 0-d arrays.
+    unit
+        Each sum's unit (a power of 2; 1 for a sum of zero weights).
     """
 
     estimate: np.ndarray
@@ -330,6 +358,17 @@ class Sums:
     raw_var: np.ndarray | None
     nonnegative: np.ndarray
     single: bool
+    unit: np.ndarray | None = None
+
+    @property
+    def units(self) -> np.ndarray:
+        """:attr:`unit`, ones where it was not given."""
+        return np.ones_like(self.l1) if self.unit is None else np.asarray(self.unit)
+
+    @property
+    def raw_sd(self) -> np.ndarray | None:
+        """``√(Σ_i W_ji² σ_i²)``, the exact standard deviation of ``W y``, or ``None``."""
+        return None if self.raw_var is None else self.units * np.sqrt(self.raw_var)
 
     def shape_out(self, values: np.ndarray) -> np.ndarray:
         """``values`` as returned: one per sum, or a 0-d array for a single weight vector."""
@@ -337,8 +376,31 @@ class Sums:
 
 
 class _Weights(NamedTuple):
-    matrix: Any  # (k, d): a dense ndarray or a scipy.sparse matrix
+    matrix: Any  # (k, d): a dense ndarray or a scipy.sparse matrix, each row / its unit
     single: bool
+    unit: np.ndarray  # (k,): each row's power of 2 (finding 2 of review-sums)
+
+
+def _row_units(largest: np.ndarray) -> np.ndarray:
+    """A power of 2 within a factor 2 of each row's largest ``|w|`` (1 for a zero row):
+    dividing by it is exact and brings the row's weights into ``[0.5, 1)``."""
+    _, exp = np.frexp(np.where(largest > 0, largest, 1.0))
+    return np.ldexp(1.0, np.where(largest > 0, exp, 1) - 1)
+
+
+def _scaled(mat: Any) -> tuple[Any, np.ndarray]:
+    """``(W / unit, unit)`` by rows (:func:`_row_units`), dense or scipy.sparse."""
+    from scipy import sparse
+
+    if not mat.shape[1]:
+        return mat, np.ones(mat.shape[0])
+    if sparse.issparse(mat):
+        largest = np.asarray(abs(mat).max(axis=1).todense(), dtype=np.float64).ravel()
+        unit = _row_units(largest)
+        return sparse.csr_matrix(sparse.diags(1.0 / unit) @ mat), unit
+    largest = np.max(np.abs(mat), axis=1)
+    unit = _row_units(largest)
+    return mat / unit[:, None], unit
 
 
 def _as_weights(weights: object, shape: tuple[int, ...]) -> _Weights:
@@ -357,24 +419,30 @@ def _as_weights(weights: object, shape: tuple[int, ...]) -> _Weights:
             )
         if not np.all(np.isfinite(mat.data)):
             raise ValueError("weights must be finite numbers")
-        return _Weights(mat, False)
+        return _weights(mat, False)
     arr = np.asarray(weights)
     if arr.dtype == bool:
         arr = arr.astype(np.float64)
     arr = as_real_array(arr, "weights").astype(np.float64)
     check_interval(arr, "weights", REAL)
     if arr.shape == shape or arr.shape == (d,):
-        return _Weights(arr.reshape(1, d), True)
+        return _weights(arr.reshape(1, d), True)
     if arr.ndim >= 2 and arr.shape[0] >= 1 and arr[0].size == d and arr.shape[1:] in (shape, (d,)):
-        return _Weights(arr.reshape(arr.shape[0], d), False)
+        return _weights(arr.reshape(arr.shape[0], d), False)
     raise ValueError(
         f"weights must have one value per key (shape {shape} or ({d},)), or be a (k, {d}) "
         f"matrix of k sums; got shape {arr.shape}"
     )
 
 
+def _weights(mat: Any, single: bool) -> _Weights:
+    """The rows of ``mat`` in their units (:func:`_scaled`)."""
+    scaled, unit = _scaled(mat)
+    return _Weights(scaled, single, unit)
+
+
 def _apply(w: _Weights, v: np.ndarray) -> np.ndarray:
-    """``W v`` for a flat vector ``v``."""
+    """``(W / unit) v`` for a flat vector ``v`` (each sum in its unit)."""
     return np.asarray(w.matrix @ v, dtype=np.float64).ravel()
 
 
@@ -398,13 +466,14 @@ def _sums(
         absw, sq = np.abs(mat), mat * mat
         nonneg = np.all(mat >= 0, axis=1)
     l1 = np.asarray(absw.sum(axis=1), dtype=np.float64).ravel()
-    squared = _Weights(sq, w.single)
+    squared = _Weights(sq, w.single, w.unit)
     raw_var = None if sigma is None else _apply(squared, sigma.ravel() ** 2)
     if mean_square is None:
         assert scale is not None
         mean_square = _apply(squared, scale.ravel() ** 2)
-    obs = None if observed is None else _apply(w, observed.ravel())
-    return Sums(_apply(w, estimate.ravel()), mean_square, l1, obs, raw_var, nonneg, w.single)
+    obs = None if observed is None else w.unit * _apply(w, observed.ravel())
+    est = w.unit * _apply(w, estimate.ravel())
+    return Sums(est, mean_square, l1, obs, raw_var, nonneg, w.single, w.unit)
 
 
 @dataclass(frozen=True)
@@ -481,6 +550,14 @@ class ErrorBars:
             if not isinstance(v, numbers.Real) or not float(v) >= 0.0:
                 raise ValueError(f"ErrorBars: {name} must be a number >= 0; got {v!r}")
 
+    @property
+    def _hull(self) -> bool:
+        """Whether the intervals take the bias-aware hull with the released values (step 4):
+        the bootstrap's, and an exact scale's whose estimate is a positive part
+        (:attr:`nonnegative`: ``max(y, 0)`` is not linear, its sums are biased up; review-sums
+        finding 3)."""
+        return self.source == "bootstrap" or self.nonnegative
+
     def quantile(self, level: float = 0.95) -> float:
         """The two-sided quantile multiplying :attr:`scale` at ``level``."""
         p = (1.0 + check_scalar(level, "level", UNIT_OPEN)) / 2.0
@@ -495,11 +572,12 @@ class ErrorBars:
         ``y ± CORE·z·σ`` around the released ``y``, replaced by the raw ``y ± z·σ`` at every
         key where that is wider; lower bounds clipped at 0 when θ ≥ 0 is public
         (:attr:`nonnegative`).  An exact scale (a linear estimator) keeps
-        ``estimate ± z · scale``.
+        ``estimate ± z · scale``; a positive part (an exact scale with :attr:`nonnegative`)
+        takes the hull too.
         """
         half = self.quantile(level) * self.scale
         lower, upper = self.estimate - half, self.estimate + half
-        if self.source == "bootstrap" and self.observed is not None and self.sigma is not None:
+        if self._hull and self.observed is not None and self.sigma is not None:
             lower, upper = _bias_aware(
                 lower, upper, self.estimate, self.observed, self.sigma, level
             )
@@ -518,12 +596,11 @@ class ErrorBars:
             )
         sm = self.sums
         var = np.maximum(sm.mean_square + self.spread * sm.l1**2, self.floor * sm.l1**2)
-        half = self.quantile(level) * np.sqrt(var)
+        half = self.quantile(level) * (sm.units * np.sqrt(var))
         lower, upper = sm.estimate - half, sm.estimate + half
-        if self.source == "bootstrap" and sm.observed is not None and sm.raw_var is not None:
-            lower, upper = _bias_aware(
-                lower, upper, sm.estimate, sm.observed, np.sqrt(sm.raw_var), level
-            )
+        raw_sd = sm.raw_sd
+        if self._hull and sm.observed is not None and raw_sd is not None:
+            lower, upper = _bias_aware(lower, upper, sm.estimate, sm.observed, raw_sd, level)
         if self.nonnegative:
             lower = np.where(sm.nonnegative, np.maximum(lower, 0.0), lower)
             upper = np.where(sm.nonnegative, np.maximum(upper, 0.0), upper)

@@ -29,7 +29,7 @@ import numpy as np
 from scipy import sparse, special
 
 from .._optional import require
-from ..denoise.result import ErrorBars
+from ..denoise.result import ErrorBars, _scaled
 from .outputs import cell_text
 
 __all__ = ["GROUP_COLUMNS", "Groups", "group_table", "read_groups"]
@@ -62,23 +62,56 @@ class Groups:
         return np.diff(self.matrix.indptr)
 
 
-def _rows(path: str) -> tuple[list[str], list[list[Any]]]:
+def _rows(path: str) -> tuple[list[str], list[tuple[int, list[Any]]]]:
+    """The header and the ``(line, fields)`` of every row: a CSV row's line is where it
+    starts in the file (a quoted field may span lines), a Parquet row's is its index + 2 (as
+    if the header were line 1)."""
     if path.lower().endswith((".parquet", ".pq")):
         pq = require("pyarrow.parquet", "data", "reading a Parquet groups file", error=ValueError)
         try:
+            names = list(pq.ParquetFile(path).schema_arrow.names)
+            _no_repeats(path, names)
             table = pq.read_table(path)
+        except ValueError as exc:
+            if str(exc).startswith(path):
+                raise
+            raise ValueError(f"{path}: not a readable Parquet file ({_one_line(exc)})") from None
         except Exception as exc:  # pyarrow raises many types for a bad file
-            raise ValueError(f"{path}: not a readable Parquet file ({exc})") from None
+            raise ValueError(f"{path}: not a readable Parquet file ({_one_line(exc)})") from None
         cols = [table.column(c).to_pylist() for c in table.column_names]
-        return list(table.column_names), [list(r) for r in zip(*cols, strict=True)]
+        rows = [list(r) for r in zip(*cols, strict=True)]
+        return list(table.column_names), [(i + 2, r) for i, r in enumerate(rows)]
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
-            rows = list(csv.reader(fh))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: the groups file cannot be read as UTF-8 CSV ({exc})") from None
-    if not rows:
+        # utf-8-sig: a byte-order mark (Excel's "CSV UTF-8") is not part of the header, as
+        # for every other public file (pyarrow's CSV reader drops it too)
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            reader = csv.reader(fh)
+            out: list[tuple[int, list[Any]]] = []
+            start = 1
+            for row in reader:
+                out.append((start, row))
+                start = reader.line_num + 1
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise ValueError(
+            f"{path}: the groups file cannot be read as UTF-8 CSV ({_one_line(exc)})"
+        ) from None
+    if not out:
         raise ValueError(f"{path}: the groups file is empty (no header)")
-    return rows[0], rows[1:]
+    _no_repeats(path, out[0][1])
+    return out[0][1], out[1:]
+
+
+def _no_repeats(path: str, header: Sequence[str]) -> None:
+    twice = sorted({c for c in header if list(header).count(c) > 1})
+    if twice:
+        raise ValueError(
+            f"{path}: line 1: the groups file's header repeats the column "
+            f"{', '.join(map(repr, twice))}"
+        )
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
 
 
 def read_groups(
@@ -95,8 +128,6 @@ def read_groups(
     src = os.fspath(path)
     names_k = [key] if isinstance(key, str) else list(key)
     header, rows = _rows(src)
-    if len(set(header)) != len(header):
-        raise ValueError(f"{src}: the groups file's header repeats a column name")
     missing = [c for c in ("group", *names_k) if c not in header]
     if missing:
         need = " and ".join(repr(c) for c in ("group", *names_k))
@@ -114,7 +145,7 @@ def read_groups(
     r_idx: list[int] = []
     c_idx: list[int] = []
     vals: list[float] = []
-    for line, row in enumerate(rows, start=2):
+    for line, row in rows:
         if len(row) != len(header):
             raise ValueError(
                 f"{src}: line {line} has {len(row)} fields; the header has {len(header)}"
@@ -167,7 +198,10 @@ def group_table(
     w = groups.matrix
     z = float(-special.ndtri((1.0 - level) / 2.0))
     raw = np.asarray(w @ np.ravel(released), dtype=np.float64).ravel()
-    half = z * np.sqrt(np.asarray(w.multiply(w) @ np.ravel(sigma) ** 2).ravel())
+    # each sum in its unit (a power of 2), so that Σ w²σ² neither under- nor overflows
+    scaled, unit = _scaled(w)
+    var = np.asarray(scaled.multiply(scaled) @ np.ravel(sigma) ** 2, dtype=np.float64).ravel()
+    half = z * (unit * np.sqrt(var))
     r_lo, r_hi = raw - half, raw + half
     lo, hi = (np.atleast_1d(v) for v in bars.sum_interval(level))
     return {

@@ -323,12 +323,6 @@ def test_a_parquet_groups_file_with_a_repeated_column_is_refused_in_one_line(
     assert "\n" not in msg and "repeats the column 'group'" in msg and str(g) in msg
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding 7: dpgauss denoise --groups takes one key column (--key); a product "
-    "domain's groups file names one column per axis, so its groups table cannot be "
-    "reproduced from the published table as docs/release.md says",
-)
 def test_a_product_releases_groups_are_reproduced_by_denoise(tmp_path: Path) -> None:
     from dpgauss.release.pipeline import run_release
 
@@ -357,7 +351,9 @@ def test_a_product_releases_groups_are_reproduced_by_denoise(tmp_path: Path) -> 
     )
     run_release(spec, out=tmp_path / "b.csv", engine=engine)
     out = _read(tmp_path / "b.csv.groups.csv")
-    denoise_table(tmp_path / "b.csv", grid=(3, 4), out=tmp_path / "c.csv", groups=g)
+    denoise_table(
+        tmp_path / "b.csv", grid=(3, 4), out=tmp_path / "c.csv", groups=g, key=["ax", "bx"]
+    )
     again = _read(tmp_path / "c.csv.groups.csv")
     for col in ("denoised", "denoised_lower", "denoised_upper"):
         np.testing.assert_allclose(_f(again, col), _f(out, col), rtol=1e-9, atol=1e-9)

@@ -44,7 +44,7 @@ def _run(args: argparse.Namespace) -> str:
         out=args.out,
         method=args.method,
         params=_params(args.params) if args.params else None,
-        key=args.key,
+        key=args.key[0] if len(args.key) == 1 else args.key,
         graph=args.graph,
         edges=args.edges,
         grid=args.grid,
@@ -94,7 +94,13 @@ def add_denoise_parser(sub: Any) -> None:
         "--grid", nargs=2, type=int, metavar=("ROWS", "COLS"), help="the rows are a grid"
     )
     where.add_argument("--chain", action="store_true", help="the rows, in order, are a chain")
-    p.add_argument("--key", default="key", help="the key column (with --graph/--edges)")
+    p.add_argument(
+        "--key",
+        nargs="+",
+        default=["key"],
+        help="the key column (with --graph/--edges/--groups); with --groups, several columns "
+        "for a table keyed by several (a product's axes: --key hour junction)",
+    )
     p.add_argument(
         "--method", default="auto", choices=list(DENOISERS), help="the denoiser (default auto)"
     )

@@ -40,7 +40,7 @@ from ..denoise.registry import entry
 from ..denoise.result import DRAWS, INTERVAL_METHOD, error_bars, public_seed
 from ..denoise.structure import lattice_graph
 from .groups import group_table, read_groups
-from .outputs import OutputGroup, write_csv
+from .outputs import OutputGroup, cell_text, write_csv
 from .report import candidates_table, json_ready
 
 __all__ = ["NOISE_LAWS", "DenoisedTable", "denoise_table"]
@@ -234,7 +234,7 @@ def denoise_table(
     out: str | os.PathLike[str],
     method: str = "auto",
     params: dict[str, Any] | None = None,
-    key: str = "key",
+    key: str | Sequence[str] = "key",
     graph: str | None = None,
     edges: str | None = None,
     grid: Sequence[int] | None = None,
@@ -260,7 +260,8 @@ def denoise_table(
     (the raw values are written as they are).
 
     ``groups`` (``--groups``) names sums of keys (:mod:`dpgauss.release.groups`: a table of
-    ``group``, the key column and an optional ``weight``): their sums of released and
+    ``group``, the key column — or the columns ``key`` names, e.g. a product's axes — and an
+    optional ``weight``): their sums of released and
     denoised values and their intervals, from the per-key intervals' draws, are written to
     ``<out>.groups.csv`` (``.groups.parquet`` beside a Parquet output).
     """
@@ -331,17 +332,31 @@ def denoise_table(
         if not (math.isfinite(s) and s > 0):
             raise ValueError(f"--sigma must be a finite number > 0; got {sigma}")
         sigma_text = f"{s:g}"
+    names = [key] if isinstance(key, str) else list(key)
+    if not names or not all(isinstance(k, str) and k for k in names):
+        raise ValueError(f"--key must name one column or several; got {key!r}")
+    if len(names) > 1 and (graph is not None or edges is not None):
+        raise ValueError(
+            "--graph and --edges match one key column (--key NAME); several key columns "
+            "(a product's axes) are for --groups"
+        )
     structure, described = _structure(
-        src, columns, n, key=key, graph=graph, edges=edges, grid=grid, chain=chain
+        src, columns, n, key=names[0], graph=graph, edges=edges, grid=grid, chain=chain
     )
     sums = None
     if groups is not None:
-        if key not in columns:
-            raise ValueError(f"{src}: no key column {key!r} to match the groups' keys (--key)")
-        keys = [str(v) for v in columns[key]]
+        missing = [k for k in names if k not in columns]
+        if missing:
+            raise ValueError(
+                f"{src}: no key column {missing[0]!r} to match the groups' keys (--key)"
+            )
+        keys = [
+            tuple(cell_text(v) for v in row)
+            for row in zip(*(columns[k] for k in names), strict=True)
+        ]
         if len(set(keys)) != n:
-            raise ValueError(f"{src}: the key column {key!r} repeats a key")
-        sums = read_groups(groups, keys, key)
+            raise ValueError(f"{src}: the key column(s) {', '.join(names)} repeat a key")
+        sums = read_groups(groups, keys, names)
     report_path = dst + ".report.json"
     parquet = dst.lower().endswith((".parquet", ".pq"))
     groups_path = dst + (".groups.parquet" if parquet else ".groups.csv")

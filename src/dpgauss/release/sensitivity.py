@@ -50,6 +50,18 @@ Statistics
   This is the even split of the μ-GDP budget between the two parts.  (A public count, the
   alternative, is not available in general.)
 
+The keys a unit changes, and integer counts
+-------------------------------------------
+Beside Δ, the secure noise uses how many keys one unit can change (``changed``): the other
+keys have equal values on both neighbours, and equal noise laws, so they add nothing to the
+divergence (:mod:`dpgauss.noise.lattice`).  One record adds to one key, so a unit changes
+at most ``min(d, k, b)`` keys (those given); a spread (kde) mapping may reach every node
+(``d``).  A mean's pair changes the sum and the count of the same keys (``2·min(d, k, b)``
+of its ``2d`` coordinates).  A ``count`` over one-record-one-key mappings is
+integer-valued (``integer``): it is released with exact discrete Gaussian noise calibrated
+at Δ itself, without rounding (:func:`dpgauss.noise.lattice.integer_lattice_law`); a kde
+count is not (spread masses are fractions).
+
 Coarser levels (zoom levels)
 ----------------------------
 A zoom-level release also publishes coarser vectors ``m = A n`` (``[[levels]]``,
@@ -91,7 +103,7 @@ from typing import Any
 
 from ..privacy._rounding import mul_up, rational_up, sqrt_up
 
-__all__ = ["Sensitivity", "count_l2", "derive_sensitivity", "level_count_l2"]
+__all__ = ["Sensitivity", "changed_keys", "count_l2", "derive_sensitivity", "level_count_l2"]
 
 
 def _check_bound(name: str, value: object) -> int | None:
@@ -174,6 +186,12 @@ class Sensitivity:
         ``{"sum": Δ}`` or ``{"sum": Δ_S, "count": Δ_C}``.
     candidates
         The bounds compared for Δ_n (description, value).
+    changed
+        The most coordinates of the released vector one unit can change
+        (:func:`changed_keys`; twice that for a mean's pair); None: all of them.
+    integer
+        Whether the released vector is integer-valued (a count over a one-record-one-key
+        mapping), so that secure noise needs no rounding.
     """
 
     statistic: str
@@ -182,6 +200,8 @@ class Sensitivity:
     scale: float
     parts: dict[str, float] = field(default_factory=dict)
     candidates: tuple[tuple[str, float], ...] = ()
+    changed: int | None = None
+    integer: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -192,6 +212,8 @@ class Sensitivity:
             "scale": self.scale,
             "parts": dict(self.parts),
             "candidates": [{"bound": name, "value": v} for name, v in self.candidates],
+            "changed": self.changed,
+            "integer": self.integer,
         }
 
     def summary(self) -> str:
@@ -208,6 +230,24 @@ class Sensitivity:
             f"{self.records_l2:.6g}, count {self.parts['count']:.6g}; released jointly "
             f"normalised: {self.l2:.6g}"
         )
+
+
+def changed_keys(
+    *,
+    max_records_per_unit: int | None = None,
+    max_keys_per_unit: int | None = None,
+    domain_size: int,
+    spread: bool = False,
+) -> int:
+    """The most keys one unit can change (module docstring): ``min(d, k, b)`` of the bounds
+    given, or ``d`` for a spread (kde) mapping."""
+    b = _check_bound("max_records_per_unit", max_records_per_unit)
+    k = _check_bound("max_keys_per_unit", max_keys_per_unit)
+    if isinstance(domain_size, bool) or not isinstance(domain_size, int) or domain_size < 1:
+        raise ValueError(f"domain_size must be an integer >= 1; got {domain_size!r}")
+    if spread:
+        return domain_size
+    return min(x for x in (domain_size, k, b) if x is not None)
 
 
 def derive_sensitivity(
@@ -229,8 +269,16 @@ def derive_sensitivity(
         domain_size=domain_size,
         spread=spread,
     )
+    n = changed_keys(
+        max_records_per_unit=max_records_per_unit,
+        max_keys_per_unit=max_keys_per_unit,
+        domain_size=domain_size,
+        spread=spread,
+    )
     if statistic == "count":
-        return Sensitivity("count", records, records, 1.0, {"count": records}, candidates)
+        return Sensitivity(
+            "count", records, records, 1.0, {"count": records}, candidates, n, not spread
+        )
     if statistic not in ("sum", "mean"):
         raise ValueError(f"statistic must be 'count', 'sum' or 'mean'; got {statistic!r}")
     if lower is None or upper is None:
@@ -243,12 +291,12 @@ def derive_sensitivity(
         if scale == 0.0:
             raise ValueError("lower = upper = 0: the sum is always 0")
         l2 = mul_up(scale, records)
-        return Sensitivity("sum", l2, records, scale, {"sum": l2}, candidates)
+        return Sensitivity("sum", l2, records, scale, {"sum": l2}, candidates, n)
     # finite: |hi − lo|/2 is at most the largest double
     scale = rational_up((Fraction(hi) - Fraction(lo)) / 2)
     sum_l2 = mul_up(scale, records)
     return Sensitivity(
-        "mean", sqrt_up(2), records, scale, {"sum": sum_l2, "count": records}, candidates
+        "mean", sqrt_up(2), records, scale, {"sum": sum_l2, "count": records}, candidates, 2 * n
     )
 
 

@@ -224,3 +224,14 @@ def test_changed_narrows_the_lattice_and_its_grid():
         DiscreteGaussianNoise(3.0, dim=4, changed=0)
     with pytest.raises(ValueError, match="cost"):
         choose_grid(1.0, 4, 1.0, cost=1.5)
+
+
+def test_beyond_the_integer_grids_the_rounded_lattice_serves():
+    """σ > 2^36 (here ε = 0, δ = 1e-9, Δ = 2^40): a grid ≤ 1 would leave the sampler's
+    range, so integer=True gives the rounded lattice of before, over all d coordinates."""
+    mech = GaussianMechanism(0.0, 1e-9, 2.0**40)
+    law = mech.noise_plan(10, integer=True, changed=2).noise
+    assert isinstance(law, DiscreteGaussianNoise) and law.rounded and law.changed is None
+    assert law == mech.noise_plan(10).noise
+    with pytest.raises(ValueError, match="integer=False"):
+        integer_lattice_law(0.0, 1e-12, 5.0, 10)

@@ -306,7 +306,12 @@ def integer_lattice_law(
     n = min(_changed(d, changed), m)
     sens_lattice = quotient_up(sensitivity, gamma)  # exact: γ is a power of two
     sigma_l = float(discrete_gaussian_gdp_sigma(epsilon, delta, sens_lattice, n))
-    _check_range(sigma_l, gamma)
+    if not SIGMA_RANGE.contains(np.asarray(sigma_l)):
+        raise ValueError(
+            f"the lattice noise scale sigma/grid = {sigma_l!r} is outside the sampler's range "
+            f"{SIGMA_RANGE}, and an integer release's grid is at most 1 (got grid={gamma!r}): "
+            "release the values rounded (integer=False)"
+        )
     return DiscreteGaussianNoise(sigma_l, gamma, rounded=False, dim=d, changed=n)
 
 

@@ -742,7 +742,11 @@ def _plan_levels(spec: ReleaseSpec, domain: KeyDomain, sens: Sensitivity) -> Lev
                 f"put noise {n.mechanism.sigma:.6g} on {where}, outside the supported "
                 f"[{lo:g}, {hi:g}]"
             )
-        cals.append(Calibration(n.mechanism, n.dim, n.mu, n.probe, n.secure, n.sensitivity))
+        cals.append(
+            Calibration(
+                n.mechanism, n.dim, n.mu, n.probe, n.secure, n.sensitivity, options=n.options
+            )
+        )
     return replace(levels, calibrations=tuple(cals))
 
 

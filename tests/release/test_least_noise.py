@@ -85,6 +85,12 @@ def test_changed_keys_and_integer_flags() -> None:
     assert changed_keys(max_records_per_unit=5, max_keys_per_unit=3, domain_size=100) == 3
     assert changed_keys(max_keys_per_unit=300, domain_size=100) == 100
     assert changed_keys(max_records_per_unit=5, domain_size=100, spread=True) == 100
+    # a kde record reaches at most its `neighbors` nodes; a unit keeps min(b, c·k) records
+    kde5 = {"domain_size": 4091, "spread": True, "keys_per_record": 8}
+    assert changed_keys(max_records_per_unit=5, **kde5) == 40
+    assert changed_keys(max_records_per_key=2, max_keys_per_unit=3, **kde5) == 48
+    assert changed_keys(max_records_per_key=2, **kde5) == 4091  # records unbounded
+    assert changed_keys(max_records_per_unit=5, max_keys_per_unit=2, **kde5) == 40
     with pytest.raises(ValueError, match="domain_size"):
         changed_keys(domain_size=0)
     count = derive_sensitivity("count", max_records_per_unit=5, domain_size=10)

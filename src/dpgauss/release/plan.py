@@ -117,6 +117,7 @@ def sensitivity_of(spec: ReleaseSpec, domain: KeyDomain | None = None) -> Sensit
         spread=domain.spread,
         lower=st.lower,
         upper=st.upper,
+        keys_per_record=domain.mapper.neighbors if domain.spread else None,  # type: ignore[union-attr]
     )
     lo, hi = SENSITIVITY_RANGE
     for part, value in sens.parts.items():

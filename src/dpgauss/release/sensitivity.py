@@ -55,12 +55,14 @@ The keys a unit changes, and integer counts
 Beside Δ, the secure noise uses how many keys one unit can change (``changed``): the other
 keys have equal values on both neighbours, and equal noise laws, so they add nothing to the
 divergence (:mod:`dpgauss.noise.lattice`).  One record adds to one key, so a unit changes
-at most ``min(d, k, b)`` keys (those given); a spread (kde) mapping may reach every node
-(``d``).  A mean's pair changes the sum and the count of the same keys (``2·min(d, k, b)``
-of its ``2d`` coordinates).  A ``count`` over one-record-one-key mappings is
-integer-valued (``integer``): it is released with exact discrete Gaussian noise calibrated
-at Δ itself, without rounding (:func:`dpgauss.noise.lattice.integer_lattice_law`); a kde
-count is not (spread masses are fractions).
+at most ``min(d, k, b)`` keys (those given); a spread (kde) record reaches at most its
+``neighbors`` nearest nodes, and a unit keeps at most ``R = min(b, c·k)`` records, so it
+changes at most ``min(d, R·neighbors)`` nodes.  A mean's pair changes the sum and the
+count of the same keys (twice that many of its ``2d`` coordinates).  A ``count`` over
+one-record-one-key mappings is integer-valued (``integer``): it is released with exact
+discrete Gaussian noise calibrated at Δ itself, without rounding
+(:func:`dpgauss.noise.lattice.integer_lattice_law`); a kde count is not (spread masses
+are fractions).
 
 Coarser levels (zoom levels)
 ----------------------------
@@ -236,18 +238,27 @@ def changed_keys(
     *,
     max_records_per_unit: int | None = None,
     max_keys_per_unit: int | None = None,
+    max_records_per_key: int | None = None,
     domain_size: int,
     spread: bool = False,
+    keys_per_record: int | None = None,
 ) -> int:
     """The most keys one unit can change (module docstring): ``min(d, k, b)`` of the bounds
-    given, or ``d`` for a spread (kde) mapping."""
+    given; for a spread (kde) mapping, whose record reaches at most ``keys_per_record``
+    nodes (its ``neighbors``; None: any), ``min(d, R·keys_per_record)`` with
+    ``R = min(b, c·k)`` the records a unit keeps (``d`` if R is unbounded)."""
     b = _check_bound("max_records_per_unit", max_records_per_unit)
     k = _check_bound("max_keys_per_unit", max_keys_per_unit)
+    c = _check_bound("max_records_per_key", max_records_per_key)
+    per = _check_bound("keys_per_record", keys_per_record)
     if isinstance(domain_size, bool) or not isinstance(domain_size, int) or domain_size < 1:
         raise ValueError(f"domain_size must be an integer >= 1; got {domain_size!r}")
-    if spread:
+    if not spread:
+        return min(x for x in (domain_size, k, b) if x is not None)
+    records = [x for x in (b, None if c is None or k is None else c * k) if x is not None]
+    if per is None or not records:
         return domain_size
-    return min(x for x in (domain_size, k, b) if x is not None)
+    return min(domain_size, min(records) * per)
 
 
 def derive_sensitivity(
@@ -260,8 +271,10 @@ def derive_sensitivity(
     spread: bool = False,
     lower: float | None = None,
     upper: float | None = None,
+    keys_per_record: int | None = None,
 ) -> Sensitivity:
-    """The L2 sensitivity of a ``count``, ``sum`` or ``mean`` release (module docstring)."""
+    """The L2 sensitivity of a ``count``, ``sum`` or ``mean`` release (module docstring);
+    ``keys_per_record`` (a kde mapping's ``neighbors``) bounds the keys it changes."""
     records, candidates = count_l2(
         max_records_per_unit=max_records_per_unit,
         max_keys_per_unit=max_keys_per_unit,
@@ -272,8 +285,10 @@ def derive_sensitivity(
     n = changed_keys(
         max_records_per_unit=max_records_per_unit,
         max_keys_per_unit=max_keys_per_unit,
+        max_records_per_key=max_records_per_key,
         domain_size=domain_size,
         spread=spread,
+        keys_per_record=keys_per_record,
     )
     if statistic == "count":
         return Sensitivity(

@@ -34,7 +34,8 @@ Denoising: post-processing, no privacy cost [denoise.*]
     james_stein, posterior_mean, soft_threshold, hard_threshold,
     wavelet_denoise, graph_wavelet_denoise, trend_filter -- the denoisers
     Denoised                 -- estimate, SURE, params, interval(level), error_bars()
-    error_bars, ErrorBars    -- per-key intervals of denoised values
+    error_bars, ErrorBars    -- per-key intervals of denoised values, and of sums of keys
+                                (Denoised.sum_interval(weights))
     as_graph                 -- a public graph from networkx, edges or a sparse matrix
 Releases from records [release.*]
     load_spec, ReleaseSpec   -- a release described in TOML

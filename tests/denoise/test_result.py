@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 
@@ -322,3 +322,242 @@ def test_no_interval_is_wider_than_the_raw_one(
         lo, hi = res.interval(level, draws=4, rng=seed)
         assert np.all(hi - lo <= raw * (1 + 1e-9))
         assert np.all(lo <= hi)
+
+
+# ----------------------------------------------------------------------- sums of keys
+
+
+def _z(level: float = 0.95) -> float:
+    return float(stats.norm.ppf((1 + level) / 2))
+
+
+@pytest.mark.parametrize("name", sorted(DENOISERS))
+def test_a_keys_indicator_sums_to_that_keys_interval(name: str) -> None:
+    """The sum model reduces to the per-key one: ``sum_interval(e_i)`` with the same draws is
+    key i's interval, for every denoiser (``‖e_i‖₁ = 1``)."""
+    rng = np.random.default_rng(31)
+    y = _steps() + rng.standard_normal(D)
+    res = DENOISERS[name](y, 1.0)
+    lo, hi = (np.ravel(v) for v in res.interval(0.9, draws=6, rng=8))
+    keys = [0, 99, 100, 101, 350, D - 1]
+    eye = np.zeros((len(keys), D))
+    eye[np.arange(len(keys)), keys] = 1.0
+    s_lo, s_hi = res.sum_interval(
+        eye.reshape((len(keys), *res.estimate.shape)), 0.9, draws=6, rng=8
+    )
+    np.testing.assert_allclose(s_lo, lo[keys], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(s_hi, hi[keys], rtol=1e-12, atol=1e-12)
+    one = res.sum_interval(eye[1].reshape(res.estimate.shape), 0.9, draws=6, rng=8)
+    assert one.lower.shape == () and float(one.lower) == pytest.approx(lo[99], abs=1e-12)
+
+
+def test_a_matrix_of_sums_is_its_rows_dense_sparse_or_masks() -> None:
+    """The draws do not depend on the weights: k sums at once are the k sums one by one, a
+    scipy.sparse matrix is its dense twin, a boolean mask its 0/1 weights."""
+    from scipy import sparse
+
+    rng = np.random.default_rng(32)
+    y = _steps() + rng.standard_normal(D)
+    res = trend_filter(y, 1.0, GRAPH, order=0, lam="sure")
+    w = np.zeros((3, D))
+    w[0, 80:140] = 1.0
+    w[1] = rng.uniform(-1, 2, D)
+    w[2, ::7] = 0.5
+    both = res.sum_interval(w, draws=5, rng=2)
+    for j in range(3):
+        row = res.sum_interval(w[j], draws=5, rng=2)
+        assert float(row.lower) == pytest.approx(both.lower[j], rel=1e-12)
+        assert float(row.upper) == pytest.approx(both.upper[j], rel=1e-12)
+    sp = res.sum_interval(sparse.csr_matrix(w), draws=5, rng=2)
+    np.testing.assert_allclose(sp.lower, both.lower, rtol=1e-12)
+    np.testing.assert_allclose(sp.upper, both.upper, rtol=1e-12)
+    mask = res.sum_interval(w[0] > 0, draws=5, rng=2)
+    assert float(mask.lower) == pytest.approx(both.lower[0], rel=1e-12)
+
+
+def test_the_identity_and_the_posterior_mean_give_exact_sum_intervals() -> None:
+    """Linear estimators: independent per-key errors, ``Σ w ŷ ± z √(Σ w² scale²)``."""
+    rng = np.random.default_rng(33)
+    sigma = rng.uniform(0.5, 2.0, 50)
+    y = rng.normal(0, 3, 50) + sigma * rng.standard_normal(50)
+    w = rng.uniform(-1, 1, (4, 50))
+    from dpgauss.denoise.registry import identity
+
+    raw = identity(y, sigma)
+    lo, hi = raw.sum_interval(w, 0.9)
+    half = _z(0.9) * np.sqrt((w**2) @ sigma**2)
+    np.testing.assert_allclose(lo, w @ y - half, rtol=1e-12)
+    np.testing.assert_allclose(hi, w @ y + half, rtol=1e-12)
+    pm = posterior_mean(y, 1.0, prior_variance=4.0)
+    lo, hi = pm.sum_interval(w, 0.9)
+    post_sd = math.sqrt(4.0 * 1.0 / (4.0 + 1.0))
+    half = _z(0.9) * post_sd * np.sqrt((w**2).sum(axis=1))
+    np.testing.assert_allclose(lo, w @ pm.estimate - half, rtol=1e-12)
+    np.testing.assert_allclose(hi, w @ pm.estimate + half, rtol=1e-12)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    scale=st.floats(0.1, 50.0),
+    level=st.floats(0.5, 0.999),
+    signs=st.booleans(),
+)
+# review-sums finding 3: auto chose its positive-part identity (an exact scale), whose sums
+# were Σw·max(y, 0) ± z·r with no hull: every sum missed w·y ± CORE·z·r (found by this test)
+@example(seed=40830903, scale=1.0, level=0.5, signs=False)
+def test_no_sum_interval_is_wider_than_the_raw_one_and_each_holds_the_floor(
+    seed: int, scale: float, level: float, signs: bool
+) -> None:
+    """Property: for any y, σ (one or per key), weights and level, a sum's interval is at most
+    as wide as the raw ``w·y ± z·r`` (r² = Σ w²σ²), contains ``w·y ± CORE·z·r`` unless it
+    is the raw interval itself (so it covers with probability ≥ 2Φ(CORE·z) − 1 whatever the
+    estimator's bias), and clips at 0 only sums of nonnegative weights of θ ≥ 0."""
+    from dpgauss.denoise.result import CORE
+
+    rng = np.random.default_rng(seed)
+    d = 40
+    theta = _sparse_map(d * 5, rng)[:d] * scale
+    sigma = scale * rng.uniform(0.5, 2.0, d) if seed % 2 else scale
+    y = theta + sigma * rng.standard_normal(d)
+    w = rng.uniform(-1.0 if signs else 0.0, 1.0, (5, d)) * (rng.random((5, d)) < 0.5)
+    z = _z(level)
+    r = np.sqrt((w**2) @ np.broadcast_to(sigma, (d,)) ** 2)
+    for res in (
+        soft_threshold(y, sigma, threshold="sure", nonnegative=True),
+        hard_threshold(y, sigma),
+        james_stein(y, sigma, target="mean"),
+        auto(y, sigma, CHAIN[: d - 1], nonnegative=True),
+    ):
+        lo, hi = res.sum_interval(w, level, draws=4, rng=seed)
+        assert np.all(lo <= hi)
+        assert np.all(hi - lo <= 2 * z * r * (1 + 1e-9) + 1e-9)
+        raw = np.isclose(lo, w @ y - z * r) & np.isclose(hi, w @ y + z * r)
+        core_lo, core_hi = w @ y - CORE * z * r, w @ y + CORE * z * r
+        nonneg = bool(res.params.get("nonnegative")) & np.all(w >= 0, axis=1)
+        if nonneg.any():
+            assert np.all(lo[nonneg] >= 0.0)
+            core_lo, core_hi = (
+                np.where(nonneg, np.maximum(core_lo, 0), core_lo),
+                np.where(nonneg, np.maximum(core_hi, 0), core_hi),
+            )
+            raw |= np.isclose(lo, np.maximum(w @ y - z * r, 0)) & np.isclose(
+                hi, np.maximum(w @ y + z * r, 0)
+            )
+        tol = 1e-9 * (1 + np.abs(w @ y) + r)
+        assert np.all(raw | ((lo <= core_lo + tol) & (hi >= core_hi - tol)))
+
+
+def test_sums_of_a_sparse_map_are_covered() -> None:
+    """Coverage ≥ 0.9 for sums of connected groups (2–64 keys, the whole map) of a sparse
+    count map at ε = 1 (σ = 4.22), 12 seeded draws of ``auto`` with θ ≥ 0 known; and the
+    intervals are narrower than the raw sums' (the denoiser helps sums too).
+    ``benchmarks/bench_sums.py`` measures every denoiser and setting."""
+    rng = np.random.default_rng(29)
+    d, sigma = 300, 4.2247
+    theta = _sparse_map(d, rng)
+    rows = [np.arange(s, s + n) for n in (2, 4, 8, 16, 32, 64) for s in range(0, d - n, 37)]
+    w = np.zeros((len(rows) + 1, d))
+    for j, idx in enumerate(rows):
+        w[j, idx] = 1.0
+    w[-1] = 1.0
+    truth = w @ theta
+    raw_width = 2 * _z() * sigma * np.sqrt(w.sum(axis=1))
+    cover, width = [], []
+    for _ in range(12):
+        y = theta + sigma * rng.standard_normal(d)
+        res = auto(y, sigma, CHAIN[: d - 1], nonnegative=True)
+        lo, hi = res.sum_interval(w, rng=rng)
+        cover.append(np.mean((lo <= truth) & (truth <= hi)))
+        width.append(np.mean((hi - lo) / raw_width))
+    assert float(np.mean(cover)) >= 0.9
+    assert float(np.mean(width)) < 0.95
+
+
+def test_bad_weights_are_refused_by_name() -> None:
+    rng = np.random.default_rng(34)
+    y = _steps() + rng.standard_normal(D)
+    res = soft_threshold(y, 1.0, threshold="sure")
+    for bad, match in (
+        (np.ones(D + 1), "weights must have one value per key"),
+        (np.ones((0, D)), "weights must have one value per key"),
+        (np.full(D, np.nan), "weights"),
+        ("abc", "weights"),
+    ):
+        with pytest.raises((TypeError, ValueError), match=match):
+            res.sum_interval(bad, draws=2, rng=0)
+    bars = res.error_bars(draws=2, rng=0)
+    with pytest.raises(ValueError, match="drawn without weights"):
+        bars.sum_interval()
+
+
+# ------------------------------------------------------------------ review of sums (review-sums)
+
+
+def test_without_rng_a_keys_indicator_sums_to_that_keys_cached_interval() -> None:
+    """review-sums finding 1: without ``rng`` the per-key intervals are drawn once with fresh
+    entropy and kept; ``sum_interval`` drew afresh, so the sum of one key's indicator was not
+    that key's interval (nor was a sum stable from call to call).  Both now use the draws
+    kept for that ``draws``."""
+    rng = np.random.default_rng(35)
+    y = _steps() + rng.standard_normal(D)
+    res = trend_filter(y, 1.0, GRAPH, order=0, lam="sure")
+    lo, hi = res.interval(draws=6)
+    eye = np.zeros((D, D))
+    eye[np.arange(D), np.arange(D)] = 1.0
+    s_lo, s_hi = res.sum_interval(eye, draws=6)
+    np.testing.assert_array_equal(s_lo, lo)
+    np.testing.assert_array_equal(s_hi, hi)
+    w = rng.uniform(0, 1, D)
+    assert res.sum_interval(w, draws=6) == res.sum_interval(w, draws=6)
+
+
+@pytest.mark.parametrize(("sigma", "weight"), [(1e-100, 1e-62), (1e-140, 1e-20), (1e100, 1e60)])
+def test_a_sums_interval_is_right_where_its_variance_under_or_overflows(
+    sigma: float, weight: float
+) -> None:
+    """review-sums finding 2: ``Σ w²σ²`` was formed as is, so a sum whose standard deviation
+    is a normal double got an interval of width 0 (the variance underflowed: σ = 1e-100,
+    w = 1e-62) or of infinite width (it overflowed: σ = 1e100, w = 1e60), and lost digits
+    where it was subnormal.  Each sum's weights are now scaled by a power of 2 first."""
+    from dpgauss.denoise.registry import identity
+
+    rng = np.random.default_rng(36)
+    d = 60
+    y = sigma * rng.standard_normal(d)
+    w = np.full(d, weight)
+    w[::2] *= -1.0
+    half = _z() * weight * sigma * math.sqrt(d)
+    exact = identity(y, sigma).sum_interval(w)
+    assert float(exact.upper - exact.lower) == pytest.approx(2 * half, rel=1e-12)
+    assert float(exact.lower) == pytest.approx(float(w @ y) - half, rel=1e-9)
+    boot = soft_threshold(y, sigma, threshold="sure").sum_interval(w, draws=4, rng=1)
+    width = float(boot.upper - boot.lower)
+    assert 0.0 < width <= 2 * half * (1 + 1e-12)
+
+
+def test_a_positive_part_with_an_exact_scale_keeps_the_floor_of_its_sums() -> None:
+    """review-sums finding 3: a positive part ``max(y, 0)`` carries the raw σ as an exact scale
+    (auto's identity with ``nonnegative``, James–Stein below its minimum d) but is not linear:
+    its sums ``Σ w·max(y, 0)`` are biased, and their intervals ``± z·r`` took no hull with
+    the raw sum, so they could miss ``w·y ± CORE·z·r`` (the floor's proof) entirely.  Now
+    they take the hull as the bootstrap's do, per key too (a key's indicator is its
+    interval), and stay within the raw width."""
+    from dpgauss.denoise.result import CORE
+
+    y = np.array([-4.0, 10.0])
+    res = james_stein(y, 1.0, nonnegative=True)
+    assert res.scale is not None and res.params.get("nonnegative")
+    z = _z()
+    for w in (np.array([1.0, -1.0]), np.array([1.0, 1.0])):
+        lo, hi = (float(v) for v in res.sum_interval(w))
+        r = float(np.sqrt(w @ w))
+        core_lo, core_hi = w @ y - CORE * z * r, w @ y + CORE * z * r
+        if np.all(w >= 0):
+            core_lo, core_hi = max(core_lo, 0.0), max(core_hi, 0.0)
+        assert lo <= core_lo and hi >= core_hi
+        assert hi - lo <= 2 * z * r * (1 + 1e-12)
+    lo_k, hi_k = res.interval()
+    for i in range(2):
+        one = res.sum_interval(np.eye(2)[i])
+        assert (float(one.lower), float(one.upper)) == (lo_k[i], hi_k[i])

@@ -199,3 +199,31 @@ def test_the_joint_fit_is_the_structure_of_smallest_sure() -> None:
     risks = {3: 9.0}
     assert joint_denoiser(make, values, 2)(y, 1.0).params["history_structure"] == "time only"
     assert seen == [3]
+
+
+def test_groups_of_a_period_denoised_with_history_are_that_periods_sums(
+    tmp_path: Path, zero_noise
+) -> None:
+    """``[output] groups`` with ``[series] history``: the sums are over this period's keys
+    (the earlier periods weigh 0 in the joint fit's draws), and a one-key group's interval
+    is that key's published interval."""
+    src = _records(tmp_path / "r.csv")
+    ledger = _ledger(tmp_path)
+    groups = tmp_path / "g.csv"
+    groups.write_text("group,key\nlow,0\nlow,1\nlow,2\nfour,4\n")
+    spec = _spec(
+        src,
+        tmp_path / "h.csv",
+        output={"path": str(tmp_path / "h.csv"), "plot": False, "groups": str(groups)},
+    )
+    for h in (9, 10):
+        with zero_noise():
+            rel = run_release(spec, ledger=ledger, period=f"2013-01-13T{h:02}:00:00")
+    assert rel.report["denoise"]["history"]["used"] == 1
+    rows = read_csv(tmp_path / "h.2013-01-13T10-00-00.csv.groups.csv")
+    assert [r["group"] for r in rows] == ["low", "four"]
+    den = rel.columns["denoised"]
+    assert float(rows[0]["denoised"]) == pytest.approx(float(den[:3].sum()), rel=1e-12)
+    assert float(rows[0]["released"]) == pytest.approx(float(rel.columns["released"][:3].sum()))
+    assert float(rows[1]["denoised_lower"]) == pytest.approx(rel.columns["denoised_lower"][4])
+    assert float(rows[1]["denoised_upper"]) == pytest.approx(rel.columns["denoised_upper"][4])

@@ -246,3 +246,21 @@ def test_a_sum_scales_every_level(tmp_path: Path) -> None:
     domain = resolve_domain(spec)
     lp = plan_levels(spec, domain, sensitivity_of(spec, domain))
     assert lp.sensitivities == (15.0, 15.0)  # max(|lower|, |upper|) = 5 times b = 3
+
+
+@pytest.mark.filterwarnings("ignore::dpgauss.errors.CrsWarning")
+def test_a_region_named_like_the_unplaced_parent_is_refused(tmp_path: Path) -> None:
+    """Review finding 4: a region whose id is "__unplaced__" beside fine keys that fall in no
+    region gave the level two keys written "__unplaced__" (its table's key column no longer
+    named one parent); refused before the charge, naming the level."""
+    pytest.importorskip("shapely")
+    nodes = tmp_path / "nodes.csv"
+    nodes.write_text("id,lat,lon\n1,0.5,0.5\n2,0.5,1.5\n3,0.5,9.0\n")
+    edges = tmp_path / "edges.csv"
+    edges.write_text("u,v\n1,2\n2,3\n")
+    regions = Path(_regions(tmp_path))
+    regions.write_text(regions.read_text().replace('"east"', json.dumps(UNPLACED)))
+    domain = {"kind": "graph", "nodes": str(nodes), "edges": str(edges), "lat": "la", "lon": "lo"}
+    spec = _spec([{"name": "side", "regions": str(regions)}], domain)
+    with pytest.raises(ValueError, match=r"levels #1.*__unplaced__"):
+        resolve_levels(spec, resolve_domain(spec))

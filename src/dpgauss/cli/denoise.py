@@ -56,6 +56,7 @@ def _run(args: argparse.Namespace) -> str:
         assume_gaussian=args.assume_gaussian,
         overwrite=args.overwrite,
         nonnegative=args.nonnegative,
+        groups=args.groups,
     )
     if args.json:
         return json.dumps(result.report)
@@ -105,6 +106,11 @@ def add_denoise_parser(sub: Any) -> None:
         help="the values are counts or sums of values >= 0: denoised values and lower bounds "
         "are never negative (default: as the table's dpgauss release report "
         "<table>.report.json says, else off: a table alone does not say what it counts)",
+    )
+    p.add_argument(
+        "--groups",
+        help="a CSV/Parquet table of named sums of keys (columns group, the --key column, "
+        "optional weight): their sums and intervals go to <out>.groups.csv",
     )
     p.add_argument("--level", type=float, default=0.95, help="interval level (default 0.95)")
     p.add_argument("--draws", type=int, default=None, help="bootstrap draws (default 32)")

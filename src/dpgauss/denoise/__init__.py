@@ -10,7 +10,8 @@ Denoisers (by name in :data:`DENOISERS`, run any with :func:`denoise`)
     :func:`posterior_mean` (needs a prior variance; not in the registry).
 Results and error bars
     :class:`Denoised` (``estimate``, ``risk`` = SURE, ``params``, ``interval(level)``,
-    ``error_bars()``), :class:`ErrorBars`, :class:`Interval`, :func:`error_bars`
+    ``sum_interval(weights)``, ``error_bars()``), :class:`ErrorBars`, :class:`Interval`,
+    :func:`error_bars`
     (:mod:`.result`: exact for linear estimators, a bias-aware parametric bootstrap
     for the others).
 Zoom levels that add up

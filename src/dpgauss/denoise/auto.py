@@ -263,10 +263,11 @@ def auto(
             {MARK: True},
             sigma=s,
             scale=raw_scale,
+            observed=arr,  # review-sums finding 3: the hull of its intervals needs y
         )
     else:
         identity = Denoised(
-            arr.copy(), float(np.sum(s2_keys)), "none", {}, sigma=s, scale=raw_scale
+            arr.copy(), float(np.sum(s2_keys)), "none", {}, sigma=s, scale=raw_scale, observed=arr
         )
     baselines = [
         identity,

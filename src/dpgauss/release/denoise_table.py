@@ -37,8 +37,9 @@ import numpy as np
 from .._optional import require
 from ..denoise import Denoised, Structure, as_graph
 from ..denoise.registry import entry
-from ..denoise.result import INTERVAL_METHOD, public_seed
+from ..denoise.result import DRAWS, INTERVAL_METHOD, error_bars, public_seed
 from ..denoise.structure import lattice_graph
+from .groups import group_table, read_groups
 from .outputs import OutputGroup, write_csv
 from .report import candidates_table, json_ready
 
@@ -81,6 +82,15 @@ class DenoisedTable:
                 f"{iv['median_width']:.4g} vs {iv['raw_width']:.4g} for the values given",
                 f"output     : {self.output}; report {self.report_path}",
             ]
+            + (
+                [
+                    f"groups     : {r['groups']['groups']:,} sums of keys, median interval "
+                    f"width {r['groups']['median_width']:.4g} vs {r['groups']['raw_width']:.4g} "
+                    f"for the sums of the values given; {r['groups']['output']}"
+                ]
+                if "groups" in r
+                else []
+            )
         )
 
 
@@ -236,6 +246,7 @@ def denoise_table(
     assume_gaussian: bool = False,
     overwrite: bool = False,
     nonnegative: bool | None = None,
+    groups: str | os.PathLike[str] | None = None,
 ) -> DenoisedTable:
     """Denoise column ``value`` of ``table`` and write it with intervals (module docstring).
 
@@ -247,6 +258,11 @@ def denoise_table(
     ran with ``nonnegative``; a release decides it from its statistic), else off — a table
     alone does not say what its statistic is.  ``True`` is refused for ``method = "none"``
     (the raw values are written as they are).
+
+    ``groups`` (``--groups``) names sums of keys (:mod:`dpgauss.release.groups`: a table of
+    ``group``, the key column and an optional ``weight``): their sums of released and
+    denoised values and their intervals, from the per-key intervals' draws, are written to
+    ``<out>.groups.csv`` (``.groups.parquet`` beside a Parquet output).
     """
     src = os.fspath(table)
     dst = os.fspath(out)
@@ -318,14 +334,32 @@ def denoise_table(
     structure, described = _structure(
         src, columns, n, key=key, graph=graph, edges=edges, grid=grid, chain=chain
     )
+    sums = None
+    if groups is not None:
+        if key not in columns:
+            raise ValueError(f"{src}: no key column {key!r} to match the groups' keys (--key)")
+        keys = [str(v) for v in columns[key]]
+        if len(set(keys)) != n:
+            raise ValueError(f"{src}: the key column {key!r} repeats a key")
+        sums = read_groups(groups, keys, key)
     report_path = dst + ".report.json"
-    inputs = [Path(src)] + [Path(p) for p in (graph, edges) if p is not None and os.path.exists(p)]
-    group = OutputGroup([Path(dst), Path(report_path)], overwrite=overwrite, protected=inputs)
+    parquet = dst.lower().endswith((".parquet", ".pq"))
+    groups_path = dst + (".groups.parquet" if parquet else ".groups.csv")
+    paths = [Path(dst), Path(report_path)] + ([Path(groups_path)] if sums is not None else [])
+    inputs = [Path(src)] + [
+        Path(p) for p in (graph, edges, groups) if p is not None and os.path.exists(p)
+    ]
+    group = OutputGroup(paths, overwrite=overwrite, protected=inputs)
     group.check()
     try:
         res = fn(y, s, structure, **params)
         gen = np.random.default_rng(seed if seed is not None else public_seed(y, s))
-        bars = res.error_bars(**({"draws": draws} if draws is not None else {}), rng=gen)
+        bars = error_bars(
+            res,
+            draws=DRAWS if draws is None else draws,
+            rng=gen,
+            weights=None if sums is None else sums.matrix,
+        )
         lo, hi = bars.interval(level)
         for name, arr in (("denoised", res.estimate), ("its interval", np.concatenate([lo, hi]))):
             if not np.all(np.isfinite(arr)):
@@ -374,6 +408,19 @@ def denoise_table(
                 "target": "coverage at hot spots, next to jumps, on average (docs/denoising.md)",
             },
         }
+        sum_rows = None
+        if sums is not None:
+            sum_rows = group_table(sums, y, sig_all, bars, level)
+            widths = np.subtract(sum_rows["denoised_upper"], sum_rows["denoised_lower"])
+            raw_widths = np.subtract(sum_rows["released_upper"], sum_rows["released_lower"])
+            report["groups"] = {
+                "file": os.path.basename(sums.path),
+                "groups": len(sums.names),
+                "output": groups_path,
+                "median_width": float(np.median(widths)),
+                "raw_width": float(np.median(raw_widths)),
+                "method": "sums of keys from the per-key error model (docs/denoising.md)",
+            }
         report = json_ready(report)
         new: dict[str, list[Any]] = {}
         if not isinstance(sigma, str):
@@ -388,9 +435,11 @@ def denoise_table(
         # the input's columns in their order, a column of the same name replaced in place
         out_cols: dict[str, list[Any]] = {k: new.get(k, v) for k, v in columns.items()}
         out_cols.update({k: v for k, v in new.items() if k not in out_cols})
-        parquet = dst.lower().endswith((".parquet", ".pq"))
         text = json.dumps(report, indent=2, allow_nan=False) + "\n"
         group.stage(Path(dst), lambda p: _write(p, out_cols, parquet))
+        if sum_rows is not None:
+            rows = sum_rows
+            group.stage(Path(groups_path), lambda p: _write(p, rows, parquet))
         group.stage(Path(report_path), lambda p: Path(p).write_text(text, encoding="utf-8"))
         group.commit()
     finally:

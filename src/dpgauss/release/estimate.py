@@ -40,13 +40,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import special
+from scipy import sparse, special
 
 from ..denoise import Denoised, ErrorBars
-from ..denoise.result import INTERVAL_METHOD, public_seed
+from ..denoise.result import INTERVAL_METHOD, error_bars, public_seed
 from ..noise.release import Release
 from ..privacy import classical_gaussian_sigma
 from .engines.base import Aggregate
+from .groups import group_table
 from .plan import Calibration, ReleasePlan
 from .report import candidates_table, error_fields, json_ready
 
@@ -93,6 +94,8 @@ class Estimate:
     revisions: dict[str, np.ndarray] | None = None
     #: ``[[levels]]``: each coarser level's table columns, by level name
     levels: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    #: ``[output] groups``: the groups table's columns (:func:`~.groups.group_table`)
+    groups: dict[str, list[Any]] | None = None
 
 
 def estimate(
@@ -137,7 +140,11 @@ def estimate(
             # with the published periods before it, on time × the domain's structure
             stacked = np.concatenate([hist.released.ravel(), values])
             den = plan.history_denoiser(stacked, rel.sigma)
-            bars = den.error_bars(rng=_post_rng((stacked, rel.sigma)))
+            weights = None
+            if plan.groups is not None:  # this period's keys: the earlier periods weigh 0
+                g = plan.groups.matrix
+                weights = sparse.hstack([sparse.csr_matrix((g.shape[0], hist.used * d)), g])
+            bars = error_bars(den, rng=_post_rng((stacked, rel.sigma)), weights=weights)
             lo_all, hi_all = bars.interval(level)
             est_all = np.asarray(den.estimate, dtype=np.float64)
             m = hist.used
@@ -146,7 +153,8 @@ def estimate(
             scope = (m + 1) * d
         else:
             den = plan.denoiser(values, rel.sigma)
-            bars = den.error_bars(rng=_post_rng((values, rel.sigma)))
+            weights = None if plan.groups is None else plan.groups.matrix
+            bars = error_bars(den, rng=_post_rng((values, rel.sigma)), weights=weights)
             den_lower, den_upper = bars.interval(level)
             den_est = np.asarray(den.estimate, dtype=np.float64)
             revisions, scope = None, d
@@ -167,6 +175,19 @@ def estimate(
             "denoised_upper": np.asarray(den_upper, dtype=np.float64),
         }
         den_info = _den_info(den, bars, rel.sigma, scope, level)
+        groups = None
+        if plan.groups is not None:
+            groups = group_table(plan.groups, values, np.full(d, rel.sigma), bars, level)
+            widths = np.subtract(groups["denoised_upper"], groups["denoised_lower"])
+            raw_widths = np.subtract(groups["released_upper"], groups["released_lower"])
+            den_info["groups"] = {
+                "groups": len(plan.groups.names),
+                "table": plan.groups_table.name if plan.groups_table is not None else None,
+                "median_width": float(np.median(widths)),
+                "raw_width": float(np.median(raw_widths)),
+                "method": "sums of keys from the per-key error model, drawn with the per-key "
+                "intervals' draws (docs/denoising.md)",
+            }
         if hist is not None:
             den_info["history"] = {
                 **hist.as_dict(),
@@ -178,7 +199,7 @@ def estimate(
                 else None,
             }
     else:
-        revisions = None
+        revisions = groups = None
         columns, den_info = _mean_columns(plan, agg, noise_info, seed, timing)
     columns.update(domain.place_columns())
     tables: dict[str, dict[str, np.ndarray]] = {}
@@ -192,7 +213,7 @@ def estimate(
             plan, fine, seed, columns, noise_info, den_info, add_noise
         )
         timing["levels_s"] = time.perf_counter() - t
-    return Estimate(columns, noise_info, den_info, noise_off, revisions, tables)
+    return Estimate(columns, noise_info, den_info, noise_off, revisions, tables, groups)
 
 
 def _revisions(

@@ -240,6 +240,12 @@ def _regions_level(lv: LevelSpec, domain: KeyDomain, spec: ReleaseSpec) -> tuple
     remap[used] = np.arange(used.size)
     of_fine = np.where(idx >= 0, remap[np.maximum(idx, 0)], used.size)
     if unplaced:
+        if UNPLACED in labels:  # the level's key column must name one parent (review, 4)
+            raise ValueError(
+                f"[{lv.where}] a region's id is {UNPLACED!r}, the parent of the fine keys in no "
+                f"region ({unplaced} here): the level would hold two keys {UNPLACED!r}; "
+                "rename that region"
+            )
         labels.append(UNPLACED)
         if names is not None:
             names.append(None)

@@ -53,22 +53,32 @@ from pathlib import Path
 
 from ..errors import OutputError, OutputExistsError
 
-__all__ = ["OutputError", "OutputExistsError", "OutputGroup", "probe_directory", "write_csv"]
+__all__ = [
+    "OutputError",
+    "OutputExistsError",
+    "OutputGroup",
+    "cell_text",
+    "probe_directory",
+    "write_csv",
+]
+
+
+def cell_text(v: object) -> str:
+    """The text of one value in a CSV table of :func:`write_csv`: floats as their shortest
+    round-trip text, integers as digits, non-finite floats and ``None`` as empty fields."""
+    if v is None:
+        return ""
+    if isinstance(v, float):  # numpy float64 included
+        return repr(float(v)) if math.isfinite(v) else ""
+    if isinstance(v, numbers.Integral):
+        return str(int(v))
+    return str(v)
 
 
 def write_csv(path: str, columns: Mapping[str, Sequence[object]]) -> None:
     """Write ``columns`` (name → values, equal lengths) as a UTF-8 CSV table: floats as
     their shortest round-trip text, non-finite floats and ``None`` as empty fields."""
-
-    def text(v: object) -> str:
-        if v is None:
-            return ""
-        if isinstance(v, float):  # numpy float64 included
-            return repr(float(v)) if math.isfinite(v) else ""
-        if isinstance(v, numbers.Integral):
-            return str(int(v))
-        return str(v)
-
+    text = cell_text
     names = list(columns)
     with open(path, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)

@@ -297,7 +297,7 @@ def run_release(
         public = public_report(plan, entry, est.noise, est.denoise, columns, est.noise_off)
         text = json.dumps(public.as_dict(), indent=2, allow_nan=False) + "\n"
         files = stage_release(
-            plan, columns, text, str(est.denoise["method"]), est.revisions, est.levels
+            plan, columns, text, str(est.denoise["method"]), est.revisions, est.levels, est.groups
         )
         _record(plan.ledger, charge_id, "writing", files)
         _step("staged")

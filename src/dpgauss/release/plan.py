@@ -47,8 +47,9 @@ from ..privacy.accounting import GaussianAccountant
 from ..privacy.events import GaussianEvent, GdpEvent, ThresholdEvent
 from .domains.key_domain import KeyDomain, resolve_domain
 from .engines import Engine, get_engine
+from .groups import Groups, read_groups
 from .history import History, joint_denoiser, load_history
-from .outputs import OutputError, OutputGroup, probe_directory
+from .outputs import OutputError, OutputGroup, cell_text, probe_directory
 from .report import public_spec
 from .selection import Selection, calibrate_selection, selection_sensitivity
 from .sensitivity import Sensitivity, derive_sensitivity
@@ -332,6 +333,9 @@ class ReleasePlan:
     levels: LevelsPlan | None = None
     #: the path of each coarser level's table, by level name
     level_tables: dict[str, Path] | None = None
+    #: ``[output] groups``: the named sums of keys (read and checked here) and their table
+    groups: Groups | None = None
+    groups_table: Path | None = None
 
     @property
     def event(self) -> Any:
@@ -669,6 +673,7 @@ def plan_release(
                 hist_den(zeros, float(cal.probe.sigma)).error_bars(draws=2, rng=0)
     if fmt == "parquet":
         require("pyarrow.parquet", "data", "[output] format 'parquet'", error=ValueError)
+    groups = _plan_groups(spec, domain, sens.statistic, levels is not None)
 
     # 4. the source's columns.
     eng = make_engine(engine, engine_options)
@@ -687,6 +692,13 @@ def plan_release(
         paths.append(history.revisions)
     level_tables = _level_tables(table, fmt, levels)
     paths += level_tables.values()
+    groups_table = None
+    if groups is not None:
+        groups_table = table.with_name(
+            f"{table.name}.groups.{'parquet' if fmt == 'parquet' else 'csv'}"
+        )
+        paths.append(groups_table)
+        protected.append(Path(groups.path))
     diag_dir = diagnostics_dir(ledger_p)
     group = OutputGroup(
         paths,
@@ -719,7 +731,38 @@ def plan_release(
         history_denoiser=hist_den,
         levels=levels,
         level_tables=level_tables or None,
+        groups=groups,
+        groups_table=groups_table,
     )
+
+
+def _plan_groups(
+    spec: ReleaseSpec, domain: KeyDomain, statistic: str, has_levels: bool
+) -> Groups | None:
+    """``[output] groups``: the groups file read against the domain's keys as the table
+    writes them (:func:`~dpgauss.release.groups.read_groups`), before the charge."""
+    path = spec.output.groups
+    if path is None:
+        return None
+    why = None
+    if domain.kind == "discovered":
+        why = "a discovered domain's keys are not known before the release"
+    elif statistic == "mean":
+        why = "the means of keys do not add up (release the sum and the count)"
+    elif has_levels:
+        why = "with [[levels]], name the sums as a level: its table gives them consistently"
+    if why is not None:
+        raise SettingError(f"[output] groups: not available here: {why}")
+    cols = domain.key_columns()
+    names = ["key"] if len(domain.axes) <= 1 else [a.name for a in domain.axes]
+    keys = [
+        tuple(cell_text(v) for v in row)
+        for row in zip(*(np.asarray(cols[n]).tolist() for n in names), strict=True)
+    ]
+    try:
+        return read_groups(os.path.expanduser(path), keys, names)
+    except ValueError as exc:
+        raise ValueError(f"[output] groups: {exc}") from None
 
 
 def _plan_levels(spec: ReleaseSpec, domain: KeyDomain, sens: Sensitivity) -> LevelsPlan | None:

@@ -81,7 +81,7 @@ def public_spec(spec_dict: dict[str, Any]) -> dict[str, Any]:
     for key in ("path", "database"):
         if src.get(key) is not None:
             src[key] = removed
-    for section, key in (("privacy", "ledger"), ("output", "path")):
+    for section, key in (("privacy", "ledger"), ("output", "path"), ("output", "groups")):
         part = out.get(section, {})
         if part.get(key) is not None:
             part[key] = removed
@@ -217,6 +217,13 @@ class PublicReport:
                 f"intervals  : denoised {iv['level']:.0%} intervals ({how}) median "
                 f"width {iv['median_width']:.4g} vs {iv['raw_width']:.4g} for the released "
                 "values"
+            )
+        grp = den.get("groups")
+        if isinstance(grp, dict):
+            lines.append(
+                f"groups     : {grp['groups']:,} sums of keys in {grp['table']}; median interval "
+                f"width {grp['median_width']:.4g} (denoised sums) vs {grp['raw_width']:.4g} "
+                "(released sums)"
             )
         hist = den.get("history")
         if isinstance(hist, dict) and hist.get("used"):

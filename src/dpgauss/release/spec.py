@@ -1345,18 +1345,25 @@ class DenoiseSpec:
 
 @dataclass(frozen=True)
 class OutputSpec:
-    """``[output]``: where the release table goes (its JSON report goes beside it)."""
+    """``[output]``: where the release table goes (its JSON report goes beside it).
+
+    ``groups``: a groups file (:mod:`dpgauss.release.groups`: columns ``group``, the table's
+    key columns, optional ``weight``) naming sums of keys whose released and denoised sums
+    and intervals go to ``<table>.groups.csv`` (``.parquet``); public structure, read and
+    checked before the charge."""
 
     path: str | None = None
     format: str = "auto"
     level: float = 0.95
     overwrite: bool = False
     plot: bool = True
+    groups: str | None = None
 
     def __post_init__(self) -> None:
         w = "output"
         _flag(w, "plot", self.plot)
         _text(w, "path", self.path, optional=True)
+        _text(w, "groups", self.groups, optional=True)
         _choice(w, "format", self.format, ("auto", "csv", "parquet"))
         level = _real(w, "level", self.level)
         if not 0 < level < 1:

@@ -45,6 +45,7 @@ def stage_release(
     chosen: str,
     revisions: dict[str, np.ndarray] | None = None,
     levels: dict[str, dict[str, np.ndarray]] | None = None,
+    groups: dict[str, list[Any]] | None = None,
 ) -> str:
     """Stage the table, the report (``report_text``), the planned plot (``chosen``: the
     denoiser that ran, for its title), a series period's ``revisions`` of the earlier
@@ -57,6 +58,10 @@ def stage_release(
     if hist is not None and hist.revisions is not None:
         assert revisions is not None  # planned: the estimate makes them
         group.stage(hist.revisions, lambda p: write_table(p, plan.file_format, revisions))
+    if plan.groups_table is not None:
+        assert groups is not None  # planned: the estimate makes them
+        rows = {k: np.asarray(v) for k, v in groups.items()}
+        group.stage(plan.groups_table, lambda p: write_table(p, plan.file_format, rows))
     for name, path in (plan.level_tables or {}).items():
         # planned: every level's table is written, or none
         group.stage(path, _table_writer(plan.file_format, (levels or {})[name]))

@@ -199,3 +199,58 @@ def test_series_history_refused(tmp_path: Path) -> None:
         ReleaseSpec.from_dict(d)
     d["series"]["history"] = 0
     ReleaseSpec.from_dict(d)
+
+
+# Review finding 1: a timestamp key that Python's datetime cannot hold (year 0 from a CSV
+# text, any 64-bit microsecond count from Parquet, DuckDB's infinities) came back from
+# DuckDB as text or as datetime.min/max, so one record made the sort of the keys raise
+# TypeError, or collided with a real key ("internal error: a discovered key is ...
+# repeated"): the release failed on one unit's record (a release is a total function of
+# the data).
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "0000-01-01 00:00:00",  # year 0: DuckDB's '0001-01-01 (BC)'
+        "0000-06-01 12:00:00+01:00",  # DuckDB drops the offset: still year 0
+    ],
+)
+def test_a_timestamp_key_beyond_the_calendar_is_invalid_alone(tmp_path: Path, bad: str) -> None:
+    rows = [(1, "2020-01-02 03:04:05"), (2, "2020-01-02 03:04:05"), (3, bad)]
+    path = write(tmp_path / "t.csv", rows, ("uid", "ts"))
+    sp = ReleaseSpec.from_dict(spec_dict(path, column="ts", kind="timestamp"))
+    agg = bounded_aggregate(sp, salt=5)
+    assert agg.labels.tolist() == ["2020-01-02 03:04:05"] and agg.counts.tolist() == [2.0]
+    assert agg.rows.invalid_domain == 1
+
+
+@pytest.mark.parametrize("us", [2**63 - 1, -(2**63) + 1, 253402300800000000, -62135596800000001])
+def test_a_parquet_timestamp_key_beyond_the_calendar_is_invalid_alone(
+    tmp_path: Path, us: int
+) -> None:
+    """Parquet holds any 64-bit microsecond count; DuckDB reads 2⁶³ − 1 as infinity (fetched
+    as 9999-12-31 23:59:59.999999, the same Python value as that real instant)."""
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    last = 253402300799999999  # 9999-12-31 23:59:59.999999, a real key of unit 2
+    t = pa.array([1_600_000_000_000_000, last, us], pa.int64()).cast(pa.timestamp("us"))
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"uid": pa.array([1, 2, 3], pa.int64()), "ts": t}), path)
+    sp = ReleaseSpec.from_dict(spec_dict(path, column="ts", kind="timestamp"))
+    agg = bounded_aggregate(sp, salt=5)
+    assert agg.labels.tolist() == ["2020-09-13 12:26:40", "9999-12-31 23:59:59.999999"]
+    assert agg.counts.tolist() == [1.0, 1.0] and agg.rows.invalid_domain == 1
+
+
+@pytest.mark.spark
+def test_spark_a_timestamp_key_beyond_the_calendar_is_invalid_alone(
+    tmp_path: Path, spark: Any
+) -> None:
+    """Finding 1 on Spark: a year-0 text key is one invalid record, the others are kept."""
+    from dpgauss.release.engines.spark import SparkEngine
+
+    rows = [(1, "2020-01-02 03:04:05"), (2, "2020-01-02 03:04:05"), (3, "0000-01-01 00:00:00")]
+    path = write(tmp_path / "t.csv", rows, ("uid", "ts"))
+    sp = ReleaseSpec.from_dict(spec_dict(path, column="ts", kind="timestamp"))
+    agg = bounded_aggregate(sp, salt=5, engine=SparkEngine(spark))
+    assert agg.labels.tolist() == ["2020-01-02 03:04:05"] and agg.counts.tolist() == [2.0]
+    assert agg.rows.invalid_domain == 1

@@ -141,3 +141,24 @@ def test_spark_agrees(tmp_path: Path, spark: Any) -> None:
     spk = bounded_aggregate(sp, salt=1, engine=SparkEngine(spark))
     assert duck.counts.tolist() == spk.counts.tolist() == [1.0, 1.0, 2.0]
     assert duck.rows.as_dict() == spk.rows.as_dict()
+
+
+@pytest.mark.parametrize(
+    "domain",
+    [
+        {"kind": "values", "column": "x", "values": ["a", "__other__"]},
+        {
+            "kind": "product",
+            "parts": [
+                {"kind": "values", "column": "x", "values": ["__other__", "b"]},
+                {"kind": "range", "column": "n", "start": 0, "stop": 10, "step": 5},
+            ],
+        },
+    ],
+)
+def test_a_public_key_named_like_the_other_key_is_refused(tmp_path: Path, domain: dict) -> None:
+    """Review finding 2: a public key "__other__" beside the other bucket wrote two rows
+    keyed "__other__" (the key column no longer names one key); refused before the charge."""
+    sp = spec_of(write(tmp_path / "s.csv", [(1, "a")]), domain)
+    with pytest.raises(ValueError, match="__other__"):
+        resolve_domain(sp)

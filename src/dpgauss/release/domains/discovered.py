@@ -16,10 +16,11 @@ released (:mod:`dpgauss.release.selection`, Gaussian thresholding of
   keys have no public structure).
 * **The key of a record**: its value of ``column`` in the declared type, exactly (text as
   it is, integers exactly, timestamps to the microsecond); NULL is ``invalid_domain``; no
-  value is ``outside_domain``.  Bounding is the engines' (:mod:`dpgauss.release.engines.base`,
-  c → k → b with the same content-keyed priorities), the key priority
-  ``H(salt, 'keys', unit, value)`` hashing the key's *value*, so which keys a unit keeps
-  depends on its own records and the salt only.
+  value is ``outside_domain``; a timestamp outside years 1 … 9999 (which no key label can
+  write) is ``invalid_domain``, alone.  Bounding is the engines'
+  (:mod:`dpgauss.release.engines.base`, c → k → b with the same content-keyed priorities),
+  the key priority ``H(salt, 'keys', unit, value)`` hashing the key's *value*, so which
+  keys a unit keeps depends on its own records and the salt only.
 * **The aggregate's keys** (:func:`collect_discovered`): every key with at least one kept
   record, in a fixed order that depends on no record — sorted by value (text by code point,
   which is UTF-8 byte order; integers as numbers; timestamps in time) — and written as
@@ -152,10 +153,23 @@ def collect_discovered(plan: AggregationPlan, rows: list[tuple[Any, ...]]) -> Ag
         (index[value] if int(g) >= 0 else int(g), n, units, nc, nk, None)
         for g, value, n, units, nc, nk in rows
     ]
-    labels = np.empty(len(order), dtype=object)
-    labels[:] = sorted_keys(order)
+    labels = _typed_labels(sorted_keys(order), plan.spec)
     domain = replace(plan.domain, size=len(order), labels=labels)
     sized = AggregationPlan(plan.spec, domain, plan.salt, plan.value_offset)
     agg = collect(sized, groups)
     agg.rows.candidate_keys = len(order)
     return replace(agg, labels=labels)
+
+
+def _typed_labels(keys: list[Any], spec: ReleaseSpec) -> np.ndarray:
+    """The keys as an array of the *declared* type's family — ``int64`` for int8 … int64,
+    ``uint64`` for uint8 … uint64, text (object) for strings and timestamps — so that the
+    table's key column has one type whatever keys the selection lets through (review
+    finding 3: an object array of ints was typed by the writer from the keys released:
+    string when none passed, uint64 only when one above 2⁶³ did)."""
+    declared = (spec.source.types or {}).get(str(spec.domain.column), "string")
+    if declared in INTEGERS:
+        return np.array(keys, dtype=np.uint64 if declared.startswith("u") else np.int64)
+    labels = np.empty(len(keys), dtype=object)
+    labels[:] = keys
+    return labels

@@ -160,6 +160,13 @@ def _append(values: np.ndarray, last: Any) -> np.ndarray:
 def _with_other(domain: KeyDomain) -> KeyDomain:
     """``domain`` with the ``__other__`` key last (module docstring of
     :mod:`.discovered`): its edges unchanged (the other key is isolated), no lattice."""
+    for a in domain.axes:  # the key column must name one key (review finding 2)
+        if any(isinstance(v, str) and v == OTHER_KEY for v in a.labels.tolist()):
+            raise ValueError(
+                f"[{a.spec.where}] other = true adds the key {OTHER_KEY!r}, which is already a "
+                "key of the domain: the table would hold two rows of that key (rename the "
+                "public key, or set other = false)"
+            )
     if len(domain.axes) <= 1:
         labels = _append(domain.labels, OTHER_KEY)
     else:  # the key columns say it (key_columns); the labels stay indices

@@ -238,6 +238,17 @@ class RecordExpressions:
         c = sql.ident(str(d.column))
         if self._type(str(d.column)).startswith("ENUM("):
             return f"CAST({c} AS {sql.text})"
+        if (self.spec.source.types or {}).get(str(d.column)) == "timestamp":
+            # A key is written, sorted and compared as a Python datetime: an instant outside
+            # years 1 … 9999 (year 0 or 10000 once an offset moves it to UTC, a Parquet
+            # count of microseconds, DuckDB's ±infinity) has none — DuckDB fetches it as
+            # text or as datetime.min/max, one record then failed the release or merged
+            # with a real key.  It is invalid, alone (review finding 1).
+            lo, hi = "0001-01-01 00:00:00", "9999-12-31 23:59:59.999999"
+            return (
+                f"CASE WHEN {c} >= TIMESTAMP {sql.literal(lo)} AND "
+                f"{c} <= TIMESTAMP {sql.literal(hi)} THEN {c} END"
+            )
         return c
 
     def _range_key(self, i: int, d: DomainSpec) -> str:

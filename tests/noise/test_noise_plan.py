@@ -102,5 +102,8 @@ def test_a_law_is_only_added_to_values_of_its_dimension():
     law = GaussianMechanism(1.0, 1e-6).noise_plan(5).noise
     with pytest.raises(ValueError, match="calibrated for 5 coordinates"):
         lattice.add_lattice_noise(np.zeros(6), law, np.random.default_rng(0))
-    with pytest.raises(ValueError, match="rounded"):
-        lattice.add_lattice_noise(np.zeros(5), DiscreteGaussianNoise(3.0, dim=5), None)
+    # a law without rounding is for integer values (on its grid 2^-k) only
+    with pytest.raises(ValueError, match="integers"):
+        lattice.add_lattice_noise(np.full(5, 0.5), DiscreteGaussianNoise(3.0, dim=5), None)
+    with pytest.raises(ValueError, match="calibrated for 5 coordinates"):
+        lattice.add_lattice_noise(np.zeros(6), DiscreteGaussianNoise(3.0, dim=5), None)

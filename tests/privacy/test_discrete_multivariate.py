@@ -90,8 +90,9 @@ def test_zcdp_delta_matches_mpmath_rounded_up(rho, eps):
     ],
 )
 def test_smoothing_bound_matches_mpmath_rounded_up(sigma, eps, sens, dim):
-    _, bar = integer_shift_bound(sens)
-    ref = ref_smoothing(sigma, eps, bar, dim)
+    m, bar = integer_shift_bound(sens)
+    # at most M = ⌊Δ²⌋ coordinates of an integer shift are non-zero: d is capped there
+    ref = ref_smoothing(sigma, eps, bar, min(dim, m))
     got = discrete_gaussian_vector_delta(sigma, eps, sens, dim, method="smoothing")
     with mp.workdps(DPS):
         rel = (mpf(got) - ref) / ref
@@ -151,6 +152,27 @@ def test_best_is_exact_scalar_below_sqrt2_for_every_dim():
                 3.0, 0.7, 1
             )
     assert discrete_gaussian_vector_delta(3.0, 0.7, 1.5, 7) > discrete_gaussian_delta(3.0, 0.7, 1)
+
+
+@pytest.mark.parametrize(("sigma", "eps"), [(1.7, 1.0), (3.0, 0.3), (4.5, 2.0)])
+def test_only_the_changed_coordinates_count(sigma, eps):
+    """An integer shift with ‖s‖² ≤ M = ⌊Δ²⌋ has at most M non-zero coordinates; the others
+    have the same law under both neighbours and drop out: the bound for d > M is the bound
+    for d = M, and it still dominates the exact profile of every such shift."""
+    from dpgauss.privacy.discrete_multivariate import changed_coordinates
+
+    assert changed_coordinates(4, 10**6) == 4 and changed_coordinates(25, 3) == 3
+    shifts = [(1,), (1, 1), (1, 1, 1), (2,), (1, 1, 1, 1)]
+    exact = max(exact_shift_delta(sigma, eps, s) for s in shifts)
+    for method in ("zcdp", "smoothing", "best"):
+        at_m = discrete_gaussian_vector_delta(sigma, eps, 2.0, 4, method=method)
+        for dim in (5, 4091, 10**6):
+            assert discrete_gaussian_vector_delta(sigma, eps, 2.0, dim, method=method) == at_m
+        assert at_m >= exact
+    # zero coordinates add nothing: the exact profile of (1, 1, 0, 0) is that of (1, 1)
+    assert exact_shift_delta(sigma, eps, (1, 1, 0, 0)) == pytest.approx(
+        exact_shift_delta(sigma, eps, (1, 1)), rel=1e-12, abs=1e-300
+    )
 
 
 def test_integer_shift_bound_is_exact():

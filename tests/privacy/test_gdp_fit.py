@@ -121,7 +121,8 @@ def test_the_cost_of_fitting_the_lattice_law_at_1_1e6(sens, d):
 
 
 @pytest.mark.parametrize(
-    ("sens", "d", "cost"), [(1.0, 1, 9e-4), (1.0, 10**4, 9e-4), (2.0, 1, 2.5e-4), (5.0, 100, 2e-4)]
+    ("sens", "d", "cost"),
+    [(1.0, 1, 9e-4), (1.0, 10**4, 9e-4), (2.0, 1, 2.5e-4), (5.0, 100, 2.5e-4)],
 )
 def test_the_cost_of_fitting_small_discrete_sigmas_at_1_1e6(sens, d, cost):
     """Counts at σ ≈ 4: the exact discrete profile at ε = 0 is 9e-4 above the Gaussian one."""

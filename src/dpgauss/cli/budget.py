@@ -17,6 +17,7 @@ import math
 import os
 
 from ..noise.mechanisms import GaussianMechanism
+from ..noise.release import NoisePlan
 from ..privacy import gaussian_epsilon
 from ..privacy._rounding import fits_budget
 from ..privacy.accounting import GaussianAccountant, QueryPlan, plan_queries
@@ -156,6 +157,14 @@ def _show(args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
+def _count_law(eps: float, delta: float, sens: float, keys: int, secure: bool) -> NoisePlan:
+    """The law of a count of ``keys`` keys as the release pipeline draws it: the exact
+    discrete Gaussian at Δ on the integer counts when secure (``integer=True``; at most
+    ``keys`` of them change), continuous noise otherwise."""
+    mech = GaussianMechanism(eps, delta, sens)
+    return mech.noise_plan(keys, secure=secure, integer=secure and sens >= 1.0)
+
+
 def _checked(plan: QueryPlan, keys: int, secure: bool) -> tuple[float, float]:
     """(largest charge, its noise σ) of one planned release of ``keys`` coordinates, for
     both ways of writing the spec (``epsilon = ε_q`` and ``sigma = σ_q``), calibrated as
@@ -163,7 +172,7 @@ def _checked(plan: QueryPlan, keys: int, secure: bool) -> tuple[float, float]:
     worst = (0.0, 0.0)
     derived = float(gaussian_epsilon(plan.sigma, plan.delta, plan.sensitivity))
     for eps in (plan.epsilon, derived):
-        law = GaussianMechanism(eps, plan.delta, plan.sensitivity).noise_plan(keys, secure=secure)
+        law = _count_law(eps, plan.delta, plan.sensitivity, keys, secure)
         worst = max(worst, (charge_mu(law), law.sigma))
     return worst
 
@@ -202,7 +211,7 @@ def _target_plan(args: argparse.Namespace) -> str:
     keys = 1 if args.keys is None else args.keys
 
     def law(e: float) -> object:
-        return GaussianMechanism(e, dlt, sens).noise_plan(keys, secure=args.secure)
+        return _count_law(e, dlt, sens, keys, args.secure)
 
     def sigma_of(e: float) -> float:
         return float(law(e).sigma)  # type: ignore[attr-defined]
@@ -360,8 +369,8 @@ def _plan(args: argparse.Namespace) -> str:
             }
         )
     kind = (
-        "secure lattice discrete Gaussian (the release default): its noise sigma is 0.5-1 % "
-        "above sigma per query, the price of the grid (--keys N: exactly)"
+        "secure discrete Gaussian on the integer counts (the release default): its noise "
+        "sigma is within 1e-4 of sigma per query (--keys N: exactly)"
         if args.secure
         else "continuous floating-point Gaussian, charged sensitivity/sigma by "
         "Ledger.charge(sigma=, sensitivity=) (dpgauss release never charges secure = false)"

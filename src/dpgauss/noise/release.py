@@ -234,26 +234,46 @@ class DiscreteGaussianNoise:
     ``rounded`` says whether the value was first rounded to the grid (a real-valued
     query): then the interval also covers the rounding offset (comment above).  ``dim``
     is the number of released coordinates (it enters the privacy bound, not the law).  For an
-    integer query released with γ = 1, ``rounded=False`` and the interval is exactly the
-    central interval of N_Z(0, σ²).  ``std`` is γ·√Var[Y], Var[Y] < σ² exactly
-    (CKS20 Cor. 9), from Poisson summation (σ ≥ 1) or a direct sum (σ < 1).
+    integer query released on a grid γ = 2^-k (γ = 1 included: integers lie on every such
+    grid, so nothing is rounded), ``rounded=False`` and the interval is exactly the central
+    interval of γ·N_Z(0, σ²).  ``changed``, when given, bounds the number of coordinates in
+    which neighbouring values can differ (a unit touches at most that many keys): the
+    privacy bound and the rounding term of the lattice sensitivity use
+    :attr:`support` = ``min(dim, changed)`` instead of ``dim`` (the other coordinates have
+    the same law under both neighbours and add nothing to any divergence; and a coordinate
+    whose value does not change is rounded to the same grid point).  ``std`` is γ·√Var[Y],
+    Var[Y] < σ² exactly (CKS20 Cor. 9), from Poisson summation (σ ≥ 1) or a direct sum
+    (σ < 1).
     """
 
     sigma_lattice: float
     grid: float = 1.0
     rounded: bool = False
     dim: int = 1
+    changed: int | None = None
 
     @property
     def name(self) -> str:
         return "discrete gaussian"
 
+    def __post_init__(self) -> None:
+        c = self.changed
+        if c is not None and (isinstance(c, bool) or not isinstance(c, int) or c < 1):
+            raise ValueError(f"changed must be a positive integer or None; got {c!r}")
+
+    @property
+    def support(self) -> int:
+        """The most coordinates in which neighbouring releases can differ: ``dim``, or
+        ``min(dim, changed)`` when ``changed`` is given."""
+        return self.dim if self.changed is None else min(self.dim, self.changed)
+
     def lattice_sensitivity(self, sensitivity: float) -> float:
-        """L2 sensitivity in lattice units: Δ/γ + √d (rounded up) if the values were
-        rounded to the grid, else Δ/γ."""
+        """L2 sensitivity in lattice units: Δ/γ + √n (rounded up; n = :attr:`support`, the
+        coordinates that can change, each by at most one grid step more than Δ/γ moves it)
+        if the values were rounded to the grid, else Δ/γ."""
         sens = quotient_up(sensitivity, self.grid)  # the smallest double ≥ Δ/γ
         if self.rounded:
-            sens = up(up(sens + up(math.sqrt(self.dim))))
+            sens = up(up(sens + up(math.sqrt(self.support))))
         return sens
 
     def dominating_mu(self, sensitivity: float) -> float:
@@ -267,9 +287,10 @@ class DiscreteGaussianNoise:
 
     def event(self, sensitivity: float) -> DiscreteGaussianEvent:
         """The privacy event of this noise at L2 ``sensitivity`` (in data units): σ and
-        the :meth:`lattice_sensitivity` in lattice units, and ``dim``."""
+        the :meth:`lattice_sensitivity` in lattice units, and the :attr:`support` (the
+        coordinates that can change; ``dim`` unless ``changed`` is smaller)."""
         return DiscreteGaussianEvent(
-            self.sigma_lattice, self.lattice_sensitivity(sensitivity), self.dim
+            self.sigma_lattice, self.lattice_sensitivity(sensitivity), self.support
         )
 
     def tail_above(self, k: int) -> float:

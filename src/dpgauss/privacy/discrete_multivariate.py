@@ -11,6 +11,15 @@ Integer shifts.  ‖s‖₂² is an integer, so only ‖s‖₂ ≤ Δ̄ = √�
 In particular Δ₂ < 1 would mean the query never changes (rejected: Δ₂ ≥ 1 is required),
 and for 1 ≤ Δ₂ < √2 the only possible shifts are ±eⱼ.
 
+Only the changed coordinates count.  An integer shift with ‖s‖₂² ≤ M has at most M non-zero
+coordinates, and a coordinate with sⱼ = 0 has the same law N_Z(0, σ²) under both neighbours,
+independent of the others: the two output laws are P × R and Q × R with a common factor R,
+and Σ (p r − e^ε q r)₊ = Σ r (p − e^ε q)₊ = the divergence of P and Q.  So every bound here
+is evaluated with d replaced by min(d, M) (:func:`changed_coordinates`); a caller that knows
+a smaller bound on the coordinates a neighbour can change (a unit touching at most k keys)
+passes that as ``dim``.  For counts of Δ₂ = 5 over the 4,091 Manhattan junctions this is 25
+coordinates, not 4,091.
+
 Bound 1: concentrated DP (Canonne, Kamath & Steinke 2020, "The Discrete Gaussian for
 Differential Privacy", NeurIPS; arXiv:2004.00010, hereafter CKS20)
 --------------------------------------------------------------------------------------
@@ -140,6 +149,7 @@ from .domination import dominating_mu
 from .profile import gaussian_delta
 
 __all__ = [
+    "changed_coordinates",
     "discrete_gaussian_gdp_sigma",
     "discrete_gaussian_vector_delta",
     "discrete_gaussian_vector_mu",
@@ -257,6 +267,26 @@ def _smoothing_bound(sigma: float, eps: float, sens_bar: float, dim: int) -> flo
     return min(1.0, max(best, TINY))
 
 
+def changed_coordinates(m: int, dim: int) -> int:
+    """The most coordinates in which two neighbouring integer vectors can differ: ``min(d, M)``.
+
+    An integer shift ``s`` with ``‖s‖₂² ≤ M`` has at most ``M`` non-zero coordinates (each
+    contributes at least 1 to ``‖s‖₂²``), and at most ``d`` of course.  Coordinates where
+    ``s_j = 0`` carry the same law ``N_Z(0, σ²)`` under both neighbours, independently of
+    the others, so they add nothing to any divergence: the pair of output laws on ``Z^d``
+    is a product of the pair on the changed coordinates with a common factor, and the
+    hockey-stick divergence of ``P × R`` and ``Q × R`` equals that of ``P`` and ``Q``
+    (integrate ``R`` out of ``Σ (p r − e^ε q r)₊ = Σ r (p − e^ε q)₊``).  Every bound below
+    is therefore evaluated with ``d`` replaced by this number (the ``a`` and ``b`` of
+    Bound 2 grow with it, so the largest possible count is the worst case).
+    """
+    return min(dim, m)
+
+
+def _changed(l2: float, dim: float) -> int:
+    return changed_coordinates(integer_shift_bound(l2)[0], int(dim))
+
+
 def _exact_sensitivity(m: int, l2: float, dim: int, eps: float) -> int | None:
     """Integer sensitivity of the exact scalar reduction, or None if it does not apply or
     would be slow (more than about 2^21 terms per profile evaluation; the cost criterion
@@ -309,7 +339,8 @@ def discrete_gaussian_vector_delta(
     ----------
     sigma : σ > 0.   epsilon : ε ≥ 0.
     l2_sensitivity : Δ₂ ≥ 1 (an integer vector that changes changes by at least 1).
-    dim : d, a positive integer (the number of coordinates).
+    dim : d, a positive integer: the number of coordinates, or any bound on the number in
+        which neighbouring values can differ (it is capped at ⌊Δ₂²⌋ here, module docstring).
     method : ``"best"`` (the exact scalar profile when d = 1 or Δ₂ < √2 and it is
         affordable, see the module docstring; else the smaller of the two bounds),
         ``"zcdp"`` (CKS20 Thm 14 + Cor. 13 only) or ``"smoothing"`` (the
@@ -327,7 +358,9 @@ def discrete_gaussian_vector_delta(
         l2_sensitivity=(l2_sensitivity, _AT_LEAST_ONE),
         dim=(dim, _DIM),
     )
-    return elementwise(lambda s, e, l2, d: _delta_scalar(s, e, l2, int(d), method), arrays, scalar)
+    return elementwise(
+        lambda s, e, l2, d: _delta_scalar(s, e, l2, _changed(l2, d), method), arrays, scalar
+    )
 
 
 @lru_cache(maxsize=256)
@@ -390,7 +423,9 @@ def discrete_gaussian_vector_sigma(
         l2_sensitivity=(l2_sensitivity, _AT_LEAST_ONE),
         dim=(dim, _DIM),
     )
-    return elementwise(lambda e, d, l2, k: _sigma_scalar(e, d, l2, int(k), method), arrays, scalar)
+    return elementwise(
+        lambda e, d, l2, k: _sigma_scalar(e, d, l2, _changed(l2, k), method), arrays, scalar
+    )
 
 
 # ------------------------------------------------------------------ μ-GDP charge and fit
@@ -461,7 +496,7 @@ def discrete_gaussian_vector_mu(
         l2_sensitivity=(l2_sensitivity, _AT_LEAST_ONE),
         dim=(dim, _DIM),
     )
-    return elementwise(lambda s, l2, d: _mu_scalar(s, l2, int(d)), arrays, scalar)
+    return elementwise(lambda s, l2, d: _mu_scalar(s, l2, _changed(l2, d)), arrays, scalar)
 
 
 _FIT_ATTEMPTS = 64
@@ -509,4 +544,6 @@ def discrete_gaussian_gdp_sigma(
         l2_sensitivity=(l2_sensitivity, _AT_LEAST_ONE),
         dim=(dim, _DIM),
     )
-    return elementwise(lambda e, d, l2, k: _gdp_sigma_scalar(e, d, l2, int(k)), arrays, scalar)
+    return elementwise(
+        lambda e, d, l2, k: _gdp_sigma_scalar(e, d, l2, _changed(l2, k)), arrays, scalar
+    )

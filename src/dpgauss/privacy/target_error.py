@@ -10,8 +10,9 @@ variance ``σ²`` (secure), so the per-key RMSE is exactly the delivered σ, and
     ε^*(R) = \min\{ε > 0 : σ(ε, δ, Δ) \le R\},
 
 where ``σ(ε, δ, Δ)`` is the noise the release calibrates at ε — the analytic Gaussian σ
-(continuous), or the σ of the secure law the pipeline draws (slightly above it, the price
-of the grid).  ``σ`` is non-increasing in ε, so :func:`smallest_epsilon` brackets ε* from
+(continuous), or the σ of the secure law the pipeline draws (within about 1e-5 of it for
+counts, whose integers need no grid; 0.05-0.1 % above it for sums, the price of the
+grid).  ``σ`` is non-increasing in ε, so :func:`smallest_epsilon` brackets ε* from
 ``gaussian_epsilon(R, δ, Δ)`` (the ε at which the *exact* analytic σ equals R) and bisects;
 the answer is written as a 10-digit decimal rounded up, and is *checked*: the σ calibrated
 at it is ``≤ R`` (so the rounding toward more noise of calibration can never make the

@@ -63,7 +63,7 @@ def add_noise(cal: Calibration, y: np.ndarray, seed: int | None) -> Release:
     (``cal.noise``), else ``RuntimeError``.
     """
     if cal.secure:
-        rel = cal.mechanism.release(y, rng="secure")
+        rel = cal.mechanism.release(y, rng="secure", **cal.options)
     else:
         rel = cal.mechanism.release(y, rng=np.random.default_rng(seed))
     if rel.noise != cal.noise:  # the charged law must be the law used
@@ -162,6 +162,7 @@ def estimate(
         _candidate_timing(timing, den)
         lower, upper = rel.interval(level)
         noise_info["sigma"] = rel.sigma
+        noise_info["sigma_over_analytic"] = rel.sigma / cal.sigma
         noise_info["interval_half_width"] = rel.noise.half_width(level)
         columns = {
             **domain.key_columns(),
@@ -378,6 +379,7 @@ def _mean_columns(
     noise_info.update(
         {
             "sigma": rel.sigma,
+            "sigma_over_analytic": rel.sigma / cal.sigma,
             "sigma_note": "noise on the normalised pair (sum/Delta_sum, count/Delta_count); "
             "the column 'sigma' is the delta-method standard error of each mean",
             "sigma_sum": sig_s,

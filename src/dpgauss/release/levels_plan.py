@@ -40,15 +40,17 @@ secure lattice law's dominating μ, whose rounding term does not shrink with ``w
 sum is exact (:func:`~dpgauss.privacy._rounding.sum_squares`) and rounded up; when it
 exceeds ``μ`` every effective sensitivity is raised by the ratio (plus 1e-10) and the laws
 recomputed, so the composed charge is ``≤ μ`` always and within about 1e-9 of it for
-continuous noise (a few parts in a thousand for the secure law at small weights).  The
-release is **one** charge, :class:`~dpgauss.privacy.events.GdpEvent` of the composed μ.
+continuous noise (a few parts in a thousand for the secure lattice law of a sum at small
+weights; counts, integers at every level, get the secure law without rounding,
+:func:`~dpgauss.noise.lattice.integer_lattice_law`, within about 1e-5).  The release is
+**one** charge, :class:`~dpgauss.privacy.events.GdpEvent` of the composed μ.
 """
 
 from __future__ import annotations
 
 import csv
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
@@ -130,6 +132,9 @@ class LevelNoise:
     weight: float
     mu: float
     secure: bool
+    #: the secure law's options (``integer=True`` for counts: every level's values are sums
+    #: of integer counts, released without rounding), passed on to the release
+    options: dict[str, Any] = field(default_factory=dict)
 
     @property
     def event(self) -> PrivacyEvent:
@@ -362,11 +367,16 @@ def level_sensitivities(
 
 
 def calibrate_levels(
-    spec: ReleaseSpec, sensitivities: list[float], dims: list[int]
+    spec: ReleaseSpec, sensitivities: list[float], dims: list[int], *, integer: bool = False
 ) -> tuple[tuple[LevelNoise, ...], float, float]:
     """Every level's calibration, the composed μ and the target ``gdp_mu(ε, δ)`` (module
-    docstring, *Budget*)."""
+    docstring, *Budget*).  ``integer``: the values are integer counts (every level's value
+    a sum of them), released by the secure law without rounding
+    (:func:`dpgauss.noise.lattice.integer_lattice_law`, calibrated at the effective
+    sensitivity; its bound on the changed coordinates, ``min(d, ⌊Δ_eff²⌋)``, holds for the
+    true Δ_ℓ ≤ Δ_eff too, so the charge at Δ_ℓ is valid)."""
     p = spec.privacy
+    options: dict[str, Any] = {"integer": True} if integer and p.secure else {}
     eps, delta = float(p.epsilon), float(p.delta)  # type: ignore[arg-type]
     target = float(gdp_mu(eps, delta))
     weights = _weights(spec)
@@ -381,14 +391,16 @@ def calibrate_levels(
             mech = GaussianMechanism(eps, delta, eff)
             where = "the finest level" if i == 0 else f"level {spec.levels[i - 1].name!r}"
             try:
-                probe = mech.noise_plan(d, secure=bool(p.secure))
+                probe = mech.noise_plan(d, secure=bool(p.secure), **options)
                 mu = float(probe.noise.event(sens).mu)  # type: ignore[attr-defined]
             except (ValueError, FloatingPointError) as exc:
                 raise ValueError(
                     f"[privacy] the secure sampler cannot serve {where} at epsilon = {eps:g}, "
                     f"delta = {delta:g}: {' '.join(str(exc).split())}"
                 ) from None
-            cals.append(LevelNoise(mech, d, probe, sens, float(w), mu, bool(p.secure)))
+            cals.append(
+                LevelNoise(mech, d, probe, sens, float(w), mu, bool(p.secure), dict(options))
+            )
         total = sqrt_up(sum_squares(c.mu for c in cals))
         if total <= target:
             return tuple(cals), total, target
@@ -403,6 +415,6 @@ def plan_levels(spec: ReleaseSpec, domain: KeyDomain, sens: Sensitivity) -> Leve
     levels = resolve_levels(spec, domain)
     sensitivities = level_sensitivities(spec, domain, sens, levels)
     dims = [domain.size, *(lv.size for lv in levels)]
-    cals, mu, target = calibrate_levels(spec, sensitivities, dims)
+    cals, mu, target = calibrate_levels(spec, sensitivities, dims, integer=sens.integer)
     weights = tuple(float(w) for w in _weights(spec))
     return LevelsPlan(levels, cals, tuple(sensitivities), weights, mu, target)

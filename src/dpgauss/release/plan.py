@@ -30,7 +30,7 @@ import math
 import os
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LEDGER_ENV",
+    "RELEASE_ROUNDING_COST",
     "SENSITIVITY_RANGE",
     "SIGMA_RANGE",
     "Calibration",
@@ -89,6 +90,11 @@ Denoiser = Callable[[np.ndarray, float], Denoised]
 SENSITIVITY_RANGE = (1e-100, 1e100)
 SIGMA_RANGE = (1e-100, 1e100)
 
+#: The rounding cost of a secure real-valued release's grid (sums, means): the grid is the
+#: largest power of two with γ√n ≤ 2^-10·Δ (n the keys a unit can change), so rounding
+#: costs 0.05-0.1 % of σ; values must stay below 2^51·γ (:mod:`dpgauss.noise.lattice`).
+RELEASE_ROUNDING_COST = 2.0**-10
+
 
 # -------------------------------------------------------------------------- sensitivity
 
@@ -112,6 +118,7 @@ def sensitivity_of(spec: ReleaseSpec, domain: KeyDomain | None = None) -> Sensit
         spread=domain.spread,
         lower=st.lower,
         upper=st.upper,
+        keys_per_record=domain.mapper.neighbors if domain.spread else None,  # type: ignore[union-attr]
     )
     lo, hi = SENSITIVITY_RANGE
     for part, value in sens.parts.items():
@@ -153,6 +160,9 @@ class Calibration:
     #: keys not known in advance (:mod:`dpgauss.release.selection`): the threshold and the
     #: selection's η, charged beside μ; None for a public domain
     selection: Selection | None = None
+    #: the secure law's options (``changed``, ``integer``, ``cost``), passed to
+    #: ``mechanism.release`` so that the law drawn is the law planned and charged
+    options: dict[str, Any] = field(default_factory=dict)
 
     @property
     def sigma(self) -> float:
@@ -271,8 +281,13 @@ def calibrate(spec: ReleaseSpec, sens: Sensitivity, d: int) -> Calibration:
             )
     # The law and label of the release, without drawing noise; a secure law's charge is
     # at most gdp_mu(eps, delta), so a budget of the spec's own (eps, delta) takes it.
+    # Integer counts get the exact discrete Gaussian at Δ (no rounding); real values the
+    # lattice over the keys a unit can change, at a rounding cost of RELEASE_ROUNDING_COST.
+    options: dict[str, Any] = {}
+    if p.secure:
+        options = {"changed": sens.changed, "integer": sens.integer, "cost": RELEASE_ROUNDING_COST}
     try:
-        probe = mech.noise_plan(dim, secure=bool(p.secure))
+        probe = mech.noise_plan(dim, secure=bool(p.secure), **options)
         mu = float(GaussianAccountant().add_release(probe))
     except (ValueError, FloatingPointError) as exc:
         # The secure lattice sampler's limits: noise far above the grid (tiny epsilon and
@@ -282,7 +297,7 @@ def calibrate(spec: ReleaseSpec, sens: Sensitivity, d: int) -> Calibration:
             f"(noise sigma = {mech.sigma:.6g} at sensitivity {sens.l2:.6g}): "
             f"{' '.join(str(exc).split())}; use a moderate epsilon and delta"
         ) from None
-    return Calibration(mech, dim, mu, probe, bool(p.secure))
+    return Calibration(mech, dim, mu, probe, bool(p.secure), options=options)
 
 
 @dataclass(frozen=True, eq=False)
@@ -771,7 +786,11 @@ def _plan_levels(spec: ReleaseSpec, domain: KeyDomain, sens: Sensitivity) -> Lev
                 f"put noise {n.mechanism.sigma:.6g} on {where}, outside the supported "
                 f"[{lo:g}, {hi:g}]"
             )
-        cals.append(Calibration(n.mechanism, n.dim, n.mu, n.probe, n.secure, n.sensitivity))
+        cals.append(
+            Calibration(
+                n.mechanism, n.dim, n.mu, n.probe, n.secure, n.sensitivity, options=n.options
+            )
+        )
     return replace(levels, calibrations=tuple(cals))
 
 

@@ -50,6 +50,20 @@ Statistics
   This is the even split of the μ-GDP budget between the two parts.  (A public count, the
   alternative, is not available in general.)
 
+The keys a unit changes, and integer counts
+-------------------------------------------
+Beside Δ, the secure noise uses how many keys one unit can change (``changed``): the other
+keys have equal values on both neighbours, and equal noise laws, so they add nothing to the
+divergence (:mod:`dpgauss.noise.lattice`).  One record adds to one key, so a unit changes
+at most ``min(d, k, b)`` keys (those given); a spread (kde) record reaches at most its
+``neighbors`` nearest nodes, and a unit keeps at most ``R = min(b, c·k)`` records, so it
+changes at most ``min(d, R·neighbors)`` nodes.  A mean's pair changes the sum and the
+count of the same keys (twice that many of its ``2d`` coordinates).  A ``count`` over
+one-record-one-key mappings is integer-valued (``integer``): it is released with exact
+discrete Gaussian noise calibrated at Δ itself, without rounding
+(:func:`dpgauss.noise.lattice.integer_lattice_law`); a kde count is not (spread masses
+are fractions).
+
 Coarser levels (zoom levels)
 ----------------------------
 A zoom-level release also publishes coarser vectors ``m = A n`` (``[[levels]]``,
@@ -91,7 +105,7 @@ from typing import Any
 
 from ..privacy._rounding import mul_up, rational_up, sqrt_up
 
-__all__ = ["Sensitivity", "count_l2", "derive_sensitivity", "level_count_l2"]
+__all__ = ["Sensitivity", "changed_keys", "count_l2", "derive_sensitivity", "level_count_l2"]
 
 
 def _check_bound(name: str, value: object) -> int | None:
@@ -174,6 +188,12 @@ class Sensitivity:
         ``{"sum": Δ}`` or ``{"sum": Δ_S, "count": Δ_C}``.
     candidates
         The bounds compared for Δ_n (description, value).
+    changed
+        The most coordinates of the released vector one unit can change
+        (:func:`changed_keys`; twice that for a mean's pair); None: all of them.
+    integer
+        Whether the released vector is integer-valued (a count over a one-record-one-key
+        mapping), so that secure noise needs no rounding.
     """
 
     statistic: str
@@ -182,6 +202,8 @@ class Sensitivity:
     scale: float
     parts: dict[str, float] = field(default_factory=dict)
     candidates: tuple[tuple[str, float], ...] = ()
+    changed: int | None = None
+    integer: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
@@ -192,6 +214,8 @@ class Sensitivity:
             "scale": self.scale,
             "parts": dict(self.parts),
             "candidates": [{"bound": name, "value": v} for name, v in self.candidates],
+            "changed": self.changed,
+            "integer": self.integer,
         }
 
     def summary(self) -> str:
@@ -210,6 +234,33 @@ class Sensitivity:
         )
 
 
+def changed_keys(
+    *,
+    max_records_per_unit: int | None = None,
+    max_keys_per_unit: int | None = None,
+    max_records_per_key: int | None = None,
+    domain_size: int,
+    spread: bool = False,
+    keys_per_record: int | None = None,
+) -> int:
+    """The most keys one unit can change (module docstring): ``min(d, k, b)`` of the bounds
+    given; for a spread (kde) mapping, whose record reaches at most ``keys_per_record``
+    nodes (its ``neighbors``; None: any), ``min(d, R·keys_per_record)`` with
+    ``R = min(b, c·k)`` the records a unit keeps (``d`` if R is unbounded)."""
+    b = _check_bound("max_records_per_unit", max_records_per_unit)
+    k = _check_bound("max_keys_per_unit", max_keys_per_unit)
+    c = _check_bound("max_records_per_key", max_records_per_key)
+    per = _check_bound("keys_per_record", keys_per_record)
+    if isinstance(domain_size, bool) or not isinstance(domain_size, int) or domain_size < 1:
+        raise ValueError(f"domain_size must be an integer >= 1; got {domain_size!r}")
+    if not spread:
+        return min(x for x in (domain_size, k, b) if x is not None)
+    records = [x for x in (b, None if c is None or k is None else c * k) if x is not None]
+    if per is None or not records:
+        return domain_size
+    return min(domain_size, min(records) * per)
+
+
 def derive_sensitivity(
     statistic: str,
     *,
@@ -220,8 +271,10 @@ def derive_sensitivity(
     spread: bool = False,
     lower: float | None = None,
     upper: float | None = None,
+    keys_per_record: int | None = None,
 ) -> Sensitivity:
-    """The L2 sensitivity of a ``count``, ``sum`` or ``mean`` release (module docstring)."""
+    """The L2 sensitivity of a ``count``, ``sum`` or ``mean`` release (module docstring);
+    ``keys_per_record`` (a kde mapping's ``neighbors``) bounds the keys it changes."""
     records, candidates = count_l2(
         max_records_per_unit=max_records_per_unit,
         max_keys_per_unit=max_keys_per_unit,
@@ -229,8 +282,18 @@ def derive_sensitivity(
         domain_size=domain_size,
         spread=spread,
     )
+    n = changed_keys(
+        max_records_per_unit=max_records_per_unit,
+        max_keys_per_unit=max_keys_per_unit,
+        max_records_per_key=max_records_per_key,
+        domain_size=domain_size,
+        spread=spread,
+        keys_per_record=keys_per_record,
+    )
     if statistic == "count":
-        return Sensitivity("count", records, records, 1.0, {"count": records}, candidates)
+        return Sensitivity(
+            "count", records, records, 1.0, {"count": records}, candidates, n, not spread
+        )
     if statistic not in ("sum", "mean"):
         raise ValueError(f"statistic must be 'count', 'sum' or 'mean'; got {statistic!r}")
     if lower is None or upper is None:
@@ -243,12 +306,12 @@ def derive_sensitivity(
         if scale == 0.0:
             raise ValueError("lower = upper = 0: the sum is always 0")
         l2 = mul_up(scale, records)
-        return Sensitivity("sum", l2, records, scale, {"sum": l2}, candidates)
+        return Sensitivity("sum", l2, records, scale, {"sum": l2}, candidates, n)
     # finite: |hi − lo|/2 is at most the largest double
     scale = rational_up((Fraction(hi) - Fraction(lo)) / 2)
     sum_l2 = mul_up(scale, records)
     return Sensitivity(
-        "mean", sqrt_up(2), records, scale, {"sum": sum_l2, "count": records}, candidates
+        "mean", sqrt_up(2), records, scale, {"sum": sum_l2, "count": records}, candidates, 2 * n
     )
 
 

@@ -3,6 +3,8 @@ ratios and their ranges, and the typed calibration they use (:mod:`dpgauss.relea
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -86,3 +88,27 @@ def test_the_charge_event_is_what_the_ledger_charged(secure: bool) -> None:
     else:
         assert isinstance(ev, GdpEvent) and event_mu(ev) == cal.mu
     assert secure is (cal.noise.name != "gaussian")
+
+
+@pytest.mark.parametrize("kind", ["count", "sum"])
+def test_a_secure_release_of_an_aggregate_beyond_the_lattice_does_not_fail(kind: str) -> None:
+    """Rule 5 (a release is a total function of the data): an aggregate too large for the
+    secure lattice (``|value|/γ ≥ 2^51``, or beyond int64 for an integer release) used to
+    raise after the charge; it is clamped to the law's public ``value_limit`` instead."""
+    s = count_spec(secure=True)
+    if kind == "sum":
+        s = ReleaseSpec.from_dict(
+            {**s.to_dict(), "statistic": {"kind": "sum", "column": "v", "lower": 0, "upper": 1}}
+        )
+    cal = calibrate(s, sensitivity_of(s), 5)
+    limit = cal.noise.value_limit
+    assert limit > 0 and math.isfinite(limit)
+    y = np.array([0.0, 3.0, 2.0**70, -(2.0**70), limit])
+    rel = estimate.add_noise(cal, y, None)
+    assert rel.noise == cal.noise and np.all(np.isfinite(rel.values))
+    # the clamped coordinates are released around the bound, the others around themselves
+    tol = 60 * cal.noise.std
+    assert abs(rel.values[2] - limit) < tol and abs(rel.values[3] + limit) < tol
+    assert abs(rel.values[1] - 3.0) < tol
+    with pytest.raises(ValueError):  # the mechanism alone still refuses such values
+        cal.mechanism.release(np.array([0.0, 0.0, 2.0**70, 0.0, 0.0]), rng="secure", **cal.options)

@@ -267,6 +267,11 @@ class DiscreteGaussianNoise:
         ``min(dim, changed)`` when ``changed`` is given."""
         return self.dim if self.changed is None else min(self.dim, self.changed)
 
+    @property
+    def value_limit(self) -> float:
+        """The largest magnitude of a value this law releases exactly (:func:`value_limit`)."""
+        return value_limit(self.grid, self.rounded)
+
     def lattice_sensitivity(self, sensitivity: float) -> float:
         """L2 sensitivity in lattice units: Δ/γ + √n (rounded up; n = :attr:`support`, the
         coordinates that can change, each by at most one grid step more than Δ/γ moves it)
@@ -328,6 +333,24 @@ class DiscreteGaussianNoise:
         return _lattice_half_width(tails.bracket, guess, level, self.rounded, self.grid)
 
 
+def value_limit(grid: float, rounded: bool) -> float:
+    """The largest magnitude of a value a lattice law on ``grid`` releases exactly.
+
+    A rounded (real-valued) release computes ``round(value/γ)`` as an int64 below 2^51
+    (:func:`dpgauss.noise.lattice.round_to_grid`): ``(2^51 − 2)·γ``.  An integer release on
+    γ = 2^-k shifts the value by k bits inside int64's 62: ``2^(62−k)`` minus one (as a
+    float, the largest integer below it).  A release clamps its aggregate to
+    ``±value_limit`` before the noise (:func:`dpgauss.release.estimate.add_noise`):
+    clamping each coordinate to a public range never increases a sensitivity, so no record
+    can make a release fail there.
+    """
+    if rounded:
+        return (2.0**51 - 2.0) * grid
+    k = 1 - math.frexp(grid)[1]  # γ = 2^-k
+    top = 2.0 ** (62 - k)
+    return top - 1.0 if top <= 2.0**53 else float(np.nextafter(top, 0.0))
+
+
 @dataclass(frozen=True)
 class DiscreteLaplaceNoise:
     """γ·Y with P[Y = y] = (1 − q)/(1 + q) · q^{|y|}, q = e^{−1/t} (t = ``scale``, lattice units).
@@ -343,6 +366,11 @@ class DiscreteLaplaceNoise:
     @property
     def name(self) -> str:
         return "discrete laplace"
+
+    @property
+    def value_limit(self) -> float:
+        """The largest magnitude of a value this law releases exactly (:func:`value_limit`)."""
+        return value_limit(self.grid, self.rounded)
 
     @property
     def std(self) -> float:

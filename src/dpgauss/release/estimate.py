@@ -61,8 +61,17 @@ def add_noise(cal: Calibration, y: np.ndarray, seed: int | None) -> Release:
     uncharged experiment (``secure = false``) draws floating-point noise from
     ``numpy.random.default_rng(seed)``.  The law drawn must be the law planned and charged
     (``cal.noise``), else ``RuntimeError``.
+
+    A secure release first clamps ``y`` to ``±cal.noise.value_limit``, the largest
+    magnitude its lattice holds exactly (:func:`dpgauss.noise.release.value_limit`: about
+    2^51 grid steps): an aggregate beyond it, which no real source reaches but records could
+    make, is released as that bound instead of failing after the charge.  Clamping a
+    coordinate to a public range never increases the sensitivity.
     """
     if cal.secure:
+        limit = getattr(cal.noise, "value_limit", None)
+        if limit is not None:
+            y = np.clip(np.asarray(y, dtype=np.float64), -limit, limit)
         rel = cal.mechanism.release(y, rng="secure", **cal.options)
     else:
         rel = cal.mechanism.release(y, rng=np.random.default_rng(seed))

@@ -922,3 +922,30 @@ def test_pysparks_pandas_3_notice_is_filtered_and_only_it() -> None:
     notice = "PySpark does not yet"
     assert sum(m == notice for _, m in shown(quiet=False)) >= 2  # pyspark does warn here
     assert shown(quiet=True) == [("x.py", notice), ("x.py", "other")]
+
+
+def test_describe_and_the_aggregate_after_it_read_the_source_once(
+    engine: SparkEngine, tmp_path: Path, monkeypatch
+) -> None:
+    """Issue #31 item 4: the aggregate right after ``describe`` of the same spec reuses its
+    typed DataFrame (schema, footers, nanosecond look-ups read once); nothing is kept beyond
+    that pair, so the next release of the same path reads the files anew."""
+    src, truth = small_release_data(tmp_path)
+    spec = make_spec(src)
+    reads = []
+    real = SparkEngine._read
+
+    def counting(self, s):  # type: ignore[no-untyped-def]
+        reads.append(1)
+        return real(self, s)
+
+    monkeypatch.setattr(SparkEngine, "_read", counting)
+    engine.describe(spec)
+    first = bounded_aggregate(spec, engine=engine, salt=1)
+    assert len(reads) == 1
+    np.testing.assert_array_equal(first.counts, truth)
+    # the file changes: the next aggregate reads it (no DataFrame kept from before)
+    write_parquet(src, uid=np.arange(3), key=np.array([1, 1, 2]), fare=np.zeros(3))
+    again = bounded_aggregate(spec, engine=engine, salt=1)
+    assert len(reads) == 2
+    np.testing.assert_array_equal(again.counts, [0, 2, 1, 0, 0, 0, 0, 0, 0, 0])

@@ -88,6 +88,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import json
 import math
 import os
 import re
@@ -332,6 +333,8 @@ class SparkEngine:
             raise TypeError(f"config must be a dict of Spark settings; got {config!r}")
         self._spark = spark if spark is not None else getattr(dataframe, "sparkSession", None)
         self._dataframe = dataframe
+        #: (the spec's text, what :meth:`_prepared` gave for it): the last source prepared
+        self._prepared_for: tuple[str, Any] | None = None
         self.master = master
         self.app_name = app_name
         self.config = dict(config or {})
@@ -724,14 +727,32 @@ class SparkEngine:
             return {c: schema.DUCKDB_TYPES[t] for c, t in spec.source.types.items()}
         try:
             with self._parquet_settings(spec) as on:
-                df, names, csv = self._read(spec)
                 # refuses a column of several types, before a charge
-                nanos = self._nanos(spec, df) if on else {}
-                df, names, _ = self._typed(spec, df, names, csv, nanos)
+                df, names, _, _ = self._prepared(spec, on, reuse=False)
                 types = {f.name: f.dataType.simpleString() for f in df.schema.fields}
         except _spark_errors() as exc:
             raise EngineError(f"cannot read the source: {_one_line(exc)}") from None
         return {n: types[n] for n in names}
+
+    def _prepared(
+        self, spec: ReleaseSpec, parquet_nanos: bool, *, reuse: bool
+    ) -> tuple[Any, list[str], tuple[str, str] | None, dict[str, bool]]:
+        """The source read and typed (:meth:`_read`, :meth:`_nanos` when ``parquet_nanos``,
+        :meth:`_typed`).  :meth:`describe` (the checks before the charge) prepares it and
+        keeps it; the :meth:`aggregate` of the same spec right after (``reuse``) takes it
+        instead of reading the schema, the Parquet footers and the nanosecond look-ups
+        again, and drops it: nothing is kept beyond one describe → aggregate pair, so a
+        later release of the same path reads the files anew."""
+        key = json.dumps(spec.to_dict(), sort_keys=True, default=str)
+        kept, self._prepared_for = self._prepared_for, None
+        if reuse and kept is not None and kept[0] == key:
+            return kept[1]
+        df, names, csv = self._read(spec)
+        nanos = self._nanos(spec, df) if parquet_nanos else {}
+        df, names, csv = self._typed(spec, df, names, csv, nanos)
+        if not reuse:
+            self._prepared_for = (key, (df, names, csv, nanos))
+        return df, names, csv, nanos
 
     # ------------------------------------------------------------------- aggregate
 
@@ -739,9 +760,7 @@ class SparkEngine:
         """The bounded aggregate of ``plan`` (semantics: :mod:`dpgauss.release.engines.base`)."""
         try:
             with self._parquet_settings(plan.spec) as on:
-                df, names, csv = self._read(plan.spec)
-                nanos = self._nanos(plan.spec, df) if on else {}
-                df, names, csv = self._typed(plan.spec, df, names, csv, nanos)
+                df, names, csv, nanos = self._prepared(plan.spec, on, reuse=True)
                 if plan.domain.kind == discovered.KIND:
                     job = _Job(plan, df, names, csv, nanos).build_discovered()
                     found = [tuple(r) for r in job.collect()]

@@ -218,6 +218,54 @@ def taxi_settings(epsilons: list[float]) -> list[tuple[str, np.ndarray, float]]:
     return out
 
 
+Setting = tuple[str, str, np.ndarray, float, np.ndarray, tuple[int, ...]]
+
+
+def settings(
+    args: argparse.Namespace, epsilons: list[float], rng: np.random.Generator
+) -> list[Setting]:
+    """The settings of ``args`` (``size``, ``only``, ``signals``, ``skip_taxi``): (name, kind,
+    θ, σ, edges, shape) for every structure, signal and ε (module docstring)."""
+    d = args.size
+    structures: list[Setting] = []
+    cols = round(math.sqrt(d))
+    while d % cols:
+        cols -= 1
+    wanted_signals = None if args.signals is None else args.signals.split(",")
+    for kind in ("chain", "grid", "planar"):
+        if args.only not in (None, kind):
+            continue
+        shape: tuple[int, ...]
+        if kind == "chain":
+            coords = (np.arange(d) / d)[:, None]
+            edges, shape = chain_edges(d), (d,)
+        elif kind == "grid":
+            r, c = d // cols, cols
+            yy, xx = np.mgrid[0:r, 0:c]
+            coords = np.stack([yy.ravel() / r, xx.ravel() / c], 1)
+            edges, shape = grid_edges(r, c), (r, c)
+        else:
+            coords, edges = planar(d, rng)
+            shape = (d,)
+        for sname, theta in signals(coords, rng).items():
+            if wanted_signals is not None and sname not in wanted_signals:
+                continue
+            structures.append((f"{kind} {sname} d={d:,}", kind, theta, 1.0, edges, shape))
+        if wanted_signals is None or "map" in wanted_signals:
+            theta = sparse_map(d, rng)
+            for eps in epsilons:
+                sigma = count_sigma(eps)
+                name = f"{kind} map ε={eps:g} σ={sigma:.1f}"
+                structures.append((name, kind, theta, sigma, edges, shape))
+    if not args.skip_taxi and args.only in (None, "taxi"):
+        from dpgauss.datasets import load_manhattan_graph
+
+        medges = np.asarray(load_manhattan_graph().edges)
+        for name, theta, sigma in taxi_settings(epsilons):
+            structures.append((name, "taxi", theta, sigma, medges, (theta.size,)))
+    return structures
+
+
 def _cell(res: dict[str, Any], name: str) -> str:
     value = res["classes"].get(name)
     return "-" if value is None else f"{value:.3f}"
@@ -246,45 +294,8 @@ def main() -> None:
     ap.add_argument("--out", default="docs/results/bench_coverage.json")
     args = ap.parse_args()
     epsilons = [float(e) for e in args.eps.split(",")]
-    rng = np.random.default_rng(7)
-    d = args.size
     rows = []
-    structures = []
-    cols = round(math.sqrt(d))
-    while d % cols:
-        cols -= 1
-    for kind in ("chain", "grid", "planar"):
-        if args.only not in (None, kind):
-            continue
-        shape: tuple[int, ...]
-        if kind == "chain":
-            coords = (np.arange(d) / d)[:, None]
-            edges, shape = chain_edges(d), (d,)
-        elif kind == "grid":
-            r, c = d // cols, cols
-            yy, xx = np.mgrid[0:r, 0:c]
-            coords = np.stack([yy.ravel() / r, xx.ravel() / c], 1)
-            edges, shape = grid_edges(r, c), (r, c)
-        else:
-            coords, edges = planar(d, rng)
-            shape = (d,)
-        wanted_signals = None if args.signals is None else args.signals.split(",")
-        for sname, theta in signals(coords, rng).items():
-            if wanted_signals is not None and sname not in wanted_signals:
-                continue
-            structures.append((f"{kind} {sname} d={d:,}", kind, theta, 1.0, edges, shape))
-        if wanted_signals is None or "map" in wanted_signals:
-            theta = sparse_map(d, rng)
-            for eps in epsilons:
-                sigma = count_sigma(eps)
-                name = f"{kind} map ε={eps:g} σ={sigma:.1f}"
-                structures.append((name, kind, theta, sigma, edges, shape))
-    if not args.skip_taxi and args.only in (None, "taxi"):
-        from dpgauss.datasets import load_manhattan_graph
-
-        medges = np.asarray(load_manhattan_graph().edges)
-        for name, theta, sigma in taxi_settings(epsilons):
-            structures.append((name, "taxi", theta, sigma, medges, (theta.size,)))
+    structures = settings(args, epsilons, np.random.default_rng(7))
     wanted = None if args.methods is None else set(args.methods.split(","))
     print(
         "| setting | denoiser | all | top decile | next to jump | zero | worst draw "

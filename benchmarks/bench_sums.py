@@ -39,17 +39,7 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from bench_coverage import (
-    Fn,
-    chain_edges,
-    count_sigma,
-    denoisers,
-    grid_edges,
-    planar,
-    signals,
-    sparse_map,
-    taxi_settings,
-)
+from bench_coverage import Fn, denoisers, settings
 
 LEVEL = 0.95
 SIZES = (4, 16, 64, 256)
@@ -157,43 +147,7 @@ def main() -> None:
     ap.add_argument("--out", default="docs/results/bench_sums.json")
     args = ap.parse_args()
     epsilons = [float(e) for e in args.eps.split(",")]
-    rng = np.random.default_rng(11)
-    d = args.size
-    cols = round(math.sqrt(d))
-    while d % cols:
-        cols -= 1
-    structures = []
-    wanted_signals = None if args.signals is None else args.signals.split(",")
-    for kind in ("chain", "grid", "planar"):
-        if args.only not in (None, kind):
-            continue
-        shape: tuple[int, ...]
-        if kind == "chain":
-            coords = (np.arange(d) / d)[:, None]
-            edges, shape = chain_edges(d), (d,)
-        elif kind == "grid":
-            r, c = d // cols, cols
-            yy, xx = np.mgrid[0:r, 0:c]
-            coords = np.stack([yy.ravel() / r, xx.ravel() / c], 1)
-            edges, shape = grid_edges(r, c), (r, c)
-        else:
-            coords, edges = planar(d, rng)
-            shape = (d,)
-        for sname, theta in signals(coords, rng).items():
-            if wanted_signals is None or sname in wanted_signals:
-                structures.append((f"{kind} {sname} d={d:,}", kind, theta, 1.0, edges, shape))
-        if wanted_signals is None or "map" in wanted_signals:
-            theta = sparse_map(d, rng)
-            for eps in epsilons:
-                sigma = count_sigma(eps)
-                name = f"{kind} map ε={eps:g} σ={sigma:.1f}"
-                structures.append((name, kind, theta, sigma, edges, shape))
-    if not args.skip_taxi and args.only in (None, "taxi"):
-        from dpgauss.datasets import load_manhattan_graph
-
-        medges = np.asarray(load_manhattan_graph().edges)
-        for name, theta, sigma in taxi_settings(epsilons):
-            structures.append((name, "taxi", theta, sigma, medges, (theta.size,)))
+    structures = settings(args, epsilons, np.random.default_rng(11))
     wanted = None if args.methods is None else set(args.methods.split(","))
     print("| setting | denoiser | " + " | ".join(COLUMNS) + " | width/raw | gain |")
     print("|---|---|" + "---|" * len(COLUMNS) + "---|---|")

@@ -271,8 +271,9 @@ def _cell(res: dict[str, Any], name: str) -> str:
     return "-" if value is None else f"{value:.3f}"
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def setting_arguments(description: str) -> argparse.ArgumentParser:
+    """The command line of the settings (:func:`settings`), shared with ``bench_sums.py``."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--draws", type=int, default=100, help="noise draws per setting")
     ap.add_argument("--size", type=int, default=1000, help="keys of the synthetic settings")
     ap.add_argument("--only", choices=("chain", "grid", "planar", "taxi"), default=None)
@@ -291,6 +292,11 @@ def main() -> None:
         action="store_true",
         help="denoise with θ ≥ 0 known (counts): clipped fits, lower bounds clipped at 0",
     )
+    return ap
+
+
+def main() -> None:
+    ap = setting_arguments(__doc__.split("\n")[0])
     ap.add_argument("--out", default="docs/results/bench_coverage.json")
     args = ap.parse_args()
     epsilons = [float(e) for e in args.eps.split(",")]

@@ -28,7 +28,6 @@ Results go to ``--out`` (default ``docs/results/bench_sums.json``).
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import time
@@ -39,7 +38,7 @@ from typing import Any
 import numpy as np
 from scipy import sparse
 
-from bench_coverage import Fn, denoisers, settings
+from bench_coverage import Fn, denoisers, setting_arguments, settings
 
 LEVEL = 0.95
 SIZES = (4, 16, 64, 256)
@@ -135,15 +134,7 @@ COLUMNS = ("all", *map(str, SIZES), "hot", "whole")
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--draws", type=int, default=100, help="noise draws per setting")
-    ap.add_argument("--size", type=int, default=1000, help="keys of the synthetic settings")
-    ap.add_argument("--only", choices=("chain", "grid", "planar", "taxi"), default=None)
-    ap.add_argument("--skip-taxi", action="store_true")
-    ap.add_argument("--methods", default=None, help="comma-separated denoisers (default all)")
-    ap.add_argument("--signals", default=None, help="comma-separated: piecewise,smooth,sparse,map")
-    ap.add_argument("--eps", default="0.1,0.5,1,2", help="ε of the map and taxi settings")
-    ap.add_argument("--nonnegative", action="store_true", help="denoise with θ ≥ 0 known")
+    ap = setting_arguments(__doc__.split("\n")[0])
     ap.add_argument("--out", default="docs/results/bench_sums.json")
     args = ap.parse_args()
     epsilons = [float(e) for e in args.eps.split(",")]

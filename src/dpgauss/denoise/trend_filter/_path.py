@@ -260,6 +260,12 @@ class _Path:
         solver, op = self.solver, self.solver.op
         last_lam, last_u = self.dual
         start = last_u * (lam / last_lam) if last_lam > 0 else last_u
+        if last_lam > 0:
+            # the last support at exactly ±λ: λ'·(λ/λ') may round below λ, and the active
+            # set would then start from an empty support (on the Manhattan graph one λ of the
+            # order-1 path took 29 steps from scratch instead of 5, 160 ms of 560)
+            bound = np.abs(last_u) >= last_lam
+            start[bound] = lam * np.sign(last_u[bound])
         res = self.newton.solve(lam, start, solver.tol)
         if res is None or not res.gap <= solver.tol * max(res.primal, 1e-300):
             return None

@@ -118,6 +118,7 @@ def test_a_parquet_output_gets_a_parquet_groups_table(table, tmp_path: Path) -> 
         (["group", "key"], [["a", "k1"], ["a", "k1"]], "line 3: key 'k1' is in group 'a' twice"),
         (["group", "key", "weight"], [["a", "k1", "x"]], "line 2: weight 'x' is not a finite"),
         (["group", "key", "weight"], [["a", "k1", "inf"]], "is not a finite number"),
+        (["group", "key", "weight"], [["a", "k1", "1_000"]], "weight '1_000' is not a finite"),
         (["group", "key"], [["", "k1"]], "line 2 has an empty group name"),
         (["group", "key"], [], "names no group"),
         (["group", "key", "group"], [["a", "k1", "b"]], "line 1: .* repeats the column 'group'"),

@@ -161,8 +161,10 @@ def read_groups(
             )
         weight = 1.0
         if w_col is not None:
-            try:
-                weight = float(row[w_col])
+            raw = row[w_col]
+            try:  # a number, or its text as CSV writes one (no "1_000", no booleans)
+                bad = isinstance(raw, bool) or (isinstance(raw, str) and "_" in raw)
+                weight = math.nan if bad else float(raw)
             except (TypeError, ValueError):
                 weight = math.nan
             if not math.isfinite(weight):

@@ -48,8 +48,8 @@ not cached yet (a column costs about 1/40 of a factorisation); a face it does no
 (CG not at the floor in ``_CG_FRESH`` steps, a singular capacitance matrix, a full cache)
 takes the route above.  On the Manhattan SURE path it served 76 of the 92 faces (up to 189
 active nodes; the later steps add more than 32 new active nodes each and are factorised:
-11 factorisations of ``Q_RR`` instead of 39, 242 cached columns), and the path took 0.35 s
-of CPU against 0.50 s (``docs/benchmarks.md``).
+11 factorisations of ``Q_RR`` instead of 37, 242 cached columns), and the path took 0.35 s
+of CPU against 0.49 s (``docs/benchmarks.md``).
 
 ``Q_RR`` has the condition number of ``L_R`` squared, so each step's residual is the true
 one, ``(L x)_R`` recomputed from ``d``; the solve is accepted once it falls to

@@ -6,6 +6,7 @@ Run from the repository root::
     python benchmarks/bench_auto.py --cases chain-js chain-tf --repeats 3
     python benchmarks/bench_auto.py --release-rows 2000000
     python benchmarks/bench_auto.py --shares --cases manhattan --repeats 3   # CPU shares
+    python benchmarks/bench_auto.py --order1 --cases manhattan --repeats 3   # face routes
 
 "Before" is ``auto`` at commit 0e6d9e4 (no screening), checked out into ``--base`` (default
 ``/tmp/autobase``: ``git clone -q . /tmp/autobase && git -C /tmp/autobase checkout -q
@@ -117,9 +118,91 @@ t0, r0 = cpu(lambda: trend_filter(y, sigma, st, order=0))
 t1, r1 = cpu(lambda: trend_filter(y, sigma, st, order=1))
 t_one, _ = cpu(lambda: trend_filter(y, sigma, st, order=0, lam=float(r0.params["lam"])))
 print(json.dumps({"auto": t_auto, "order0": t0, "order1": t1, "one": t_one,
-                  "chosen": f"{res.method}/{res.params.get('order')}",
+                  "chosen": f"{res.method}/{res.params.get('order')}", "risk": res.risk,
                   "sure0": r0.risk, "sure1": r1.risk}))
 """
+
+
+# The order-1 SURE path's face routes (issue #31 item 3), in one process, alternated round
+# by round: the capacitance route's switch-over (_order1._CAPACITANCE_MAX, _NEW; (-1, 0) is
+# the route off), and the λ the descent screen would have to solve exactly, as one
+# warm-started list (its least possible cost), against the whole path.
+ORDER1 = r"""
+import json, sys, time, warnings
+import numpy as np
+warnings.simplefilter("ignore")
+from dpgauss.denoise import trend_filter
+from dpgauss.denoise.trend_filter import _order1
+exec(sys.argv[2])  # CASE: defines case()
+y, sigma, st = case(sys.argv[1])
+repeats = int(sys.argv[3])
+path = trend_filter(y, sigma, st, order=1).params["path"]
+lam = [float(v) for v in path["lam"]]
+switch = [(-1, 0), (200, 10**9), (200, 16), (400, 16), (400, 32), (1000, 24), (1000, 64)]
+subsets = {"descent 4, 8, 12, 16, 17..20": [4, 8, 12, 16, 17, 18, 19, 20],
+           "16..20": [16, 17, 18, 19, 20], "4, 8, 12, 16": [4, 8, 12, 16]}
+default = (_order1._CAPACITANCE_MAX, _order1._CAPACITANCE_NEW)
+times = {f"switch {v}": [] for v in switch}
+times.update({f"path {k}": [] for k in subsets})
+for _ in range(repeats):
+    for v in switch:
+        _order1._CAPACITANCE_MAX, _order1._CAPACITANCE_NEW = v
+        t = time.process_time()
+        trend_filter(y, sigma, st, order=1)
+        times[f"switch {v}"].append(time.process_time() - t)
+    _order1._CAPACITANCE_MAX, _order1._CAPACITANCE_NEW = default
+    for k, idx in subsets.items():
+        t = time.process_time()
+        trend_filter(y, sigma, st, order=1, lam=[lam[0]] + [lam[i] for i in idx])
+        times[f"path {k}"].append(time.process_time() - t)
+out = {k: sorted(v)[len(v) // 2] for k, v in times.items()}
+# what the faces did, route off and at the default switch-over
+seen = []
+init = _order1.FaceSolver.__init__
+def spy(self, *args, **kwargs):
+    init(self, *args, **kwargs)
+    seen.append(self)
+_order1.FaceSolver.__init__ = spy
+counts = {}
+for v in [(-1, 0), default]:
+    _order1._CAPACITANCE_MAX, _order1._CAPACITANCE_NEW = v
+    seen.clear()
+    trend_filter(y, sigma, st, order=1)
+    f = seen[0]
+    counts[str(v)] = (f"capacitance faces {f.capacitance_solves}, refused "
+                      f"{f.capacitance_refused}, columns {f.capacitance.used}, "
+                      f"factorisations of (L²)_RR {f.factorisations}")
+out["default"] = list(default)
+out["counts"] = counts
+out["df"] = [int(v) for v in path["df"]]
+print(json.dumps(out))
+"""
+
+
+def order1(cases: list[str], repeats: int, src: Path) -> None:
+    """CPU medians of the order-1 SURE path under the face routes' settings and of the λ
+    subsets a descent screen would solve (``ORDER1``)."""
+    env = dict(os.environ, PYTHONPATH=str(src))
+    head, _, _ = WORKER.partition("y, sigma, st = case(sys.argv[1])")
+    for name in cases:
+        if name == "grid300":
+            continue
+        done = subprocess.run(
+            [sys.executable, "-c", ORDER1, name, head, str(repeats)],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode:
+            raise SystemExit(f"{name} failed:\n{done.stderr[-2000:]}")
+        r = json.loads(done.stdout.strip().splitlines()[-1])
+        print(f"{name}: (max, new) default {tuple(r.pop('default'))}, df {r.pop('df')}")
+        for key, value in r.pop("counts").items():
+            print(f"  faces at {key}: {value}")
+        for key, value in r.items():
+            print(f"  {key:40s} {value:.3f} s CPU")
+        sys.stdout.flush()
 
 
 def run(src: Path, name: str) -> dict:
@@ -209,6 +292,10 @@ def shares(cases: list[str], repeats: int, src: Path) -> None:
             f"vs order 0's {r['sure0']:.0f}) | {1e3 * one:.0f} ms | {r['chosen']} |",
             flush=True,
         )
+        print(
+            f"  {name}: chosen SURE {r['risk']!r}, order-1 SURE {r['sure1']!r}",
+            flush=True,
+        )
 
 
 def main() -> None:
@@ -222,8 +309,16 @@ def main() -> None:
         action="store_true",
         help="only the CPU shares of the trend-filter candidates in auto (issue #31)",
     )
-    ap.add_argument("--src", default=str(ROOT / "src"), help="the src of --shares")
+    ap.add_argument(
+        "--order1",
+        action="store_true",
+        help="only the order-1 path's face routes and descent-screen subsets (issue #31)",
+    )
+    ap.add_argument("--src", default=str(ROOT / "src"), help="the src of --shares, --order1")
     args = ap.parse_args()
+    if args.order1:
+        order1(args.cases, max(args.repeats, 1), Path(args.src))
+        return
     if args.shares:
         shares(args.cases, max(args.repeats, 1), Path(args.src))
         return

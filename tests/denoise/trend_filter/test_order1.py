@@ -147,7 +147,8 @@ def test_order1_path_matches_cvxpy_on_graph_families(name):
 
 def test_order1_path_on_graphs_makes_no_dense_factorisation(monkeypatch):
     """The whole order-1 SURE path on a general graph runs on sparse factorisations: every
-    dense solver of numpy and scipy raises if called."""
+    dense solver of numpy and scipy raises if called (the capacitance route's only dense
+    algebra is its bordered Cholesky factor of the active nodes, by BLAS ``dtrsv``)."""
 
     def forbidden(*args, **kwargs):
         raise AssertionError("dense factorisation on the order-1 path")
@@ -186,10 +187,12 @@ def face_rows(op, active: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("name", ["components", "grid with diagonals", "tree"])
-def test_face_solver_agrees_with_the_augmented_system(name):
+def test_face_solver_agrees_with_the_augmented_system(name, monkeypatch):
     """A sequence of faces (a growing then shrinking active set, grounds in the components
     without active nodes): the CG solves, refactorised or not, give the augmented system's
-    solution, on the face to rounding."""
+    solution, on the face to rounding (the capacitance route off: its own tests are in
+    ``test_capacitance.py``)."""
+    monkeypatch.setattr(_order1, "_CAPACITANCE_MAX", -1)
     edges, n, y = family(name)
     op = _make_operator(as_graph(edges, n), 1)
     lap = op.matrix
@@ -220,6 +223,7 @@ def test_face_solver_refactorises_when_cg_stalls(monkeypatch):
     monkeypatch.setattr(_order1, "_CG_SLACK", 0)
     monkeypatch.setattr(_order1, "_CG_PER_MOVED", 0)
     monkeypatch.setattr(_order1, "_REFACTOR_MOVED", 10**9)
+    monkeypatch.setattr(_order1, "_CAPACITANCE_MAX", -1)
     faces = _order1.FaceSolver(lap, 1e-13)
     rng = np.random.default_rng(1)
     for k in (3, 9):

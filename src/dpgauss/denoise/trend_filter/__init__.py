@@ -70,7 +70,10 @@ entering rule above solves faces; a face (the free rows ``R`` of the dual) is so
   current face when more than a few nodes moved or CG stalls.  Every ``(L²)_RR`` is a
   principal submatrix of ``L²``, so one minimum-degree ordering of ``L²`` (computed once)
   serves all of them without ordering cost, and the preconditioned matrix is the identity
-  plus a matrix of rank about twice the number of moved nodes;
+  plus a matrix of rank about twice the number of moved nodes; at large λ (few active
+  nodes) CG is preconditioned instead by an exact solve of ``(L²)_RR`` through one
+  factorisation of the grounded ``L²`` per path and the capacitance matrix of the active
+  nodes (:mod:`._capacitance`), so that a face costs no factorisation;
 * otherwise (order 2 on forests, or when CG does not reach rounding) by sparse LU of the
   augmented system.
 
@@ -84,7 +87,8 @@ cycles.  Projected Newton (Bertsekas 1982) is the last resort.  For order 2 on a
 fit is finally replaced by a nearby point of its face that floating point represents
 exactly (:mod:`._exact_face`), so that the certified gap is not rounding near ``λ_max``
 (where ``λ`` is 10¹⁰ on 4,000 nodes) and the zero rows, hence df, are exact.  No dense
-factorisation or dense solve is made on these paths.  Its fits report ``rounds``
+factorisation of a face is made on these paths (only the capacitance route's Cholesky
+factor of at most 400 active nodes, built by bordering).  Its fits report ``rounds``
 (active-set, interior-point or Newton steps) and ``iterations = 0``; a λ it cannot certify
 within ``tol`` goes to ADMM as above.
 

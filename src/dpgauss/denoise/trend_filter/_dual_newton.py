@@ -49,8 +49,10 @@ of ``Δ_F``; with the unknowns interleaved by position (node ``i``, then the row
 centred at ``i``) it is banded on a chain (banded LU with partial pivoting, ``gbsv``), else
 it is factorised by sparse LU (SuperLU).  For order 1 on a graph that is not a chain,
 ``Q_FF d = (Δβ)_F`` is first solved by conjugate gradients preconditioned with a cached
-sparse factorisation of a nearby face (:class:`._order1.FaceSolver`), and (2) by sparse
-LU only if that does not reach rounding.  No dense factorisation is made.  Nothing is
+sparse factorisation of a nearby face, or at large λ by the exact solve of the capacitance
+route (:class:`._order1.FaceSolver`, :mod:`._capacitance`), and (2) by sparse LU only if
+that does not reach rounding.  No dense factorisation of a face is made (the capacitance
+route's dense Cholesky factor is of the active nodes only, at most 400 of them).  Nothing is
 cached across λ except the dual point (and the face solver's factorisation), which, scaled
 by the ratio of the λ, warm-starts the next λ of a path (the active set from its support,
 or the interior-point method from the point itself, pulled inside the box).
@@ -195,7 +197,9 @@ class DualNewton:
         # order 2 on a chain: fits exactly on their face (_exact_face)
         self.exact_face = ChainFace(self.n) if ChainFace.matches(mat) else None
         # order 1 on other graphs: the faces by CG on cached sparse factorisations
-        self.faces = FaceSolver(mat, _FACE_RESIDUAL) if ground_rows and not self.banded else None
+        self.faces = (
+            FaceSolver(mat, _FACE_RESIDUAL, self.comp) if ground_rows and not self.banded else None
+        )
 
     # objective pieces --------------------------------------------------------------------
     def beta_of(self, u: np.ndarray) -> np.ndarray:

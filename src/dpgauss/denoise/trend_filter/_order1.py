@@ -35,6 +35,22 @@ move only a few nodes: on the Manhattan road graph 57 of the 120 faces of a SURE
 solved without a factorisation (the threshold between 2 and 8 moved nodes made little
 difference there, at 6 the path took 0.6 s against 0.72 s refactorising every face).
 
+At large λ few nodes are removed (``|S|`` small) and most of the faces' cost above is the
+refactorisations of ``Q_RR`` over nearly all the nodes (5 ms each on the 4,091-node
+Manhattan graph).  There a face is solved first by the capacitance route
+(:mod:`._capacitance`): one factorisation of the grounded ``Q`` per λ path, one cached
+column ``(grounded Q)⁻¹ e_a`` per node that is ever removed, and a dense Cholesky factor of
+the ``|S| × |S|`` capacitance matrix updated from face to face; it is an exact solve of
+``Q_RR`` up to rounding, so CG (the same iteration, budget and certificate as with ``N`` at
+the current face) ends in one or two steps.  It is used while the capacitance matrix has at
+most ``_CAPACITANCE_MAX`` rows and at most ``_CAPACITANCE_NEW`` of the face's columns are
+not cached yet (a column costs about 1/40 of a factorisation); a face it does not certify
+(CG not at the floor in ``_CG_FRESH`` steps, a singular capacitance matrix, a full cache)
+takes the route above.  On the Manhattan SURE path it served 76 of the 92 faces (up to 189
+active nodes; the later steps add more than 32 new active nodes each and are factorised:
+11 factorisations of ``Q_RR`` instead of 37, 242 cached columns), and the path took 0.35 s
+of CPU against 0.49 s (``docs/benchmarks.md``).
+
 ``Q_RR`` has the condition number of ``L_R`` squared, so each step's residual is the true
 one, ``(L x)_R`` recomputed from ``d``; the solve is accepted once it falls to
 ``_FACE_RESIDUAL · max|L|² · max|x|``, else the caller solves the augmented system, whose
@@ -50,7 +66,9 @@ from collections.abc import Callable
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
 
+from ._capacitance import Capacitance
 from ._sparse_spd import fill_reducing_order, spd_lu
 
 __all__ = ["FaceSolver"]
@@ -64,12 +82,27 @@ _CG_FRESH = 8  # CG (refinement) steps allowed with N at the current face
 # lattice path's time, and 4 made them ~8% faster on the faces of 60 × 60 and 100 × 100
 # lattices (same fill; no measurable change at 250 × 250 nor on the Manhattan road graph)
 _PANEL = 4
+# The capacitance route (:mod:`._capacitance`) serves faces whose capacitance matrix has at
+# most _CAPACITANCE_MAX rows (the active nodes) of which at most _CAPACITANCE_NEW are not
+# cached yet; other faces take the factorisation route.  On the Manhattan SURE path
+# (median CPU of 3, same session): (200, any) 0.37 s, (200, 16) 0.38, (400, 16) 0.37,
+# (400, 32) 0.35, (1000, 24) 0.37, (1000, 64) 0.41; without the route 0.50 s.
+# Its column cache holds at most _CAPACITANCE_COLUMNS columns and _CAPACITANCE_BYTES.
+_CAPACITANCE_MAX = 400
+_CAPACITANCE_NEW = 32
+_CAPACITANCE_COLUMNS = 1_000
+_CAPACITANCE_BYTES = 64 << 20
 
 
 class FaceSolver:
     """Solves (1) of the module doc for any face of one Laplacian ``L``."""
 
-    def __init__(self, laplacian: sp.spmatrix, face_residual: float = _FACE_RESIDUAL) -> None:
+    def __init__(
+        self,
+        laplacian: sp.spmatrix,
+        face_residual: float = _FACE_RESIDUAL,
+        components: np.ndarray | None = None,
+    ) -> None:
         lap = sp.csr_matrix(laplacian, dtype=np.float64)
         self.lap = lap
         self.n = lap.shape[0]
@@ -90,6 +123,14 @@ class FaceSolver:
         self.base: np.ndarray | None = None  # R₀ as a mask over the nodes
         self.base_solve: Callable[[np.ndarray], np.ndarray] | None = None
         self.factorisations = 0
+        if components is None:
+            components = connected_components(abs(lap), directed=False)[1]
+        columns = min(_CAPACITANCE_COLUMNS, _CAPACITANCE_BYTES // (8 * max(self.n, 1)))
+        self.capacitance = Capacitance(
+            qp, order, pos, components, _CAPACITANCE_MAX, columns, _PANEL
+        )
+        self.capacitance_solves = 0  # faces certified through the capacitance route
+        self.capacitance_refused = 0  # faces it was tried on and did not certify
 
     def _factor(self, rows: np.ndarray) -> bool:
         """Factorise ``N`` at the face ``R = rows`` (a mask); False if it fails."""
@@ -128,6 +169,19 @@ class FaceSolver:
         n = self.n
         mask = np.zeros(n, dtype=bool)
         mask[rows] = True
+        if n - rows.size <= _CAPACITANCE_MAX:
+            pre = self.capacitance.face(~mask, _CAPACITANCE_NEW)
+            if pre is not None:
+                d = np.zeros(n)
+                x = beta.copy()
+                if (
+                    self._cg(mask, d, x, _CG_FRESH, pre)
+                    and np.all(np.isfinite(d))
+                    and np.all(np.isfinite(x))
+                ):
+                    self.capacitance_solves += 1
+                    return d[rows], x
+                self.capacitance_refused += 1
         moved = n if self.base is None else int(np.count_nonzero(mask != self.base))
         fresh = False
         if moved > _REFACTOR_MOVED or self.base_solve is None:
@@ -138,7 +192,8 @@ class FaceSolver:
         x = beta.copy()
         while True:
             budget = _CG_FRESH if fresh else _CG_PER_MOVED * moved + _CG_SLACK
-            done = self._cg(mask, d, x, budget)
+            assert self.base_solve is not None
+            done = self._cg(mask, d, x, budget, self.base_solve)
             if done:
                 break
             if fresh or not self._factor(mask):
@@ -148,11 +203,17 @@ class FaceSolver:
             return None
         return d[rows], x
 
-    def _cg(self, mask: np.ndarray, d: np.ndarray, x: np.ndarray, budget: int) -> bool:
-        """Preconditioned CG on (1) from ``d`` (zero off ``R``), updating ``d`` and
-        ``x = β − L d`` in place; True once ``max|(L x)_R|`` is at the rounding floor."""
-        lap, solve = self.lap, self.base_solve
-        assert solve is not None
+    def _cg(
+        self,
+        mask: np.ndarray,
+        d: np.ndarray,
+        x: np.ndarray,
+        budget: int,
+        solve: Callable[[np.ndarray], np.ndarray],
+    ) -> bool:
+        """CG on (1) preconditioned by ``solve`` from ``d`` (zero off ``R``), updating ``d``
+        and ``x = β − L d`` in place; True once ``max|(L x)_R|`` is at the rounding floor."""
+        lap = self.lap
         off = ~mask
         floor_factor = self.face_residual * self.max_entry**2
 

@@ -120,7 +120,7 @@ pq = pytest.importorskip("pyarrow.parquet")
 pd = pytest.importorskip("pandas")
 
 import duckdb  # noqa: E402
-from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
+from hypothesis import HealthCheck, Phase, given, reject, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from dpgauss.datasets import load_manhattan_graph  # noqa: E402
@@ -1481,7 +1481,14 @@ class Files:
         if feature == "polars":
             pl = pytest.importorskip("polars")
             data = self.csv_bytes(rows)
-            return _scannable(pl.read_csv(io.BytesIO(data), infer_schema_length=None), "polars")
+            try:
+                built = pl.read_csv(io.BytesIO(data), infer_schema_length=None)
+            except pl.exceptions.ComputeError:
+                # polars can type a column from text it then cannot parse (polars 2.1 infers
+                # f64 for '١', an Arabic-Indic digit, and fails on it): no frame a user could
+                # build from these rows, so no case
+                reject()
+            return _scannable(built, "polars")
         rows = self.typed(rows)
         if feature == "arrow":
             table = pa.Table.from_pylist(rows, schema=self.schema())

@@ -271,7 +271,9 @@ def test_the_hot_spots_of_a_sparse_map_are_covered(name: str) -> None:
 
 
 def test_a_nonnegative_result_clips_its_lower_bounds_at_zero() -> None:
-    """``params["nonnegative"]`` (θ ≥ 0 is public) clips lower bounds at 0, nothing else."""
+    """``params["nonnegative"]`` (θ ≥ 0 is public) clips lower bounds at 0, and where the
+    estimate is at 0 its upper side reaches ``y + TOWARD·z·σ`` (module doc, step 4): nothing
+    else changes."""
     rng = np.random.default_rng(12)
     y = np.maximum(_steps(), 0.0) + rng.standard_normal(D)
     res = soft_threshold(y, 1.0, threshold="sure")
@@ -279,8 +281,12 @@ def test_a_nonnegative_result_clips_its_lower_bounds_at_zero() -> None:
     assert np.any(lo < 0)
     flagged = dataclasses.replace(res, params={**res.params, "nonnegative": True})
     lo_nn, hi_nn = flagged.interval(0.95, rng=4)
-    np.testing.assert_array_equal(lo_nn, np.maximum(lo, 0.0))
-    np.testing.assert_array_equal(hi_nn, hi)
+    at_zero = res.estimate <= 0
+    assert at_zero.any() and (~at_zero).any()
+    np.testing.assert_array_equal(lo_nn[~at_zero], np.maximum(lo, 0.0)[~at_zero])
+    np.testing.assert_array_equal(hi_nn[~at_zero], hi[~at_zero])
+    assert np.all(hi_nn[at_zero] >= hi[at_zero])
+    assert np.all(hi_nn[at_zero] >= y[at_zero] + 0.84 * 1.959963984540054 - 1e-12)
     assert flagged.error_bars(rng=4).nonnegative and not res.error_bars(rng=4).nonnegative
 
 
@@ -337,8 +343,8 @@ def test_every_interval_holds_its_core_and_the_proved_coverage_events(
     """Property (module doc, step 4, what is proved): for any θ, y, σ (one or per key) and
     level, every key's interval is at most as wide as the raw ``y ± z·σ`` and is either that
     raw interval or contains the core — ``y − a·z·σ`` to ``y + b·z·σ`` with ``TOWARD`` on the
-    side of ``y`` where ``ŷ`` lies (both where ``ŷ = y``), ``CORE`` on the other (clipped at 0
-    for θ ≥ 0).  Hence, pathwise, with ``e = y − θ``: ``|e| ≤ CORE·z·σ`` ⇒ covered (the 0.80
+    side of ``y`` where ``ŷ`` lies (both where ``ŷ = y``; the upper side where θ ≥ 0 and
+    ``ŷ = 0``), ``CORE`` on the other (clipped at 0 for θ ≥ 0).  Hence, pathwise, with ``e = y − θ``: ``|e| ≤ CORE·z·σ`` ⇒ covered (the 0.80
     floor), and ``|ŷ − θ| ≤ |e| ≤ TOWARD·z·σ`` ⇒ covered (0.90 where the fit is no worse than
     ``y``)."""
     from dpgauss.denoise.result import CORE, TOWARD
@@ -365,7 +371,8 @@ def test_every_interval_holds_its_core_and_the_proved_coverage_events(
         clip = (lambda v: np.maximum(v, 0.0)) if res.params.get("nonnegative") else (lambda v: v)
         raw = np.isclose(lo, clip(y - z * sigma)) & np.isclose(hi, clip(y + z * sigma))
         a = np.where(est <= y, TOWARD, CORE)
-        b = np.where(est >= y, TOWARD, CORE)
+        at_zero = bool(res.params.get("nonnegative")) & (est <= 0)
+        b = np.where((est >= y) | at_zero, TOWARD, CORE)
         core = (lo <= clip(y - a * z * sigma) + tol) & (hi >= clip(y + b * z * sigma) - tol)
         assert np.all(raw | core), res.method
         inside = (lo <= theta + tol) & (theta <= hi + tol)

@@ -59,9 +59,12 @@ Every other estimator is handled the same way, from its own output, the released
    ``y`` that reaches further on the side where the estimate lies: ``TOWARD·z·σ_i`` there
    (:data:`TOWARD` = 0.84 of the raw half-width ``z σ_i``; at 95 %, ``1.646σ``, the 90 % raw
    half-width) and ``CORE·z·σ_i`` on the other side (:data:`CORE` = 0.654; at 95 %,
-   ``1.282σ``, the 80 % one); where ``ŷ_i = y_i`` both sides are ``TOWARD``::
+   ``1.282σ``, the 80 % one); where ``ŷ_i = y_i`` both sides are ``TOWARD``, and where θ ≥ 0
+   is public (``params["nonnegative"]``) and ``ŷ_i = 0``, the upper side is ``TOWARD`` too
+   (an estimate at the bound can only be biased down: θ_i ≥ ŷ_i)::
 
-       a_i = TOWARD if ŷ_i ≤ y_i else CORE,     b_i = TOWARD if ŷ_i ≥ y_i else CORE,
+       a_i = TOWARD if ŷ_i ≤ y_i else CORE,
+       b_i = TOWARD if ŷ_i ≥ y_i (or θ ≥ 0 is public and ŷ_i = 0) else CORE,
        lower_i = min(ŷ_i − t s_i,  y_i − a_i·z σ_i),
        upper_i = max(ŷ_i + t s_i,  y_i + b_i·z σ_i),
 
@@ -78,7 +81,9 @@ Every other estimator is handled the same way, from its own output, the released
    ε = 1) were of that kind: a small count killed (``ŷ = 0``) whose ``y`` fell more than
    ``1.282σ`` below it, or a peak pooled to its neighbours' level whose ``y`` fell below
    that level.  Widening only that side costs half what a symmetric core of the same
-   reach would.
+   reach would.  For counts (θ ≥ 0 public) a key estimated at 0 whose ``y`` is positive
+   may still hide a count above ``y + 1.282σ``; its upper side is widened as well (its
+   lower side is clipped at 0 anyway).
 
    What is proved, with ``e_i = y_i − θ_i ~ N(0, σ_i²)``.  (i) *Never wider than raw*: by
    construction (``CORE + TOWARD < 2``, so the core itself is narrower than raw).  (ii) *A
@@ -600,18 +605,18 @@ class ErrorBars:
     def interval(self, level: float = 0.95) -> Interval:
         """Per-key ``(lower, upper)`` at confidence ``level`` (module doc, step 4).
 
-        The hull of the bootstrap's ``estimate ± quantile(level) · scale`` and
-        ``y ± CORE·z·σ`` around the released ``y``, replaced by the raw ``y ± z·σ`` at every
-        key where that is wider; lower bounds clipped at 0 when θ ≥ 0 is public
-        (:attr:`nonnegative`).  An exact scale (a linear estimator) keeps
-        ``estimate ± z · scale``; a positive part (an exact scale with :attr:`nonnegative`)
-        takes the hull too.
+        The hull of the bootstrap's ``estimate ± quantile(level) · scale`` and the core
+        around the released ``y`` (``TOWARD·z·σ`` on the estimate's side, ``CORE·z·σ`` on
+        the other), replaced by the raw ``y ± z·σ`` at every key where that is wider; lower
+        bounds clipped at 0 when θ ≥ 0 is public (:attr:`nonnegative`).  An exact scale (a
+        linear estimator) keeps ``estimate ± z · scale``; a positive part (an exact scale
+        with :attr:`nonnegative`) takes the hull too.
         """
         half = self.quantile(level) * self.scale
         lower, upper = self.estimate - half, self.estimate + half
         if self._hull and self.observed is not None and self.sigma is not None:
             lower, upper = _bias_aware(
-                lower, upper, self.estimate, self.observed, self.sigma, level
+                lower, upper, self.estimate, self.observed, self.sigma, level, self.nonnegative
             )
         if self.nonnegative:
             lower, upper = np.maximum(lower, 0.0), np.maximum(upper, 0.0)
@@ -632,7 +637,10 @@ class ErrorBars:
         lower, upper = sm.estimate - half, sm.estimate + half
         raw_sd = sm.raw_sd
         if self._hull and sm.observed is not None and raw_sd is not None:
-            lower, upper = _bias_aware(lower, upper, sm.estimate, sm.observed, raw_sd, level)
+            at_zero = self.nonnegative & sm.nonnegative  # a sum of θ ≥ 0 is ≥ 0
+            lower, upper = _bias_aware(
+                lower, upper, sm.estimate, sm.observed, raw_sd, level, at_zero
+            )
         if self.nonnegative:
             lower = np.where(sm.nonnegative, np.maximum(lower, 0.0), lower)
             upper = np.where(sm.nonnegative, np.maximum(upper, 0.0), upper)
@@ -663,14 +671,17 @@ def _bias_aware(
     y: np.ndarray,
     sigma: np.ndarray,
     level: float,
+    nonnegative: bool | np.ndarray = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The hull of the fit's interval and the core around ``y`` — ``TOWARD·z·σ`` on the side
-    of ``y`` where the estimate lies (both sides where they are equal), ``CORE·z·σ`` on the
-    other — or the raw ``y ± z·σ`` where that hull is wider (module doc, step 4)."""
+    of ``y`` where the estimate lies (both sides where they are equal; the upper side too
+    where θ ≥ 0 is public and the estimate is at 0), ``CORE·z·σ`` on the other — or the raw
+    ``y ± z·σ`` where that hull is wider (module doc, step 4)."""
     z = _raw_quantile(level)
     half = z * sigma
     down = np.where(estimate <= y, TOWARD, CORE)  # the estimate lies below y (or at it)
-    up = np.where(estimate >= y, TOWARD, CORE)
+    # above y (or at it), or at the bound 0 of a θ ≥ 0: its only bias is upward
+    up = np.where((estimate >= y) | (nonnegative & (estimate <= 0.0)), TOWARD, CORE)
     lower = np.minimum(lower, y - down * half)
     upper = np.maximum(upper, y + up * half)
     raw_lo, raw_hi = y - half, y + half

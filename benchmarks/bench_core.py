@@ -14,6 +14,8 @@ use).  Every draw's error bars are computed once (:func:`dpgauss.denoise.error_b
 steps 1–3, the expensive part) and step 4 — the hull of the fit interval with a core
 around ``y``, the raw fallback, the clip at 0 — is recomputed for every variant:
 
+* ``fit alone``: the bootstrap's ``ŷ ± t·s`` without step 4 (the intervals before issue
+  #26);
 * ``symmetric c``: the core ``y ± c·z·σ`` on both sides (``c = CORE`` is the rule before
   the toward side);
 * ``toward t``: ``y ± CORE·z·σ``, but ``t·z·σ`` on the side of ``y`` where ``ŷ`` lies
@@ -74,7 +76,11 @@ def collect(args: Any) -> list[dict[str, Any]]:
 
 def interval(bars: Any, away: float, toward: float) -> tuple[np.ndarray, np.ndarray]:
     """Step 4 as ``result.py`` computes it (:meth:`ErrorBars.interval`), with ``CORE`` set to
-    ``away`` and ``TOWARD`` to ``toward`` for the call."""
+    ``away`` and ``TOWARD`` to ``toward`` for the call; ``away < 0``: the fit interval alone,
+    ``ŷ ± t·s`` (no step 4)."""
+    if away < 0:
+        half = bars.quantile(LEVEL) * np.ravel(bars.scale)
+        return np.ravel(bars.estimate) - half, np.ravel(bars.estimate) + half
     kept = result.CORE, result.TOWARD
     result.CORE, result.TOWARD = away, toward
     try:
@@ -122,7 +128,8 @@ def main() -> None:
     rows = collect(args)
     print("\n| core | top ε=2 (lowest) | top ε<2 | jump | all | width ε=2 | width ε<2 |")
     print("|---|---|---|---|---|---|---|")
-    variants = [(f"symmetric {c:g}", c, c) for c in (CORE, 0.70, 0.75)]
+    variants = [("fit alone", -1.0, -1.0)]
+    variants += [(f"symmetric {c:g}", c, c) for c in (CORE, 0.70, 0.75)]
     variants += [(f"toward {t:g}", CORE, t) for t in (0.75, 0.80, TOWARD, 0.90)]
     for label, away, toward in variants:
         print(f"| {label} {evaluate(rows, away, toward)}", flush=True)

@@ -344,9 +344,9 @@ def test_every_interval_holds_its_core_and_the_proved_coverage_events(
     level, every key's interval is at most as wide as the raw ``y ± z·σ`` and is either that
     raw interval or contains the core — ``y − a·z·σ`` to ``y + b·z·σ`` with ``TOWARD`` on the
     side of ``y`` where ``ŷ`` lies (both where ``ŷ = y``; the upper side where θ ≥ 0 and
-    ``ŷ = 0``), ``CORE`` on the other (clipped at 0 for θ ≥ 0).  Hence, pathwise, with ``e = y − θ``: ``|e| ≤ CORE·z·σ`` ⇒ covered (the 0.80
-    floor), and ``|ŷ − θ| ≤ |e| ≤ TOWARD·z·σ`` ⇒ covered (0.90 where the fit is no worse than
-    ``y``)."""
+    ``ŷ = 0``), ``CORE`` on the other (clipped at 0 for θ ≥ 0).  Hence, pathwise, with
+    ``e = y − θ``: ``|e| ≤ CORE·z·σ`` ⇒ covered (the 0.80 floor), and
+    ``|ŷ − θ| ≤ |e| ≤ TOWARD·z·σ`` ⇒ covered (0.90 where the fit is no worse than ``y``)."""
     from dpgauss.denoise.result import CORE, TOWARD
 
     rng = np.random.default_rng(seed)

@@ -77,13 +77,14 @@ Every other estimator is handled the same way, from its own output, the released
    Why the side of the estimate.  A denoiser pulls ``y`` toward its structure, and where it
    does better than ``y`` it pulls toward θ: θ then lies on the estimate's side of ``y``.
    The misses that the symmetric core ``y ± 1.282σ`` left (top decile 0.874–0.899 at
-   ε = 2 in 9 of 22 rows; the taxi map's busiest junction, next to a jump, covered 0.80 at
-   ε = 1) were of that kind: a small count killed (``ŷ = 0``) whose ``y`` fell more than
-   ``1.282σ`` below it, or a peak pooled to its neighbours' level whose ``y`` fell below
-   that level.  Widening only that side costs half what a symmetric core of the same
-   reach would.  For counts (θ ≥ 0 public) a key estimated at 0 whose ``y`` is positive
-   may still hide a count above ``y + 1.282σ``; its upper side is widened as well (its
-   lower side is clipped at 0 anyway).
+   ε = 2 in 9 of 22 rows of ``bench_coverage.py``; the taxi map's two keys next to a jump
+   at ε = 1, 0.875, one of them its busiest junction) were of that kind: a small count
+   killed (``ŷ = 0``) whose ``y`` fell more than ``1.282σ`` below it, or a peak pooled to
+   its neighbours' level whose ``y`` fell below that level.  Widening only that side costs
+   less width than a symmetric core that lifts the top decile as much (below).  For counts
+   (θ ≥ 0 public) a key estimated at 0 whose ``y`` is positive may still hide a count above
+   ``y + 1.282σ``; its upper side is widened as well (its lower side is clipped at 0
+   anyway).
 
    What is proved, with ``e_i = y_i − θ_i ~ N(0, σ_i²)``.  (i) *Never wider than raw*: by
    construction (``CORE + TOWARD < 2``, so the core itself is narrower than raw).  (ii) *A
@@ -106,19 +107,20 @@ Every other estimator is handled the same way, from its own output, the released
    measured, not proved: ``benchmarks/bench_coverage.py``, table in ``docs/denoising.md``.
 
    Measured choices.  The top-decile keys of a sparse count map at ε = 2 are small counts
-   at about σ that every denoiser kills: for them only the core counts.  (``auto``, the
-   sparse maps of ``bench_coverage.py``, d = 600, ε = 2.)  A symmetric core of ``y ± 1.04σ``
-   (floor 0.70) gave top-decile coverage 0.863 (planar graph, 8 draws); an asymmetric hull
-   the other way round — ``y + 1.282σ`` away from ``ŷ``, ``y − 0.674σ`` toward it, floor
-   0.50 — 0.876–0.879 (chain, grid) at width 0.75 of raw; ``y ± 1.282σ``, 0.877–0.905
-   (every denoiser, 24 draws) at 0.76–0.81.  With the toward side (24 draws, every
-   denoiser, all three structures): ``TOWARD`` = 0.75, 0.80, 0.84, 0.90 gave a lowest
-   top decile at ε = 2 of 0.890, 0.897, 0.903, 0.907; a symmetric core of the same cost,
-   ``y ± 1.47σ`` (0.75), 0.903 at a larger width (0.85 against 0.82 of raw at ε = 2, 0.81
-   against 0.80 below).  Every interval that is not the raw one is at least
-   ``(CORE + TOWARD)·z·σ`` wide, 0.75 of the raw width, even where the fit is excellent
-   (the fit's own interval was 0.25 of raw on the taxi demo, and missed its busiest
-   junctions).
+   at about σ that every denoiser kills: for them only the core counts.  Earlier (``auto``,
+   the sparse maps of ``bench_coverage.py``, d = 600, ε = 2, 8 draws): a symmetric core
+   ``y ± 1.04σ`` (floor 0.70) gave top-decile coverage 0.863 (planar graph); an
+   asymmetric hull the other way round — ``y + 1.282σ`` away from ``ŷ``, ``y − 0.674σ``
+   toward it, floor 0.50 — 0.876–0.879 (chain, grid) at width 0.75 of raw.  Now
+   (``benchmarks/bench_core.py --draws 24 --size 600 --signals map --skip-taxi --seed
+   5000``: every denoiser, the same error bars for every core; lowest top decile at ε = 2,
+   lowest next to a jump, mean width over raw at ε = 2 / below): the symmetric
+   ``y ± 1.282σ`` 0.877, 0.917, 0.79 / 0.75; ``y ± 1.47σ`` (0.75) 0.903, 0.908, 0.85 / 0.81;
+   the toward side at ``TOWARD`` = 0.75, 0.80, 0.84, 0.90: 0.890, 0.897, 0.903, 0.907 at
+   widths 0.81–0.84 / 0.77–0.82, next to a jump 0.917–0.933.  Every interval that is not
+   the raw one is at least ``(CORE + TOWARD)·z·σ`` wide, 0.75 of the raw width, even
+   where the fit is excellent (the fit's own interval was 0.19 of raw on the taxi map at
+   ε ≤ 1, and missed its busiest junctions).
 
    Without :attr:`Denoised.observed` (a result built by hand), step 4 is skipped.
 
@@ -146,10 +148,13 @@ draws:
    groups of 64–256 keys under thresholding at ε = 2, where the killed small counts of a
    region are all biased down.)
 3. *Bias-aware hull and raw fallback*, with the raw sum ``w·y`` as the unbiased pilot (its
-   variance ``r² = Σ w_i² σ_i²`` is exact): the hull of ``Ŝ ± t·s_S`` and
-   ``w·y ± CORE·z·r``, replaced by the raw ``w·y ± z·r`` where that is wider.  So the
-   per-key guarantees hold for every sum: never wider than the raw sum's interval, and
-   ``P(S ∈ I) ≥ 2Φ(CORE·z) − 1`` (0.80 at 95 %) whatever θ and the estimator's bias.
+   variance ``r² = Σ w_i² σ_i²`` is exact): the hull of ``Ŝ ± t·s_S`` and the core
+   around ``w·y`` — ``TOWARD·z·r`` on the side where ``Ŝ`` lies (both where ``Ŝ = w·y``;
+   the upper side too for a sum of θ ≥ 0 estimated at 0), ``CORE·z·r`` on the other —
+   replaced by the raw ``w·y ± z·r`` where that is wider.  So the per-key guarantees hold
+   for every sum: never wider than the raw sum's interval, ``P(S ∈ I) ≥ 2Φ(CORE·z) − 1``
+   (0.80 at 95 %) whatever θ and the estimator's bias, and a miss only with probability
+   ≤ 0.10 + P(``|Ŝ − S| > |w·y − S| > CORE·z·r``).
 4. When θ ≥ 0 is public, a sum whose weights are all ≥ 0 has its bounds clipped at 0.
 
 For an exact scale (the identity, the posterior mean) the per-key errors are independent

@@ -55,12 +55,18 @@ Every other estimator is handled the same way, from its own output, the released
    jump rounded off — they describe the wrong point: the bias is local and the evenly
    spread remainder is too thin there (this gave 0.23–0.60 coverage at the hot spots of
    sparse count maps, issue #26).  The bias is not known, but ``y`` is an unbiased pilot
-   of θ at every key.  So the interval is the hull of the fit interval and a shorter raw
-   interval around ``y``, ``y_i ± CORE·z·σ_i`` (:data:`CORE` = 0.654 of the raw half-width
-   ``z σ_i``; at 95 %: ``y ± 1.282σ``, the 80 % raw interval)::
+   of θ at every key.  So the interval is the hull of the fit interval and a *core* around
+   ``y`` that reaches further on the side where the estimate lies: ``TOWARD·z·σ_i`` there
+   (:data:`TOWARD` = 0.84 of the raw half-width ``z σ_i``; at 95 %, ``1.646σ``, the 90 % raw
+   half-width) and ``CORE·z·σ_i`` on the other side (:data:`CORE` = 0.654; at 95 %,
+   ``1.282σ``, the 80 % one); where ``ŷ_i = y_i`` both sides are ``TOWARD``, and where θ ≥ 0
+   is public (``params["nonnegative"]``) and ``ŷ_i = 0``, the upper side is ``TOWARD`` too
+   (an estimate at the bound can only be biased down: θ_i ≥ ŷ_i)::
 
-       lower_i = min(ŷ_i − t s_i,  y_i − CORE·z σ_i),
-       upper_i = max(ŷ_i + t s_i,  y_i + CORE·z σ_i),
+       a_i = TOWARD if ŷ_i ≤ y_i else CORE,
+       b_i = TOWARD if ŷ_i ≥ y_i (or θ ≥ 0 is public and ŷ_i = 0) else CORE,
+       lower_i = min(ŷ_i − t s_i,  y_i − a_i·z σ_i),
+       upper_i = max(ŷ_i + t s_i,  y_i + b_i·z σ_i),
 
    and where that hull is wider than the raw interval, the interval **is** the raw
    ``y_i ± z σ_i`` (the denoiser cannot do better there; at such a key ``ŷ_i`` may lie
@@ -68,26 +74,53 @@ Every other estimator is handled the same way, from its own output, the released
    are clipped at 0 (intersecting an interval with a set known to contain θ loses no
    coverage).
 
-   What is proved.  (i) *Never wider than raw*: by construction.  (ii) *A floor at every
-   key, for every θ and every denoiser*: the interval contains ``y_i ± CORE·z·σ_i`` (or is
-   ``y_i ± z σ_i``), so ``P(θ_i ∈ I_i) ≥ 2Φ(CORE·z) − 1``, 0.80 at 95 %, whatever θ is
-   and however biased the estimator — at a hot spot, next to a jump, at a killed small
-   count.  The bootstrap interval alone has no such floor (a key killed in every draw
-   got a width near 0).  (iii) *Above the floor*: θ_i is also covered whenever the fit
-   interval reaches it, which is the common case where the estimator is right (most
-   keys); the class coverage (top decile, next to a jump, zero truth) is measured, not
-   proved: ``benchmarks/bench_coverage.py``, table in ``docs/denoising.md``.
+   Why the side of the estimate.  A denoiser pulls ``y`` toward its structure, and where it
+   does better than ``y`` it pulls toward θ: θ then lies on the estimate's side of ``y``.
+   The misses that the symmetric core ``y ± 1.282σ`` left (top decile 0.874–0.899 at
+   ε = 2 in 9 of 22 rows of ``bench_coverage.py``; the taxi map's two keys next to a jump
+   at ε = 1, 0.875, one of them its busiest junction) were of that kind: a small count
+   killed (``ŷ = 0``) whose ``y`` fell more than ``1.282σ`` below it, or a peak pooled to
+   its neighbours' level whose ``y`` fell below that level.  Widening only that side costs
+   less width than a symmetric core that lifts the top decile as much (below).  For counts
+   (θ ≥ 0 public) a key estimated at 0 whose ``y`` is positive may still hide a count above
+   ``y + 1.282σ``; its upper side is widened as well (its lower side is clipped at 0
+   anyway).
 
-   Why 0.80.  The top-decile keys of a sparse count map at ε = 2 are small counts at about
-   σ that every denoiser kills: for them only the floor counts.  Measured (``auto``, the
-   sparse maps of ``bench_coverage.py``, d = 600, 8 draws, ε = 2): a core of ``y ± 1.04σ``
-   (floor 0.70) gave top-decile coverage 0.863 (planar graph); an asymmetric hull —
-   ``y + 1.282σ`` on the side away from ``ŷ``, ``y − 0.674σ`` toward it, floor 0.50 —
-   0.876–0.879 (chain, grid) at width 0.75 of raw; ``y ± 1.282σ``, 0.906–0.907 at
-   0.77–0.78.  The price is width: every
-   interval that is not the raw one is at least ``2·CORE·z·σ``, 0.65 of the raw width,
-   even where the fit is excellent (the fit's own interval was 0.25 of raw on the taxi
-   demo, and missed its busiest junctions).
+   What is proved, with ``e_i = y_i − θ_i ~ N(0, σ_i²)``.  (i) *Never wider than raw*: by
+   construction (``CORE + TOWARD < 2``, so the core itself is narrower than raw).  (ii) *A
+   floor at every key, for every θ and every denoiser*: the interval contains
+   ``y_i ± CORE·z·σ_i`` (or is ``y_i ± z σ_i``), so ``P(θ_i ∈ I_i) ≥ 2Φ(CORE·z) − 1``,
+   0.80 at 95 %, whatever θ is and however biased the estimator — at a hot spot, next to a
+   jump, at a killed small count.  The bootstrap interval alone has no such floor (a key
+   killed in every draw got a width near 0).  (iii) *0.90 where the fit is no worse than
+   the data*:  if ``|ŷ_i − θ_i| ≤ |e_i|`` then ``ŷ_i`` lies between ``y_i`` and the
+   reflection of ``y_i`` about θ_i, so θ_i is on the estimate's side of ``y_i`` (or
+   ``ŷ_i = y_i``, both sides ``TOWARD``) and is covered whenever ``|e_i| ≤ TOWARD·z σ_i``.
+   Hence, for every θ and every denoiser::
+
+       P(θ_i ∉ I_i) ≤ P(|e_i| > TOWARD·z σ_i) + P(|e_i| > CORE·z σ_i and |ŷ_i − θ_i| > |e_i|),
+
+   at most 0.10 plus the chance that the key's estimate is worse than the raw value *and*
+   its noise exceeds ``1.282σ`` (at 95 %); and never more than 0.20 (ii).  (iv) *Above
+   that*: θ_i is also covered whenever the fit interval reaches it, the common case where
+   the estimator is right; the class coverage (top decile, next to a jump, zero truth) is
+   measured, not proved: ``benchmarks/bench_coverage.py``, table in ``docs/denoising.md``.
+
+   Measured choices.  The top-decile keys of a sparse count map at ε = 2 are small counts
+   at about σ that every denoiser kills: for them only the core counts.  Earlier (``auto``,
+   the sparse maps of ``bench_coverage.py``, d = 600, ε = 2, 8 draws): a symmetric core
+   ``y ± 1.04σ`` (floor 0.70) gave top-decile coverage 0.863 (planar graph); an
+   asymmetric hull the other way round — ``y + 1.282σ`` away from ``ŷ``, ``y − 0.674σ``
+   toward it, floor 0.50 — 0.876–0.879 (chain, grid) at width 0.75 of raw.  Now
+   (``benchmarks/bench_core.py --draws 24 --size 600 --signals map --skip-taxi --seed
+   5000``: every denoiser, the same error bars for every core; lowest top decile at ε = 2,
+   lowest next to a jump, mean width over raw at ε = 2 / below): the symmetric
+   ``y ± 1.282σ`` 0.877, 0.917, 0.79 / 0.75; ``y ± 1.47σ`` (0.75) 0.903, 0.908, 0.85 / 0.81;
+   the toward side at ``TOWARD`` = 0.75, 0.80, 0.84, 0.90: 0.890, 0.897, 0.903, 0.907 at
+   widths 0.81–0.84 / 0.77–0.82, next to a jump 0.917–0.933.  Every interval that is not
+   the raw one is at least ``(CORE + TOWARD)·z·σ`` wide, 0.75 of the raw width, even
+   where the fit is excellent (the fit's own interval was 0.19 of raw on the taxi map at
+   ε ≤ 1, and missed its busiest junctions).
 
    Without :attr:`Denoised.observed` (a result built by hand), step 4 is skipped.
 
@@ -115,10 +148,13 @@ draws:
    groups of 64–256 keys under thresholding at ε = 2, where the killed small counts of a
    region are all biased down.)
 3. *Bias-aware hull and raw fallback*, with the raw sum ``w·y`` as the unbiased pilot (its
-   variance ``r² = Σ w_i² σ_i²`` is exact): the hull of ``Ŝ ± t·s_S`` and
-   ``w·y ± CORE·z·r``, replaced by the raw ``w·y ± z·r`` where that is wider.  So the
-   per-key guarantees hold for every sum: never wider than the raw sum's interval, and
-   ``P(S ∈ I) ≥ 2Φ(CORE·z) − 1`` (0.80 at 95 %) whatever θ and the estimator's bias.
+   variance ``r² = Σ w_i² σ_i²`` is exact): the hull of ``Ŝ ± t·s_S`` and the core
+   around ``w·y`` — ``TOWARD·z·r`` on the side where ``Ŝ`` lies (both where ``Ŝ = w·y``;
+   the upper side too for a sum of θ ≥ 0 estimated at 0), ``CORE·z·r`` on the other —
+   replaced by the raw ``w·y ± z·r`` where that is wider.  So the per-key guarantees hold
+   for every sum: never wider than the raw sum's interval, ``P(S ∈ I) ≥ 2Φ(CORE·z) − 1``
+   (0.80 at 95 %) whatever θ and the estimator's bias, and a miss only with probability
+   ≤ 0.10 + P(``|Ŝ − S| > |w·y − S| > CORE·z·r``).
 4. When θ ≥ 0 is public, a sum whose weights are all ≥ 0 has its bounds clipped at 0.
 
 For an exact scale (the identity, the posterior mean) the per-key errors are independent
@@ -160,6 +196,7 @@ __all__ = [
     "DRAWS",
     "GUARD",
     "INTERVAL_METHOD",
+    "TOWARD",
     "Denoised",
     "ErrorBars",
     "Interval",
@@ -307,6 +344,11 @@ GUARD = 1.0
 #: 95 %, ``y ± 1.282σ``: the 80 % raw interval), so covers θ with probability ≥ 0.80 at every
 #: key whatever the estimator's bias.  Module doc, step 4.
 CORE = 0.654
+#: On the side of ``y`` where the estimate lies (both sides where they are equal) the core
+#: reaches ``TOWARD·z·σ`` (at 95 %, ``1.646σ``: the 90 % raw half-width), so a key where the
+#: fit is at least as close to θ as ``y`` is covered with probability ≥ 0.90.  Module doc,
+#: step 4.
+TOWARD = 0.84
 _MAX_DRAWS = 100_000
 
 
@@ -568,18 +610,18 @@ class ErrorBars:
     def interval(self, level: float = 0.95) -> Interval:
         """Per-key ``(lower, upper)`` at confidence ``level`` (module doc, step 4).
 
-        The hull of the bootstrap's ``estimate ± quantile(level) · scale`` and
-        ``y ± CORE·z·σ`` around the released ``y``, replaced by the raw ``y ± z·σ`` at every
-        key where that is wider; lower bounds clipped at 0 when θ ≥ 0 is public
-        (:attr:`nonnegative`).  An exact scale (a linear estimator) keeps
-        ``estimate ± z · scale``; a positive part (an exact scale with :attr:`nonnegative`)
-        takes the hull too.
+        The hull of the bootstrap's ``estimate ± quantile(level) · scale`` and the core
+        around the released ``y`` (``TOWARD·z·σ`` on the estimate's side, ``CORE·z·σ`` on
+        the other), replaced by the raw ``y ± z·σ`` at every key where that is wider; lower
+        bounds clipped at 0 when θ ≥ 0 is public (:attr:`nonnegative`).  An exact scale (a
+        linear estimator) keeps ``estimate ± z · scale``; a positive part (an exact scale
+        with :attr:`nonnegative`) takes the hull too.
         """
         half = self.quantile(level) * self.scale
         lower, upper = self.estimate - half, self.estimate + half
         if self._hull and self.observed is not None and self.sigma is not None:
             lower, upper = _bias_aware(
-                lower, upper, self.estimate, self.observed, self.sigma, level
+                lower, upper, self.estimate, self.observed, self.sigma, level, self.nonnegative
             )
         if self.nonnegative:
             lower, upper = np.maximum(lower, 0.0), np.maximum(upper, 0.0)
@@ -600,7 +642,10 @@ class ErrorBars:
         lower, upper = sm.estimate - half, sm.estimate + half
         raw_sd = sm.raw_sd
         if self._hull and sm.observed is not None and raw_sd is not None:
-            lower, upper = _bias_aware(lower, upper, sm.estimate, sm.observed, raw_sd, level)
+            at_zero = self.nonnegative & sm.nonnegative  # a sum of θ ≥ 0 is ≥ 0
+            lower, upper = _bias_aware(
+                lower, upper, sm.estimate, sm.observed, raw_sd, level, at_zero
+            )
         if self.nonnegative:
             lower = np.where(sm.nonnegative, np.maximum(lower, 0.0), lower)
             upper = np.where(sm.nonnegative, np.maximum(upper, 0.0), upper)
@@ -631,12 +676,19 @@ def _bias_aware(
     y: np.ndarray,
     sigma: np.ndarray,
     level: float,
+    nonnegative: bool | np.ndarray = False,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The hull of the fit's interval and ``y ± CORE·z·σ``, or the raw one where wider (step 4)."""
+    """The hull of the fit's interval and the core around ``y`` — ``TOWARD·z·σ`` on the side
+    of ``y`` where the estimate lies (both sides where they are equal; the upper side too
+    where θ ≥ 0 is public and the estimate is at 0), ``CORE·z·σ`` on the other — or the raw
+    ``y ± z·σ`` where that hull is wider (module doc, step 4)."""
     z = _raw_quantile(level)
     half = z * sigma
-    lower = np.minimum(lower, y - CORE * half)
-    upper = np.maximum(upper, y + CORE * half)
+    down = np.where(estimate <= y, TOWARD, CORE)  # the estimate lies below y (or at it)
+    # above y (or at it), or at the bound 0 of a θ ≥ 0: its only bias is upward
+    up = np.where((estimate >= y) | (nonnegative & (estimate <= 0.0)), TOWARD, CORE)
+    lower = np.minimum(lower, y - down * half)
+    upper = np.maximum(upper, y + up * half)
     raw_lo, raw_hi = y - half, y + half
     wider = (upper - lower) > (raw_hi - raw_lo)
     return np.where(wider, raw_lo, lower), np.where(wider, raw_hi, upper)

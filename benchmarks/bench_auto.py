@@ -179,6 +179,20 @@ print(json.dumps(out))
 """
 
 
+
+def _worker(script: str, name: str, head: str, repeats: int, env: dict[str, str]) -> dict:
+    """Runs ``script`` for the case ``name`` in a fresh interpreter; its last line's JSON."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, name, head, str(repeats)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode:
+        raise SystemExit(f"{name} failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
 def order1(cases: list[str], repeats: int, src: Path) -> None:
     """CPU medians of the order-1 SURE path under the face routes' settings and of the λ
     subsets a descent screen would solve (``ORDER1``)."""
@@ -187,16 +201,7 @@ def order1(cases: list[str], repeats: int, src: Path) -> None:
     for name in cases:
         if name == "grid300":
             continue
-        done = subprocess.run(
-            [sys.executable, "-c", ORDER1, name, head, str(repeats)],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if done.returncode:
-            raise SystemExit(f"{name} failed:\n{done.stderr[-2000:]}")
-        r = json.loads(done.stdout.strip().splitlines()[-1])
+        r = _worker(ORDER1, name, head, repeats, env)
         print(f"{name}: (max, new) default {tuple(r.pop('default'))}, df {r.pop('df')}")
         for key, value in r.pop("counts").items():
             print(f"  faces at {key}: {value}")
@@ -274,16 +279,7 @@ def shares(cases: list[str], repeats: int, src: Path) -> None:
     for name in cases:
         if name == "grid300":  # no graph: no order-1 candidate
             continue
-        done = subprocess.run(
-            [sys.executable, "-c", SHARES, name, head, str(repeats)],
-            env=env,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if done.returncode:
-            raise SystemExit(f"{name} failed:\n{done.stderr[-2000:]}")
-        r = json.loads(done.stdout.strip().splitlines()[-1])
+        r = _worker(SHARES, name, head, repeats, env)
         one = r["one"]
         print(
             f"| {name} | {r['auto']:.2f} | {r['order0']:.2f} s ({r['order0'] / r['auto']:.0%} "

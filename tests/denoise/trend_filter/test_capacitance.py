@@ -21,7 +21,8 @@ from scipy.spatial import Delaunay, cKDTree
 
 from dpgauss.denoise import as_graph
 from dpgauss.denoise.trend_filter import _capacitance, _make_operator, _order1, trend_filter
-from dpgauss.denoise.trend_filter._dual_newton import DualNewton
+
+from .test_order1 import augmented, face_rows
 
 RTOL = 1e-6
 KINDS = ["grid", "geometric", "delaunay", "tree", "components"]
@@ -82,28 +83,6 @@ def graph(kind: str, seed: int) -> tuple[np.ndarray, int, np.ndarray]:
 def capacitance_off() -> Iterator[None]:
     with mock.patch.object(_order1, "_CAPACITANCE_MAX", -1):
         yield
-
-
-def augmented(op, beta: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The face by the sparse LU of the augmented system (2) of :mod:`._dual_newton`."""
-    newton = DualNewton(op.matrix, np.zeros(op.n), op.components, ground_rows=True)
-    newton.faces = None
-    solved = newton.newton(beta, rows)
-    assert solved is not None
-    return solved
-
-
-def face_rows(op, active: np.ndarray) -> np.ndarray:
-    """The solve rows with the nodes ``active`` fixed and the first node of each component
-    without one (its ground), as :class:`DualNewton` chooses them."""
-    comp = op.components
-    first = np.full(int(comp.max()) + 1, -1)
-    first[comp[::-1]] = np.arange(op.n)[::-1]
-    fixed = np.zeros(op.n, dtype=bool)
-    fixed[active] = True
-    has = np.bincount(comp, weights=fixed.astype(float), minlength=first.size) > 0
-    fixed[first[~has]] = True
-    return np.flatnonzero(~fixed)
 
 
 @settings(max_examples=40, deadline=None)

@@ -54,9 +54,13 @@ straddles an integer (so k = ⌊γ⌋ is unknown; chance ~1e-7 for σ ≤ 2^31, 
 at σ = 2^40 where |Y|/2^E widens the bracket) are also finished exactly with Python
 integers.  The exact slow paths are rare enough not to matter for throughput.
 
-Throughput (one core, ``benchmarks/bench_sampler.py``): 4-6 million samples/s seeded and
-about 1.6 million/s secure for σ from 1 to 1e6 on the development machine, i.e. 15-20x
-(seeded) and ~50x (secure) the time of ``Generator.normal`` for the same size.
+Two faster paths give the same law (issue #31 item 7; ``_sample``): for 1 ≤ σ ≤ 2^12,
+inversion of an exact CDF table (``_cdf_table``, "the table path" below); for
+t ≤ 2^20, the lean path (the discrete Laplace's test merged into the final one, uniforms
+read 16 bits at a time, bytes read in bulk).  The path described above serves larger σ.
+A secure release of 4,000 counts (σ_L ≈ 270, the table path) costs about 8x the CPU time
+of ``Generator.normal`` for the same size; of a sum on a 2^-13 grid (σ_L ≈ 34876, the
+lean path) about 26x (``benchmarks/bench_sampler.py --release``; 50-55x before).
 
 Timing: the number of loop rounds is random and depends on the samples drawn (as in every
 rejection sampler); this Python implementation makes no attempt at constant time.

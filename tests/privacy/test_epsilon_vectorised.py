@@ -237,3 +237,59 @@ def test_epsilon_settle_cases_reject_a_far_start():
     for settle in (_settle.epsilon_midpoint, _settle.epsilon_direct):
         _, left = settle(mu, np.log(delta), general * 1.5, 1)
         assert left.all()
+
+
+@pytest.mark.parametrize(
+    "mu, delta",
+    [
+        (np.linspace(100.0, 1000.0, BIG), 1e-5),  # every point in the direct branch
+        (np.full(BIG, 1e-3), 1e-5),  # every point in the midpoint branch
+        (np.full(BIG, 0.5), 0.5),  # every ε is 0
+        (np.r_[np.full(2 * profile.LEAN_FROM, 0.02), np.full(100, 50.0)], 1e-5),
+    ],
+    ids=["direct", "midpoint", "zero", "one-branch-block"],
+)
+def test_a_block_of_one_branch_only(mu: np.ndarray, delta: float) -> None:
+    """Regression (review of issue #31 item 7): a block whose points all sit in one branch
+    (or are all 0) raised ``UnboundLocalError``; each answer equals the scalar path's."""
+    got = gdp_epsilon(mu, delta)
+    for i in (0, mu.size // 2, mu.size - 1):
+        want = gdp_epsilon(float(mu[i]), delta)
+        assert got[i] == pytest.approx(want, rel=EPS_RTOL, abs=EPS_ATOL)
+
+
+def _check_bound(mu: float, delta: float, eps: float) -> None:
+    with mpmath.workdps(120):
+        m, e, d = mpmath.mpf(mu), mpmath.mpf(eps), mpmath.mpf(delta)
+
+        def profile_at(x: mpmath.mpf) -> mpmath.mpf:
+            return mpmath.ncdf(-x / m + m / 2) - mpmath.exp(x) * mpmath.ncdf(-x / m - m / 2)
+
+        assert profile_at(e) <= d, (mu, delta, eps)  # safe
+        assert profile_at(e / (1 + mpmath.mpf(EPS_RTOL))) > d, (mu, delta, eps)  # tight
+
+
+@pytest.mark.parametrize("mu", [1e8, 3.7e12, 4.3e20, 1.36e21, 1e50, 1.1e100, 1e150])
+@pytest.mark.parametrize("delta", [1e-300, 1e-10, 1e-6, 0.3, 1 - 1e-16])
+def test_huge_mu_takes_the_tail_bound_safe_and_within_tolerance(mu: float, delta: float) -> None:
+    """Regression (review of issue #31 item 7): beyond ``_MU_MAX`` the clipped μ gave an ε
+    below the true one (1.1e100: 5e199 for 6.05e199), and near μ = 4e20 the solver's
+    bracket failed (``FloatingPointError``).  From ``BOUND_FROM`` on, the scalar, small-
+    and large-array calls return the tail bound: safe and within 1e-9 (mpmath)."""
+    scalar = gdp_epsilon(mu, delta)
+    small = gdp_epsilon(np.full(3, mu), delta)
+    large = gdp_epsilon(np.full(BIG, mu), delta)
+    assert small[0] == scalar and large[0] == scalar and large[-1] == scalar
+    _check_bound(mu, delta, scalar)
+
+
+def test_past_overflow_epsilon_is_infinite() -> None:
+    assert gdp_epsilon(1e200, 1e-6) == math.inf
+    assert np.all(gdp_epsilon(np.full(BIG, 1e200), 1e-6) == math.inf)
+    assert gaussian_epsilon(1e-101, 1e-6) == pytest.approx(5e201, rel=1e-6)
+
+
+def test_the_bound_starts_at_the_same_mu_on_both_paths() -> None:
+    from dpgauss.privacy import _scalar
+
+    assert _scalar._EPS_BOUND_FROM == profile.BOUND_FROM

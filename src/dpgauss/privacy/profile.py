@@ -333,11 +333,11 @@ def _epsilon_lean(mu: np.ndarray, delta: np.ndarray) -> tuple[np.ndarray, np.nda
         mid = _settle.midpoint_in_branch(m, t0, q0, True)
         mid &= _settle.midpoint_in_branch(m, t0, q0, False) & (x0 > 0.0)
         other = np.flatnonzero(~mid)
+        direct = np.zeros(m.shape, dtype=bool)
         if other.size:
             mo = m[other]
             x0[other] = _epsilon_start(mo, -ndtri(delta[idx[other]]))
-        direct = np.zeros(m.shape, dtype=bool)
-        direct[other] = _settle.direct_in_branch(mo, x0[other] / mo - 0.5 * mo)
+            direct[other] = _settle.direct_in_branch(mo, x0[other] / mo - 0.5 * mo)
     left = ~(mid | direct)
     for case, where in ((_settle.epsilon_midpoint, mid), (_settle.epsilon_direct, direct)):
         sub = np.flatnonzero(where)
@@ -347,10 +347,29 @@ def _epsilon_lean(mu: np.ndarray, delta: np.ndarray) -> tuple[np.ndarray, np.nda
     return out, general
 
 
+#: From this μ on, ε is the tail bound ``μ(μ/2 + q)`` (q = −Φ⁻¹(δ)) rounded up: it is
+#: safe for every μ (``Φ(μ/2 − ε/μ) = δ`` there, and δ_μ(ε) is that minus a positive
+#: term), and within ``~q/μ`` (relative) of the exact ε, far inside 1e-9 here; the
+#: solver's bracket breaks down near μ = 1e21, and the kernels clip μ at ``_MU_MAX``.
+BOUND_FROM = 1e8
+
+
+def epsilon_bound(mu: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """The safe ε of :data:`BOUND_FROM`: ``μ(μ/2 + q)(1 + 1e-12)``, ``inf`` past overflow."""
+    with np.errstate(over="ignore"):
+        return np.maximum(mu * (0.5 * mu - ndtri(delta)), 0.0) * (1.0 + 1e-12)
+
+
 def _epsilon_args(mu: np.ndarray, delta: np.ndarray) -> np.ndarray:
     shape = np.broadcast(mu, delta).shape
     mu_f, d_f = (np.broadcast_to(a, shape).ravel().astype(np.float64) for a in (mu, delta))
-    mu_f = np.minimum(mu_f, _MU_MAX)
+    big = np.flatnonzero(mu_f >= BOUND_FROM)
+    if big.size:
+        bound = epsilon_bound(mu_f[big], d_f[big])
+        mu_f[big] = 1.0  # solved below like any point, then replaced by the bound
+        out = _epsilon_args(mu_f, d_f).ravel()
+        out[big] = bound
+        return out.reshape(shape)
     if mu_f.size < LEAN_FROM:
         return _epsilon_flat(mu_f, np.log(d_f), -ndtri(d_f)).reshape(shape)
     out = np.empty(mu_f.size)

@@ -25,6 +25,14 @@ What is measured
    |sigma - sigma*| <= 1e-9 sigma*, and "unsafe" when the true delta at sigma exceeds
    the requested delta.
 4. The same reference on a random sample of the vectorised call's outputs.
+5. Vectorised ``gaussian_epsilon(sigma_array, delta_array)`` (Delta = 1) on ``--n`` pairs:
+   sigma log-uniform in [1e-2, 1e3] (mu = 1/sigma from 1e-3 to 100, so epsilon from 0 --
+   the release is already (0, delta)-DP -- to about 5e3) and delta log-uniform in
+   [1e-12, 1e-2], fixed seed; CPU-time RATIO to the same ``log_ndtr`` pass as item 1, median
+   of interleaved repeats (the goal of issue #31 item 7 is <= 15x).  A random sample of the
+   outputs is judged with mpmath: "safe" means the exact profile at the returned epsilon
+   (mu = 1/sigma exactly) is at most delta, "tight" that at epsilon (1 - 1e-9) - 1e-12 it
+   is above delta (or that epsilon = 0 is returned exactly when it suffices).
 
 Absolute times depend on the machine and its load; only the ratios measured in one run
 should be compared.
@@ -288,14 +296,23 @@ class VectorTiming:
         return statistics.median(self.ratios)
 
 
+def baseline_argument(eps: np.ndarray) -> np.ndarray:
+    """The log_ndtr baseline's argument: the second Phi's at sigma = Delta/sqrt(2 eps)."""
+    return -np.sqrt(2.0 * eps)
+
+
 def time_vectorised(
     calibrate: Callable[[np.ndarray, np.ndarray], np.ndarray],
     eps: np.ndarray,
     delta: np.ndarray,
     repeats: int,
+    baseline: np.ndarray | None = None,
 ) -> VectorTiming:
-    """Interleave repeats of the calibration and of the log_ndtr baseline; take medians."""
-    x = -np.sqrt(2.0 * eps)  # the argument of the second Phi at sigma = Delta/sqrt(2 eps)
+    """Interleave repeats of the calibration and of the log_ndtr baseline; take medians.
+
+    ``calibrate(eps, delta)`` is timed (any vectorised function of two arrays); the
+    baseline is one ``log_ndtr`` pass over ``baseline`` (default: item 1's argument)."""
+    x = baseline_argument(eps) if baseline is None else baseline
     calibrate(eps, delta)  # warm-up
     scipy.special.log_ndtr(x)
     cal, base, cpu_cal, cpu_base = [], [], [], []
@@ -447,6 +464,79 @@ def sample_check(
 
 
 # --------------------------------------------------------------------------------------
+# 5. Vectorised gaussian_epsilon
+# --------------------------------------------------------------------------------------
+
+
+def random_sigma_delta(n: int, seed: int = SEED + 2) -> tuple[np.ndarray, np.ndarray]:
+    """sigma log-uniform in [1e-2, 1e3] (Delta = 1), delta log-uniform in [1e-12, 1e-2]."""
+    rng = np.random.default_rng(seed)
+    return 10.0 ** rng.uniform(-2.0, 3.0, n), 10.0 ** rng.uniform(-12.0, -2.0, n)
+
+
+@dataclass
+class EpsilonSample:
+    size: int
+    zeros: int = 0
+    safe: int = 0
+    tight: int = 0
+    failures: list[str] = field(default_factory=list)
+
+
+def epsilon_sample_check(
+    sigma: np.ndarray, delta: np.ndarray, eps: np.ndarray, size: int, seed: int = SEED + 3
+) -> EpsilonSample:
+    """Judge ``size`` random entries of one gaussian_epsilon call with mpmath (item 5)."""
+    rng = np.random.default_rng(seed)
+    report = EpsilonSample(size)
+    for i in rng.choice(sigma.size, size=size, replace=False):
+        s, d, e = float(sigma[i]), float(delta[i]), float(eps[i])
+        with mpmath.workdps(REFERENCE_DPS):
+            mu = 1 / mpmath.mpf(s)
+            safe = reference_delta(mu, mpmath.mpf(e)) <= d
+            if e == 0.0:
+                report.zeros += 1
+                tight = True
+            else:
+                below = max(e * (1 - 1e-9) - 1e-12, 0.0)
+                tight = reference_delta(mu, mpmath.mpf(below)) > d
+        report.safe += safe
+        report.tight += tight
+        if not (safe and tight):
+            report.failures.append(f"sigma={s!r}, delta={d!r}: eps={e!r} safe={safe} tight={tight}")
+    return report
+
+
+def epsilon_section(n: int, repeats: int, sample: int) -> str:
+    """[5]: gaussian_epsilon on n random (sigma, delta) pairs against a log_ndtr pass."""
+    from dpgauss.privacy import gaussian_epsilon
+
+    sigma, delta = random_sigma_delta(n)
+    baseline = baseline_argument(random_pairs(n)[0])
+    vec = time_vectorised(gaussian_epsilon, sigma, delta, repeats, baseline)
+    lines = [
+        f"\n[5] vectorised: gaussian_epsilon on {n:,} random (sigma, delta) pairs "
+        "(sigma in [1e-2, 1e3], delta in [1e-12, 1e-2], log-uniform)",
+        f"    median of {vec.repeats} interleaved repeats: gaussian_epsilon "
+        f"{1e3 * vec.calibrate_s:.1f} ms, log_ndtr {1e3 * vec.log_ndtr_s:.2f} ms, "
+        f"RATIO {vec.ratio:.1f}x (per-repeat median {vec.median_paired_ratio:.1f})",
+        f"    CPU time (median of {vec.repeats}): gaussian_epsilon "
+        f"{1e3 * vec.cpu_calibrate_s:.1f} ms, log_ndtr {1e3 * vec.cpu_log_ndtr_s:.2f} ms, "
+        f"RATIO {vec.cpu_ratio:.1f}x  (goal <= 15x)",
+    ]
+    if sample:
+        eps = np.asarray(gaussian_epsilon(sigma, delta))
+        check = epsilon_sample_check(sigma, delta, eps, min(sample, n))
+        lines.append(
+            f"    {check.size} random entries judged with mpmath: {check.safe} safe, "
+            f"{check.tight} tight ({check.zeros} of them epsilon = 0); "
+            f"{int(np.count_nonzero(eps == 0.0)):,} of the {n:,} are epsilon = 0"
+        )
+        lines += [f"    FAILED: {f}" for f in check.failures[:8]]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------------------
 # Output
 # --------------------------------------------------------------------------------------
 
@@ -575,6 +665,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--per-decade", type=int, help="eps grid points per decade")
     parser.add_argument("--sample", type=int, help="vectorised outputs checked with mpmath")
     parser.add_argument("--timeout", type=float, default=2.0, help="seconds per scalar call")
+    parser.add_argument(
+        "--only-epsilon", action="store_true", help="run item 5 (gaussian_epsilon) alone"
+    )
     args = parser.parse_args(argv)
     quick = args.quick
     args.n = args.n or (10**5 if quick else 10**6)
@@ -592,6 +685,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     if dpgauss.calibrate is None:
         raise SystemExit(f"cannot import dpgauss: {dpgauss.skipped}")
     from dpgauss.privacy import analytic_gaussian_sigma
+
+    if args.only_epsilon:
+        print(epsilon_section(args.n, args.repeats, args.sample))
+        return
 
     print(f"\n[1] vectorised: analytic_gaussian_sigma on {args.n:,} random (eps, delta) pairs")
     eps, delta = random_pairs(args.n)
@@ -648,6 +745,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         sample = sample_check(eps, delta, sigma, args.sample)
         print(grid_table([sample]))
         print("\n".join(details(sample)))
+
+    print(epsilon_section(args.n, args.repeats, args.sample))
 
 
 def scalar_section(contenders: Sequence[Contender], repeats: int) -> str:

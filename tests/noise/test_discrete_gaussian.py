@@ -288,13 +288,14 @@ def test_vectorised_acceptance_probabilities(sigma):
 
 
 def test_all_exact_slow_path(monkeypatch):
-    """Route every candidate through the Fraction slow path: same law (chi-square)."""
+    """Route every candidate of the rejection path through the Fraction slow path: same
+    law (chi-square)."""
 
     def exact_only(a, prm, source):
         return np.array([dg._accept_exact(int(v), prm, source, None) for v in a], dtype=bool)
 
     monkeypatch.setattr(dg, "_accept", exact_only)
-    samples = discrete_gaussian(1.7, 20_000, rng=16)
+    samples = dg._sample_rejection(dg._params(1.7), 20_000, np.random.default_rng(16))
     edges, probs = integer_bins(1.7, samples.size)
     assert chi2_pvalue(samples, edges, probs) > 1e-4
 
@@ -305,3 +306,216 @@ def test_params_fit_int64_across_the_range():
         worst = prm.a_big - 1
         assert worst * (prm.r + 1) + worst < 2**63
         assert Fraction(prm.a_big) / Fraction(sigma) - Fraction(sigma) / prm.t >= 32
+
+
+# ------------------------------------------------------- the three paths (issue #31 item 7)
+#
+# discrete_gaussian samples by inversion of an exact CDF table for 1 ≤ σ ≤ 2^12, by the
+# lean rejection path (merged test, lazily read uniforms, pooled bytes) for t ≤ 2^20, and
+# by CKS20 as written beyond.  Each path against the exact law, and each new exact piece
+# against its probability.
+
+
+@pytest.mark.parametrize(
+    ("sigma", "width", "path"),
+    [
+        (1.0, 1, dg._sample_table),
+        (270.37960332144536, 16, dg._sample_table),  # a count's σ_L on the integer lattice
+        (4096.0, 256, dg._sample_table),  # the table's edge
+        (0.3, 1, "lean"),
+        (1.7, 1, "lean"),
+        (5000.5, 256, "lean"),
+        (34875.761648714855, 2048, "lean"),  # a sum's σ_L on its 2^-13 grid
+        (1.7, 1, "rejection"),
+        (3000.0, 256, "rejection"),
+    ],
+)
+def test_each_path_chi_square(sigma, width, path):
+    """Every path, called directly, on the exact pmf (one bin per `width` integers; at
+    σ ≥ 1000 the 100 bins of width σ/10 of ``test_chi_square_large_sigma_wide_bins``)."""
+    rng = np.random.default_rng(31)
+    if path is dg._sample_table:
+        samples = dg._sample_table(Fraction(sigma), N // 4, dg._Pool(rng), rng)
+    elif path == "lean":
+        samples = dg._sample_lean(dg._params(sigma), N // 4, rng)
+    else:
+        samples = dg._sample_rejection(dg._params(sigma), N // 4, rng)
+    edges, probs = bins_for(sigma, samples.size, width)
+    assert chi2_pvalue(samples, edges, probs) > 1e-3
+
+
+def bins_for(sigma: float, n: int, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """integer_bins for σ < 1000, else 100 bins of width σ/10 in ±5σ whose masses are Φ
+    differences with continuity correction (to ~1e-13 at such σ)."""
+    if sigma < 1000:
+        return integer_bins(sigma, n, width)
+    inner = np.round(np.linspace(-5 * sigma, 5 * sigma, 101))
+    cdf = ndtr((inner - 0.5) / sigma)
+    return inner, np.concatenate([[cdf[0]], np.diff(cdf), [1 - cdf[-1]]])
+
+
+def test_paths_by_sigma():
+    assert dg._TABLE_SIGMA == (1.0, 2.0**12)
+    assert dg._params(0.3).lean and dg._params(5000.5).lean and dg._params(2.0**19).lean
+    assert not dg._params(2.0**21).lean  # t > 2^20: CKS20 as written
+    x = discrete_gaussian(2.0**21, 20_000, rng=5)
+    assert abs(x.std() / 2.0**21 - 1) < 0.05
+
+
+def test_secure_mode_on_the_new_paths():
+    for sigma in (270.37960332144536, 34875.761648714855):
+        samples = discrete_gaussian(sigma, 200_000, "secure")
+        edges, probs = bins_for(sigma, samples.size, 64)
+        assert chi2_pvalue(samples, edges, probs) > 1e-6  # fresh OS randomness
+
+
+def theta_sum(s: mpmath.mpf) -> mpmath.mpf:
+    """Σ_{y∈Z} e^{-y²/(2s²)} = s√(2π)(1 + 2 Σ_k e^{-2π²s²k²}) (Poisson summation), s ≥ 1:
+    the terms beyond k = 6 are below e^{-700}."""
+    return (
+        s
+        * mpmath.sqrt(2 * mpmath.pi)
+        * (1 + 2 * sum(mpmath.exp(-2 * mpmath.pi**2 * s * s * k * k) for k in range(1, 7)))
+    )
+
+
+@pytest.mark.parametrize("sigma", [1.0, 3.7, 270.37960332144536, 4096.0])
+def test_cdf_table_brackets_the_exact_cdf(sigma):
+    """L_j ≤ P[|Y| ≤ j]·2^64 ≤ H_j (60 digits; the normalising sum by Poisson summation)."""
+    tab = dg._cdf_table(Fraction(sigma))
+    size = tab.lower.size
+    with mp.workdps(60):
+        s = mpmath.mpf(Fraction(sigma).numerator) / Fraction(sigma).denominator
+        z = theta_sum(s)
+        picks = sorted({0, 1, size // 3, size // 2, size - 2, size - 1})
+        total, j0 = mpmath.mpf(0), -1
+        for j in picks:
+            if j0 < 0:
+                total = mpmath.mpf(1)
+                j0 = 0
+            for y in range(j0 + 1, j + 1):
+                total += 2 * mpmath.exp(-(y * y) / (2 * s * s))
+            j0 = j
+            exact = total / z * mpmath.mpf(2) ** 64
+            assert int(tab.lower[j]) <= exact <= int(tab.upper[j]), (sigma, j)
+        # the tail beyond the table is below 2^-40 and not empty
+        tail = 1 - total / z
+        assert 0 < tail < mpmath.mpf(2) ** -40
+
+
+def test_inversion_left_open_is_finished_with_fresh_bits():
+    """A uniform whose leading 64 bits W sit inside the bracket of C_j: |Y| = j − 1 or j
+    (here: 0 or 1 at j = 1... the index the walk settles) with P[|Y| < j] =
+    frac(C_{j−1}·2^64) when W = ⌊C_{j−1}·2^64⌋."""
+    sigma = Fraction(3.7)
+    tab = dg._cdf_table(sigma)
+    j = 2
+    with mp.workdps(80):
+        s = mpmath.mpf(sigma.numerator) / sigma.denominator
+        z = theta_sum(s)
+        c = (1 + 2 * sum(mpmath.exp(-(y * y) / (2 * s * s)) for y in range(1, j + 1))) / z
+        w = int(mpmath.floor(c * mpmath.mpf(2) ** 64))
+        p = frac_part(c * mpmath.mpf(2) ** 64)  # P[Unif < C_j | leading bits w]
+    assert int(tab.lower[j]) <= w < int(tab.upper[j])  # the table cannot decide
+    pos = int(np.searchsorted(tab.lower, np.uint64(w), side="right"))
+    rng = np.random.default_rng(33)
+    got = [dg._finish_inversion(w, pos, sigma, rng) for _ in range(4000)]
+    assert set(got) <= {j, j + 1}
+    assert binomial_ok(sum(g == j for g in got), 4000, p)
+
+
+def test_tail_beyond_the_table():
+    """|Y| given |Y| ≥ size: chi-square against w_y ∝ e^{-y²/(2σ²)}, y ≥ size."""
+    sigma = Fraction(1)
+    size = 3
+    rng = np.random.default_rng(34)
+    draws = np.array([dg._sample_tail(size, sigma, rng) for _ in range(6000)])
+    ys = np.arange(size, size + 4)
+    w = np.exp(-(ys.astype(float) ** 2) / 2)
+    w_tail = np.exp(-(np.arange(size + 4, size + 40.0) ** 2) / 2).sum()
+    total = w.sum() + w_tail
+    observed = np.array([np.sum(draws == y) for y in ys[:2]] + [np.sum(draws >= ys[2])])
+    expected = np.array([w[0], w[1], w[2] + w[3] + w_tail]) / total * draws.size
+    assert draws.min() >= size
+    assert stats.chisquare(observed, expected).pvalue > 1e-4
+
+
+def test_bernoulli_exp_neg_rational():
+    rng = np.random.default_rng(35)
+    for x in (Fraction(0), Fraction(1, 3), Fraction(5, 3), Fraction(7, 2)):
+        hits = sum(dg._bernoulli_exp_neg_rational(x, rng) for _ in range(20_000))
+        assert binomial_ok(hits, 20_000, math.exp(-float(x)))
+
+
+@pytest.mark.parametrize("sigma", [0.3, 1.7, 5000.5, 34875.761648714855])
+def test_lean_acceptance_probabilities(sigma):
+    """P[accept | |Y| = a, U = u] = exp(-(γ(a) + u/t)) in the lean path's merged test."""
+    prm = dg._params(sigma)
+    rng = np.random.default_rng(36)
+    t = prm.t
+    for a in (0, t - 1, t, 2 * t + 3, max(prm.a_big - 3 * t, 0)):
+        u = a % t
+        pool = dg._Pool(rng)
+        ones = np.full(50_000, a, dtype=np.int64)
+        hits = int(dg._accept_lean(ones, np.full(50_000, u, np.int64), prm, pool, rng).sum())
+        p = math.exp(-float(prm.gamma(a) + Fraction(u, t)))
+        assert binomial_ok(hits, 50_000, p), (sigma, a)
+    big = np.full(500, prm.a_big, dtype=np.int64)
+    assert not dg._accept_lean(big, big % t, prm, dg._Pool(rng), rng).any()
+
+
+def test_lean_all_exact_slow_path(monkeypatch):
+    """Route every lean candidate through the Fraction slow path (γ + U/t): same law."""
+
+    def exact_only(a, u, prm, pool, source):
+        return np.array(
+            [
+                dg._accept_exact(int(v), prm, source, None, Fraction(int(w), prm.t))
+                for v, w in zip(a, u, strict=True)
+            ],
+            dtype=bool,
+        )
+
+    monkeypatch.setattr(dg, "_accept_lean", exact_only)
+    samples = dg._sample_lean(dg._params(5.3e3), 20_000, np.random.default_rng(37))
+    edges, probs = bins_for(5.3e3, samples.size, 512)
+    assert chi2_pvalue(samples, edges, probs) > 1e-4
+
+
+def test_lean_geometric_with_undecided_leading_bits():
+    """Leading 16 bits equal to those of T[1]: G = 1 or more w.p. frac(e^{-1}·2^16)."""
+    prefix = int(dg._PREFIX[1])
+    g = dg._geometric_lean(np.full(4000, prefix, dtype=np.int64), np.random.default_rng(38))
+    with mp.workdps(40):
+        p = frac_part(mpmath.exp(-1) * 2**16)
+    assert set(np.unique(g)) <= {0, 1}
+    assert binomial_ok(int(g.sum()), 4000, p)
+    # a decided prefix: no further bits, the count of thresholds above it
+    assert dg._geometric_lean(
+        np.array([0xFFFF, prefix + 1]), np.random.default_rng(1)
+    ).tolist() == [0, 0]
+
+
+class _CountingBytes:
+    """A source whose bytes are 0, 1, 2, … (mod 256): shows which bytes the pool served."""
+
+    def __init__(self) -> None:
+        self.served = 0
+
+    def bytes(self, n: int) -> bytes:
+        out = bytes((self.served + i) % 256 for i in range(n))
+        self.served += n
+        return out
+
+
+def test_pool_serves_each_byte_once():
+    src = _CountingBytes()
+    pool = dg._Pool(src)
+    pool.reserve(10)
+    a = pool.words(3)  # bytes 0..5
+    b = pool.bits(9)  # bytes 6, 7
+    c = pool.words(4, wide=True)  # bytes 8..23 (a refill of at least _POOL_CHUNK)
+    assert a.tolist() == [0x0100, 0x0302, 0x0504]
+    assert b.tolist() == [False] * 5 + [True, True, False] + [False]  # 6 = 0b00000110, 7: 0...
+    assert c.tolist()[0] == 0x0B0A0908
+    assert src.served >= 24

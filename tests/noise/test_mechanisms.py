@@ -310,3 +310,22 @@ def test_discrete_gaussian_mechanism_law_and_exact_coverage(level):
     assert exact >= level > pmf[np.abs(y) <= k - 1].sum()
     covered = np.mean((lower <= truth) & (truth <= upper))
     assert abs(covered - exact) < 5 * math.sqrt(exact * (1 - exact) / n)
+
+
+def test_secure_law_is_cached_and_still_validated():
+    """noise_plan's secure law is cached per arguments (a repeated release spends its time
+    drawing, not calibrating): the same law object, and the law of an uncached call."""
+    from dpgauss.noise import mechanisms as mechanisms_module
+    from dpgauss.noise.lattice import gaussian_lattice_law, integer_lattice_law
+
+    mech = mechanisms_module.GaussianMechanism(1.0, 1e-6, 1.0)
+    first = mech.noise_plan(4000, integer=True).noise
+    assert mech.noise_plan(4000, integer=True).noise is first
+    assert first == integer_lattice_law(1.0, 1e-6, 1.0, 4000, None)
+    assert mech.noise_plan(4000).noise == gaussian_lattice_law(1.0, 1e-6, 1.0, 4000, None)
+    assert mech.noise_plan(4001, integer=True).noise != first
+    # the typed cache keeps 1 and True apart, and unhashable arguments bypass it
+    with pytest.raises((TypeError, ValueError)):
+        mech.noise_plan(4000, changed=True)
+    with pytest.raises((TypeError, ValueError)):
+        mech.noise_plan(4000, grid=[0.5])

@@ -54,9 +54,13 @@ straddles an integer (so k = ⌊γ⌋ is unknown; chance ~1e-7 for σ ≤ 2^31, 
 at σ = 2^40 where |Y|/2^E widens the bracket) are also finished exactly with Python
 integers.  The exact slow paths are rare enough not to matter for throughput.
 
-Throughput (one core, ``benchmarks/bench_sampler.py``): 4-6 million samples/s seeded and
-about 1.6 million/s secure for σ from 1 to 1e6 on the development machine, i.e. 15-20x
-(seeded) and ~50x (secure) the time of ``Generator.normal`` for the same size.
+Two faster paths give the same law (issue #31 item 7; ``_sample``): for 1 ≤ σ ≤ 2^12,
+inversion of an exact CDF table (``_cdf_table``, "the table path" below); for
+t ≤ 2^20, the lean path (the discrete Laplace's test merged into the final one, uniforms
+read 16 bits at a time, bytes read in bulk).  The path described above serves larger σ.
+A secure release of 4,000 counts (σ_L ≈ 270, the table path) costs about 8x the CPU time
+of ``Generator.normal`` for the same size; of a sum on a 2^-13 grid (σ_L ≈ 34876, the
+lean path) about 26x (``benchmarks/bench_sampler.py --release``; 50-55x before).
 
 Timing: the number of loop rounds is random and depends on the samples drawn (as in every
 rejection sampler); this Python implementation makes no attempt at constant time.
@@ -170,11 +174,16 @@ def _geometric(n: int, source: RandomSource) -> np.ndarray:
     g = (_LAST - pos).astype(np.int64)
     tied = np.flatnonzero(_ASCENDING[np.maximum(pos - 1, 0)] == w)
     for i in tied.tolist():  # w equals some T[k]: finish exactly (chance ~1e-17)
-        state, k = [int(w[i]), _GEO_BITS], 1
-        while _less_than_exp_neg(state, k, source):
-            k += 1
-        g[i] = k - 1
+        g[i] = _geometric_one(int(w[i]), source)
     return g
+
+
+def _geometric_one(w: int, source: RandomSource) -> int:
+    """G from the leading 62 bits ``w`` of its uniform (exact: ties draw further bits)."""
+    state, k = [w, _GEO_BITS], 1
+    while _less_than_exp_neg(state, k, source):
+        k += 1
+    return k - 1
 
 
 def _bernoulli_exp_neg_int(k: np.ndarray, source: RandomSource) -> np.ndarray:
@@ -233,6 +242,8 @@ class _Params:
     r: int  # ⌊q 2^(F+E) / p⌋
     c: int  # ⌊p 2^F / (q t)⌋ = ⌊σ/t · 2^F⌋
     a_big: int  # smallest a with a/σ - σ/t ≥ 32, i.e. γ(a) ≥ 512
+    inv_t: int = 0  # ⌊2^B / t⌋, so that U·inv_t ≤ (U/t)·2^B < U·inv_t + U
+    lean: bool = False  # the lean path's int64 bounds hold (_sample_lean)
 
     def gamma(self, a: int) -> Fraction:
         """γ(a) = (a - σ²/t)² / (2σ²), exactly."""
@@ -254,9 +265,14 @@ def _params(sigma: float) -> _Params:
         raise ValueError(f"sigma={sigma!r} is too small for the int64 fast path")
     c = (p << _F) // (q * t)
     worst = a_big - 1  # largest fast-path candidate: its bracket must square inside int64
-    if ((worst * r + worst) >> shift) + 1 - c > _SQRT_INT64_MAX:  # unreachable in SIGMA_RANGE
+    u_top = ((worst * r + worst) >> shift) + 1 - c
+    if u_top > _SQRT_INT64_MAX:  # unreachable in SIGMA_RANGE
         raise ValueError(f"sigma={sigma!r} is outside the range of the int64 fast path")
-    return _Params(p=p, q=q, t=t, shift=shift, r=r, c=c, a_big=a_big)
+    # The lean path adds U/t·2^B < 2^B + U to the bracket of γ·2^B: it must still fit.
+    lean = t <= _LEAN_T and u_top * u_top + (1 << _B) + t <= _INT64_MAX
+    return _Params(
+        p=p, q=q, t=t, shift=shift, r=r, c=c, a_big=a_big, inv_t=(1 << _B) // t, lean=lean
+    )
 
 
 # ----------------------------------------------------------------------------- sampling
@@ -278,10 +294,16 @@ def _discrete_laplace(t: int, m: int, source: RandomSource) -> np.ndarray:
     return np.where(negative, -x, x)[keep]
 
 
-def _accept_exact(a: int, prm: _Params, source: RandomSource, state: list[int] | None) -> bool:
-    """Bernoulli(exp(-γ(a))) with Fraction arithmetic; ``state`` = bits already drawn for
-    the e^{-⌊γ⌋} part (or None to start afresh)."""
-    gamma = prm.gamma(a)
+def _accept_exact(
+    a: int,
+    prm: _Params,
+    source: RandomSource,
+    state: list[int] | None,
+    extra: Fraction = Fraction(0),
+) -> bool:
+    """Bernoulli(exp(-(γ(a) + extra))) with Fraction arithmetic; ``state`` = bits already
+    drawn for the e^{-⌊γ + extra⌋} part (or None to start afresh)."""
+    gamma = prm.gamma(a) + extra
     k = math.floor(gamma)
     if state is None:
         state = [random_bits(source, _GEO_BITS), _GEO_BITS]
@@ -335,6 +357,384 @@ def _accept(a: np.ndarray, prm: _Params, source: RandomSource) -> np.ndarray:
     return out
 
 
+# ---------------------------------------------------------------- the lean path (t ≤ 2^20)
+#
+# The same law with fewer random bits and fewer array passes (``discrete_gaussian`` takes
+# it whenever ``_Params.lean``; the path above serves larger σ and the unit tests of its
+# pieces):
+#
+# * CKS20 Alg. 2's test "keep U with probability exp(-U/t)" is merged into the final
+#   acceptance: a candidate X = U + tV with U *uniform* on {0, …, t-1} has probability
+#   ∝ e^{-V}, and accepting it with probability exp(-(U/t + γ(X))) gives
+#   e^{-V}·e^{-U/t}·e^{-γ(X)} = e^{-X/t - γ(X)}, CKS20 Alg. 3's product exactly.  One
+#   Bernoulli(exp(-γ')) with γ' = γ + U/t (bracketed in int64 like γ, U/t·2^53 ∈
+#   [U⌊2^53/t⌋, U⌊2^53/t⌋ + U]) replaces the two.
+# * U from a 16-bit word (32-bit for t > 2^16) W < t·⌊2^16/t⌋, U = W mod t: exactly uniform,
+#   a word is rejected with chance below t/2^16.
+# * Every comparison "Unif < p" of a uniform real with a threshold reads the uniform's
+#   leading 16 bits first: they decide unless they equal the threshold's own leading bits
+#   (chance ~2^-16), and only then are the further bits drawn (from the source, one
+#   candidate at a time) and the comparison finished as in the path above — the law is
+#   unchanged, the bits per comparison drop from 62 or 53 to 16.
+# * The bits come from one bulk read per batch (``_Pool``: ``os.urandom`` for the secure
+#   source, ``Generator.bytes`` for a seeded one); each byte is used once, and what a call
+#   leaves unused is dropped.
+
+_LEAN_T = 1 << 20
+_LAZY = 16  # leading bits of a lazily read uniform
+_GEO_REST = _GEO_BITS - _LAZY  # 46 further bits of a 62-bit uniform
+_COIN_REST = _B - _LAZY  # 37 further bits of a 53-bit uniform
+_PREFIX = _THRESHOLDS >> _GEO_REST  # leading 16 bits of T[k] (T[0] = 2^62: 2^16)
+_ASC_PREFIX = _ASCENDING >> _GEO_REST
+# Candidates drawn per sample still needed: the lean path accepts about 0.45 of them
+# (measured: 0.46 at σ = 270, 0.47 at σ = 34876), so 2.35 finishes in one round almost
+# always; the bytes reserved per candidate cover U, V, the sign and about 1.7 lazy coins.
+_LEAN_RATIO = 2.35
+_LEAN_BYTES = 10
+_POOL_CHUNK = 1 << 12
+
+
+class _Pool:
+    """Uniform random bytes read from ``source`` in bulk and served once each, as arrays of
+    uniform 16- or 32-bit words or single bits."""
+
+    __slots__ = ("_buf", "_pos", "_read")
+
+    def __init__(self, source: RandomSource) -> None:
+        self._read = source.bytes
+        self._buf = memoryview(b"")
+        self._pos = 0
+
+    def reserve(self, nbytes: int) -> None:
+        """Make ``nbytes`` available with (at most) one read of the source."""
+        if self._pos + nbytes > len(self._buf):
+            rest = self._buf[self._pos :].tobytes()
+            self._buf = memoryview(rest + self._read(max(nbytes - len(rest), _POOL_CHUNK)))
+            self._pos = 0
+
+    def _take(self, nbytes: int) -> memoryview:
+        self.reserve(nbytes)
+        start = self._pos
+        self._pos = start + nbytes
+        return self._buf[start : self._pos]
+
+    def words(self, n: int, wide: bool = False) -> np.ndarray:
+        """n uniform words as int64: 16-bit, or 32-bit if ``wide``."""
+        dtype = np.uint32 if wide else np.uint16
+        return np.frombuffer(self._take(n * (4 if wide else 2)), dtype=dtype).astype(np.int64)
+
+    def bits(self, n: int) -> np.ndarray:
+        """n uniform bits as bool."""
+        raw = np.frombuffer(self._take((n + 7) // 8), dtype=np.uint8)
+        return np.unpackbits(raw, count=n).view(bool)
+
+
+def _geometric_lean(w: np.ndarray, source: RandomSource) -> np.ndarray:
+    """G with P[G ≥ k] = e^{-k} from the leading 16 bits ``w`` of each uniform: G counts the
+    k with T[k] ≥ (w + 1)·2^46 (then Unif < e^{-k} surely) unless w equals the leading
+    bits of some T[k]; those few are finished with 46 further bits (``_geometric_one``)."""
+    pos = np.searchsorted(_ASC_PREFIX, w, side="right")
+    g = _LAST - pos
+    for i in np.flatnonzero(_ASC_PREFIX[pos - 1] == w).tolist():
+        g[i] = _geometric_one((int(w[i]) << _GEO_REST) | random_bits(source, _GEO_REST), source)
+    return g
+
+
+def _laplace_lean(
+    t: int, m: int, pool: _Pool, source: RandomSource
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Candidates of the lean path from m uniform words: (X = U + tV, the sign bits, U),
+    with U uniform on {0, …, t-1} (not yet weighted by exp(-U/t): see above) and the pair
+    (X = 0, negative) removed."""
+    if t == 1:
+        u = np.zeros(m, dtype=np.int64)
+    else:
+        wide = t > 1 << 16
+        w = pool.words(m, wide)
+        span = 1 << (32 if wide else 16)
+        u = w[w < t * (span // t)] % t
+    v = _geometric_lean(pool.words(u.size), source)
+    if v.size and int(v.max()) > (_INT64_MAX - t) // t:  # chance < e^-(2^40)
+        raise OverflowError("discrete_gaussian: candidate exceeds int64")
+    x = u + t * v
+    negative = pool.bits(x.size)
+    keep = ~(negative & (x == 0))
+    if keep.all():
+        return x, negative, u
+    return x[keep], negative[keep], u[keep]
+
+
+def _accept_lean(
+    a: np.ndarray, u: np.ndarray, prm: _Params, pool: _Pool, source: RandomSource
+) -> np.ndarray:
+    """Elementwise Bernoulli(exp(-(γ(a) + u/t))) (the lean path's merged test), with the
+    bracket of ``_accept`` and lazily read uniforms."""
+    out = np.zeros(a.size, dtype=bool)
+    t = prm.t
+    big = a >= prm.a_big
+    if big.any():  # γ ≥ 512: rejected unless the 62-bit uniform is 0
+        idx = np.flatnonzero(big)
+        w = pool.words(idx.size)
+        for i in idx[w == 0].tolist():
+            if random_bits(source, _GEO_REST) == 0:
+                out[i] = _accept_exact(
+                    int(a[i]), prm, source, [0, _GEO_BITS], Fraction(int(u[i]), t)
+                )
+        fast = np.flatnonzero(~big)
+        af, uf = a[fast], u[fast]
+    else:
+        fast, af, uf = None, a, u
+    prod = af * prm.r
+    u_lo = (prod >> prm.shift) - prm.c - 1
+    u_hi = ((prod + af) >> prm.shift) + 1 - prm.c
+    sq_lo, sq_hi = u_lo * u_lo, u_hi * u_hi
+    g_lo = np.where(u_lo >= 0, sq_lo, np.where(u_hi <= 0, sq_hi, 0))
+    g_hi = np.maximum(sq_lo, sq_hi)
+    extra = uf * prm.inv_t  # (U/t)·2^B ∈ [extra, extra + U]
+    g_lo += extra
+    g_hi += extra
+    g_hi += uf
+    k = g_lo >> _B
+    res = np.zeros(af.size, dtype=bool)
+    straddle = k != (g_hi >> _B)
+    if straddle.any():
+        for i in np.flatnonzero(straddle).tolist():  # ⌊γ'⌋ unknown: finish exactly
+            res[i] = _accept_exact(int(af[i]), prm, source, None, Fraction(int(uf[i]), t))
+        sure = np.flatnonzero(~straddle)
+    else:
+        sure = np.arange(af.size)
+    ks = k[sure]
+    # e^{-k}: Unif < T[k]/2^62 surely if its leading 16 bits are below T[k]'s, surely not
+    # if above; equal: 46 more bits, and a tie with T[k] goes on as in ``_accept``.
+    w = pool.words(sure.size)
+    pk = _PREFIX[ks]
+    yes = w < pk
+    for i in np.flatnonzero(w == pk).tolist():
+        kk = int(ks[i])
+        full = (int(w[i]) << _GEO_REST) | random_bits(source, _GEO_REST)
+        thr = int(_THRESHOLDS[kk])
+        yes[i] = full < thr if full != thr else _less_than_exp_neg([full, _GEO_BITS], kk, source)
+    passed = sure[yes]
+    f_lo = g_lo[passed] - (k[passed] << _B)  # f·2^B ∈ [f_lo, f_hi], f = γ' - k ∈ [0, 1)
+    f_hi = g_hi[passed] - (k[passed] << _B)
+    # Leading 16 bits of the bracket, floor and ceiling: a coin Bernoulli(f/K) is surely 1
+    # if (w + 1)·K ≤ ⌊f_lo/2^37⌋ (then Unif·2^B < (w + 1)·2^37 ≤ f_lo/K ≤ f·2^B/K) and
+    # surely 0 if w·K ≥ ⌈f_hi/2^37⌉; integer products only, no division.
+    lead_lo = f_lo >> _COIN_REST
+    lead_hi = (f_hi + ((1 << _COIN_REST) - 1)) >> _COIN_REST
+    live = np.arange(passed.size)
+    big_k = 1
+    while live.size:  # Bernoulli(exp(-f)) by coins Bernoulli(f/K), K = 1, 2, …
+        wk = pool.words(live.size) * big_k
+        coin = wk + big_k <= lead_lo[live]
+        unsure = ~coin & (wk < lead_hi[live])
+        for j in np.flatnonzero(unsure).tolist():  # 37 more bits, then as in ``_accept``
+            i = int(live[j])
+            full = ((int(wk[j]) // big_k) << _COIN_REST) | random_bits(source, _COIN_REST)
+            if full < int(f_lo[i]) // big_k:
+                coin[j] = True
+            elif full < -(-int(f_hi[i]) // big_k):  # Bernoulli(clip(f 2^B / K - full, 0, 1))
+                c = int(passed[i])
+                f = prm.gamma(int(af[c])) + Fraction(int(uf[c]), t) - int(k[c])
+                coin[j] = _bernoulli_fraction(f * (1 << _B) / big_k - full, source)
+        res[passed[live[~coin]]] = bool(big_k & 1)
+        live = live[coin]
+        big_k += 1
+    if fast is None:
+        return res
+    out[fast] = res
+    return out
+
+
+def _sample_lean(prm: _Params, n: int, source: RandomSource) -> np.ndarray:
+    """n exact samples of N_Z(0, σ²) by the lean path (``_Params.lean``)."""
+    pool = _Pool(source)
+    out = np.empty(n, dtype=np.int64)
+    filled = 0
+    while filled < n:
+        need = n - filled
+        m = min(_BATCH, int(need * _LEAN_RATIO) + 64)
+        pool.reserve(_LEAN_BYTES * m)
+        x, negative, u = _laplace_lean(prm.t, m, pool, source)
+        accepted = _accept_lean(x, u, prm, pool, source)
+        z = np.where(negative, -x, x)[accepted][:need]
+        out[filled : filled + z.size] = z
+        filled += z.size
+    return out
+
+
+# ------------------------------------------------------- the table path (1 ≤ σ ≤ 2^12)
+#
+# For moderate σ (counts on the integer lattice have σ_L ∈ [256, 512)) the law is sampled
+# by inversion of its exact CDF, with no rejection at all: |Y| is the smallest j with
+# Unif < C_j = P[|Y| ≤ j], the sign a fair bit (none at 0).  The C_j are irrational, so the
+# table holds integer brackets L_j ≤ C_j·2^64 ≤ H_j (``_cdf_table``, built once per σ with
+# exact fixed-point interval arithmetic: no floating point) and a uniform's leading 64
+# bits W decide wherever the brackets allow — j is the first index with W + 1 ≤ L_j and
+# W ≥ H_{j-1} confirms it; otherwise (chance ~2^-63 per sample) the comparison is
+# finished exactly with further bits and a table of twice the precision
+# (``_finish_inversion``).  The table stops at J where P[|Y| > J] < 2^-40; a uniform
+# beyond C_J draws |Y| from that tail exactly (``_sample_tail``).
+
+_TABLE_SIGMA = (1.0, 2.0**12)  # σ range of the table path (its size grows like 7.5σ)
+_TABLE_PREC = 128  # fixed-point bits of the table's interval arithmetic
+_TABLE_TAIL_BITS = 40  # the table ends where the tail's mass is below 2^-40
+_U64 = 1 << 64
+
+
+def _exp_neg_bracket(x: Fraction, prec: int) -> tuple[int, int]:
+    """Integers lo ≤ e^{-x}·2^prec ≤ hi for a rational 0 ≤ x ≤ 1 (alternating series)."""
+    total, term, j = Fraction(0), Fraction(1), 0
+    while term > Fraction(1, 1 << (prec + 2)):
+        total += term if j % 2 == 0 else -term
+        j += 1
+        term = term * x / j
+    nxt = total + (term if j % 2 == 0 else -term)
+    lo, hi = min(total, nxt), max(total, nxt)
+    return math.floor(lo * (1 << prec)), math.ceil(hi * (1 << prec))
+
+
+@dataclass(frozen=True)
+class _CdfTable:
+    """Brackets of the CDF of |Y| for one σ at one precision (see above)."""
+
+    sigma: Fraction
+    prec: int
+    s_lo: list[int]  # S_j = w_0 + 2 Σ_{1≤y≤j} w_y, w_y = e^{-y²/(2σ²)}, times 2^prec
+    s_hi: list[int]
+    z_lo: int  # Z = Σ_{y∈Z} w_y, times 2^prec
+    z_hi: int
+    lower: np.ndarray  # L_j = ⌊S_lo_j 2^64 / Z_hi⌋ (uint64; the base table only)
+    upper: np.ndarray  # H_j = ⌈S_hi_j 2^64 / Z_lo⌉ (uint64, all < 2^64; the base table only)
+
+
+@lru_cache(maxsize=16)
+def _cdf_table(sigma: Fraction, prec: int = _TABLE_PREC, size: int | None = None) -> _CdfTable:
+    """The CDF brackets of N_Z(0, σ²) for σ ≥ 1, exactly: with c = 1/(2σ²),
+    w_{y+1} = w_y·r_y and r_{y+1} = r_y·e^{-2c} (r_0 = e^{-c}), each product rounded down
+    for the lower and up for the upper end; the tail beyond J is at most
+    w_{J+1}/(1 - r_{J+1}) (the ratios decrease).  ``size``: the base table's length J + 1,
+    passed to the finer tables (which are at least as long, so that its indexes exist)."""
+    c = 1 / (2 * sigma * sigma)
+    one = 1 << prec
+    e1 = _exp_neg_bracket(c, prec)
+    e2 = _exp_neg_bracket(2 * c, prec)
+    w_lo = w_hi = one
+    r_lo, r_hi = e1
+    s_lo, s_hi = [one], [one]
+    # The base table ends where w_y < 2^-48 (the tail is below 2^-40 of Z, so that H_J < 2^64);
+    # a finer one (``size`` given) goes on to w_y < 2^-(prec/2) and at least ``size``
+    # entries: the bracket of its tail, [w_{J+1}, w_{J+1}/(1 - r)], must shrink with it.
+    stop = one >> (_TABLE_TAIL_BITS + 8 if size is None else prec // 2)
+    while True:
+        w_lo, w_hi = (w_lo * r_lo) >> prec, -((-w_hi * r_hi) >> prec)
+        r_lo, r_hi = (r_lo * e2[0]) >> prec, -((-r_hi * e2[1]) >> prec)
+        if w_hi < stop and (size is None or len(s_lo) >= size):
+            break
+        s_lo.append(s_lo[-1] + 2 * w_lo)
+        s_hi.append(s_hi[-1] + 2 * w_hi)
+    # w_lo, w_hi bound w_{J+1} and r_hi bounds r_{J+1}: w_{J+1} ≤ Σ_{y>J} w_y ≤ w_{J+1}/(1-r)
+    tail_hi = -((-w_hi * one) // (one - r_hi))
+    z_lo, z_hi = s_lo[-1] + 2 * w_lo, s_hi[-1] + 2 * tail_hi  # w_{J+1} ≤ tail
+    if size is not None:  # a finer table: only its exact brackets are read
+        lower, upper = [], []
+    else:
+        lower = [(v << 64) // z_hi for v in s_lo]
+        upper = [-((-v << 64) // z_lo) for v in s_hi]
+    if upper and upper[-1] >= _U64:  # unreachable: the tail keeps C_J below 1 - 2^-41
+        raise ValueError(f"discrete_gaussian: CDF table of sigma={float(sigma)!r} reaches 1")
+    return _CdfTable(
+        sigma,
+        prec,
+        s_lo,
+        s_hi,
+        z_lo,
+        z_hi,
+        np.array(lower, dtype=np.uint64),
+        np.array(upper, dtype=np.uint64),
+    )
+
+
+def _finish_inversion(w: int, pos: int, sigma: Fraction, source: RandomSource) -> int:
+    """|Y| for a uniform with leading 64 bits w whose index the table left open: pos is
+    the first j with w + 1 ≤ L_j (the table's length if none)."""
+    state = [w, 64]  # the same uniform's bits, shared by the comparisons below
+    j = max(pos - 1, 0)
+    # Unif < C_{pos-1}?  Then smaller indexes may be in doubt too: walk down.
+    while j >= 0 and _below_cdf_state(state, j, sigma, source):
+        j -= 1
+    j += 1  # Unif ≥ C_{j-1} (or j = 0) and Unif < C_j, unless j = len: the tail
+    size = len(_cdf_table(sigma).s_lo)
+    while j < size and not _below_cdf_state(state, j, sigma, source):
+        j += 1
+    return j if j < size else -1
+
+
+def _below_cdf_state(state: list[int], j: int, sigma: Fraction, source: RandomSource) -> bool:
+    """:func:`_below_cdf` for the uniform of ``state`` (its bits, appended to as drawn)."""
+    tab = _cdf_table(sigma)
+    w, bits = state
+    if (w + 1) * tab.z_hi <= tab.s_lo[j] << bits:
+        return True
+    if w * tab.z_lo >= tab.s_hi[j] << bits:
+        return False
+    prec, size = 2 * _TABLE_PREC, len(tab.s_lo)
+    while True:
+        state[0] = w = (w << 64) | random_bits(source, 64)
+        state[1] = bits = bits + 64
+        tab = _cdf_table(sigma, prec, size)
+        if (w + 1) * tab.z_hi <= tab.s_lo[j] << bits:
+            return True
+        if w * tab.z_lo >= tab.s_hi[j] << bits:
+            return False
+        prec *= 2
+
+
+def _bernoulli_exp_neg_rational(x: Fraction, source: RandomSource) -> bool:
+    """Bernoulli(exp(-x)) for a rational x ≥ 0, exactly (e^{-⌊x⌋} by the exact thresholds,
+    then CKS20 Alg. 1 for the fraction)."""
+    k = math.floor(x)
+    if k and not _less_than_exp_neg([random_bits(source, _GEO_BITS), _GEO_BITS], k, source):
+        return False
+    return _bernoulli_exp_neg_fraction(x - k, source)
+
+
+def _sample_tail(size: int, sigma: Fraction, source: RandomSource) -> int:
+    """|Y| conditioned on |Y| ≥ size (the table's end), exactly: y = size + G with
+    P[G ≥ g] = ρ^g, ρ = e^{-c(2 size + 1)} (c = 1/(2σ²)), which dominates w_y/w_size since
+    the ratios w_{y+1}/w_y decrease, accepted with probability
+    w_y/(w_size ρ^G) = exp(-c G(G - 1))."""
+    c = 1 / (2 * sigma * sigma)
+    ratio = c * (2 * size + 1)
+    while True:
+        g = 0
+        while _bernoulli_exp_neg_rational(ratio, source):
+            g += 1
+        if _bernoulli_exp_neg_rational(c * g * (g - 1), source):
+            return size + g
+
+
+def _sample_table(sigma: Fraction, n: int, pool: _Pool, source: RandomSource) -> np.ndarray:
+    """n exact samples of N_Z(0, σ²) by inversion of the CDF (1 ≤ σ ≤ 2^12)."""
+    tab = _cdf_table(sigma)
+    w = np.frombuffer(pool._take(8 * n), dtype=np.uint64)
+    pos = np.searchsorted(tab.lower, w, side="right")  # first j with w + 1 ≤ L_j
+    size = tab.lower.size
+    # confirmed: pos < size and (pos = 0 or w ≥ H_{pos-1})
+    prev = tab.upper.take(np.maximum(pos - 1, 0))
+    open_ = (pos >= size) | ((pos > 0) & (w < prev))
+    a = pos.astype(np.int64)
+    for i in np.flatnonzero(open_).tolist():
+        wi, p = int(w[i]), int(pos[i])
+        if p >= size and wi >= int(tab.upper[-1]):
+            j = -1  # surely beyond C_J: the tail
+        else:
+            j = _finish_inversion(wi, p, sigma, source)
+        a[i] = j if j >= 0 else _sample_tail(size, sigma, source)
+    negative = pool.bits(n)
+    return np.where(negative, -a, a)
+
+
 def _check_size(size: object) -> tuple[int, ...]:
     if isinstance(size, numbers.Integral) and not isinstance(size, bool | np.bool_):
         dims: tuple[object, ...] = (size,)
@@ -385,8 +785,22 @@ def discrete_gaussian(
         raise ValueError(f"sigma must be a scalar; got an array of shape {arr.shape}")
     check_interval(arr, "sigma", SIGMA_RANGE)
     source = resolve_rng(rng)
-    prm = _params(float(arr))
-    n = math.prod(shape)
+    return _sample(float(arr), math.prod(shape), source).reshape(shape)
+
+
+def _sample(sigma: float, n: int, source: RandomSource) -> np.ndarray:
+    """n exact samples of N_Z(0, σ²): by the table (1 ≤ σ ≤ 2^12), the lean path (t ≤ 2^20)
+    or the rejection path of CKS20 as written (the rest)."""
+    if _TABLE_SIGMA[0] <= sigma <= _TABLE_SIGMA[1]:
+        return _sample_table(Fraction(sigma), n, _Pool(source), source)
+    prm = _params(sigma)
+    if prm.lean:
+        return _sample_lean(prm, n, source)
+    return _sample_rejection(prm, n, source)
+
+
+def _sample_rejection(prm: _Params, n: int, source: RandomSource) -> np.ndarray:
+    """n exact samples by CKS20 Algorithms 1-3 as written (module docstring)."""
     out = np.empty(n, dtype=np.int64)
     filled = 0
     while filled < n:
@@ -396,4 +810,4 @@ def discrete_gaussian(
         z = y[_accept(np.abs(y), prm, source)][:need]
         out[filled : filled + z.size] = z
         filled += z.size
-    return out.reshape(shape)
+    return out

@@ -33,6 +33,7 @@ charge (``DiscreteGaussianNoise.dominating_mu``) is at most ``gdp_mu(ε, δ)``: 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -78,6 +79,29 @@ _CALIBRATIONS = ("analytic", "classical")
 #: integer releases on a grid γ ≤ 1 keep σ/γ ≤ 2^36 (the sampler allows 2^40, the margin of
 #: :func:`~dpgauss.noise.lattice.choose_grid`); beyond, the rounded lattice of before serves
 _INTEGER_MAX_SIGMA = 2.0**36
+
+
+@functools.lru_cache(maxsize=64, typed=True)
+def _secure_law(
+    epsilon: float,
+    delta: float,
+    sensitivity: float,
+    d: int,
+    grid: float | None,
+    changed: int | None,
+    integer: bool,
+    cost: float,
+) -> NoiseLaw:
+    """The lattice law of :meth:`GaussianMechanism.noise_plan` (secure): a pure function of
+    its arguments, cached (``typed``: ``1``, ``1.0`` and ``True`` stay apart), since a
+    repeated release would otherwise spend more time calibrating than drawing its noise."""
+    if integer and float(analytic_gaussian_sigma(epsilon, delta, sensitivity)) <= (
+        _INTEGER_MAX_SIGMA
+    ):
+        return integer_lattice_law(epsilon, delta, sensitivity, d, grid, changed=changed)
+    if integer:  # σ beyond the grids ≤ 1: the rounded lattice, as it always was
+        return gaussian_lattice_law(epsilon, delta, sensitivity, d, grid)
+    return gaussian_lattice_law(epsilon, delta, sensitivity, d, grid, changed=changed, cost=cost)
 
 
 class GaussianMechanism:
@@ -162,19 +186,13 @@ class GaussianMechanism:
                     "seed or numpy Generator>, or use calibration='analytic' for a secure "
                     "release"
                 )
-            if integer and self.sigma <= _INTEGER_MAX_SIGMA:
-                law: NoiseLaw = integer_lattice_law(
-                    self.epsilon, self.delta, self.sensitivity, d, grid, changed=changed
-                )
-                name = f"gaussian ({self.calibration}), secure lattice {law.name} on the integers"
-            elif integer:  # σ beyond the grids ≤ 1: the rounded lattice, as it always was
-                law = gaussian_lattice_law(self.epsilon, self.delta, self.sensitivity, d, grid)
-                name = f"gaussian ({self.calibration}), secure lattice {law.name}"
-            else:
-                law = gaussian_lattice_law(
-                    self.epsilon, self.delta, self.sensitivity, d, grid, changed=changed, cost=cost
-                )
-                name = f"gaussian ({self.calibration}), secure lattice {law.name}"
+            args = (self.epsilon, self.delta, self.sensitivity, d, grid, changed, integer, cost)
+            try:
+                law: NoiseLaw = _secure_law(*args)
+            except TypeError:  # an unhashable argument: no cache, the law's own validation
+                law = _secure_law.__wrapped__(*args)
+            on = " on the integers" if integer and self.sigma <= _INTEGER_MAX_SIGMA else ""
+            name = f"gaussian ({self.calibration}), secure lattice {law.name}{on}"
         else:
             _no_grid(grid)
             law, name = GaussianNoise(self.sigma), f"gaussian ({self.calibration})"

@@ -66,6 +66,7 @@ _GL_EXACT = (
 )
 _GL_FAST = ((-0.5773502691896257, 1.0), (0.5773502691896257, 1.0))
 _MU_MAX = 1e100
+_EPS_BOUND_FROM = 1e8  # = profile.BOUND_FROM (a test checks they agree)
 _MAX_ITER = 100
 _HALLEY_STOP = 1e-3
 _CURVATURE_OK = 1e-13
@@ -423,7 +424,12 @@ def gaussian_delta(sigma: float, eps: float, sens: float) -> float | None:
 
 
 def _epsilon(mu: float, delta: float) -> float:
-    mu = min(mu, _MU_MAX)
+    if mu >= _EPS_BOUND_FROM:  # the tail bound (.profile.BOUND_FROM), safe and exact enough
+        try:
+            bound = mu * (0.5 * mu - _NORMAL.inv_cdf(delta))
+        except OverflowError:
+            return math.inf
+        return max(bound, 0.0) * (1.0 + 1e-12)
     log_target = math.log(delta)
     log_d0, t0, _ = log_delta_terms(mu, 0.0)
     if log_d0 + log_delta_error(log_d0, t0) <= log_target:

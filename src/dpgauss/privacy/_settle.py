@@ -30,20 +30,27 @@ operations done in another order).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from scipy.special import erfcx
 
 from . import _mills, _scalar, _solve
 
 __all__ = [
+    "ARRAY_FROM",
     "FAST_MAX",
     "FAST_STEP",
     "direct",
     "direct_in_branch",
     "direct_terms",
+    "direct_terms_far",
+    "epsilon_direct",
+    "epsilon_midpoint",
     "midpoint",
     "midpoint_in_branch",
     "midpoint_terms",
+    "midpoint_terms_far",
 ]
 
 _SQRT_HALF_PI, _INV_SQRT2, _HALF_LOG_2PI = (
@@ -52,6 +59,10 @@ _SQRT_HALF_PI, _INV_SQRT2, _HALF_LOG_2PI = (
     _mills._HALF_LOG_2PI,
 )
 _HALLEY_STOP = 1e-2
+#: Arrays of at least this many points take the streamlined paths built on these cases
+#: (``calibration.TABLE_FROM``, ``profile.LEAN_FROM``): below it their set-up costs more
+#: than they save.
+ARRAY_FROM = 1 << 14
 #: The fast kernel's midpoint branch: μ < FAST_STEP·max(1, |t|) and m < FAST_MAX (there its
 #: series through μ⁴ without the continued fraction is within 3e-10 of D); the direct
 #: branch is μ ≥ FAST_STEP·max(1, |t|).
@@ -59,13 +70,15 @@ FAST_STEP = 0.05
 FAST_MAX = 20.0
 
 
-def _halley(g: np.ndarray, g1: np.ndarray, c: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, ...]:
+def _halley(
+    g: np.ndarray, g1: np.ndarray, c: np.ndarray, x: np.ndarray, scale: float | np.ndarray = 1.0
+) -> tuple[np.ndarray, ...]:
     """One Halley step ``x − (g/g′)/(1 − (g/g′) c/2)``, and whether the exact step may
-    follow: its denominator above ½ and the step below 1e-2 (module doc)."""
+    follow: its denominator above ½ and the step below 1e-2 (times ``scale``; module doc)."""
     newton = g / g1
     denom = 1.0 - 0.5 * newton * c
     step = newton / denom
-    return x - step, (denom > 0.5) & (np.abs(step) <= _HALLEY_STOP)
+    return x - step, (denom > 0.5) & (np.abs(step) <= _HALLEY_STOP * scale)
 
 
 def _safe_newton(
@@ -94,7 +107,13 @@ def midpoint_in_branch(mu: np.ndarray, t: np.ndarray, q: np.ndarray, exact: bool
 
 
 def midpoint_terms(eps: np.ndarray, mu: np.ndarray, exact: bool) -> tuple[np.ndarray, ...]:
-    """``(log δ, t, q, D)`` in the midpoint branch (:func:`midpoint_in_branch`).
+    """``(log δ, t, q, D)`` in the midpoint branch (:func:`midpoint_in_branch`); see
+    :func:`midpoint_terms_far`."""
+    return _midpoint(eps, mu, exact, False)[:4]
+
+
+def midpoint_terms_far(eps: np.ndarray, mu: np.ndarray, exact: bool) -> tuple[np.ndarray, ...]:
+    """``(log δ, t, q, D, R(t + μ))`` in the midpoint branch (:func:`midpoint_in_branch`).
 
     ``q = ε/μ`` is the midpoint ``m = t + μ/2``; ``D`` is :func:`._mills.mills_diff_midpoint`
     (exact), or its terms through ``μ⁴`` without the continued fraction (fast: within
@@ -104,21 +123,32 @@ def midpoint_terms(eps: np.ndarray, mu: np.ndarray, exact: bool) -> tuple[np.nda
     the ``2e-15 |log δ|`` of :func:`.profile.log_delta_error`, since ``t²/2 < |log δ|``:
     ``D ≈ μ M1(m) ≤ 0.05·max(1, |t|)·M1(m) < 1`` (``M1 ≤ M1(−1) < 4.5``, and
     ``M1(s) < 1/s²`` for ``s > 0``), so ``log δ < −t²/2``.  Checked against mpmath within
-    that bound in the tests.
+    that bound in the tests.  ``R(t + μ) = R(m + μ/2)`` comes from the same series
+    (:func:`._mills.mills_far_from_midpoint`, relative error below
+    :data:`._mills.FAR_FROM_MIDPOINT_ERROR`): no further ``erfcx``.
     """
+    return _midpoint(eps, mu, exact, True)
+
+
+def _midpoint(eps: np.ndarray, mu: np.ndarray, exact: bool, far: bool) -> tuple[np.ndarray, ...]:
     q = eps / mu
     t = q - 0.5 * mu
     if exact:
-        d = _mills.mills_diff_midpoint(q, mu)
+        d, *r = _mills.midpoint_series(q, mu)
     else:
         r0 = _SQRT_HALF_PI * erfcx(q * _INV_SQRT2)
         m1 = 1.0 - q * r0
         r2 = r0 - q * m1
         r3 = q * r2 - 2.0 * m1
-        r5 = q * (q * r3 + 3.0 * r2) + 4.0 * r3
+        r4 = q * r3 + 3.0 * r2
+        r5 = q * r4 + 4.0 * r3
         h2 = mu * mu
         d = mu * (m1 - h2 * (r3 * (1.0 / 24.0) + h2 * (1.0 / 1920.0) * r5))
-    return np.log(d) - (0.5 * t * t + _HALF_LOG_2PI), t, q, d
+        r = [r0, -m1, r2, r3, r4]
+    log_d = np.log(d) - (0.5 * t * t + _HALF_LOG_2PI)
+    if not far:
+        return log_d, t, q, d
+    return log_d, t, q, d, _mills.mills_far_from_midpoint(mu, tuple(r))
 
 
 def midpoint(eps: np.ndarray, log_target: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -179,14 +209,21 @@ def direct_terms(eps: np.ndarray, mu: np.ndarray, exact: bool) -> tuple[np.ndarr
     """``(log δ, t, D)`` in the direct branch (:func:`direct_in_branch`):
     ``D = R(t) − R(t + μ)`` from two ``erfcx``; ``exact`` forms ``t`` and ``log φ(t)`` in
     double-double, as the profile's kernel."""
+    return direct_terms_far(eps, mu, exact)[:3]
+
+
+def direct_terms_far(eps: np.ndarray, mu: np.ndarray, exact: bool) -> tuple[np.ndarray, ...]:
+    """``(log δ, t, D, R(t + μ))`` in the direct branch: :func:`direct_terms` and the
+    far Mills ratio it computes on the way."""
     if exact:
         t, log_phi = _exact_t(eps, mu)
     else:
         t = eps / mu - 0.5 * mu
         log_phi = -(0.5 * t * t + _HALF_LOG_2PI)
     a = t * _INV_SQRT2
-    d = _SQRT_HALF_PI * (erfcx(a) - erfcx(a + mu * _INV_SQRT2))
-    return np.log(d) + log_phi, t, d
+    e_far = erfcx(a + mu * _INV_SQRT2)
+    d = _SQRT_HALF_PI * (erfcx(a) - e_far)
+    return np.log(d) + log_phi, t, d, _SQRT_HALF_PI * e_far
 
 
 def direct(eps: np.ndarray, log_target: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -206,3 +243,102 @@ def direct(eps: np.ndarray, log_target: np.ndarray, x: np.ndarray) -> tuple[np.n
         x, again = _safe_newton(log_d - log_target, g1, c, log_d, x)
         ok &= ~again & np.isfinite(x)
     return x, ~ok
+
+
+# ----------------------------------------------------------------- ε for a given μ
+#
+# The same two cases for the inverse problem (``profile.gaussian_epsilon`` on arrays): the
+# root in ``x = ε`` of ``g = log δ_μ(ε) − log δ_target``, which decreases.  With
+# ``s = t + μ``, ``∂δ/∂ε = −φ(t) R(s)`` and ``δ = φ(t) D`` give ``g′ = −R(s)/D`` and
+# (``profile._epsilon_flat``) ``g″/g′ = 1 − 1/(μ R(s)) − g′``: the far Mills ratio ``R(s)``
+# is the direct branch's second ``erfcx``, and the midpoint branch's Taylor series at the
+# midpoint (``_mills.mills_far_from_midpoint``).  The safe side is *above* the root.
+
+
+#: Pad of the safe ε (the rounding of ``x`` itself), as ``profile._epsilon_flat``'s.
+def _epsilon_pad(x: np.ndarray) -> np.ndarray:
+    return 4e-16 * np.abs(x) + _TINY
+
+
+_TINY = 5e-324
+
+
+def _epsilon_derivatives(
+    mu: np.ndarray, d: np.ndarray, far: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    g1 = -far / d
+    return g1, 1.0 - 1.0 / (mu * far) - g1
+
+
+def _epsilon_case(
+    terms: Callable[..., tuple[np.ndarray, ...]],
+    in_branch: Callable[[np.ndarray, np.ndarray, np.ndarray, bool], np.ndarray],
+    slope_error: float,
+    mu: np.ndarray,
+    log_target: np.ndarray,
+    x: np.ndarray,
+    passes: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``passes`` Halley steps on the fast kernel from ``x`` ≈ ε*, then the exact Newton
+    step onto the safe side (above the root): the settled ε and the mask of the points
+    not settled (out of the branch at some evaluation, a Halley denominator below ½, a
+    last Halley step above 1e-2 of ε, an exact step whose curvature term is above
+    ``CURVATURE_OK``·max(1, ε), or ε ≤ 0 at any step: the general path takes those).
+
+    The exact step moves up by ``(g + 2 err)/|g′|`` (``err`` the kernel's error bound for
+    ``t ≥ −1``, where both cases are), then by its curvature term, by ``slope_error``
+    times the step (the slope's relative error: the midpoint branch's far Mills ratio
+    is a Taylor series) and by the rounding pad of ``ε``."""
+    ok = np.ones(x.shape, dtype=bool)
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
+        for i in range(passes):
+            log_d, t, q, d, far = terms(x, mu, False)
+            ok &= in_branch(mu, t, q, False)
+            g1, c = _epsilon_derivatives(mu, d, far)
+            x, done = _halley(log_d - log_target, g1, c, x, np.abs(x))
+            ok &= (done if i == passes - 1 else np.ones_like(done)) & (x > 0.0)
+        log_d, t, q, d, far = terms(x, mu, True)
+        ok &= in_branch(mu, t, q, True)
+        g1, c = _epsilon_derivatives(mu, d, far)
+        err = _scalar.ERROR_ABS + _scalar.ERROR_REL * np.abs(log_d)
+        step, curvature = _solve.safe_step(log_d - log_target, g1, c, err)
+        ok &= curvature <= _solve.CURVATURE_OK * np.maximum(1.0, np.abs(x))
+        x = x - step + (curvature + slope_error * np.abs(step) + _epsilon_pad(x))
+        ok &= np.isfinite(x) & (x > 0.0)
+    return np.nextafter(x, np.inf), ~ok
+
+
+def _midpoint_far(eps: np.ndarray, mu: np.ndarray, exact: bool) -> tuple[np.ndarray, ...]:
+    return midpoint_terms_far(eps, mu, exact)
+
+
+def _direct_far(eps: np.ndarray, mu: np.ndarray, exact: bool) -> tuple[np.ndarray, ...]:
+    log_d, t, d, far = direct_terms_far(eps, mu, exact)
+    return log_d, t, t, d, far
+
+
+def _direct_in_branch(mu: np.ndarray, t: np.ndarray, q: np.ndarray, exact: bool) -> np.ndarray:
+    return direct_in_branch(mu, t)
+
+
+def epsilon_midpoint(
+    mu: np.ndarray, log_target: np.ndarray, x: np.ndarray, passes: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Settle ε in the midpoint branch from ``x`` ≈ ε* (:func:`_epsilon_case`)."""
+    return _epsilon_case(
+        _midpoint_far,
+        midpoint_in_branch,
+        _mills.FAR_FROM_MIDPOINT_ERROR,
+        mu,
+        log_target,
+        x,
+        passes,
+    )
+
+
+def epsilon_direct(
+    mu: np.ndarray, log_target: np.ndarray, x: np.ndarray, passes: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Settle ε in the direct branch from ``x`` ≈ ε* (:func:`_epsilon_case`); its slope is
+    exact (``R(s)`` is the kernel's own ``erfcx``), so only a rounding allowance of 1e-12."""
+    return _epsilon_case(_direct_far, _direct_in_branch, 1e-12, mu, log_target, x, passes)

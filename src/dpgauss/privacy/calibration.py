@@ -88,7 +88,7 @@ _TABLE_STEP = 0.05
 _TABLE_U = (-18.5, 7.0)
 _TABLE_V = (float(np.log(np.log(2.0))), float(np.log(700.0)))
 #: Calls with at least this many points use (and, the first time, build) the table.
-TABLE_FROM = 1 << 14
+TABLE_FROM = _settle_cases.ARRAY_FROM
 
 # Halley passes of the streamlined solver before a point goes to the safeguarded one.
 _LEAN_PASSES = 2

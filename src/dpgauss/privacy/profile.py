@@ -34,11 +34,13 @@ public function moves its answer by that bound in the safe direction: δ up, ε 
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
-from scipy.special import ndtr
+from scipy.special import erf, ndtr, ndtri
 
 from .._validation import NONNEGATIVE, POSITIVE, UNIT_OPEN, finish, real_args
-from . import _mills, _scalar, _solve
+from . import _mills, _scalar, _settle, _solve
 from ._rounding import TINY, delta_from_log_array, mu_up
 
 __all__ = [
@@ -53,6 +55,7 @@ __all__ = [
 # μ beyond this is indistinguishable from μ = ∞ (δ = 1 in double precision); clipping
 # keeps t² finite.
 _MU_MAX = 1e100
+_INV_SQRT2 = _mills._INV_SQRT2
 
 
 #: Below ``1 − δ`` = 1e-290 the kernel's ``t < −1`` branch works with subnormal factors:
@@ -225,13 +228,162 @@ def _epsilon_flat(mu: np.ndarray, log_target: np.ndarray, q: np.ndarray) -> np.n
     return eps
 
 
-def _epsilon_args(mu: np.ndarray, delta: np.ndarray) -> np.ndarray:
-    from scipy.special import ndtri
+#: Arrays of at least this many points take the streamlined path (:func:`_epsilon_lean`).
+LEAN_FROM = _settle.ARRAY_FROM
+_BLOCK = 1 << 15
+_LEAN_PASSES = 1
+#: The streamlined path's domain: μ and δ far from the subnormal range (the zero screen's
+#: ``erf`` keeps its relative accuracy there); the rest takes the general path.
+_LEAN_MIN = 1e-250
 
+
+def _epsilon_start(mu: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """A start for ε* in the direct branch (μ not small; usually within 1e-3 of ε*): the
+    tail bound ``t = q`` (ε = μ(q + μ/2), where ``Φ(−t) = δ``) moved down by one step of
+    the asymptotic model ``δ ≈ Φ(−t)·μ/(t + μ)`` (``R(s) ≈ 1/s``), whose log at ``t = q``
+    is ``−log(1 + q/μ)`` below the target with slope about ``−q`` in ``t``; kept above
+    1e-3 of the bound."""
+    bound = mu * (q + 0.5 * mu)
+    t = q - np.log1p(q / mu) / np.maximum(q, 1.0)
+    return np.maximum(mu * (t + 0.5 * mu), 1e-3 * bound)
+
+
+_START_STEP = 1e-3  # of the table of H′(m), m ∈ [0, 40]
+_START_Y_STEP = 1e-2  # of the table of H⁻¹(y), y ∈ [0, 800]
+
+
+@functools.cache
+def _midpoint_start_table() -> tuple[np.ndarray, np.ndarray]:
+    """``H⁻¹(y)`` on ``y ∈ [0, 800]`` and ``H′(m)`` on ``m ∈ [0, 40]``, both on uniform
+    grids (a lookup is one gather, not a search), with ``H(m) = m²/2 − log M1(m)``, for
+    :func:`_epsilon_start_midpoint` (built once, in a few milliseconds)."""
+    m = np.arange(0.0, 40.0 + _START_STEP / 2, _START_STEP)
+    r, m1 = _mills.mills_and_m1(m)
+    h = 0.5 * m * m - np.log(m1)
+    # M1′ = m − (1 + m²) R, from R′ = mR − 1.
+    slope = m - (m - (1.0 + m * m) * r) / m1
+    inverse = np.interp(np.arange(0.0, 800.0 + _START_Y_STEP / 2, _START_Y_STEP), h, m)
+    return inverse, slope
+
+
+def _uniform_lookup(table: np.ndarray, x: np.ndarray, step: float) -> np.ndarray:
+    """Linear interpolation in ``table`` (values at 0, step, 2 step, …), clipped to it."""
+    pos = np.clip(x * (1.0 / step), 0.0, table.size - 1.000001)
+    i = pos.astype(np.intp)
+    lo = table.take(i)
+    return lo + (pos - i) * (table.take(i + 1) - lo)
+
+
+def _epsilon_start_midpoint(mu: np.ndarray, log_delta: np.ndarray) -> np.ndarray:
+    """A start for ε* in the midpoint branch (μ small; usually within 1e-5 of ε*).
+
+    There ``D ≈ μ M1(m)`` at the midpoint ``m = ε/μ`` and ``t = m − μ/2``, so
+    ``log δ = log φ(t) + log D`` reads ``H(m) − mμ/2 + μ²/8 = log μ − log δ − ½ log 2π``
+    with ``H(m) = m²/2 − log M1(m)`` increasing: ``m₀ = H⁻¹(right-hand side)`` from a
+    table, then one Newton step for the μ terms.  Only the iteration count depends on it.
+    """
+    inverse, slope = _midpoint_start_table()
+    y = np.log(mu) - log_delta - _mills._HALF_LOG_2PI
+    m0 = _uniform_lookup(inverse, y, _START_Y_STEP)
+    half = 0.5 * mu
+    m1 = m0 + (m0 - 0.25 * mu) * half / (_uniform_lookup(slope, m0, _START_STEP) - half)
+    return mu * m1
+
+
+def _epsilon_lean(mu: np.ndarray, delta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_epsilon_flat` in as few array passes as possible (flat arrays, one block):
+    ε, and the mask of the points left to the general path (their ε is not set).
+
+    1. *Zero screen.*  ``δ_μ(0) = erf(μ/(2√2))`` in double precision (relative error a few
+       ulps) decides ε = 0 where its log is below ``log δ`` by more than ``1e-9(1 + |log δ|)``
+       — far more than the exact kernel's error bound, so the general path's test (the
+       exact kernel plus its bound at ε = 0) gives 0 there too — and ε > 0 where it is
+       above by as much; the points in between take the general path.  ``erf`` is needed
+       only where ``μ < 4δ`` or ``δ > ½``: elsewhere ``δ_μ(0) > δ`` by at least a third
+       (``erf(x) ≥ (2/√π)(x − x³/3)`` gives ``δ_μ(0) ≥ 0.33 μ`` for ``μ ≤ 2``, and
+       ``δ_μ(0) ≥ erf(1/√2) > 0.68`` beyond).
+    2. *Start and branch*: the midpoint case of :mod:`._settle` (the calibration's two
+       cases) where :func:`_epsilon_start_midpoint`'s start is in its branch, else the
+       direct case where :func:`_epsilon_start`'s is in its own.
+    3. :func:`._settle.epsilon_midpoint` / :func:`._settle.epsilon_direct`: one Halley
+       step on the fast kernel and the exact, safe Newton step; every point they do not
+       settle (about 1 % in the benchmark) is left to the general path.
+    """
+    log_target = np.log(delta)
+    out = np.zeros_like(mu)
+    normal = (mu >= _LEAN_MIN) & (delta >= _LEAN_MIN)
+    positive = normal.copy()
+    near = np.flatnonzero((mu < 4.0 * delta) | (delta > 0.5))
+    general = np.zeros(mu.shape, dtype=bool)
+    if near.size:
+        lt = log_target[near]
+        with np.errstate(divide="ignore", under="ignore"):
+            log_d0 = np.log(erf(mu[near] * (0.5 * _INV_SQRT2)))
+        margin = 1e-9 * (1.0 + np.abs(lt))
+        above, below = log_d0 > lt + margin, log_d0 < lt - margin
+        positive[near] &= above
+        general[near] = ~(above | below)
+    general |= ~normal
+    idx = np.flatnonzero(positive)
+    m, lt = mu[idx], log_target[idx]
+    with np.errstate(over="ignore", divide="ignore", invalid="ignore", under="ignore"):
+        x0 = _epsilon_start_midpoint(m, lt)
+        q0 = x0 / m
+        t0 = q0 - 0.5 * m
+        mid = _settle.midpoint_in_branch(m, t0, q0, True)
+        mid &= _settle.midpoint_in_branch(m, t0, q0, False) & (x0 > 0.0)
+        other = np.flatnonzero(~mid)
+        direct = np.zeros(m.shape, dtype=bool)
+        if other.size:
+            mo = m[other]
+            x0[other] = _epsilon_start(mo, -ndtri(delta[idx[other]]))
+            direct[other] = _settle.direct_in_branch(mo, x0[other] / mo - 0.5 * mo)
+    left = ~(mid | direct)
+    for case, where in ((_settle.epsilon_midpoint, mid), (_settle.epsilon_direct, direct)):
+        sub = np.flatnonzero(where)
+        if sub.size:
+            out[idx[sub]], left[sub] = case(m[sub], lt[sub], x0[sub], _LEAN_PASSES)
+    general[idx[left]] = True
+    return out, general
+
+
+#: From this μ on, ε is the tail bound ``μ(μ/2 + q)`` (q = −Φ⁻¹(δ)) rounded up: it is
+#: safe for every μ (``Φ(μ/2 − ε/μ) = δ`` there, and δ_μ(ε) is that minus a positive
+#: term), and within ``~q/μ`` (relative) of the exact ε, far inside 1e-9 here; the
+#: solver's bracket breaks down near μ = 1e21, and the kernels clip μ at ``_MU_MAX``.
+BOUND_FROM = 1e8
+
+
+def epsilon_bound(mu: np.ndarray, delta: np.ndarray) -> np.ndarray:
+    """The safe ε of :data:`BOUND_FROM`: ``μ(μ/2 + q)(1 + 1e-12)``, ``inf`` past overflow."""
+    with np.errstate(over="ignore"):
+        return np.maximum(mu * (0.5 * mu - ndtri(delta)), 0.0) * (1.0 + 1e-12)
+
+
+def _epsilon_args(mu: np.ndarray, delta: np.ndarray) -> np.ndarray:
     shape = np.broadcast(mu, delta).shape
     mu_f, d_f = (np.broadcast_to(a, shape).ravel().astype(np.float64) for a in (mu, delta))
-    mu_f = np.minimum(mu_f, _MU_MAX)
-    return _epsilon_flat(mu_f, np.log(d_f), -ndtri(d_f)).reshape(shape)
+    big = np.flatnonzero(mu_f >= BOUND_FROM)
+    if big.size:
+        bound = epsilon_bound(mu_f[big], d_f[big])
+        mu_f[big] = 1.0  # solved below like any point, then replaced by the bound
+        out = _epsilon_args(mu_f, d_f).ravel()
+        out[big] = bound
+        return out.reshape(shape)
+    if mu_f.size < LEAN_FROM:
+        return _epsilon_flat(mu_f, np.log(d_f), -ndtri(d_f)).reshape(shape)
+    out = np.empty(mu_f.size)
+    general = np.empty(mu_f.size, dtype=bool)
+    # Blocks small enough for the temporaries to stay in cache; the points left to the
+    # general path are solved together at the end (its set-up is paid once per call).
+    for start in range(0, mu_f.size, _BLOCK):
+        block = slice(start, start + _BLOCK)
+        out[block], general[block] = _epsilon_lean(mu_f[block], d_f[block])
+    rest = np.flatnonzero(general)
+    if rest.size:
+        d_rest = d_f[rest]
+        out[rest] = _epsilon_flat(mu_f[rest], np.log(d_rest), -ndtri(d_rest))
+    return out.reshape(shape)
 
 
 def gdp_epsilon(mu: object, delta: object) -> float | np.ndarray:

@@ -27,12 +27,11 @@ from dpgauss.privacy import _mills, _settle, gaussian_epsilon, gdp_epsilon, prof
 
 from .reference import hp, mpf_exact, ref_delta, ref_epsilon
 from .strategies import DELTA, MU, SENS, log_uniform
+from .test_profile import EPS_ATOL, EPS_RTOL, assert_epsilon_ok
 
 pytestmark = pytest.mark.filterwarnings("error::RuntimeWarning")
 
 BIG = profile.LEAN_FROM + 13  # a call that takes the streamlined path
-EPS_RTOL = 1e-9
-EPS_ATOL = 1e-12
 
 
 def _filler(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -40,20 +39,6 @@ def _filler(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     streamlined path runs in the same call."""
     rng = np.random.default_rng(seed)
     return 10.0 ** rng.uniform(-4.0, 2.5, n), 10.0 ** rng.uniform(-300.0, -0.31, n)
-
-
-def assert_entry_ok(value: float, mu: object, delta: float, label: str) -> None:
-    """Safe (no tolerance), 0.0 exactly when (0, δ)-DP suffices, within 1e-9 of exact."""
-    assert math.isfinite(value) and value >= 0.0, f"{label} = {value!r}"
-    exact = ref_epsilon(mu, delta)
-    if exact == 0:
-        assert value == 0.0, f"{label} = {value!r}, but (0, delta)-DP already holds"
-    achieved = ref_delta(mu, value)
-    assert achieved <= delta, f"UNSAFE: {label} = {value!r} only gives delta = {achieved}"
-    assert value >= exact, f"{label} = {value!r} below exact {exact}"
-    with hp():
-        excess = float(mpf_exact(value) - exact)
-    assert excess <= EPS_RTOL * float(exact) + EPS_ATOL, f"{label}: {value!r} vs {exact}"
 
 
 def agree(a: float, b: float) -> bool:
@@ -103,7 +88,7 @@ def test_large_gdp_epsilon_call_against_mpmath_and_the_scalar_path(mu, delta):
     values = out[::997]
     assert np.all(values == values[0]), "same input, same output"
     got = float(values[0])
-    assert_entry_ok(got, mu, delta, f"gdp_epsilon([... {mu!r} ...], [... {delta!r} ...])")
+    assert_epsilon_ok(got, mu, delta, f"gdp_epsilon([... {mu!r} ...], [... {delta!r} ...])")
     assert agree(got, gdp_epsilon(mu, delta))
 
 
@@ -118,7 +103,7 @@ def test_large_gaussian_epsilon_call_against_mpmath(mu, delta, sens):
     got = float(out[0])
     with hp():
         m = mpf_exact(sens) / mpf_exact(sigma)  # the μ the release really has
-    assert_entry_ok(got, m, delta, f"gaussian_epsilon([... {sigma!r} ...], {delta!r}, {sens!r})")
+    assert_epsilon_ok(got, m, delta, f"gaussian_epsilon([... {sigma!r} ...], {delta!r}, {sens!r})")
     assert agree(got, gaussian_epsilon(sigma, delta, sens))
 
 
@@ -139,7 +124,7 @@ def test_large_call_at_the_extremes_against_mpmath():
             # beyond the reference's reach in reasonable time: safe and finite suffices
             assert math.isfinite(got) and ref_delta(m, got) <= d
             continue
-        assert_entry_ok(got, m, d, f"gdp_epsilon({m!r}, {d!r}) in a large call")
+        assert_epsilon_ok(got, m, d, f"gdp_epsilon({m!r}, {d!r}) in a large call")
         assert agree(got, gdp_epsilon(m, d)), (m, d, got)
 
 
@@ -158,7 +143,7 @@ def test_large_random_call_sample_against_mpmath():
         s, d, e = float(sigma[i]), float(delta[i]), float(eps[i])
         with hp():
             m = 1 / mpf_exact(s)
-        assert_entry_ok(e, m, d, f"gaussian_epsilon({s!r}, {d!r})")
+        assert_epsilon_ok(e, m, d, f"gaussian_epsilon({s!r}, {d!r})")
 
 
 def test_zero_screen_edge_matches_the_general_path():
@@ -193,7 +178,7 @@ def test_broadcast_shapes_and_sensitivity():
         s, d, c = float(sigma[i, 0]), float(delta[j]), float(sens[k, 0, 0])
         with hp():
             m = mpf_exact(c) / mpf_exact(s)
-        assert_entry_ok(float(out[k, i, j]), m, d, f"gaussian_epsilon({s!r}, {d!r}, {c!r})")
+        assert_epsilon_ok(float(out[k, i, j]), m, d, f"gaussian_epsilon({s!r}, {d!r}, {c!r})")
     assert np.all(unit >= 0.0)
 
 

@@ -89,17 +89,16 @@ def _secure_law(
     d: int,
     grid: float | None,
     changed: int | None,
-    integer: bool,
+    kind: str,
     cost: float,
 ) -> NoiseLaw:
-    """The lattice law of :meth:`GaussianMechanism.noise_plan` (secure): a pure function of
-    its arguments, cached (``typed``: ``1``, ``1.0`` and ``True`` stay apart), since a
-    repeated release would otherwise spend more time calibrating than drawing its noise."""
-    if integer and float(analytic_gaussian_sigma(epsilon, delta, sensitivity)) <= (
-        _INTEGER_MAX_SIGMA
-    ):
+    """The lattice law of :meth:`GaussianMechanism.noise_plan` (secure) of ``kind``
+    (``"integers"``, ``"rounded"`` or ``"lattice"``): a pure function of its arguments,
+    cached (``typed``: ``1``, ``1.0`` and ``True`` stay apart), since a repeated release
+    would otherwise spend more time calibrating than drawing its noise."""
+    if kind == "integers":
         return integer_lattice_law(epsilon, delta, sensitivity, d, grid, changed=changed)
-    if integer:  # σ beyond the grids ≤ 1: the rounded lattice, as it always was
+    if kind == "rounded":  # σ beyond the grids ≤ 1: the rounded lattice, as it always was
         return gaussian_lattice_law(epsilon, delta, sensitivity, d, grid)
     return gaussian_lattice_law(epsilon, delta, sensitivity, d, grid, changed=changed, cost=cost)
 
@@ -186,12 +185,14 @@ class GaussianMechanism:
                     "seed or numpy Generator>, or use calibration='analytic' for a secure "
                     "release"
                 )
-            args = (self.epsilon, self.delta, self.sensitivity, d, grid, changed, integer, cost)
+            on_integers = integer and self.sigma <= _INTEGER_MAX_SIGMA
+            kind = "integers" if on_integers else "rounded" if integer else "lattice"
+            args = (self.epsilon, self.delta, self.sensitivity, d, grid, changed, kind, cost)
             try:
                 law: NoiseLaw = _secure_law(*args)
             except TypeError:  # an unhashable argument: no cache, the law's own validation
                 law = _secure_law.__wrapped__(*args)
-            on = " on the integers" if integer and self.sigma <= _INTEGER_MAX_SIGMA else ""
+            on = " on the integers" if on_integers else ""
             name = f"gaussian ({self.calibration}), secure lattice {law.name}{on}"
         else:
             _no_grid(grid)

@@ -182,6 +182,33 @@ def test_margin_zero_is_plain_minimum_sure_and_a_huge_margin_keeps_a_baseline():
     assert cautious.params["selected"] in (0, 1, 2)
 
 
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("weak", [False, True])
+def test_each_challenger_records_the_bar_it_had_to_go_below(seed, weak):
+    """``bar`` is the selection rule itself: the chosen challenger is below its bar, and a
+    challenger with a smaller SURE than the choice lost by its bar only.  A weak signal
+    (θ's spread 0.3σ) is where that happens: James–Stein kept against smaller SUREs."""
+    rng = np.random.default_rng(seed)
+    theta = rng.normal(0, 0.3, 300) if weak else np.repeat(rng.normal(0, 1.5, 12), 25)
+    y = theta + rng.standard_normal(theta.size)
+    res = auto(y, 1.0, (300,))
+    table = res.params["candidates"]
+    chosen = res.params["selected"]
+    baselines = [c for c in table if "bar" not in c]
+    assert [c["method"] for c in baselines] == ["none", "james_stein", "james_stein"]
+    assert all("bar" in c for c in table[len(baselines) :])
+    base_risk = min(c["risk"] for c in baselines)
+    for i, c in enumerate(table[len(baselines) :], start=len(baselines)):
+        assert c["bar"] <= base_risk
+        if i == chosen:
+            assert c["risk"] < c["bar"]
+        elif c["risk"] < table[chosen]["risk"]:
+            assert c["risk"] >= c["bar"]  # it lost by its guard only
+    if weak:
+        assert res.method == "james_stein"
+        assert any(c["risk"] < res.risk for c in table[len(baselines) :])
+
+
 def test_identity_is_never_preferred_to_james_stein():
     y = np.random.default_rng(5).normal(0, 50, 300)
     res = auto(y, 1.0)

@@ -646,3 +646,34 @@ def test_a_positive_part_with_an_exact_scale_keeps_the_floor_of_its_sums() -> No
     for i in range(2):
         one = res.sum_interval(np.eye(2)[i])
         assert (float(one.lower), float(one.upper)) == (lo_k[i], hi_k[i])
+
+
+@pytest.mark.parametrize("sparse_input", [False, True])
+@pytest.mark.parametrize(
+    ("sigma", "weight"), [(1.0, 1.0), (1e-100, 1e-62), (1e100, 1e60), (3e-170, 2e150)]
+)
+def test_raw_sum_sd_is_exact_at_every_scale(
+    sigma: float, weight: float, sparse_input: bool
+) -> None:
+    """``raw_sum_sd`` (the released sums' standard deviation, published by the groups table)
+    against mpmath's ``√(Σ w²σ²)``, where the direct formula under- or overflows."""
+    import mpmath
+    from scipy import sparse
+
+    from dpgauss.denoise.result import raw_sum_sd
+
+    rng = np.random.default_rng(41)
+    d = 9
+    w = weight * rng.uniform(-2, 2, (3, d))
+    w[2] = 0.0  # a zero row: sd 0
+    s = sigma * rng.uniform(0.5, 2, d)
+    got = raw_sum_sd(sparse.csr_matrix(w) if sparse_input else w, s)
+    mpmath.mp.dps = 40
+    for j in range(3):
+        ref = mpmath.sqrt(
+            mpmath.fsum((mpmath.mpf(w[j, i]) * mpmath.mpf(s[i])) ** 2 for i in range(d))
+        )
+        assert got[j] == pytest.approx(float(ref), rel=1e-14, abs=0.0)
+    assert raw_sum_sd(w[:1], sigma)[0] == pytest.approx(
+        float(mpmath.sqrt(mpmath.fsum((mpmath.mpf(x) * sigma) ** 2 for x in w[0]))), rel=1e-14
+    )

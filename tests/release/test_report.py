@@ -255,6 +255,31 @@ def test_the_summary_lists_the_candidates_constant_and_components() -> None:
     )
 
 
+def test_the_summary_says_why_a_smaller_sure_lost() -> None:
+    cands = candidates_table(
+        [
+            {"method": "none", "risk": 100.0, "params": {}},
+            {"method": "james_stein", "risk": 80.0, "params": {"target": "zero"}},
+            {"method": "trend_filter", "risk": 76.0, "params": {"order": 0}, "bar": 70.0},
+            {"method": "soft_threshold", "risk": 90.0, "params": {}, "bar": 60.0},
+        ],
+        selected=1,
+    )
+    assert [c.get("bar") for c in cands] == [None, None, 70.0, 60.0]
+    den = {"method": "james_stein", "params": {"target": "zero"}, "candidates": cands}
+    lines = _report(denoise=den).text().splitlines()
+    tf = next(line for line in lines if "trend_filter" in line)
+    assert tf.endswith("SURE 76, not below its bar 70")
+    soft = next(line for line in lines if "soft_threshold" in line)
+    assert soft.endswith("SURE 90")  # a larger SURE needs no reason
+    assert any(line.strip().startswith("a smaller SURE lost:") for line in lines)
+    # nothing to explain when the smallest SURE won
+    cands[2]["risk"] = 65.0
+    cands[1]["selected"], cands[2]["selected"] = False, True
+    text = _report(denoise={**den, "candidates": cands}).text()
+    assert "a smaller SURE lost" not in text and "not below its bar" not in text
+
+
 def _street_release(tmp_path: Path, pairs: int, **output) -> dict:
     """A graph of ``pairs`` disjoint streets (nodes and edge tables) and no records."""
     nodes = tmp_path / "nodes.csv"

@@ -209,7 +209,8 @@ def auto(
         The chosen candidate (its ``method`` and ``risk``; the risk is the SURE of the
         chosen candidate, slightly optimistic because it was chosen for being small) with
         its own params plus ``candidates`` (a list of dicts ``method``, ``risk``,
-        ``params`` for every candidate, in the order computed), ``selected`` (the index of
+        ``params`` for every candidate, in the order computed; a challenger's also has
+        ``bar``, the SURE it had to go below to pass its guard), ``selected`` (the index of
         the chosen one in that list) and ``margin``; and ``skipped``, the candidates not
         computed and why: a missing optional dependency (with a :class:`UserWarning`; the
         grid wavelets need PyWavelets: ``pip install 'dpgauss[wavelets]'``) or a size beyond
@@ -395,7 +396,11 @@ def auto(
         if _passes(cand, base, base_risk, full, margin, var) and float(cand.risk) < best:  # type: ignore[arg-type]
             chosen, best = i, float(cand.risk)  # type: ignore[arg-type]
     winner = candidates[chosen]
-    table = [{"method": c.method, "risk": c.risk, "params": _summary(c.params)} for c in candidates]
+    table: list[dict[str, Any]] = [
+        {"method": c.method, "risk": c.risk, "params": _summary(c.params)} for c in candidates
+    ]
+    for entry, cand in zip(table[len(baselines) :], challengers, strict=True):
+        entry["bar"] = _bar(cand, base, base_risk, full, margin, var)
     params = dict(winner.params)
     params.update({"candidates": table, "selected": chosen, "margin": margin, "screen": screen})
     if screen_off is not None:
@@ -422,6 +427,19 @@ def _passes(
     risk = cand.risk
     if risk is None or not math.isfinite(risk):
         return False
+    return bool(risk < _bar(cand, base, base_risk, full, margin, var))
+
+
+def _bar(
+    cand: Denoised,
+    base: np.ndarray,
+    base_risk: float,
+    full: float,
+    margin: float,
+    var: np.ndarray,
+) -> float:
+    """The SURE a challenger must go below to be chosen over the baselines: the best
+    baseline's SURE less ``margin`` times its guard (``auto``'s docstring, "Selection")."""
     guard = full
     df = cand.params.get("df")
     if cand.method == "trend_filter" and df is not None and math.isfinite(float(df)):
@@ -435,7 +453,7 @@ def _passes(
             first = 2.0 * top * math.sqrt(float(np.sum(v * diff * diff)))
             second = 2.0 * top * math.sqrt(float(np.mean(v * v))) * math.sqrt(2.0 * float(df))
             guard = min(full, first + second)
-    return bool(risk < base_risk - margin * guard)
+    return base_risk - margin * guard
 
 
 def _reshaped(res: Denoised, shape: tuple[int, ...]) -> Denoised:

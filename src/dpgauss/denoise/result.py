@@ -205,6 +205,7 @@ __all__ = [
     "check_observation",
     "error_bars",
     "public_seed",
+    "raw_sum_sd",
 ]
 
 
@@ -443,6 +444,25 @@ def _scaled(mat: Any) -> tuple[Any, np.ndarray]:
     largest = np.max(np.abs(mat), axis=1)
     unit = _row_units(largest)
     return mat / unit[:, None], unit
+
+
+def raw_sum_sd(weights: Any, sigma: Any) -> np.ndarray:
+    """``√(Σ_i W_ji² σ_i²)``: the exact standard deviation of each sum ``W y`` of released
+    values with independent noise of standard deviation ``σ_i``.
+
+    ``weights`` is a ``(k, d)`` matrix (dense or scipy.sparse) and ``sigma`` one value or
+    ``d``.  Each row is divided by a power of 2 near its largest ``|W_ji|``, and σ by one
+    near its largest, first (both exact), so the result is finite and not subnormal
+    wherever the standard deviation itself is a normal double — ``Σ w²σ²`` computed
+    directly under- or overflows for ``|w|·σ`` beyond about 1e±154."""
+    from scipy import sparse
+
+    scaled, unit = _scaled(weights)
+    sq = scaled.multiply(scaled) if sparse.issparse(scaled) else scaled * scaled
+    sig = np.broadcast_to(np.asarray(sigma, dtype=np.float64), (weights.shape[1],))
+    top = _row_units(np.max(sig, initial=0.0, keepdims=True))  # σ in its own power of 2 too
+    var = (sig / top) ** 2
+    return unit * top * np.sqrt(np.asarray(sq @ var, dtype=np.float64).ravel())
 
 
 def _as_weights(weights: object, shape: tuple[int, ...]) -> _Weights:

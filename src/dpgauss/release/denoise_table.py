@@ -39,7 +39,7 @@ from ..denoise import Denoised, Structure, as_graph
 from ..denoise.registry import entry
 from ..denoise.result import DRAWS, INTERVAL_METHOD, error_bars, public_seed
 from ..denoise.structure import lattice_graph
-from .groups import group_table, read_groups
+from .groups import group_table, median_widths, read_groups
 from .outputs import OutputGroup, cell_text, write_csv
 from .report import candidates_table, json_ready
 
@@ -426,14 +426,11 @@ def denoise_table(
         sum_rows = None
         if sums is not None:
             sum_rows = group_table(sums, y, sig_all, bars, level)
-            widths = np.subtract(sum_rows["denoised_upper"], sum_rows["denoised_lower"])
-            raw_widths = np.subtract(sum_rows["released_upper"], sum_rows["released_lower"])
             report["groups"] = {
                 "file": os.path.basename(sums.path),
                 "groups": len(sums.names),
                 "output": groups_path,
-                "median_width": float(np.median(widths)),
-                "raw_width": float(np.median(raw_widths)),
+                **median_widths(sum_rows),
                 "method": "sums of keys from the per-key error model (docs/denoising.md)",
             }
         report = json_ready(report)

@@ -47,7 +47,7 @@ from ..denoise.result import INTERVAL_METHOD, error_bars, public_seed
 from ..noise.release import Release
 from ..privacy import classical_gaussian_sigma
 from .engines.base import Aggregate
-from .groups import group_table
+from .groups import group_table, median_widths
 from .plan import Calibration, ReleasePlan
 from .report import candidates_table, error_fields, json_ready
 
@@ -187,13 +187,10 @@ def estimate(
         groups = None
         if plan.groups is not None:
             groups = group_table(plan.groups, values, np.full(d, rel.sigma), bars, level)
-            widths = np.subtract(groups["denoised_upper"], groups["denoised_lower"])
-            raw_widths = np.subtract(groups["released_upper"], groups["released_lower"])
             den_info["groups"] = {
                 "groups": len(plan.groups.names),
                 "table": plan.groups_table.name if plan.groups_table is not None else None,
-                "median_width": float(np.median(widths)),
-                "raw_width": float(np.median(raw_widths)),
+                **median_widths(groups),
                 "method": "sums of keys from the per-key error model, drawn with the per-key "
                 "intervals' draws (docs/denoising.md)",
             }

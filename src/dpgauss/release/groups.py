@@ -29,10 +29,10 @@ import numpy as np
 from scipy import sparse, special
 
 from .._optional import require
-from ..denoise.result import ErrorBars, _scaled
+from ..denoise.result import ErrorBars, raw_sum_sd
 from .outputs import cell_text
 
-__all__ = ["GROUP_COLUMNS", "Groups", "group_table", "read_groups"]
+__all__ = ["GROUP_COLUMNS", "Groups", "group_table", "median_widths", "read_groups"]
 
 #: The columns of a groups table, in order.
 GROUP_COLUMNS = (
@@ -200,10 +200,7 @@ def group_table(
     w = groups.matrix
     z = float(-special.ndtri((1.0 - level) / 2.0))
     raw = np.asarray(w @ np.ravel(released), dtype=np.float64).ravel()
-    # each sum in its unit (a power of 2), so that Σ w²σ² neither under- nor overflows
-    scaled, unit = _scaled(w)
-    var = np.asarray(scaled.multiply(scaled) @ np.ravel(sigma) ** 2, dtype=np.float64).ravel()
-    half = z * (unit * np.sqrt(var))
+    half = z * raw_sum_sd(w, np.ravel(sigma))
     r_lo, r_hi = raw - half, raw + half
     lo, hi = (np.atleast_1d(v) for v in bars.sum_interval(level))
     return {
@@ -216,3 +213,11 @@ def group_table(
         "denoised_lower": lo.tolist(),
         "denoised_upper": hi.tolist(),
     }
+
+
+def median_widths(rows: dict[str, list[Any]]) -> dict[str, float]:
+    """The median interval width of a :func:`group_table`'s sums: ``median_width`` (the
+    denoised sums') and ``raw_width`` (the released sums')."""
+    widths = np.subtract(rows["denoised_upper"], rows["denoised_lower"])
+    raw = np.subtract(rows["released_upper"], rows["released_lower"])
+    return {"median_width": float(np.median(widths)), "raw_width": float(np.median(raw))}

@@ -451,7 +451,8 @@ def candidates_table(
 ) -> list[dict[str, Any]]:
     """``auto``'s candidates as the report lists them: ``label`` (:func:`candidate_label`),
     ``method``, ``risk`` (SURE), ``params`` (their scalar parameters: order, target, λ or
-    threshold, df) and ``selected`` (the chosen one)."""
+    threshold, df), ``selected`` (the chosen one) and, for a challenger of the baselines
+    (the identity and James–Stein), ``bar``: the SURE it had to go below to be chosen."""
     return [
         json_ready(
             {
@@ -460,6 +461,7 @@ def candidates_table(
                 "risk": c["risk"],
                 "params": c.get("params") or {},
                 "selected": i == selected,
+                **({"bar": c["bar"]} if c.get("bar") is not None else {}),
             }
         )
         for i, c in enumerate(candidates)
@@ -471,11 +473,32 @@ def _candidate_lines(cands: list[dict[str, Any]], part: str = "") -> list[str]:
         return []
     width = min(max(len(c.get("label", c["method"])) for c in cands), 64)
     lines = [f"candidates : SURE of each candidate auto tried{part} (* the one chosen)"]
+    chosen = [c.get("risk") for c in cands if c.get("selected")]
+    won = chosen[0] if chosen and isinstance(chosen[0], int | float) else None
+    guarded = False
     for c in cands:
         risk = c.get("risk")
         sure = f"{risk:.4g}" if isinstance(risk, int | float) else "n/a"
         mark = "*" if c.get("selected") else " "
-        lines.append(f"  {mark} {c.get('label', c['method']):<{width}}  SURE {sure}")
+        line = f"  {mark} {c.get('label', c['method']):<{width}}  SURE {sure}"
+        bar = c.get("bar")
+        if (
+            not c.get("selected")
+            and won is not None
+            and isinstance(risk, int | float)
+            and isinstance(bar, int | float)
+            and risk < won
+            and risk >= bar
+        ):
+            line += f", not below its bar {bar:.4g}"
+            guarded = True
+        lines.append(line)
+    if guarded:
+        lines.append(
+            "             a smaller SURE lost: a challenger of the identity and James–Stein "
+            "must beat them by SURE's own noise (about σ²√(2d); less for trend filtering), "
+            "or a lucky SURE would be chosen"
+        )
     return lines
 
 

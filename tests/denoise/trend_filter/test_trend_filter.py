@@ -437,3 +437,13 @@ def test_the_sure_path_ends_at_the_raw_release(order: int, seed: int, weighted: 
     assert res.risk <= raw * (1 + 1e-12)
     if res.params["lam"] == 0.0:  # chosen: exactly the raw release, with df = d
         assert np.array_equal(res.estimate, y) and res.params["df"] == n
+
+
+def test_admm_starts_at_a_tiny_scale_with_a_huge_lambda() -> None:
+    """ADMM's first penalty ``ρ ∝ λ / scale(Δy)`` overflowed to inf for y near 1e-155 and
+    λ = 1e160, and ``round(log2(inf))`` raised OverflowError; it is now clamped.  At that λ
+    the fit is in the penalty's null space: for graph trend filtering of order 1 (``Δ`` the
+    graph Laplacian) the constants, so the mean."""
+    y = np.random.default_rng(0).standard_normal(30) * 1e-155
+    res = trend_filter(y, None, (30,), order=1, lam=1e160, solver="admm")
+    np.testing.assert_allclose(res.estimate, np.full(30, y.mean()), rtol=1e-6)

@@ -312,7 +312,9 @@ class _Solver:
         w = np.zeros(op.m)
         rho = _RHO_SCALE[op.order] * lam / self.scale_dy if self.scale_dy > 0 else 1.0
         step = self.rho_step
-        return _State(z, w, step * round(math.log2(max(rho, 1e-300)) / step))
+        # clamped: λ / scale_dy overflows to inf for a tiny scale (y near 1e-300, λ large)
+        rho = min(max(rho, 1e-300), 1e300)
+        return _State(z, w, step * round(math.log2(rho) / step))
 
     # polishing -------------------------------------------------------------------------
     def polish(

@@ -21,7 +21,11 @@ around ``y``, the raw fallback, the clip at 0 — is recomputed for every varian
 * ``toward t``: ``y ± CORE·z·σ``, but ``t·z·σ`` on the side of ``y`` where ``ŷ`` lies
   (both sides where ``ŷ = y``; the upper side where θ ≥ 0 is public and ``ŷ = 0``): the
   rule of ``result.py`` with ``TOWARD = t`` (``result.py`` computes every variant, its
-  constants set for the call).
+  constants set for the call);
+* with ``--shift``, ``shifted k``: the rule of ``result.py``, its fit interval first hulled
+  with the bias-corrected copy ``(ŷ − k·b) ± t·s``, ``b`` each key's mean deviation of the
+  draws' refits from ``ŷ`` (the draws replayed from the error bars' own seed: twice the
+  cost).
 
 For each variant: the lowest top-decile coverage over the rows at ε = 2 and over the
 others, the lowest next-to-a-jump coverage, the range of the average coverage, and the
@@ -31,6 +35,7 @@ mean width over raw at ε = 2 and below.
 from __future__ import annotations
 
 import re
+import warnings
 from typing import Any
 
 import numpy as np
@@ -56,10 +61,14 @@ def collect(args: Any) -> list[dict[str, Any]]:
             if wanted is not None and mname not in wanted:
                 continue
             rng = np.random.default_rng(args.seed + i)
-            bars = []
+            bars, shifts = [], []
             for _ in range(args.draws):
                 y = theta + sigma * rng.standard_normal(theta.size)
-                bars.append(fn(y, sigma).error_bars(rng=rng))
+                res = fn(y, sigma)
+                state = rng.bit_generator.state  # to replay the error bars' draws
+                bars.append(res.error_bars(rng=rng))
+                if args.shift:
+                    shifts.append(mean_deviation(res, state, bars[-1]))
             rows.append(
                 {
                     "setting": name,
@@ -67,6 +76,7 @@ def collect(args: Any) -> list[dict[str, Any]]:
                     "sigma": sigma,
                     "classes": classes,
                     "bars": bars,
+                    "shifts": shifts,
                     "method": mname,
                 }
             )
@@ -74,13 +84,54 @@ def collect(args: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def interval(bars: Any, away: float, toward: float) -> tuple[np.ndarray, np.ndarray]:
+def mean_deviation(res: Any, state: dict[str, Any], bars: Any) -> np.ndarray:
+    """Each key's mean deviation ``b`` of the refits from ``ŷ`` over the error bars' draws,
+    replayed from the generator ``state`` they started from (:func:`dpgauss.denoise.error_bars`
+    draws ``ŷ + σ·N(0, I)`` from it, one refit each); zeros for an exact scale."""
+    est = np.asarray(res.estimate, dtype=np.float64)
+    if bars.source != "bootstrap":
+        return np.zeros(est.size)
+    gen = np.random.Generator(np.random.PCG64())
+    gen.bit_generator.state = state
+    sigma = np.broadcast_to(np.asarray(res.sigma, dtype=np.float64), est.shape)
+    total = np.zeros(est.shape)
+    for _ in range(int(bars.draws)):
+        sim = est + sigma * gen.standard_normal(est.shape)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit = res.refit(sim)
+        total += np.asarray(fit.estimate, dtype=np.float64).reshape(est.shape) - est
+    return np.ravel(total) / int(bars.draws)
+
+
+def interval(
+    bars: Any, away: float, toward: float, shift: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Step 4 as ``result.py`` computes it (:meth:`ErrorBars.interval`), with ``CORE`` set to
     ``away`` and ``TOWARD`` to ``toward`` for the call; ``away < 0``: the fit interval alone,
-    ``ŷ ± t·s`` (no step 4)."""
+    ``ŷ ± t·s`` (no step 4); ``shift``: the fit interval hulled with itself moved by
+    ``−shift`` before step 4."""
     if away < 0:
         half = bars.quantile(LEVEL) * np.ravel(bars.scale)
         return np.ravel(bars.estimate) - half, np.ravel(bars.estimate) + half
+    if shift is not None:
+        est = np.ravel(bars.estimate)
+        half = bars.quantile(LEVEL) * np.ravel(bars.scale)
+        lo = np.minimum(est - half, est - shift - half)
+        hi = np.maximum(est + half, est - shift + half)
+        if bars.observed is not None and bars.sigma is not None:
+            lo, hi = result._bias_aware(
+                lo,
+                hi,
+                est,
+                np.ravel(bars.observed),
+                np.ravel(bars.sigma),
+                LEVEL,
+                bars.nonnegative,
+            )
+        if bars.nonnegative:
+            lo, hi = np.maximum(lo, 0.0), np.maximum(hi, 0.0)
+        return lo, hi
     kept = result.CORE, result.TOWARD
     result.CORE, result.TOWARD = away, toward
     try:
@@ -90,14 +141,15 @@ def interval(bars: Any, away: float, toward: float) -> tuple[np.ndarray, np.ndar
     return np.ravel(lo), np.ravel(hi)
 
 
-def evaluate(rows: list[dict[str, Any]], away: float, toward: float) -> str:
+def evaluate(rows: list[dict[str, Any]], away: float, toward: float, shifted: float = 0.0) -> str:
     out = []
     for r in rows:
         theta, sigma = r["theta"], r["sigma"]
         cover: dict[str, list[float]] = {k: [] for k in r["classes"]}
         width = []
-        for bars in r["bars"]:
-            lo, hi = interval(bars, away, toward)
+        for j, bars in enumerate(r["bars"]):
+            shift = shifted * r["shifts"][j] if shifted else None
+            lo, hi = interval(bars, away, toward, shift)
             inside = (lo <= theta) & (theta <= hi)
             for k, mask in r["classes"].items():
                 cover[k].append(inside[mask].mean())
@@ -124,6 +176,9 @@ def evaluate(rows: list[dict[str, Any]], away: float, toward: float) -> str:
 def main() -> None:
     ap = setting_arguments(__doc__.split("\n")[0])
     ap.add_argument("--seed", type=int, default=5000, help="the draws' seeds start here")
+    ap.add_argument(
+        "--shift", action="store_true", help="also the bias-corrected variants (twice the cost)"
+    )
     args = ap.parse_args()
     rows = collect(args)
     print("\n| core | top ε=2 (lowest) | top ε<2 | jump | all | width ε=2 | width ε<2 |")
@@ -133,6 +188,9 @@ def main() -> None:
     variants += [(f"toward {t:g}", CORE, t) for t in (0.75, 0.80, TOWARD, 0.90)]
     for label, away, toward in variants:
         print(f"| {label} {evaluate(rows, away, toward)}", flush=True)
+    if args.shift:
+        for k in (1.0, 2.0):
+            print(f"| shifted {k:g} {evaluate(rows, CORE, TOWARD, k)}", flush=True)
 
 
 if __name__ == "__main__":

@@ -606,22 +606,31 @@ class _CdfTable:
     z_hi: int
     lower: np.ndarray  # L_j = ⌊S_lo_j 2^64 / Z_hi⌋ (uint64; the base table only)
     upper: np.ndarray  # H_j = ⌈S_hi_j 2^64 / Z_lo⌉ (uint64, all < 2^64; the base table only)
+    guide: np.ndarray  # guide[b] = #{j: L_j ≤ b·2^g} (int32; ``_guide``, ``_search``)
+    spread: np.ndarray  # min(2, #{j: b·2^g < L_j ≤ (b + 1)·2^g - 1}) (uint8)
+    padded: np.ndarray  # ``lower`` and one more entry (never compared: see ``_search``)
+    shift: np.uint64  # g = 64 - the guide's bits
 
 
 @lru_cache(maxsize=16)
-def _cdf_table(sigma: Fraction, prec: int = _TABLE_PREC, size: int | None = None) -> _CdfTable:
+def _cdf_table(
+    sigma: Fraction, prec: int = _TABLE_PREC, size: int | None = None, center: int = 1
+) -> _CdfTable:
     """The CDF brackets of N_Z(0, σ²) for σ ≥ 1, exactly: with c = 1/(2σ²),
     w_{y+1} = w_y·r_y and r_{y+1} = r_y·e^{-2c} (r_0 = e^{-c}), each product rounded down
     for the lower and up for the upper end; the tail beyond J is at most
     w_{J+1}/(1 - r_{J+1}) (the ratios decrease).  ``size``: the base table's length J + 1,
-    passed to the finer tables (which are at least as long, so that its indexes exist)."""
+    passed to the finer tables (which are at least as long, so that its indexes exist).
+
+    ``center = 2`` counts w_0 twice: S_j = 2 Σ_{0≤y≤j} w_y and Z = 2 Σ_{y≥0} w_y, the CDF of
+    the one-sided law P[A = a] ∝ w_a on a ≥ 0 (the two-level path's blocks)."""
     c = 1 / (2 * sigma * sigma)
     one = 1 << prec
     e1 = _exp_neg_bracket(c, prec)
     e2 = _exp_neg_bracket(2 * c, prec)
     w_lo = w_hi = one
     r_lo, r_hi = e1
-    s_lo, s_hi = [one], [one]
+    s_lo, s_hi = [center * one], [center * one]
     # The base table ends where w_y < 2^-48 (the tail is below 2^-40 of Z, so that H_J < 2^64);
     # a finer one (``size`` given) goes on to w_y < 2^-(prec/2) and at least ``size``
     # entries: the bracket of its tail, [w_{J+1}, w_{J+1}/(1 - r)], must shrink with it.
@@ -643,6 +652,10 @@ def _cdf_table(sigma: Fraction, prec: int = _TABLE_PREC, size: int | None = None
         upper = [-((-v << 64) // z_lo) for v in s_hi]
     if upper and upper[-1] >= _U64:  # unreachable: the tail keeps C_J below 1 - 2^-41
         raise ValueError(f"discrete_gaussian: CDF table of sigma={float(sigma)!r} reaches 1")
+    low = np.array(lower, dtype=np.uint64)
+    # 4 to 8 buckets per entry (2^8 to 2^16 buckets): one comparison decides nearly always
+    bits = min(16, max(8, low.size.bit_length() + 2))
+    guide, spread = _guide(low, bits) if lower else (np.zeros(0, np.int32), np.zeros(0, np.uint8))
     return _CdfTable(
         sigma,
         prec,
@@ -650,29 +663,63 @@ def _cdf_table(sigma: Fraction, prec: int = _TABLE_PREC, size: int | None = None
         s_hi,
         z_lo,
         z_hi,
-        np.array(lower, dtype=np.uint64),
+        low,
         np.array(upper, dtype=np.uint64),
+        guide,
+        spread,
+        np.append(low, np.uint64(_U64 - 1)),
+        np.uint64(64 - bits),
     )
 
 
-def _finish_inversion(w: int, pos: int, sigma: Fraction, source: RandomSource) -> int:
+def _guide(lower: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """The guide table of the sorted ``lower`` (Chen & Asau 1974): for each bucket b of the
+    64-bit words, [b·2^g, (b + 1)·2^g) with g = 64 - bits, the number of entries ≤ its
+    first word and how many more (0, 1, or 2 meaning 2 or more) are ≤ its last."""
+    g = 64 - bits
+    starts = np.arange(1 << bits, dtype=np.uint64) << np.uint64(g)
+    ends = starts | np.uint64((1 << g) - 1)
+    first = np.searchsorted(lower, starts, side="right")
+    last = np.searchsorted(lower, ends, side="right")
+    return first.astype(np.int32), np.minimum(last - first, 2).astype(np.uint8)
+
+
+def _search(tab: _CdfTable, w: np.ndarray) -> np.ndarray:
+    """``np.searchsorted(tab.lower, w, side="right")`` for uint64 words w (the first j with
+    L_j > w), through the guide table: in w's bucket at most one entry decides it by one
+    comparison; buckets holding two or more (the far tail's) fall back to the search."""
+    b = (w >> tab.shift).astype(np.intp)
+    spread = tab.spread[b]
+    pos = tab.guide[b].astype(np.intp)
+    pos += (spread > 0) & (tab.padded[pos] <= w)  # spread ≥ 1: pos < size, L_pos in b
+    many = np.flatnonzero(spread > 1)
+    if many.size:
+        pos[many] = np.searchsorted(tab.lower, w[many], side="right")
+    return pos
+
+
+def _finish_inversion(
+    w: int, pos: int, sigma: Fraction, source: RandomSource, center: int = 1
+) -> int:
     """|Y| for a uniform with leading 64 bits w whose index the table left open: pos is
     the first j with w + 1 ≤ L_j (the table's length if none)."""
     state = [w, 64]  # the same uniform's bits, shared by the comparisons below
     j = max(pos - 1, 0)
     # Unif < C_{pos-1}?  Then smaller indexes may be in doubt too: walk down.
-    while j >= 0 and _below_cdf_state(state, j, sigma, source):
+    while j >= 0 and _below_cdf_state(state, j, sigma, source, center):
         j -= 1
     j += 1  # Unif ≥ C_{j-1} (or j = 0) and Unif < C_j, unless j = len: the tail
-    size = len(_cdf_table(sigma).s_lo)
-    while j < size and not _below_cdf_state(state, j, sigma, source):
+    size = len(_cdf_table(sigma, center=center).s_lo)
+    while j < size and not _below_cdf_state(state, j, sigma, source, center):
         j += 1
     return j if j < size else -1
 
 
-def _below_cdf_state(state: list[int], j: int, sigma: Fraction, source: RandomSource) -> bool:
-    """:func:`_below_cdf` for the uniform of ``state`` (its bits, appended to as drawn)."""
-    tab = _cdf_table(sigma)
+def _below_cdf_state(
+    state: list[int], j: int, sigma: Fraction, source: RandomSource, center: int = 1
+) -> bool:
+    """Unif < C_j for the uniform of ``state`` (its bits, appended to as drawn)."""
+    tab = _cdf_table(sigma, center=center)
     w, bits = state
     if (w + 1) * tab.z_hi <= tab.s_lo[j] << bits:
         return True
@@ -682,7 +729,7 @@ def _below_cdf_state(state: list[int], j: int, sigma: Fraction, source: RandomSo
     while True:
         state[0] = w = (w << 64) | random_bits(source, 64)
         state[1] = bits = bits + 64
-        tab = _cdf_table(sigma, prec, size)
+        tab = _cdf_table(sigma, prec, size, center)
         if (w + 1) * tab.z_hi <= tab.s_lo[j] << bits:
             return True
         if w * tab.z_lo >= tab.s_hi[j] << bits:
@@ -714,23 +761,37 @@ def _sample_tail(size: int, sigma: Fraction, source: RandomSource) -> int:
             return size + g
 
 
-def _sample_table(sigma: Fraction, n: int, pool: _Pool, source: RandomSource) -> np.ndarray:
-    """n exact samples of N_Z(0, σ²) by inversion of the CDF (1 ≤ σ ≤ 2^12)."""
-    tab = _cdf_table(sigma)
-    w = np.frombuffer(pool._take(8 * n), dtype=np.uint64)
-    pos = np.searchsorted(tab.lower, w, side="right")  # first j with w + 1 ≤ L_j
+def _invert(
+    sigma: Fraction, n: int, pool: _Pool, source: RandomSource, center: int = 1
+) -> np.ndarray:
+    """n exact draws of |Y| (``center = 1``; ``center = 2``: of A with P[A = a] ∝ w_a on
+    a ≥ 0) by inversion of the table, from the uniforms' leading 32 bits v: they decide
+    j = the first index with (v + 1)·2^32 ≤ L_j whenever v·2^32 ≥ H_{j-1} (then every
+    uniform in [v·2^-32, (v + 1)·2^-32) lies in [C_{j-1}, C_j)); otherwise (chance about
+    the table's length times 2^-32) 32 more bits are drawn and the 64-bit test follows."""
+    tab = _cdf_table(sigma, center=center)
+    v = np.frombuffer(pool._take(4 * n), dtype=np.uint32).astype(np.uint64) << np.uint64(32)
+    pos = _search(tab, v | np.uint64(0xFFFFFFFF))
     size = tab.lower.size
-    # confirmed: pos < size and (pos = 0 or w ≥ H_{pos-1})
-    prev = tab.upper.take(np.maximum(pos - 1, 0))
-    open_ = (pos >= size) | ((pos > 0) & (w < prev))
+    prev = tab.upper.take(pos - 1, mode="clip")  # H_{pos-1} (pos = 0: any, not read)
+    open_ = np.flatnonzero((pos >= size) | ((pos > 0) & (v < prev)))
     a = pos.astype(np.int64)
-    for i in np.flatnonzero(open_).tolist():
-        wi, p = int(w[i]), int(pos[i])
-        if p >= size and wi >= int(tab.upper[-1]):
+    for i in open_.tolist():
+        w = int(v[i]) | random_bits(source, 32)
+        p = int(np.searchsorted(tab.lower, np.uint64(w), side="right"))
+        if p < size and (p == 0 or w >= int(tab.upper[p - 1])):
+            j = p
+        elif p >= size and w >= int(tab.upper[-1]):
             j = -1  # surely beyond C_J: the tail
         else:
-            j = _finish_inversion(wi, p, sigma, source)
+            j = _finish_inversion(w, p, sigma, source, center)
         a[i] = j if j >= 0 else _sample_tail(size, sigma, source)
+    return a
+
+
+def _sample_table(sigma: Fraction, n: int, pool: _Pool, source: RandomSource) -> np.ndarray:
+    """n exact samples of N_Z(0, σ²) by inversion of the CDF (1 ≤ σ ≤ 2^12)."""
+    a = _invert(sigma, n, pool, source)
     negative = pool.bits(n)
     return np.where(negative, -a, a)
 

@@ -872,8 +872,15 @@ class _TwoLevel:
 
 @lru_cache(maxsize=32)
 def _two_level(sigma: float) -> _TwoLevel:
+    """The two-level constants for σ (``_make_two_level`` with σ/2^k ∈ [64, 128))."""
     frac = Fraction(sigma)
-    k = max(0, (math.floor(frac) // _BLOCK_SIGMA).bit_length() - 1)  # σ/2^k ∈ [64, 128)
+    return _make_two_level(frac, max(0, (math.floor(frac) // _BLOCK_SIGMA).bit_length() - 1))
+
+
+def _make_two_level(frac: Fraction, k: int) -> _TwoLevel:
+    """The constants for σ = ``frac`` and blocks of m = 2^k (any k with σ/m ≥ 1: the
+    tests use small σ and m, where x ≥ 1 occurs and the exact path is exercised)."""
+    sigma = float(frac)
     m = 1 << k
     a_fast = 64 * math.ceil(frac)
     num_max = 2 * m * a_fast  # num = r(A + qm) < m·2·a_fast
@@ -900,6 +907,19 @@ def _sample_two_level(prm: _TwoLevel, n: int, source: RandomSource) -> np.ndarra
     return out
 
 
+def _two_level_bracket(
+    prm: _TwoLevel, qm: np.ndarray, r: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A = qm + r and f_lo ≤ x·2^53 ≤ f_hi for x = r(2qm + r)/(2σ²), in int64: exact (no
+    overflow) wherever A < a_fast; elsewhere the brackets are not used."""
+    a = qm + r
+    num = r * (a + qm)
+    prod = num * prm.inv
+    f_lo = prod >> prm.shift
+    f_hi = (prod + num + ((1 << prm.shift) - 1)) >> prm.shift
+    return a, f_lo, f_hi
+
+
 def _two_level_trials(prm: _TwoLevel, c: int, pool: _Pool, source: RandomSource) -> np.ndarray:
     """The accepted values, in order, of c independent trials of the two-level path."""
     pool.reserve(9 * c)
@@ -908,11 +928,7 @@ def _two_level_trials(prm: _TwoLevel, c: int, pool: _Pool, source: RandomSource)
     word = pool.words(c)
     r = word & ((1 << k) - 1)
     negative = (word >> k) & 1
-    a = qm + r
-    num = r * (a + qm)
-    prod = num * prm.inv
-    f_lo = prod >> prm.shift  # x·2^53 ∈ [f_lo, f_hi]
-    f_hi = (prod + num + ((1 << prm.shift) - 1)) >> prm.shift
+    a, f_lo, f_hi = _two_level_bracket(prm, qm, r)
     if int(a.max()) < prm.a_fast and int(f_hi.max()) < 1 << _B:
         ok = _coins_exp_neg(f_lo, f_hi, lambda i: prm.x(int(a[i])), pool, source)
     else:  # far beyond a_fast (chance < 2^-40 per batch): those candidates exactly

@@ -54,13 +54,16 @@ straddles an integer (so k = ⌊γ⌋ is unknown; chance ~1e-7 for σ ≤ 2^31, 
 at σ = 2^40 where |Y|/2^E widens the bracket) are also finished exactly with Python
 integers.  The exact slow paths are rare enough not to matter for throughput.
 
-Two faster paths give the same law (issue #31 item 7; ``_sample``): for 1 ≤ σ ≤ 2^12,
+Three faster paths give the same law (issue #31 item 7; ``_sample``): for 1 ≤ σ ≤ 2^12,
 inversion of an exact CDF table (``_cdf_table``, "the table path" below); for
-t ≤ 2^20, the lean path (the discrete Laplace's test merged into the final one, uniforms
-read 16 bits at a time, bytes read in bulk).  The path described above serves larger σ.
-A secure release of 4,000 counts (σ_L ≈ 270, the table path) costs about 8x the CPU time
-of ``Generator.normal`` for the same size; of a sum on a 2^-13 grid (σ_L ≈ 34876, the
-lean path) about 26x (``benchmarks/bench_sampler.py --release``; 50-55x before).
+2^12 < σ ≤ 2^20, the two-level path (the block of |Y| by inversion of a small table,
+the offset in the block by an exact rejection; ``_sample_two_level``, with its proof);
+for σ < 1, the lean path (the discrete Laplace's test merged into the final one, uniforms
+read 16 bits at a time, bytes read in bulk).  The path described above serves σ > 2^20.
+A secure release of 4,000 counts (σ_L ≈ 270, the table path) costs about 3.6x the CPU
+time of ``Generator.normal`` for the same size; of a sum on a 2^-13 grid (σ_L ≈ 34876,
+the two-level path) about 6x (``benchmarks/bench_sampler.py --release``; 50-55x with
+CKS20 as written, 8x and 26x with the table and the lean path alone).
 
 Timing: the number of loop rounds is random and depends on the samples drawn (as in every
 rejection sampler); this Python implementation makes no attempt at constant time.
@@ -361,8 +364,8 @@ def _accept(a: np.ndarray, prm: _Params, source: RandomSource) -> np.ndarray:
 # ---------------------------------------------------------------- the lean path (t ≤ 2^20)
 #
 # The same law with fewer random bits and fewer array passes (``discrete_gaussian`` takes
-# it whenever ``_Params.lean``; the path above serves larger σ and the unit tests of its
-# pieces):
+# it for σ < 1, where ``_Params.lean`` holds; the table and the two-level path serve
+# 1 ≤ σ ≤ 2^20, and the path above σ > 2^20 and the unit tests of its pieces):
 #
 # * CKS20 Alg. 2's test "keep U with probability exp(-U/t)" is merged into the final
 #   acceptance: a candidate X = U + tV with U *uniform* on {0, …, t-1} has probability
@@ -819,34 +822,8 @@ def _sample_table(sigma: Fraction, n: int, pool: _Pool, source: RandomSource) ->
 #
 # For larger σ a table of the CDF would have ~8σ entries (284,494 at σ = 34,876: 3.4 s to
 # build, 36 MB, and its lookups miss the cache).  The two-level path keeps the table small
-# by inverting only the *block* of |Y| and finishing inside the block by rejection:
-#
-# With w(a) = exp(-a²/(2σ²)), m = 2^k and σ' = σ/m (exact: m is a power of two):
-#   1. q ≥ 0 with P[q] ∝ w(qm) = exp(-q²/(2σ'²)), by inversion of the one-sided table of
-#      σ' (``_cdf_table(σ', center=2)``, ~8σ' entries: σ' ∈ [64, 128), ≤ 1,100 entries);
-#   2. r uniform on {0, …, m-1}, A = qm + r;
-#   3. accept A with probability w(A)/w(qm) = exp(-x), x = r(2qm + r)/(2σ²) ∈ [0, 1) (it
-#      is ≤ 1 because w decreases on a ≥ 0, so the block's largest weight is at r = 0);
-#   4. a fair sign bit; the pair (A = 0, negative) is rejected; Y = ±A.
-# Proof that Y ~ N_Z(0, σ²) exactly: every a ≥ 0 is qm + r for exactly one (q, r), so one
-# trial yields A = a *and* accepts with probability
-#   P[q] · (1/m) · w(a)/w(qm) = w(qm)/W · 1/m · w(a)/w(qm) = w(a)/(mW),  W = Σ_{q≥0} w(qm),
-# proportional to w(a): given acceptance A has P[A = a] ∝ w(a) on a ≥ 0.  With the sign
-# bit each signed pair (a, s) has probability ∝ w(a)/2, and dropping (0, −) leaves
-# P[Y = y] ∝ w(|y|) for every y ∈ Z, the discrete Gaussian.  Trials are independent, so
-# the accepted ones, taken in the order drawn, are independent draws of that law.
-# Acceptance: Σ_a w(a) / (m W) ≈ (1.2533σ + ½)/(1.2533σ + m/2) ≥ 1 − 1/(2.5σ') ≥ 0.99.
-#
-# Step 3 is Bernoulli(exp(-x)) by CKS20 Alg. 1 (``_coins_exp_neg``), x bracketed in int64:
-# x·2^53 = num·2^52/σ², num = r(2qm + r) = r(A + qm); with K = ⌊2^(52+E)/σ²⌋ (exact
-# integers from σ = p/d: ⌊d²2^(52+E)/p²⌋), num·K/2^E ≤ x·2^53 < num·(K + 1)/2^E.  E is
-# the largest shift with num·(K + 1) + 2^E < 2^63 for every num of a candidate below
-# a_fast = 64⌈σ⌉ (num < 2m·a_fast); candidates at or beyond a_fast, or with a bracket
-# reaching x ≥ 1 (only far beyond a_fast), take the exact path with ``Fraction``
-# (``_bernoulli_exp_neg_rational``).  The random bits: 4 bytes for the block's uniform
-# (``_invert``), one 16-bit word for r and the sign (k + 1 ≤ 16 bits of it), one 16-bit
-# word per coin (~1.003 coins per candidate), about 8 bytes a sample against ~21 in the
-# lean path.
+# by inverting only the *block* of |Y| and finishing inside the block by rejection; the
+# algorithm and the proof of its law are in ``_sample_two_level``.
 
 _TWO_LEVEL_SIGMA = (2.0**12, 2.0**20)  # σ range of the two-level path (σ_L of a sum ≈ 34,876)
 _BLOCK_SIGMA = 64  # σ' = σ/m ∈ [64, 128)
@@ -895,7 +872,41 @@ def _make_two_level(frac: Fraction, k: int) -> _TwoLevel:
 
 
 def _sample_two_level(prm: _TwoLevel, n: int, source: RandomSource) -> np.ndarray:
-    """n exact samples of N_Z(0, σ²) by the two-level path (2^12 < σ ≤ 2^20; see above)."""
+    """n exact samples of N_Z(0, σ²) by the two-level path (2^12 < σ ≤ 2^20).
+
+    With w(a) = exp(-a²/(2σ²)), m = 2^k and σ' = σ/m (exact: m is a power of two), one
+    trial (``_two_level_trials``) is
+
+    1. q ≥ 0 with P[q] ∝ w(qm) = exp(-q²/(2σ'²)), by inversion of the one-sided table of
+       σ' (``_cdf_table(σ', center=2)``, ~8σ' entries: σ' ∈ [64, 128), ≤ 1,100 entries);
+    2. r uniform on {0, …, m-1}, A = qm + r;
+    3. accept A with probability w(A)/w(qm) = exp(-x), x = r(2qm + r)/(2σ²) ≥ 0 (at most
+       1 because w decreases on a ≥ 0, so a block's largest weight is at r = 0);
+    4. a fair sign bit; the pair (A = 0, negative) is rejected; Y = ±A.
+
+    *Proof that Y ~ N_Z(0, σ²) exactly.*  Every a ≥ 0 is qm + r for exactly one (q, r), so
+    a trial yields A = a *and* accepts with probability
+
+        P[q] · (1/m) · w(a)/w(qm) = w(qm)/W · 1/m · w(a)/w(qm) = w(a)/(mW),
+
+    W = Σ_{q≥0} w(qm): proportional to w(a), so given acceptance P[A = a] ∝ w(a) on a ≥ 0.
+    With the sign bit each signed pair (a, s) has probability ∝ w(a)/2, and dropping
+    (0, −) leaves P[Y = y] ∝ w(|y|) for every y ∈ Z, the discrete Gaussian.  Trials are
+    independent and whether one is kept depends on it alone, so the kept ones, in the
+    order drawn, are independent draws of that law.  Acceptance:
+    Σ_a w(a) / (mW) ≈ (1.2533σ + ½)/(1.2533σ + m/2) ≥ 1 − 1/(2.5σ') ≥ 0.99.
+
+    Step 1 is exact by the table's brackets (``_invert``); step 3 is Bernoulli(exp(-x)) by
+    CKS20 Alg. 1 (``_coins_exp_neg``) with x bracketed in int64 (``_two_level_bracket``):
+    x·2^53 = num·2^52/σ², num = r(2qm + r) = r(A + qm), and with K = ⌊2^(52+E)/σ²⌋ (exact
+    integers from σ = p/d: ⌊d²2^(52+E)/p²⌋), num·K/2^E ≤ x·2^53 < num·(K + 1)/2^E.  E is
+    the largest shift with num·(K + 1) + 2^E < 2^63 for every num of a candidate below
+    a_fast = 64⌈σ⌉ (num < 2m·a_fast); candidates at or beyond a_fast, or whose bracket
+    reaches x ≥ 1 (only near or beyond a_fast), take the exact path with ``Fraction``
+    (``_bernoulli_exp_neg_rational``).  Random bits: 4 bytes for the block's uniform, one
+    16-bit word for r and the sign (k + 1 ≤ 16 of its bits), one 16-bit word per coin
+    (~1.003 coins per trial): about 8 bytes a sample, against ~21 in the lean path.
+    """
     pool = _Pool(source)
     out = np.empty(n, dtype=np.int64)
     filled = 0
@@ -998,8 +1009,8 @@ def discrete_gaussian(
 
 
 def _sample(sigma: float, n: int, source: RandomSource) -> np.ndarray:
-    """n exact samples of N_Z(0, σ²): by the table (1 ≤ σ ≤ 2^12), the lean path (t ≤ 2^20)
-    or the rejection path of CKS20 as written (the rest)."""
+    """n exact samples of N_Z(0, σ²): by the table (1 ≤ σ ≤ 2^12), the two-level path
+    (2^12 < σ ≤ 2^20), the lean path (σ < 1) or CKS20 as written (σ > 2^20)."""
     if _TABLE_SIGMA[0] <= sigma <= _TABLE_SIGMA[1]:
         return _sample_table(Fraction(sigma), n, _Pool(source), source)
     if _TWO_LEVEL_SIGMA[0] < sigma <= _TWO_LEVEL_SIGMA[1]:

@@ -552,9 +552,14 @@ def _coins_exp_neg(
     live = np.arange(f_lo.size)
     big_k = 1
     while live.size:
-        wk = pool.words(live.size) * big_k
-        coin = wk + big_k <= lead_lo[live]
-        unsure = ~coin & (wk < lead_hi[live])
+        if big_k == 1:  # every element: no gathers (the same comparisons as below)
+            wk = pool.words(live.size)
+            coin = wk < lead_lo
+            unsure = ~coin & (wk < lead_hi)
+        else:
+            wk = pool.words(live.size) * big_k
+            coin = wk + big_k <= lead_lo[live]
+            unsure = ~coin & (wk < lead_hi[live])
         for j in np.flatnonzero(unsure).tolist():  # 37 more bits, then as in ``_accept``
             i = int(live[j])
             full = ((int(wk[j]) // big_k) << _COIN_REST) | random_bits(source, _COIN_REST)
@@ -562,8 +567,12 @@ def _coins_exp_neg(
                 coin[j] = True
             elif full < -(-int(f_hi[i]) // big_k):  # Bernoulli(clip(f 2^B / K - full, 0, 1))
                 coin[j] = _bernoulli_fraction(exact_f(i) * (1 << _B) / big_k - full, source)
-        res[live[~coin]] = bool(big_k & 1)
-        live = live[coin]
+        if big_k == 1:
+            np.logical_not(coin, out=res)  # a first coin 0: K = 1, odd, true
+            live = np.flatnonzero(coin)
+        else:
+            res[live[~coin]] = bool(big_k & 1)
+            live = live[coin]
         big_k += 1
     return res
 
@@ -933,7 +942,7 @@ def _two_level_bracket(
 
 def _two_level_trials(prm: _TwoLevel, c: int, pool: _Pool, source: RandomSource) -> np.ndarray:
     """The accepted values, in order, of c independent trials of the two-level path."""
-    pool.reserve(9 * c)
+    pool.reserve(8 * c + 256)  # 4 + 2 + 2 bytes a trial, and the rare second coins
     k = prm.k
     qm = _invert(prm.block, c, pool, source, center=2) << k
     word = pool.words(c)
@@ -951,8 +960,9 @@ def _two_level_trials(prm: _TwoLevel, c: int, pool: _Pool, source: RandomSource)
         )
         for i in np.flatnonzero(slow).tolist():
             ok[i] = _bernoulli_exp_neg_rational(prm.x(int(a[i])), source)
-    ok &= (a != 0) | (negative == 0)
-    return np.where(negative == 1, -a, a)[ok]
+    zero = np.flatnonzero(a == 0)
+    ok[zero[negative[zero] == 1]] = False  # the pair (0, negative)
+    return ((a ^ -negative) + negative)[ok]  # -a where negative (two's complement)
 
 
 def _check_size(size: object) -> tuple[int, ...]:

@@ -147,14 +147,24 @@ def test_one_sided_table_brackets_the_exact_cdf(block):
 
 @pytest.mark.parametrize(("sigma", "center"), [(3.7, 1), (270.37960332144536, 1), (68.1, 2)])
 def test_guide_search_equals_searchsorted(sigma, center):
+    """``_search`` through the guide table = searchsorted of the 32-bit leads, which is the
+    first j with L_j ≥ (v + 1)·2^32; and the leads and ceilings are the exact ones."""
     tab = dg._cdf_table(Fraction(sigma), center=center)
-    one = np.uint64(1)
-    words = [tab.lower, tab.lower - one, tab.lower + one, tab.upper, tab.upper - one]
-    buckets = np.arange(1 << (64 - int(tab.shift)), dtype=np.uint64) << tab.shift
-    words += [buckets, buckets - one, np.array([0, 2**64 - 1], dtype=np.uint64)]
-    words.append(np.random.default_rng(40).integers(0, 2**64, 50_000, dtype=np.uint64))
-    w = np.concatenate(words)
-    assert np.array_equal(dg._search(tab, w), np.searchsorted(tab.lower, w, side="right"))
+    assert tab.lead[:-1].tolist() == [int(x) >> 32 for x in tab.lower.tolist()]
+    assert tab.ceil_upper.tolist() == [-(-int(x) >> 32) for x in tab.upper.tolist()]
+    lead = tab.lead[:-1]
+    one = np.uint32(1)
+    words = [lead, lead - one, lead + one]
+    buckets = np.arange(1 << (32 - int(tab.shift)), dtype=np.uint32) << tab.shift
+    words += [buckets, buckets - one, np.array([0, 2**32 - 1], dtype=np.uint32)]
+    words.append(np.random.default_rng(40).integers(0, 2**32, 50_000, dtype=np.uint32))
+    v = np.concatenate(words)
+    pos = dg._search(tab, v)
+    assert np.array_equal(pos, np.searchsorted(lead, v, side="right"))
+    wide = (v.astype(object) + 1) << 32
+    low = np.append(tab.lower.astype(object), 2**64 + 1)
+    assert all(low[p] >= x for p, x in zip(pos.tolist(), wide.tolist(), strict=True))
+    assert all(p == 0 or low[p - 1] < x for p, x in zip(pos.tolist(), wide.tolist(), strict=True))
 
 
 def _exact_cdf(sigma: Fraction, center: int, upto: int) -> list[mpmath.mpf]:

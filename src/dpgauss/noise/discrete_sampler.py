@@ -637,10 +637,11 @@ class _CdfTable:
     z_hi: int
     lower: np.ndarray  # L_j = ⌊S_lo_j 2^64 / Z_hi⌋ (uint64; the base table only)
     upper: np.ndarray  # H_j = ⌈S_hi_j 2^64 / Z_lo⌉ (uint64, all < 2^64; the base table only)
-    guide: np.ndarray  # guide[b] = #{j: L_j ≤ b·2^g} (int32; ``_guide``, ``_search``)
-    spread: np.ndarray  # min(2, #{j: b·2^g < L_j ≤ (b + 1)·2^g - 1}) (uint8)
-    padded: np.ndarray  # ``lower`` and one more entry (never compared: see ``_search``)
-    shift: np.uint64  # g = 64 - the guide's bits
+    lead: np.ndarray  # ⌊L_j / 2^32⌋ (uint32; the base table only), then one more entry
+    ceil_upper: np.ndarray  # ⌈H_j / 2^32⌉ (uint64, ≤ 2^32; the base table only)
+    guide: np.ndarray  # guide[b] = #{j: lead_j ≤ b·2^g} (int32; ``_guide``, ``_search``)
+    spread: np.ndarray  # min(2, #{j: b·2^g < lead_j ≤ (b + 1)·2^g - 1}) (uint8)
+    shift: np.uint32  # g = 32 - the guide's bits
 
 
 @lru_cache(maxsize=16)
@@ -684,9 +685,12 @@ def _cdf_table(
     if upper and upper[-1] >= _U64:  # unreachable: the tail keeps C_J below 1 - 2^-41
         raise ValueError(f"discrete_gaussian: CDF table of sigma={float(sigma)!r} reaches 1")
     low = np.array(lower, dtype=np.uint64)
+    high = np.array(upper, dtype=np.uint64)
+    lead = (low >> np.uint64(32)).astype(np.uint32)
+    ceil_upper = -((-np.array(upper, dtype=object)) // (1 << 32))  # exact, as Python ints
     # 4 to 8 buckets per entry (2^8 to 2^16 buckets): one comparison decides nearly always
     bits = min(16, max(8, low.size.bit_length() + 2))
-    guide, spread = _guide(low, bits) if lower else (np.zeros(0, np.int32), np.zeros(0, np.uint8))
+    guide, spread = _guide(lead, bits) if lower else (np.zeros(0, np.int32), np.zeros(0, np.uint8))
     return _CdfTable(
         sigma,
         prec,
@@ -695,37 +699,39 @@ def _cdf_table(
         z_lo,
         z_hi,
         low,
-        np.array(upper, dtype=np.uint64),
+        high,
+        np.append(lead, np.uint32(0xFFFFFFFF)),
+        ceil_upper.astype(np.uint64),
         guide,
         spread,
-        np.append(low, np.uint64(_U64 - 1)),
-        np.uint64(64 - bits),
+        np.uint32(32 - bits),
     )
 
 
-def _guide(lower: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
-    """The guide table of the sorted ``lower`` (Chen & Asau 1974): for each bucket b of the
-    64-bit words, [b·2^g, (b + 1)·2^g) with g = 64 - bits, the number of entries ≤ its
+def _guide(lead: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """The guide table of the sorted ``lead`` (Chen & Asau 1974): for each bucket b of the
+    32-bit words, [b·2^g, (b + 1)·2^g) with g = 32 - bits, the number of entries ≤ its
     first word and how many more (0, 1, or 2 meaning 2 or more) are ≤ its last."""
-    g = 64 - bits
-    starts = np.arange(1 << bits, dtype=np.uint64) << np.uint64(g)
-    ends = starts | np.uint64((1 << g) - 1)
-    first = np.searchsorted(lower, starts, side="right")
-    last = np.searchsorted(lower, ends, side="right")
+    g = 32 - bits
+    starts = np.arange(1 << bits, dtype=np.uint32) << np.uint32(g)
+    ends = starts | np.uint32((1 << g) - 1)
+    first = np.searchsorted(lead, starts, side="right")
+    last = np.searchsorted(lead, ends, side="right")
     return first.astype(np.int32), np.minimum(last - first, 2).astype(np.uint8)
 
 
-def _search(tab: _CdfTable, w: np.ndarray) -> np.ndarray:
-    """``np.searchsorted(tab.lower, w, side="right")`` for uint64 words w (the first j with
-    L_j > w), through the guide table: in w's bucket at most one entry decides it by one
-    comparison; buckets holding two or more (the far tail's) fall back to the search."""
-    b = (w >> tab.shift).astype(np.intp)
+def _search(tab: _CdfTable, v: np.ndarray) -> np.ndarray:
+    """``np.searchsorted(tab.lead[:-1], v, side="right")`` for uint32 words v (the first j
+    with ⌊L_j/2^32⌋ > v, i.e. L_j ≥ (v + 1)·2^32), through the guide table: in v's bucket
+    at most one entry decides it by one comparison; buckets holding two or more (the far
+    tail's) fall back to the search."""
+    b = v >> tab.shift
     spread = tab.spread[b]
     pos = tab.guide[b].astype(np.intp)
-    pos += (spread > 0) & (tab.padded[pos] <= w)  # spread ≥ 1: pos < size, L_pos in b
+    pos += (spread > 0) & (tab.lead[pos] <= v)  # spread ≥ 1: pos < size, lead_pos in b
     many = np.flatnonzero(spread > 1)
     if many.size:
-        pos[many] = np.searchsorted(tab.lower, w[many], side="right")
+        pos[many] = np.searchsorted(tab.lead[:-1], v[many], side="right")
     return pos
 
 
@@ -801,14 +807,14 @@ def _invert(
     uniform in [v·2^-32, (v + 1)·2^-32) lies in [C_{j-1}, C_j)); otherwise (chance about
     the table's length times 2^-32) 32 more bits are drawn and the 64-bit test follows."""
     tab = _cdf_table(sigma, center=center)
-    v = np.frombuffer(pool._take(4 * n), dtype=np.uint32).astype(np.uint64) << np.uint64(32)
-    pos = _search(tab, v | np.uint64(0xFFFFFFFF))
+    v = np.frombuffer(pool._take(4 * n), dtype=np.uint32)
+    pos = _search(tab, v)  # the first j with L_j ≥ (v + 1)·2^32
     size = tab.lower.size
-    prev = tab.upper.take(pos - 1, mode="clip")  # H_{pos-1} (pos = 0: any, not read)
-    open_ = np.flatnonzero((pos >= size) | ((pos > 0) & (v < prev)))
+    prev = tab.ceil_upper.take(pos - 1, mode="clip")  # ⌈H_{pos-1}/2^32⌉ (pos = 0: unread)
+    open_ = np.flatnonzero((pos >= size) | ((pos > 0) & (v < prev)))  # v·2^32 < H_{pos-1}
     a = pos.astype(np.int64)
     for i in open_.tolist():
-        w = int(v[i]) | random_bits(source, 32)
+        w = (int(v[i]) << 32) | random_bits(source, 32)
         p = int(np.searchsorted(tab.lower, np.uint64(w), side="right"))
         if p < size and (p == 0 or w >= int(tab.upper[p - 1])):
             j = p

@@ -60,10 +60,10 @@ inversion of an exact CDF table (``_cdf_table``, "the table path" below); for
 the offset in the block by an exact rejection; ``_sample_two_level``, with its proof);
 for σ < 1, the lean path (the discrete Laplace's test merged into the final one, uniforms
 read 16 bits at a time, bytes read in bulk).  The path described above serves σ > 2^20.
-A secure release of 4,000 counts (σ_L ≈ 270, the table path) costs about 3.6x the CPU
+A secure release of 4,000 counts (σ_L ≈ 270, the table path) costs about 3.7x the CPU
 time of ``Generator.normal`` for the same size; of a sum on a 2^-13 grid (σ_L ≈ 34876,
-the two-level path) about 6x (``benchmarks/bench_sampler.py --release``; 50-55x with
-CKS20 as written, 8x and 26x with the table and the lean path alone).
+the two-level path) about 5x (``benchmarks/bench_sampler.py --release``; 50-55x with
+CKS20 as written; 8x and 26-35x before the two-level path and the guide table).
 
 Timing: the number of loop rounds is random and depends on the samples drawn (as in every
 rejection sampler); this Python implementation makes no attempt at constant time.

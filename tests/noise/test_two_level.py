@@ -62,6 +62,13 @@ def test_params_across_the_range():
         assert 2 * m * prm.a_fast * (prm.inv + 1) + (1 << prm.shift) <= dg._INT64_MAX
 
 
+def test_params_refused_outside_the_int64_bounds():
+    with pytest.raises(ValueError, match="outside the range of the two-level path"):
+        dg._make_two_level(Fraction(2.0**40), 34)  # m = 2^34: r and the sign exceed 16 bits
+    with pytest.raises(ValueError, match="outside the range of the two-level path"):
+        dg._make_two_level(Fraction(2.0**33), 10)  # num·K cannot fit int64 with K ≥ 2^20
+
+
 def test_routing_by_sigma():
     called = []
     real = dg._sample_two_level

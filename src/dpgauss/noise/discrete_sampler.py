@@ -881,8 +881,12 @@ def _make_two_level(frac: Fraction, k: int) -> _TwoLevel:
         inv = (d * d << (_B - 1 + shift)) // (p * p)
         if num_max * (inv + 1) + (1 << shift) <= _INT64_MAX:
             break
+    else:
+        inv = 0  # no shift fits int64: refused below
     if k + 1 > 16 or inv < 1 << 20:  # unreachable for σ ≤ 2^20 (there K ≥ 2^21)
-        raise ValueError(f"sigma={sigma!r} is outside the range of the two-level path")
+        raise ValueError(
+            f"sigma={sigma!r} with blocks of 2^{k} is outside the range of the two-level path"
+        )
     return _TwoLevel(frac, k, frac / m, inv, shift, a_fast)
 
 

@@ -827,10 +827,15 @@ def _invert(
 
 
 def _sample_table(sigma: Fraction, n: int, pool: _Pool, source: RandomSource) -> np.ndarray:
-    """n exact samples of N_Z(0, σ²) by inversion of the CDF (1 ≤ σ ≤ 2^12)."""
-    a = _invert(sigma, n, pool, source)
-    negative = pool.bits(n)
-    return np.where(negative, -a, a)
+    """n exact samples of N_Z(0, σ²) by inversion of the CDF (1 ≤ σ ≤ 2^12), at most
+    ``_BATCH`` at a time (bounded scratch memory for any n; the draws are independent)."""
+    if n <= _BATCH:
+        a = _invert(sigma, n, pool, source)
+        return np.where(pool.bits(n), -a, a)
+    out = np.empty(n, dtype=np.int64)
+    for start in range(0, n, _BATCH):
+        out[start : start + _BATCH] = _sample_table(sigma, min(_BATCH, n - start), pool, source)
+    return out
 
 
 # --------------------------------------------- the two-level path (2^12 < σ ≤ 2^20)
@@ -931,7 +936,8 @@ def _sample_two_level(prm: _TwoLevel, n: int, source: RandomSource) -> np.ndarra
     filled = 0
     while filled < n:
         need = n - filled
-        z = _two_level_trials(prm, int(need * _TWO_LEVEL_RATIO) + 16, pool, source)[:need]
+        c = min(_BATCH, int(need * _TWO_LEVEL_RATIO) + 16)  # bounded scratch memory
+        z = _two_level_trials(prm, c, pool, source)[:need]
         out[filled : filled + z.size] = z
         filled += z.size
     return out

@@ -688,7 +688,8 @@ def _cdf_table(
     high = np.array(upper, dtype=np.uint64)
     lead = (low >> np.uint64(32)).astype(np.uint32)
     ceil_upper = -((-np.array(upper, dtype=object)) // (1 << 32))  # exact, as Python ints
-    # 4 to 8 buckets per entry (2^8 to 2^16 buckets): one comparison decides nearly always
+    # 2^8 to 2^16 buckets: 4 to 8 per entry up to 16,384 entries (σ ≲ 2,000), down to 2 per
+    # entry at σ = 2^12 (33,413 entries); one comparison decides nearly always
     bits = min(16, max(8, low.size.bit_length() + 2))
     guide, spread = _guide(lead, bits) if lower else (np.zeros(0, np.int32), np.zeros(0, np.uint8))
     return _CdfTable(

@@ -54,13 +54,16 @@ straddles an integer (so k = ⌊γ⌋ is unknown; chance ~1e-7 for σ ≤ 2^31, 
 at σ = 2^40 where |Y|/2^E widens the bracket) are also finished exactly with Python
 integers.  The exact slow paths are rare enough not to matter for throughput.
 
-Two faster paths give the same law (issue #31 item 7; ``_sample``): for 1 ≤ σ ≤ 2^12,
+Three faster paths give the same law (issue #31 item 7; ``_sample``): for 1 ≤ σ ≤ 2^12,
 inversion of an exact CDF table (``_cdf_table``, "the table path" below); for
-t ≤ 2^20, the lean path (the discrete Laplace's test merged into the final one, uniforms
-read 16 bits at a time, bytes read in bulk).  The path described above serves larger σ.
-A secure release of 4,000 counts (σ_L ≈ 270, the table path) costs about 8x the CPU time
-of ``Generator.normal`` for the same size; of a sum on a 2^-13 grid (σ_L ≈ 34876, the
-lean path) about 26x (``benchmarks/bench_sampler.py --release``; 50-55x before).
+2^12 < σ ≤ 2^20, the two-level path (the block of |Y| by inversion of a small table,
+the offset in the block by an exact rejection; ``_sample_two_level``, with its proof);
+for σ < 1, the lean path (the discrete Laplace's test merged into the final one, uniforms
+read 16 bits at a time, bytes read in bulk).  The path described above serves σ > 2^20.
+A secure release of 4,000 counts (σ_L ≈ 270, the table path) costs about 3.7x the CPU
+time of ``Generator.normal`` for the same size; of a sum on a 2^-13 grid (σ_L ≈ 34876,
+the two-level path) about 5x (``benchmarks/bench_sampler.py --release``; 50-55x with
+CKS20 as written; 8x and 26-35x before the two-level path and the guide table).
 
 Timing: the number of loop rounds is random and depends on the samples drawn (as in every
 rejection sampler); this Python implementation makes no attempt at constant time.
@@ -70,6 +73,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -360,8 +364,8 @@ def _accept(a: np.ndarray, prm: _Params, source: RandomSource) -> np.ndarray:
 # ---------------------------------------------------------------- the lean path (t ≤ 2^20)
 #
 # The same law with fewer random bits and fewer array passes (``discrete_gaussian`` takes
-# it whenever ``_Params.lean``; the path above serves larger σ and the unit tests of its
-# pieces):
+# it for σ < 1, where ``_Params.lean`` holds; the table and the two-level path serve
+# 1 ≤ σ ≤ 2^20, and the path above σ > 2^20 and the unit tests of its pieces):
 #
 # * CKS20 Alg. 2's test "keep U with probability exp(-U/t)" is merged into the final
 #   acceptance: a candidate X = U + tV with U *uniform* on {0, …, t-1} has probability
@@ -517,33 +521,60 @@ def _accept_lean(
     passed = sure[yes]
     f_lo = g_lo[passed] - (k[passed] << _B)  # f·2^B ∈ [f_lo, f_hi], f = γ' - k ∈ [0, 1)
     f_hi = g_hi[passed] - (k[passed] << _B)
-    # Leading 16 bits of the bracket, floor and ceiling: a coin Bernoulli(f/K) is surely 1
-    # if (w + 1)·K ≤ ⌊f_lo/2^37⌋ (then Unif·2^B < (w + 1)·2^37 ≤ f_lo/K ≤ f·2^B/K) and
-    # surely 0 if w·K ≥ ⌈f_hi/2^37⌉; integer products only, no division.
+
+    def exact_f(i: int) -> Fraction:
+        c = int(passed[i])
+        return prm.gamma(int(af[c])) + Fraction(int(uf[c]), t) - int(k[c])
+
+    res[passed] = _coins_exp_neg(f_lo, f_hi, exact_f, pool, source)
+    if fast is None:
+        return res
+    out[fast] = res
+    return out
+
+
+def _coins_exp_neg(
+    f_lo: np.ndarray,
+    f_hi: np.ndarray,
+    exact_f: Callable[[int], Fraction],
+    pool: _Pool,
+    source: RandomSource,
+) -> np.ndarray:
+    """Elementwise Bernoulli(exp(-f)) for 0 ≤ f < 1 given integer brackets
+    f_lo ≤ f·2^B ≤ f_hi, by CKS20 Alg. 1: coins Bernoulli(f/K), K = 1, 2, … until one is
+    0, true iff that K is odd.  Each coin "Unif < f/K" reads the uniform's leading 16 bits
+    w: surely 1 if (w + 1)·K ≤ ⌊f_lo/2^37⌋ (then Unif·2^B < (w + 1)·2^37 ≤ f_lo/K ≤
+    f·2^B/K), surely 0 if w·K ≥ ⌈f_hi/2^37⌉ (integer products only, no division);
+    otherwise 37 more bits, and inside the bracket the exact f = ``exact_f(i)``."""
     lead_lo = f_lo >> _COIN_REST
     lead_hi = (f_hi + ((1 << _COIN_REST) - 1)) >> _COIN_REST
-    live = np.arange(passed.size)
+    res = np.empty(f_lo.size, dtype=bool)
+    live = np.arange(f_lo.size)
     big_k = 1
-    while live.size:  # Bernoulli(exp(-f)) by coins Bernoulli(f/K), K = 1, 2, …
-        wk = pool.words(live.size) * big_k
-        coin = wk + big_k <= lead_lo[live]
-        unsure = ~coin & (wk < lead_hi[live])
+    while live.size:
+        if big_k == 1:  # every element: no gathers (the same comparisons as below)
+            wk = pool.words(live.size)
+            coin = wk < lead_lo
+            unsure = ~coin & (wk < lead_hi)
+        else:
+            wk = pool.words(live.size) * big_k
+            coin = wk + big_k <= lead_lo[live]
+            unsure = ~coin & (wk < lead_hi[live])
         for j in np.flatnonzero(unsure).tolist():  # 37 more bits, then as in ``_accept``
             i = int(live[j])
             full = ((int(wk[j]) // big_k) << _COIN_REST) | random_bits(source, _COIN_REST)
             if full < int(f_lo[i]) // big_k:
                 coin[j] = True
             elif full < -(-int(f_hi[i]) // big_k):  # Bernoulli(clip(f 2^B / K - full, 0, 1))
-                c = int(passed[i])
-                f = prm.gamma(int(af[c])) + Fraction(int(uf[c]), t) - int(k[c])
-                coin[j] = _bernoulli_fraction(f * (1 << _B) / big_k - full, source)
-        res[passed[live[~coin]]] = bool(big_k & 1)
-        live = live[coin]
+                coin[j] = _bernoulli_fraction(exact_f(i) * (1 << _B) / big_k - full, source)
+        if big_k == 1:
+            np.logical_not(coin, out=res)  # a first coin 0: K = 1, odd, true
+            live = np.flatnonzero(coin)
+        else:
+            res[live[~coin]] = bool(big_k & 1)
+            live = live[coin]
         big_k += 1
-    if fast is None:
-        return res
-    out[fast] = res
-    return out
+    return res
 
 
 def _sample_lean(prm: _Params, n: int, source: RandomSource) -> np.ndarray:
@@ -606,22 +637,32 @@ class _CdfTable:
     z_hi: int
     lower: np.ndarray  # L_j = ⌊S_lo_j 2^64 / Z_hi⌋ (uint64; the base table only)
     upper: np.ndarray  # H_j = ⌈S_hi_j 2^64 / Z_lo⌉ (uint64, all < 2^64; the base table only)
+    lead: np.ndarray  # ⌊L_j / 2^32⌋ (uint32; the base table only), then one more entry
+    ceil_upper: np.ndarray  # ⌈H_j / 2^32⌉ (uint64, ≤ 2^32; the base table only)
+    guide: np.ndarray  # guide[b] = #{j: lead_j ≤ b·2^g} (int32; ``_guide``, ``_search``)
+    spread: np.ndarray  # min(2, #{j: b·2^g < lead_j ≤ (b + 1)·2^g - 1}) (uint8)
+    shift: np.uint32  # g = 32 - the guide's bits
 
 
 @lru_cache(maxsize=16)
-def _cdf_table(sigma: Fraction, prec: int = _TABLE_PREC, size: int | None = None) -> _CdfTable:
+def _cdf_table(
+    sigma: Fraction, prec: int = _TABLE_PREC, size: int | None = None, center: int = 1
+) -> _CdfTable:
     """The CDF brackets of N_Z(0, σ²) for σ ≥ 1, exactly: with c = 1/(2σ²),
     w_{y+1} = w_y·r_y and r_{y+1} = r_y·e^{-2c} (r_0 = e^{-c}), each product rounded down
     for the lower and up for the upper end; the tail beyond J is at most
     w_{J+1}/(1 - r_{J+1}) (the ratios decrease).  ``size``: the base table's length J + 1,
-    passed to the finer tables (which are at least as long, so that its indexes exist)."""
+    passed to the finer tables (which are at least as long, so that its indexes exist).
+
+    ``center = 2`` counts w_0 twice: S_j = 2 Σ_{0≤y≤j} w_y and Z = 2 Σ_{y≥0} w_y, the CDF of
+    the one-sided law P[A = a] ∝ w_a on a ≥ 0 (the two-level path's blocks)."""
     c = 1 / (2 * sigma * sigma)
     one = 1 << prec
     e1 = _exp_neg_bracket(c, prec)
     e2 = _exp_neg_bracket(2 * c, prec)
     w_lo = w_hi = one
     r_lo, r_hi = e1
-    s_lo, s_hi = [one], [one]
+    s_lo, s_hi = [center * one], [center * one]
     # The base table ends where w_y < 2^-48 (the tail is below 2^-40 of Z, so that H_J < 2^64);
     # a finer one (``size`` given) goes on to w_y < 2^-(prec/2) and at least ``size``
     # entries: the bracket of its tail, [w_{J+1}, w_{J+1}/(1 - r)], must shrink with it.
@@ -643,6 +684,14 @@ def _cdf_table(sigma: Fraction, prec: int = _TABLE_PREC, size: int | None = None
         upper = [-((-v << 64) // z_lo) for v in s_hi]
     if upper and upper[-1] >= _U64:  # unreachable: the tail keeps C_J below 1 - 2^-41
         raise ValueError(f"discrete_gaussian: CDF table of sigma={float(sigma)!r} reaches 1")
+    low = np.array(lower, dtype=np.uint64)
+    high = np.array(upper, dtype=np.uint64)
+    lead = (low >> np.uint64(32)).astype(np.uint32)
+    ceil_upper = -((-np.array(upper, dtype=object)) // (1 << 32))  # exact, as Python ints
+    # 2^8 to 2^16 buckets: 4 to 8 per entry up to 16,384 entries (σ ≲ 2,000), down to 2 per
+    # entry at σ = 2^12 (33,413 entries); one comparison decides nearly always
+    bits = min(16, max(8, low.size.bit_length() + 2))
+    guide, spread = _guide(lead, bits) if lower else (np.zeros(0, np.int32), np.zeros(0, np.uint8))
     return _CdfTable(
         sigma,
         prec,
@@ -650,29 +699,65 @@ def _cdf_table(sigma: Fraction, prec: int = _TABLE_PREC, size: int | None = None
         s_hi,
         z_lo,
         z_hi,
-        np.array(lower, dtype=np.uint64),
-        np.array(upper, dtype=np.uint64),
+        low,
+        high,
+        np.append(lead, np.uint32(0xFFFFFFFF)),
+        ceil_upper.astype(np.uint64),
+        guide,
+        spread,
+        np.uint32(32 - bits),
     )
 
 
-def _finish_inversion(w: int, pos: int, sigma: Fraction, source: RandomSource) -> int:
+def _guide(lead: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
+    """The guide table of the sorted ``lead`` (Chen & Asau 1974): for each bucket b of the
+    32-bit words, [b·2^g, (b + 1)·2^g) with g = 32 - bits, the number of entries ≤ its
+    first word and how many more (0, 1, or 2 meaning 2 or more) are ≤ its last."""
+    g = 32 - bits
+    starts = np.arange(1 << bits, dtype=np.uint32) << np.uint32(g)
+    ends = starts | np.uint32((1 << g) - 1)
+    first = np.searchsorted(lead, starts, side="right")
+    last = np.searchsorted(lead, ends, side="right")
+    return first.astype(np.int32), np.minimum(last - first, 2).astype(np.uint8)
+
+
+def _search(tab: _CdfTable, v: np.ndarray) -> np.ndarray:
+    """``np.searchsorted(tab.lead[:-1], v, side="right")`` for uint32 words v (the first j
+    with ⌊L_j/2^32⌋ > v, i.e. L_j ≥ (v + 1)·2^32), through the guide table: in v's bucket
+    at most one entry decides it by one comparison; buckets holding two or more (the far
+    tail's) fall back to the search."""
+    b = v >> tab.shift
+    spread = tab.spread[b]
+    pos = tab.guide[b].astype(np.intp)
+    pos += (spread > 0) & (tab.lead[pos] <= v)  # spread ≥ 1: pos < size, lead_pos in b
+    many = np.flatnonzero(spread > 1)
+    if many.size:
+        pos[many] = np.searchsorted(tab.lead[:-1], v[many], side="right")
+    return pos
+
+
+def _finish_inversion(
+    w: int, pos: int, sigma: Fraction, source: RandomSource, center: int = 1
+) -> int:
     """|Y| for a uniform with leading 64 bits w whose index the table left open: pos is
     the first j with w + 1 ≤ L_j (the table's length if none)."""
     state = [w, 64]  # the same uniform's bits, shared by the comparisons below
     j = max(pos - 1, 0)
     # Unif < C_{pos-1}?  Then smaller indexes may be in doubt too: walk down.
-    while j >= 0 and _below_cdf_state(state, j, sigma, source):
+    while j >= 0 and _below_cdf_state(state, j, sigma, source, center):
         j -= 1
     j += 1  # Unif ≥ C_{j-1} (or j = 0) and Unif < C_j, unless j = len: the tail
-    size = len(_cdf_table(sigma).s_lo)
-    while j < size and not _below_cdf_state(state, j, sigma, source):
+    size = len(_cdf_table(sigma, center=center).s_lo)
+    while j < size and not _below_cdf_state(state, j, sigma, source, center):
         j += 1
     return j if j < size else -1
 
 
-def _below_cdf_state(state: list[int], j: int, sigma: Fraction, source: RandomSource) -> bool:
-    """:func:`_below_cdf` for the uniform of ``state`` (its bits, appended to as drawn)."""
-    tab = _cdf_table(sigma)
+def _below_cdf_state(
+    state: list[int], j: int, sigma: Fraction, source: RandomSource, center: int = 1
+) -> bool:
+    """Unif < C_j for the uniform of ``state`` (its bits, appended to as drawn)."""
+    tab = _cdf_table(sigma, center=center)
     w, bits = state
     if (w + 1) * tab.z_hi <= tab.s_lo[j] << bits:
         return True
@@ -682,7 +767,7 @@ def _below_cdf_state(state: list[int], j: int, sigma: Fraction, source: RandomSo
     while True:
         state[0] = w = (w << 64) | random_bits(source, 64)
         state[1] = bits = bits + 64
-        tab = _cdf_table(sigma, prec, size)
+        tab = _cdf_table(sigma, prec, size, center)
         if (w + 1) * tab.z_hi <= tab.s_lo[j] << bits:
             return True
         if w * tab.z_lo >= tab.s_hi[j] << bits:
@@ -714,25 +799,187 @@ def _sample_tail(size: int, sigma: Fraction, source: RandomSource) -> int:
             return size + g
 
 
-def _sample_table(sigma: Fraction, n: int, pool: _Pool, source: RandomSource) -> np.ndarray:
-    """n exact samples of N_Z(0, σ²) by inversion of the CDF (1 ≤ σ ≤ 2^12)."""
-    tab = _cdf_table(sigma)
-    w = np.frombuffer(pool._take(8 * n), dtype=np.uint64)
-    pos = np.searchsorted(tab.lower, w, side="right")  # first j with w + 1 ≤ L_j
+def _invert(
+    sigma: Fraction, n: int, pool: _Pool, source: RandomSource, center: int = 1
+) -> np.ndarray:
+    """n exact draws of |Y| (``center = 1``; ``center = 2``: of A with P[A = a] ∝ w_a on
+    a ≥ 0) by inversion of the table, from the uniforms' leading 32 bits v: they decide
+    j = the first index with (v + 1)·2^32 ≤ L_j whenever v·2^32 ≥ H_{j-1} (then every
+    uniform in [v·2^-32, (v + 1)·2^-32) lies in [C_{j-1}, C_j)); otherwise (chance about
+    the table's length times 2^-32) 32 more bits are drawn and the 64-bit test follows."""
+    tab = _cdf_table(sigma, center=center)
+    v = np.frombuffer(pool._take(4 * n), dtype=np.uint32)
+    pos = _search(tab, v)  # the first j with L_j ≥ (v + 1)·2^32
     size = tab.lower.size
-    # confirmed: pos < size and (pos = 0 or w ≥ H_{pos-1})
-    prev = tab.upper.take(np.maximum(pos - 1, 0))
-    open_ = (pos >= size) | ((pos > 0) & (w < prev))
+    prev = tab.ceil_upper.take(pos - 1, mode="clip")  # ⌈H_{pos-1}/2^32⌉ (pos = 0: unread)
+    open_ = np.flatnonzero((pos >= size) | ((pos > 0) & (v < prev)))  # v·2^32 < H_{pos-1}
     a = pos.astype(np.int64)
-    for i in np.flatnonzero(open_).tolist():
-        wi, p = int(w[i]), int(pos[i])
-        if p >= size and wi >= int(tab.upper[-1]):
+    for i in open_.tolist():
+        w = (int(v[i]) << 32) | random_bits(source, 32)
+        p = int(np.searchsorted(tab.lower, np.uint64(w), side="right"))
+        if p < size and (p == 0 or w >= int(tab.upper[p - 1])):
+            j = p
+        elif p >= size and w >= int(tab.upper[-1]):
             j = -1  # surely beyond C_J: the tail
         else:
-            j = _finish_inversion(wi, p, sigma, source)
+            j = _finish_inversion(w, p, sigma, source, center)
         a[i] = j if j >= 0 else _sample_tail(size, sigma, source)
-    negative = pool.bits(n)
-    return np.where(negative, -a, a)
+    return a
+
+
+def _sample_table(sigma: Fraction, n: int, pool: _Pool, source: RandomSource) -> np.ndarray:
+    """n exact samples of N_Z(0, σ²) by inversion of the CDF (1 ≤ σ ≤ 2^12), at most
+    ``_BATCH`` at a time (bounded scratch memory for any n; the draws are independent)."""
+    if n <= _BATCH:
+        a = _invert(sigma, n, pool, source)
+        return np.where(pool.bits(n), -a, a)
+    out = np.empty(n, dtype=np.int64)
+    for start in range(0, n, _BATCH):
+        out[start : start + _BATCH] = _sample_table(sigma, min(_BATCH, n - start), pool, source)
+    return out
+
+
+# --------------------------------------------- the two-level path (2^12 < σ ≤ 2^20)
+#
+# For larger σ a table of the CDF would have ~8σ entries (284,494 at σ = 34,876: 3.4 s to
+# build, 36 MB, and its lookups miss the cache).  The two-level path keeps the table small
+# by inverting only the *block* of |Y| and finishing inside the block by rejection; the
+# algorithm and the proof of its law are in ``_sample_two_level``.
+
+_TWO_LEVEL_SIGMA = (2.0**12, 2.0**20)  # σ range of the two-level path (σ_L of a sum ≈ 34,876)
+_BLOCK_SIGMA = 64  # σ' = σ/m ∈ [64, 128)
+_TWO_LEVEL_RATIO = 1.01  # candidates per sample still needed (acceptance ≥ 0.99)
+
+
+@dataclass(frozen=True)
+class _TwoLevel:
+    """Exact constants of the two-level path for one σ (all fit in int64)."""
+
+    sigma: Fraction
+    k: int  # m = 2^k
+    block: Fraction  # σ' = σ/m
+    inv: int  # K = ⌊2^(52+E)/σ²⌋
+    shift: int  # E
+    a_fast: int  # candidates A ≥ a_fast take the exact path
+
+    def x(self, a: int) -> Fraction:
+        """x = (a² − (qm)²)/(2σ²), q = ⌊a/m⌋: the exponent of step 3, exactly."""
+        qm = (a >> self.k) << self.k
+        return Fraction(a * a - qm * qm) / (2 * self.sigma * self.sigma)
+
+
+@lru_cache(maxsize=32)
+def _two_level(sigma: float) -> _TwoLevel:
+    """The two-level constants for σ (``_make_two_level`` with σ/2^k ∈ [64, 128))."""
+    frac = Fraction(sigma)
+    return _make_two_level(frac, max(0, (math.floor(frac) // _BLOCK_SIGMA).bit_length() - 1))
+
+
+def _make_two_level(frac: Fraction, k: int) -> _TwoLevel:
+    """The constants for σ = ``frac`` and blocks of m = 2^k (any k with σ/m ≥ 1: the
+    tests use small σ and m, where x ≥ 1 occurs and the exact path is exercised)."""
+    sigma = float(frac)
+    m = 1 << k
+    a_fast = 64 * math.ceil(frac)
+    num_max = 2 * m * a_fast  # num = r(A + qm) < m·2·a_fast
+    p, d = frac.numerator, frac.denominator
+    for shift in range(62, -1, -1):
+        inv = (d * d << (_B - 1 + shift)) // (p * p)
+        if num_max * (inv + 1) + (1 << shift) <= _INT64_MAX:
+            break
+    else:
+        inv = 0  # no shift fits int64: refused below
+    if k + 1 > 16 or inv < 1 << 20:  # unreachable for σ ≤ 2^20 (there K ≥ 2^21)
+        raise ValueError(
+            f"sigma={sigma!r} with blocks of 2^{k} is outside the range of the two-level path"
+        )
+    return _TwoLevel(frac, k, frac / m, inv, shift, a_fast)
+
+
+def _sample_two_level(prm: _TwoLevel, n: int, source: RandomSource) -> np.ndarray:
+    """n exact samples of N_Z(0, σ²) by the two-level path (2^12 < σ ≤ 2^20).
+
+    With w(a) = exp(-a²/(2σ²)), m = 2^k and σ' = σ/m (exact: m is a power of two), one
+    trial (``_two_level_trials``) is
+
+    1. q ≥ 0 with P[q] ∝ w(qm) = exp(-q²/(2σ'²)), by inversion of the one-sided table of
+       σ' (``_cdf_table(σ', center=2)``, ~8σ' entries: σ' ∈ [64, 128), ≤ 1,100 entries);
+    2. r uniform on {0, …, m-1}, A = qm + r;
+    3. accept A with probability w(A)/w(qm) = exp(-x), x = r(2qm + r)/(2σ²) ≥ 0 (at most
+       1 because w decreases on a ≥ 0, so a block's largest weight is at r = 0);
+    4. a fair sign bit; the pair (A = 0, negative) is rejected; Y = ±A.
+
+    *Proof that Y ~ N_Z(0, σ²) exactly.*  Every a ≥ 0 is qm + r for exactly one (q, r), so
+    a trial yields A = a *and* accepts with probability
+
+        P[q] · (1/m) · w(a)/w(qm) = w(qm)/W · 1/m · w(a)/w(qm) = w(a)/(mW),
+
+    W = Σ_{q≥0} w(qm): proportional to w(a), so given acceptance P[A = a] ∝ w(a) on a ≥ 0.
+    With the sign bit each signed pair (a, s) has probability ∝ w(a)/2, and dropping
+    (0, −) leaves P[Y = y] ∝ w(|y|) for every y ∈ Z, the discrete Gaussian.  Trials are
+    independent and whether one is kept depends on it alone, so the kept ones, in the
+    order drawn, are independent draws of that law.  Acceptance:
+    Σ_a w(a) / (mW) ≈ (1.2533σ + ½)/(1.2533σ + m/2) ≥ 1 − 1/(2.5σ') ≥ 0.99.
+
+    Step 1 is exact by the table's brackets (``_invert``); step 3 is Bernoulli(exp(-x)) by
+    CKS20 Alg. 1 (``_coins_exp_neg``) with x bracketed in int64 (``_two_level_bracket``):
+    x·2^53 = num·2^52/σ², num = r(2qm + r) = r(A + qm), and with K = ⌊2^(52+E)/σ²⌋ (exact
+    integers from σ = p/d: ⌊d²2^(52+E)/p²⌋), num·K/2^E ≤ x·2^53 < num·(K + 1)/2^E.  E is
+    the largest shift with num·(K + 1) + 2^E < 2^63 for every num of a candidate below
+    a_fast = 64⌈σ⌉ (num < 2m·a_fast); candidates at or beyond a_fast, or whose bracket
+    reaches x ≥ 1 (only near or beyond a_fast), take the exact path with ``Fraction``
+    (``_bernoulli_exp_neg_rational``).  Random bits: 4 bytes for the block's uniform, one
+    16-bit word for r and the sign (k + 1 ≤ 16 of its bits), one 16-bit word per coin
+    (~1.003 coins per trial): about 8 bytes a sample, against ~21 in the lean path.
+    """
+    pool = _Pool(source)
+    out = np.empty(n, dtype=np.int64)
+    filled = 0
+    while filled < n:
+        need = n - filled
+        c = min(_BATCH, int(need * _TWO_LEVEL_RATIO) + 16)  # bounded scratch memory
+        z = _two_level_trials(prm, c, pool, source)[:need]
+        out[filled : filled + z.size] = z
+        filled += z.size
+    return out
+
+
+def _two_level_bracket(
+    prm: _TwoLevel, qm: np.ndarray, r: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A = qm + r and f_lo ≤ x·2^53 ≤ f_hi for x = r(2qm + r)/(2σ²), in int64: exact (no
+    overflow) wherever A < a_fast; elsewhere the brackets are not used."""
+    a = qm + r
+    num = r * (a + qm)
+    prod = num * prm.inv
+    f_lo = prod >> prm.shift
+    f_hi = (prod + num + ((1 << prm.shift) - 1)) >> prm.shift
+    return a, f_lo, f_hi
+
+
+def _two_level_trials(prm: _TwoLevel, c: int, pool: _Pool, source: RandomSource) -> np.ndarray:
+    """The accepted values, in order, of c independent trials of the two-level path."""
+    pool.reserve(8 * c + 256)  # 4 + 2 + 2 bytes a trial, and the rare second coins
+    k = prm.k
+    qm = _invert(prm.block, c, pool, source, center=2) << k
+    word = pool.words(c)
+    r = word & ((1 << k) - 1)
+    negative = (word >> k) & 1
+    a, f_lo, f_hi = _two_level_bracket(prm, qm, r)
+    if int(a.max()) < prm.a_fast and int(f_hi.max()) < 1 << _B:
+        ok = _coins_exp_neg(f_lo, f_hi, lambda i: prm.x(int(a[i])), pool, source)
+    else:  # far beyond a_fast (chance < 2^-40 per batch): those candidates exactly
+        slow = (a >= prm.a_fast) | (f_hi >= 1 << _B)
+        ok = np.empty(c, dtype=bool)
+        quick = np.flatnonzero(~slow)
+        ok[quick] = _coins_exp_neg(
+            f_lo[quick], f_hi[quick], lambda i: prm.x(int(a[quick[i]])), pool, source
+        )
+        for i in np.flatnonzero(slow).tolist():
+            ok[i] = _bernoulli_exp_neg_rational(prm.x(int(a[i])), source)
+    zero = np.flatnonzero(a == 0)
+    ok[zero[negative[zero] == 1]] = False  # the pair (0, negative)
+    return ((a ^ -negative) + negative)[ok]  # -a where negative (two's complement)
 
 
 def _check_size(size: object) -> tuple[int, ...]:
@@ -789,10 +1036,12 @@ def discrete_gaussian(
 
 
 def _sample(sigma: float, n: int, source: RandomSource) -> np.ndarray:
-    """n exact samples of N_Z(0, σ²): by the table (1 ≤ σ ≤ 2^12), the lean path (t ≤ 2^20)
-    or the rejection path of CKS20 as written (the rest)."""
+    """n exact samples of N_Z(0, σ²): by the table (1 ≤ σ ≤ 2^12), the two-level path
+    (2^12 < σ ≤ 2^20), the lean path (σ < 1) or CKS20 as written (σ > 2^20)."""
     if _TABLE_SIGMA[0] <= sigma <= _TABLE_SIGMA[1]:
         return _sample_table(Fraction(sigma), n, _Pool(source), source)
+    if _TWO_LEVEL_SIGMA[0] < sigma <= _TWO_LEVEL_SIGMA[1]:
+        return _sample_two_level(_two_level(sigma), n, source)
     prm = _params(sigma)
     if prm.lean:
         return _sample_lean(prm, n, source)

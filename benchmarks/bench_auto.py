@@ -21,6 +21,8 @@ Cases:
 * ``chain-js``: a 4,000-bin ``range`` domain (a chain and its 1-D grid, as a release passes
   it) with flat counts (multinomial: 2,500 ± 50 per bin, σ = 20): James–Stein wins;
 * ``chain-tf``: the same chain, 8 flat steps of 500 bins, σ = 1: trend filtering wins;
+* ``chain-ramp``: the same chain, 8 linear pieces, σ = 1: order-1 trend filtering wins
+  (what screening costs when it cannot leave order 1 out);
 * ``manhattan``: taxi pickups per Manhattan junction (``dpgauss.datasets``, 4,091 nodes),
   σ = 5 (ε ≈ 1 at Δ = 1);
 * ``grid300``: a smooth 300 × 300 image with a step, σ = 1, grid shape only.
@@ -60,6 +62,9 @@ def case(name):
         if name == "chain-js":
             theta = rng.multinomial(10_000_000, np.full(d, 1.0 / d)).astype(float)
             return theta + 20.0 * rng.standard_normal(d), 20.0, st
+        if name == "chain-ramp":
+            theta = np.interp(np.linspace(0, 1, d), np.linspace(0, 1, 9), rng.normal(0, 10, 9))
+            return theta + rng.standard_normal(d), 1.0, st
         theta = np.repeat(rng.normal(0.0, 3.0, 8), d // 8)
         return theta + rng.standard_normal(d), 1.0, st
     if name == "manhattan":
@@ -91,7 +96,7 @@ out = {"seconds": el, "method": res.method, "order": res.params.get("order"),
 print(json.dumps(out))
 """
 
-CASES = ("chain-js", "chain-tf", "manhattan", "grid300")
+CASES = ("chain-js", "chain-tf", "chain-ramp", "manhattan", "grid300")
 
 # CPU shares in one process (issue #31 item 3): auto, its trend-filter candidates' SURE
 # paths, and one order-0 λ (at the λ order 0 chose), each the median of `repeats` runs.

@@ -513,25 +513,36 @@ def test_the_descent_leaves_order_1_out_of_a_chain_of_steps():
 _CHAIN_SIGNALS = ("steps", "ramps", "smooth", "rough", "flat")
 
 
+def _random_graph(n: int, rng: np.random.Generator) -> np.ndarray:
+    """A connected graph: a random tree plus about n/2 random extra edges."""
+    parent = np.array([rng.integers(0, i) for i in range(1, n)])
+    edges = np.stack([parent, np.arange(1, n)], axis=1)
+    extra = rng.integers(0, n, (n // 2, 2))
+    extra = extra[extra[:, 0] != extra[:, 1]]
+    return np.concatenate([edges, np.sort(extra, axis=1)])
+
+
 @pytest.mark.slow
 @settings(max_examples=60, deadline=None, derandomize=True)
 @given(
     kind=st.sampled_from(_CHAIN_SIGNALS),
+    graph=st.sampled_from(["chain", "chain", "graph"]),
     n=st.integers(min_value=20, max_value=400),
     scale=st.sampled_from([1e-3, 1.0, 50.0]),
     pieces=st.integers(min_value=1, max_value=12),
     seed=st.integers(min_value=0, max_value=2**16),
 )
-def test_screened_choice_equals_unscreened_on_random_chains(kind, n, scale, pieces, seed):
-    """Property: on a chain (order 1 screened by the descent), ``auto`` makes bit for bit the
-    choice of ``screen=False``: the same candidate, λ, estimate and SURE; a candidate it
-    screened out has, computed in full, a SURE at or above its threshold."""
+def test_screened_choice_equals_unscreened_on_random_chains(kind, graph, n, scale, pieces, seed):
+    """Property: on a chain (order 1 screened by the descent) and on a random graph (by the
+    bounds and probes), ``auto`` makes bit for bit the choice of ``screen=False``: the same
+    candidate, λ, estimate and SURE; a candidate it screened out has, computed in full, a
+    SURE that could not have been chosen."""
     rng = np.random.default_rng(seed)
     x = np.linspace(0.0, 1.0, n)
     knots = np.sort(rng.uniform(0.0, 1.0, pieces))
     if kind == "steps":
         theta = rng.normal(0.0, 4.0, pieces + 1)[np.searchsorted(knots, x)]
-    elif kind == "ramps":  # piecewise linear: order 1's own model
+    elif kind == "ramps":  # piecewise linear: order 1's own model on a chain
         theta = np.interp(x, np.concatenate([[0.0], knots, [1.0]]), rng.normal(0, 6, pieces + 2))
     elif kind == "smooth":
         theta = 5.0 * np.sin(2.0 * np.pi * pieces * x / 4.0)
@@ -540,8 +551,10 @@ def test_screened_choice_equals_unscreened_on_random_chains(kind, n, scale, piec
     else:
         theta = np.zeros(n)
     y = scale * (theta + rng.standard_normal(n))
-    fast = auto(y, scale, _chain(n))
-    slow = auto(y, scale, _chain(n), screen=False)
+    edges = _chain(n) if graph == "chain" else _random_graph(min(n, 150), rng)
+    y = y[: int(edges.max()) + 1]
+    fast = auto(y, scale, edges)
+    slow = auto(y, scale, edges, screen=False)
     assert (fast.method, fast.params.get("order")) == (slow.method, slow.params.get("order"))
     assert fast.params.get("lam") == slow.params.get("lam")
     assert fast.risk == slow.risk

@@ -752,8 +752,9 @@ def _descend(
         j = prefix() + 1
         if j >= size:
             return excluded()
-        if not np.isnan(sure[j]):  # solved and closed, yet prefix() stopped before it
-            raise AssertionError("unreachable")  # pragma: no cover
+        if not np.isnan(sure[j]):  # pragma: no cover - a solved λ is closed or ended it
+            record["reason"] = "the descent could not close a solved λ: computed in full"
+            return False, record
         if not run(j):
             return False, record
         if out():

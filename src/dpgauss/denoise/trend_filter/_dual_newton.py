@@ -295,8 +295,8 @@ class DualNewton:
             chol = sla.cholesky_banded(band, lower=True, check_finite=False)
         except (np.linalg.LinAlgError, ValueError):
             return None
-        mat_r = self.matrix[rows]
-        d = sla.cho_solve_banded((chol, True), mat_r @ beta, check_finite=False)
+        # Δ_R v as (Δv)_R: the same row sums, without building the rows' submatrix
+        d = sla.cho_solve_banded((chol, True), (self.matrix @ beta)[rows], check_finite=False)
         full = np.zeros(self.m)
         full[rows] = d
         x = beta - self.matrix_t @ full
@@ -310,7 +310,7 @@ class DualNewton:
         size_res = math.inf
         best: tuple[np.ndarray, np.ndarray] | None = None
         for _ in range(_REFINE + 1):
-            res = mat_r @ x
+            res = (self.matrix @ x)[rows]
             new = float(np.max(np.abs(res)))
             if new > 0.5 * size_res:
                 break

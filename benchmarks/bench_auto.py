@@ -98,7 +98,8 @@ print(json.dumps(out))
 
 CASES = ("chain-js", "chain-tf", "chain-ramp", "manhattan", "grid300")
 
-# CPU shares in one process (issue #31 item 3): auto, its trend-filter candidates' SURE
+# CPU shares in one process (issue #31 item 3): auto, auto without its order-1 candidate
+# (TF1_MAX_SIZE = 0), its trend-filter candidates' SURE
 # paths, and one order-0 λ (at the λ order 0 chose), each the median of `repeats` runs.
 SHARES = r"""
 import json, sys, time, warnings
@@ -119,10 +120,15 @@ def cpu(fn):
     return sorted(times)[len(times) // 2], out
 
 t_auto, res = cpu(lambda: auto(y, sigma, st))
+# auto without its order-1 candidate (screening and path): what that candidate costs in auto
+auto_module = sys.modules["dpgauss.denoise.auto"]
+limit, auto_module.TF1_MAX_SIZE = auto_module.TF1_MAX_SIZE, 0
+t_rest, _ = cpu(lambda: auto(y, sigma, st))
+auto_module.TF1_MAX_SIZE = limit
 t0, r0 = cpu(lambda: trend_filter(y, sigma, st, order=0))
 t1, r1 = cpu(lambda: trend_filter(y, sigma, st, order=1))
 t_one, _ = cpu(lambda: trend_filter(y, sigma, st, order=0, lam=float(r0.params["lam"])))
-print(json.dumps({"auto": t_auto, "order0": t0, "order1": t1, "one": t_one,
+print(json.dumps({"auto": t_auto, "rest": t_rest, "order0": t0, "order1": t1, "one": t_one,
                   "chosen": f"{res.method}/{res.params.get('order')}", "risk": res.risk,
                   "sure0": r0.risk, "sure1": r1.risk}))
 """
@@ -184,7 +190,6 @@ print(json.dumps(out))
 """
 
 
-
 def _worker(script: str, name: str, head: str, repeats: int, env: dict[str, str]) -> dict:
     """Runs ``script`` for the case ``name`` in a fresh interpreter; its last line's JSON."""
     done = subprocess.run(
@@ -197,6 +202,7 @@ def _worker(script: str, name: str, head: str, repeats: int, env: dict[str, str]
     if done.returncode:
         raise SystemExit(f"{name} failed:\n{done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
 
 def order1(cases: list[str], repeats: int, src: Path) -> None:
     """CPU medians of the order-1 SURE path under the face routes' settings and of the λ
@@ -279,16 +285,21 @@ def shares(cases: list[str], repeats: int, src: Path) -> None:
     order-0 λ and to ``auto``, in one process per case (``src``: this tree's by default)."""
     env = dict(os.environ, PYTHONPATH=str(src))
     head, _, _ = WORKER.partition("y, sigma, st = case(sys.argv[1])")
-    print("| case | auto CPU (s) | order-0 path | order-1 path | one order-0 λ | chosen |")
-    print("|---|---:|---:|---:|---:|---|")
+    print(
+        "| case | auto CPU (s) | order 1 in auto (screen + path) | order-0 path | order-1 path "
+        "| one order-0 λ | chosen |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---|")
     for name in cases:
         if name == "grid300":  # no graph: no order-1 candidate
             continue
         r = _worker(SHARES, name, head, repeats, env)
         one = r["one"]
+        own = r["auto"] - r["rest"]
         print(
-            f"| {name} | {r['auto']:.2f} | {r['order0']:.2f} s ({r['order0'] / r['auto']:.0%} "
-            f"of auto, {r['order0'] / one:.0f}× one λ) | {r['order1']:.2f} s "
+            f"| {name} | {r['auto']:.3f} | {own:.3f} s ({own / r['auto']:.0%}) "
+            f"| {r['order0']:.3f} s ({r['order0'] / r['auto']:.0%} "
+            f"of auto, {r['order0'] / one:.0f}× one λ) | {r['order1']:.3f} s "
             f"({r['order1'] / r['auto']:.0%}, {r['order1'] / one:.0f}×; SURE {r['sure1']:.0f} "
             f"vs order 0's {r['sure0']:.0f}) | {1e3 * one:.0f} ms | {r['chosen']} |",
             flush=True,

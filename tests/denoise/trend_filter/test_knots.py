@@ -113,7 +113,7 @@ def test_the_knots_solve_the_path_of_the_chain_cases():
 @settings(max_examples=60, deadline=None, derandomize=True)
 @given(
     kind=st.sampled_from(["ramps", "steps", "rough", "smooth"]),
-    n=st.integers(min_value=3, max_value=800),
+    n=st.integers(min_value=2, max_value=800),
     scale=st.sampled_from([1e-6, 1e-2, 1.0, 1e3, 1e6]),
     seed=st.integers(min_value=0, max_value=2**16),
 )
@@ -158,3 +158,14 @@ def test_the_knot_path_is_the_banded_path(kind, n, scale, seed):
     np.testing.assert_allclose(
         fast.estimate, slow.estimate, rtol=0, atol=1e-7 * (np.abs(y).max() + scale)
     )
+
+
+def test_only_a_chain_labelled_in_order_takes_the_knots():
+    """The knot route needs the path's own Laplacian: not a relabelled path, nor a cycle."""
+    for n in (2, 3, 50):
+        assert _dual_newton._is_path_laplacian(_laplacian(n))
+    perm = np.random.default_rng(0).permutation(50)
+    scrambled = as_graph(np.stack([perm[:-1], perm[1:]], axis=1), 50).laplacian
+    cycle = as_graph(np.concatenate([_chain(50), [[0, 49]]]), 50).laplacian
+    for mat in (scrambled, cycle, sp.identity(5)):
+        assert not _dual_newton._is_path_laplacian(sp.csr_matrix(mat, dtype=np.float64))

@@ -130,6 +130,24 @@ def single_change(
     return new
 
 
+def _is_path_laplacian(mat: sp.csr_matrix) -> bool:
+    """``mat`` (CSR, no stored zeros) is the Laplacian of the path ``0 − 1 − … − (n−1)``:
+    rows ``(1, −1)``, ``(−1, 2, −1)`` … ``(−1, 1)`` on the diagonal band."""
+    n = mat.shape[0]
+    if mat.shape != (n, n) or n < 2 or mat.nnz != 3 * n - 2:
+        return False
+    sorted_ = mat if mat.has_sorted_indices else mat.sorted_indices()
+    counts = np.full(n, 3)
+    counts[[0, -1]] = 2
+    if not np.array_equal(np.diff(sorted_.indptr), counts):
+        return False
+    rows = np.repeat(np.arange(n), counts)
+    offset = sorted_.indices - rows  # sorted and distinct: (−1,) 0, 1 on each row
+    ends = (rows == 0) | (rows == n - 1)
+    expected = np.where(offset == 0, np.where(ends, 1.0, 2.0), -1.0)
+    return bool(np.all(np.abs(offset) <= 1) and np.array_equal(sorted_.data, expected))
+
+
 @dataclass
 class DualSolution:
     beta: np.ndarray
@@ -204,13 +222,9 @@ class DualNewton:
         self.exact_face = ChainFace(self.n) if ChainFace.matches(mat) else None
         # order 1 on a chain labelled in order: the active set on the knots (_knots), compiled
         self.knots: tuple[np.ndarray, np.ndarray] | None = None
-        if ground_rows and self.m == self.n >= 2 and self.banded:
-            ends = np.r_[1.0, np.full(self.n - 2, 2.0), 1.0]
-            side = -np.ones(self.n - 1)
-            path = sp.diags([ends, side, side], [0, -1, 1], format="csr")
-            # numba is asked for only once the operator is a chain's
-            if (mat != path).nnz == 0 and _knots.kernel() is not None:
-                self.knots = _knots.prefix_sums(self.y)
+        # (numba is asked for only once the operator is a chain's)
+        if ground_rows and _is_path_laplacian(mat) and _knots.kernel() is not None:
+            self.knots = _knots.prefix_sums(self.y)
         # order 1 on other graphs: the faces by CG on cached sparse factorisations
         self.faces = (
             FaceSolver(mat, _FACE_RESIDUAL, self.comp) if ground_rows and not self.banded else None

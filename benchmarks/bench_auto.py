@@ -21,6 +21,8 @@ Cases:
 * ``chain-js``: a 4,000-bin ``range`` domain (a chain and its 1-D grid, as a release passes
   it) with flat counts (multinomial: 2,500 ± 50 per bin, σ = 20): James–Stein wins;
 * ``chain-tf``: the same chain, 8 flat steps of 500 bins, σ = 1: trend filtering wins;
+* ``chain-ramp``: the same chain, 8 linear pieces, σ = 1: order-1 trend filtering wins
+  (what screening costs when it cannot leave order 1 out);
 * ``manhattan``: taxi pickups per Manhattan junction (``dpgauss.datasets``, 4,091 nodes),
   σ = 5 (ε ≈ 1 at Δ = 1);
 * ``grid300``: a smooth 300 × 300 image with a step, σ = 1, grid shape only.
@@ -60,6 +62,9 @@ def case(name):
         if name == "chain-js":
             theta = rng.multinomial(10_000_000, np.full(d, 1.0 / d)).astype(float)
             return theta + 20.0 * rng.standard_normal(d), 20.0, st
+        if name == "chain-ramp":
+            theta = np.interp(np.linspace(0, 1, d), np.linspace(0, 1, 9), rng.normal(0, 10, 9))
+            return theta + rng.standard_normal(d), 1.0, st
         theta = np.repeat(rng.normal(0.0, 3.0, 8), d // 8)
         return theta + rng.standard_normal(d), 1.0, st
     if name == "manhattan":
@@ -91,9 +96,10 @@ out = {"seconds": el, "method": res.method, "order": res.params.get("order"),
 print(json.dumps(out))
 """
 
-CASES = ("chain-js", "chain-tf", "manhattan", "grid300")
+CASES = ("chain-js", "chain-tf", "chain-ramp", "manhattan", "grid300")
 
-# CPU shares in one process (issue #31 item 3): auto, its trend-filter candidates' SURE
+# CPU shares in one process (issue #31 item 3): auto, auto without its order-1 candidate
+# (TF1_MAX_SIZE = 0), its trend-filter candidates' SURE
 # paths, and one order-0 λ (at the λ order 0 chose), each the median of `repeats` runs.
 SHARES = r"""
 import json, sys, time, warnings
@@ -114,10 +120,15 @@ def cpu(fn):
     return sorted(times)[len(times) // 2], out
 
 t_auto, res = cpu(lambda: auto(y, sigma, st))
+# auto without its order-1 candidate (screening and path): what that candidate costs in auto
+auto_module = sys.modules["dpgauss.denoise.auto"]
+limit, auto_module.TF1_MAX_SIZE = auto_module.TF1_MAX_SIZE, 0
+t_rest, _ = cpu(lambda: auto(y, sigma, st))
+auto_module.TF1_MAX_SIZE = limit
 t0, r0 = cpu(lambda: trend_filter(y, sigma, st, order=0))
 t1, r1 = cpu(lambda: trend_filter(y, sigma, st, order=1))
 t_one, _ = cpu(lambda: trend_filter(y, sigma, st, order=0, lam=float(r0.params["lam"])))
-print(json.dumps({"auto": t_auto, "order0": t0, "order1": t1, "one": t_one,
+print(json.dumps({"auto": t_auto, "rest": t_rest, "order0": t0, "order1": t1, "one": t_one,
                   "chosen": f"{res.method}/{res.params.get('order')}", "risk": res.risk,
                   "sure0": r0.risk, "sure1": r1.risk}))
 """
@@ -274,16 +285,21 @@ def shares(cases: list[str], repeats: int, src: Path) -> None:
     order-0 λ and to ``auto``, in one process per case (``src``: this tree's by default)."""
     env = dict(os.environ, PYTHONPATH=str(src))
     head, _, _ = WORKER.partition("y, sigma, st = case(sys.argv[1])")
-    print("| case | auto CPU (s) | order-0 path | order-1 path | one order-0 λ | chosen |")
-    print("|---|---:|---:|---:|---:|---|")
+    print(
+        "| case | auto CPU (s) | order 1 in auto (screen + path) | order-0 path | order-1 path "
+        "| one order-0 λ | chosen |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---|")
     for name in cases:
         if name == "grid300":  # no graph: no order-1 candidate
             continue
         r = _worker(SHARES, name, head, repeats, env)
         one = r["one"]
+        own = r["auto"] - r["rest"]
         print(
-            f"| {name} | {r['auto']:.2f} | {r['order0']:.2f} s ({r['order0'] / r['auto']:.0%} "
-            f"of auto, {r['order0'] / one:.0f}× one λ) | {r['order1']:.2f} s "
+            f"| {name} | {r['auto']:.3f} | {own:.3f} s ({own / r['auto']:.0%}) "
+            f"| {r['order0']:.3f} s ({r['order0'] / r['auto']:.0%} "
+            f"of auto, {r['order0'] / one:.0f}× one λ) | {r['order1']:.3f} s "
             f"({r['order1'] / r['auto']:.0%}, {r['order1'] / one:.0f}×; SURE {r['sure1']:.0f} "
             f"vs order 0's {r['sure0']:.0f}) | {1e3 * one:.0f} ms | {r['chosen']} |",
             flush=True,

@@ -14,6 +14,8 @@ import math
 import networkx as nx
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dpgauss.denoise import Denoised, auto, james_stein, soft_threshold, trend_filter
 
@@ -236,7 +238,7 @@ def test_graph_candidates_when_available():
     n = 64
     edges = np.stack([np.arange(n - 1), np.arange(1, n)], axis=1)
     y = np.repeat([0.0, 4.0], n // 2) + np.random.default_rng(7).standard_normal(n)
-    res = auto(y, 1.0, edges)
+    res = auto(y, 1.0, edges, screen=False)  # every candidate computed
     methods = [c["method"] for c in res.params["candidates"]]
     assert methods == [
         "none",
@@ -250,6 +252,12 @@ def test_graph_candidates_when_available():
     # A two-level piecewise-constant signal on a path: a graph method wins.
     assert res.method in ("graph_wavelet", "trend_filter")
     assert res.estimate.shape == (n,)
+    # with screening, order 1 is computed or screened out (it cannot win here)
+    fast = auto(y, 1.0, edges)
+    kept = [(c["method"], c["params"].get("order")) for c in fast.params["candidates"]]
+    out = [(r["method"], r["order"]) for r in fast.params.get("screened", [])]
+    assert ("trend_filter", 1) in kept + out and ("trend_filter", 0) in kept
+    assert (fast.method, fast.params.get("order")) == (res.method, res.params.get("order"))
 
 
 @pytest.mark.parametrize(
@@ -466,3 +474,93 @@ def test_auto_is_scale_equivariant_at_extreme_sigma(scale):
     b = auto(y * scale, scale, (300,))
     assert b.method == a.method == "trend_filter"
     np.testing.assert_allclose(b.estimate / scale, a.estimate, rtol=1e-9, atol=1e-9)
+
+
+def test_the_screen_solves_the_path_s_own_lambdas():
+    """The screen's λ grid (``_path_grid``) is bit for bit the λ the SURE path solves."""
+    from dpgauss.denoise.trend_filter import _path_grid
+
+    rng = np.random.default_rng(21)
+    y = np.repeat(rng.normal(0, 3, 6), 40) + rng.standard_normal(240)
+    for order in (0, 1):
+        path = trend_filter(y, 1.0, _chain(240), order=order).params["path"]
+        lam = path["lam"][:-1]  # the last is λ = 0
+        grid = _path_grid(float(lam[0]), 1e-3, 20)
+        assert lam.size >= 20
+        np.testing.assert_array_equal(lam, grid[: lam.size])
+
+
+def test_the_descent_leaves_order_1_out_of_a_chain_of_steps():
+    """On a chain of flat steps order 0 wins by far: the descent screen shows that order 1
+    cannot be chosen, solving fewer λ than its path, and the choice is that of screen=False
+    bit for bit (method, order, λ, estimate, SURE)."""
+    rng = np.random.default_rng(17)
+    y = np.repeat(rng.normal(0.0, 3.0, 8), 125) + rng.standard_normal(1000)
+    fast = auto(y, 1.0, _chain(1000))
+    slow = auto(y, 1.0, _chain(1000), screen=False)
+    rec = [r for r in fast.params["screened"] if r["order"] == 1]
+    assert len(rec) == 1 and "descent" in rec[0]["reason"]
+    order1 = next(c for c in slow.params["candidates"] if c["params"].get("order") == 1)
+    path_size = len(trend_filter(y, 1.0, _chain(1000), order=1).params["path"]["lam"])
+    assert rec[0]["probes"] < path_size - 1
+    assert order1["risk"] >= rec[0]["threshold"]
+    assert rec[0]["lower_bound"] >= rec[0]["threshold"]
+    assert (fast.method, fast.params.get("order")) == (slow.method, slow.params.get("order"))
+    assert fast.params["lam"] == slow.params["lam"] and fast.risk == slow.risk
+    np.testing.assert_array_equal(fast.estimate, slow.estimate)
+
+
+_CHAIN_SIGNALS = ("steps", "ramps", "smooth", "rough", "flat")
+
+
+def _random_graph(n: int, rng: np.random.Generator) -> np.ndarray:
+    """A connected graph: a random tree plus about n/2 random extra edges."""
+    parent = np.array([rng.integers(0, i) for i in range(1, n)])
+    edges = np.stack([parent, np.arange(1, n)], axis=1)
+    extra = rng.integers(0, n, (n // 2, 2))
+    extra = extra[extra[:, 0] != extra[:, 1]]
+    return np.concatenate([edges, np.sort(extra, axis=1)])
+
+
+@pytest.mark.slow
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(
+    kind=st.sampled_from(_CHAIN_SIGNALS),
+    graph=st.sampled_from(["chain", "chain", "graph"]),
+    n=st.integers(min_value=20, max_value=400),
+    scale=st.sampled_from([1e-3, 1.0, 50.0]),
+    pieces=st.integers(min_value=1, max_value=12),
+    seed=st.integers(min_value=0, max_value=2**16),
+)
+def test_screened_choice_equals_unscreened_on_random_chains(kind, graph, n, scale, pieces, seed):
+    """Property: on a chain (order 1 screened by the descent) and on a random graph (by the
+    bounds and probes), ``auto`` makes bit for bit the choice of ``screen=False``: the same
+    candidate, λ, estimate and SURE; a candidate it screened out has, computed in full, a
+    SURE that could not have been chosen."""
+    rng = np.random.default_rng(seed)
+    x = np.linspace(0.0, 1.0, n)
+    knots = np.sort(rng.uniform(0.0, 1.0, pieces))
+    if kind == "steps":
+        theta = rng.normal(0.0, 4.0, pieces + 1)[np.searchsorted(knots, x)]
+    elif kind == "ramps":  # piecewise linear: order 1's own model on a chain
+        theta = np.interp(x, np.concatenate([[0.0], knots, [1.0]]), rng.normal(0, 6, pieces + 2))
+    elif kind == "smooth":
+        theta = 5.0 * np.sin(2.0 * np.pi * pieces * x / 4.0)
+    elif kind == "rough":
+        theta = 20.0 * rng.standard_normal(n)
+    else:
+        theta = np.zeros(n)
+    y = scale * (theta + rng.standard_normal(n))
+    edges = _chain(n) if graph == "chain" else _random_graph(min(n, 150), rng)
+    y = y[: int(edges.max()) + 1]
+    fast = auto(y, scale, edges)
+    slow = auto(y, scale, edges, screen=False)
+    assert (fast.method, fast.params.get("order")) == (slow.method, slow.params.get("order"))
+    assert fast.params.get("lam") == slow.params.get("lam")
+    assert fast.risk == slow.risk
+    np.testing.assert_array_equal(fast.estimate, slow.estimate)
+    full = {(c["method"], c["params"].get("order")): c for c in slow.params["candidates"]}
+    for rec in fast.params.get("screened", []):
+        # it could not be chosen: its SURE is not below both the earlier best and its bar
+        cand = full[(rec["method"], rec["order"])]
+        assert cand["risk"] >= min(rec["threshold"], cand["bar"])

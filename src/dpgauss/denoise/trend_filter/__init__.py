@@ -154,7 +154,7 @@ from __future__ import annotations
 import functools
 import numbers
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -189,6 +189,7 @@ from ._path import (
     _sure_path,
 )
 from ._path import _null_projection as _null_projection
+from ._path import _path_grid as _path_grid
 from ._weighted import WeightedPath
 
 __all__ = ["TrendFilterConvergenceWarning", "trend_filter"]
@@ -579,6 +580,27 @@ def trend_filter(
         refit=refit if s is not None else None,
         observed=arr,
     )
+
+
+def _warm_solver(
+    y: np.ndarray, g: Graph, order: int, tol: float = 1e-6, max_iter: int = 20_000
+) -> tuple[float, Callable[[float], _Fit]]:
+    """``λ_max`` and a solve of ``trend_filter(y, σ, g, order=order, lam=λ)`` for order 1 or 2
+    (``solver="auto"``, one σ) that warm-starts each λ from the last one solved, in any
+    order of λ: the solver of the SURE path (:class:`._path._Path`, the dual active set of
+    :mod:`._dual_newton` where it applies), for a screen that solves the path's λ out of
+    order (``dpgauss.denoise.auto``).  A fit is certified when ``fit.converged`` and
+    ``fit.gap <= tol``."""
+    if order not in (1, 2):
+        raise ValueError(f"order must be 1 or 2 for a warm solver; got {order!r}")
+    yv = np.asarray(y, dtype=np.float64).ravel()
+    op = _make_operator(g, order)
+    if g.m == 0 or yv.size == 0:
+        return 0.0, functools.partial(_identity_fit, op, yv)
+    u_ls = _least_norm_dual(op, yv)
+    lam_max = float(np.max(np.abs(u_ls))) if u_ls.size else 0.0
+    path = _Path(_Solver(yv, op, tol, max_iter), lam_max, u_ls, newton=_dual_newton(op, yv))
+    return lam_max, path.solve
 
 
 def _check_weighted(order: int, solver: str, chain: bool) -> None:

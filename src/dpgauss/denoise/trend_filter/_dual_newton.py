@@ -47,7 +47,11 @@ solved by banded Cholesky (LAPACK ``pbtrf``, ``O(n)``), refined on the face resi
 refinement stalls above rounding, (2) itself is solved: its condition number is only that
 of ``Δ_F``; with the unknowns interleaved by position (node ``i``, then the rows of ``Δ``
 centred at ``i``) it is banded on a chain (banded LU with partial pivoting, ``gbsv``), else
-it is factorised by sparse LU (SuperLU).  For order 1 on a graph that is not a chain,
+it is factorised by sparse LU (SuperLU).  For order 1 on a chain labelled in order, the
+active set runs first on the knots (:mod:`._knots`, compiled by numba): a face there is a
+least-squares fit of ``K`` knot values (tridiagonal), not a system of ``n − K`` rows, and
+the same rules finish a λ in well under a millisecond on 4,000 nodes; where it does not
+finish, the steps below run as before.  For order 1 on a graph that is not a chain,
 ``Q_FF d = (Δβ)_F`` is first solved by conjugate gradients preconditioned with a cached
 sparse factorisation of a nearby face, or at large λ by the exact solve of the capacitance
 route (:class:`._order1.FaceSolver`, :mod:`._capacitance`), and (2) by sparse LU only if
@@ -88,6 +92,7 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ..graph import component_roots
+from . import _knots
 from ._dual_ipm import BoxIPM
 from ._exact_face import ChainFace
 from ._order1 import FaceSolver
@@ -97,6 +102,7 @@ __all__ = ["DualNewton", "DualSolution", "single_change"]
 _MAX_STEPS = 200  # projected Newton steps per λ
 _PDAS_ENTER = 0.25  # at most this fraction of the support enters per PDAS step
 _PDAS_STEPS = 30  # active-set steps per λ before projected Newton takes over
+_KNOT_STEPS = 200  # the same on the knots of a chain (_knots: a step costs ~5n flops)
 _MAX_BACKTRACK = 40
 _ARMIJO = 1e-4
 _EPS_BOUND = 1e-3  # ε of the binding set, relative to λ (Bertsekas's ε̄)
@@ -122,6 +128,24 @@ def single_change(
         bad = np.flatnonzero(leave)
         new[bad[np.argmin(sign[bad] * jump[bad])]] = 0.0
     return new
+
+
+def _is_path_laplacian(mat: sp.csr_matrix) -> bool:
+    """``mat`` (CSR, no stored zeros) is the Laplacian of the path ``0 − 1 − … − (n−1)``:
+    rows ``(1, −1)``, ``(−1, 2, −1)`` … ``(−1, 1)`` on the diagonal band."""
+    n = mat.shape[0]
+    if mat.shape != (n, n) or n < 2 or mat.nnz != 3 * n - 2:
+        return False
+    sorted_ = mat if mat.has_sorted_indices else mat.sorted_indices()
+    counts = np.full(n, 3)
+    counts[[0, -1]] = 2
+    if not np.array_equal(np.diff(sorted_.indptr), counts):
+        return False
+    rows = np.repeat(np.arange(n), counts)
+    offset = sorted_.indices - rows  # sorted and distinct: (−1,) 0, 1 on each row
+    ends = (rows == 0) | (rows == n - 1)
+    expected = np.where(offset == 0, np.where(ends, 1.0, 2.0), -1.0)
+    return bool(np.all(np.abs(offset) <= 1) and np.array_equal(sorted_.data, expected))
 
 
 @dataclass
@@ -196,6 +220,11 @@ class DualNewton:
         self.interior_first = not ground_rows
         # order 2 on a chain: fits exactly on their face (_exact_face)
         self.exact_face = ChainFace(self.n) if ChainFace.matches(mat) else None
+        # order 1 on a chain labelled in order: the active set on the knots (_knots), compiled
+        self.knots: tuple[np.ndarray, np.ndarray] | None = None
+        # (numba is asked for only once the operator is a chain's)
+        if ground_rows and _is_path_laplacian(mat) and _knots.kernel() is not None:
+            self.knots = _knots.prefix_sums(self.y)
         # order 1 on other graphs: the faces by CG on cached sparse factorisations
         self.faces = (
             FaceSolver(mat, _FACE_RESIDUAL, self.comp) if ground_rows and not self.banded else None
@@ -295,8 +324,8 @@ class DualNewton:
             chol = sla.cholesky_banded(band, lower=True, check_finite=False)
         except (np.linalg.LinAlgError, ValueError):
             return None
-        mat_r = self.matrix[rows]
-        d = sla.cho_solve_banded((chol, True), mat_r @ beta, check_finite=False)
+        # Δ_R v as (Δv)_R: the same row sums, without building the rows' submatrix
+        d = sla.cho_solve_banded((chol, True), (self.matrix @ beta)[rows], check_finite=False)
         full = np.zeros(self.m)
         full[rows] = d
         x = beta - self.matrix_t @ full
@@ -310,7 +339,7 @@ class DualNewton:
         size_res = math.inf
         best: tuple[np.ndarray, np.ndarray] | None = None
         for _ in range(_REFINE + 1):
-            res = mat_r @ x
+            res = (self.matrix @ x)[rows]
             new = float(np.max(np.abs(res)))
             if new > 0.5 * size_res:
                 break
@@ -407,7 +436,12 @@ class DualNewton:
         wrong sign and add the rows whose multiplier left the box, only those whose
         violation is the largest among the rows sharing a node with them (a bulge of
         ``|u| > λ`` is one new kink, not many).  Returns the exact solution, or (on
-        cycling or too many steps) a box-feasible point to start projected Newton from."""
+        cycling or too many steps) a box-feasible point to start projected Newton from.
+        Order 1 on a chain runs the same rules on the knots first (:mod:`._knots`)."""
+        if self.knots is not None and lam > 0:
+            fast = self._knot_pdas(lam, u0, tol)
+            if fast is not None:
+                return fast
         sign = np.where(np.abs(u0) >= lam, np.sign(u0), 0.0)
         u = np.asarray(u0, dtype=np.float64)
         seen = {sign.tobytes()}
@@ -444,6 +478,37 @@ class DualNewton:
             seen.add(new.tobytes())
             sign = new
         return np.clip(u, -lam, lam)
+
+    def _knot_pdas(
+        self, lam: float, u0: np.ndarray, tol: float
+    ) -> DualSolution | np.ndarray | None:
+        """:func:`._knots.pdas` from ``u0``, certified as :meth:`pdas` certifies a face; a
+        box-feasible point (as :meth:`pdas` returns when it fails) if its rules fail; None
+        (:meth:`pdas` runs) if a face could not be solved or the gap is above ``tol``."""
+        assert self.knots is not None
+        y0, y1 = self.knots
+        u, x, sign = np.empty(self.n), np.empty(self.n), np.empty(self.n)
+        steps = _knots.kernel()(
+            self.y,
+            y0,
+            y1,
+            float(lam),
+            np.ascontiguousarray(u0, dtype=np.float64),
+            _KNOT_STEPS,
+            _PDAS_ENTER,
+            u,
+            x,
+            sign,
+        )
+        if steps == 0 or not (np.all(np.isfinite(u)) and np.all(np.isfinite(x))):
+            return None
+        if steps < 0:
+            return np.clip(u, -lam, lam)
+        dx = self.matrix @ x
+        x, dx, primal, gap = self.settle(lam, x, dx, u, sign)
+        if not gap <= tol * max(primal, 1e-300):
+            return None
+        return DualSolution(x, u, dx, sign == 0, primal, gap, int(steps), True)
 
     # one λ ------------------------------------------------------------------------------
     def solve(self, lam: float, u0: np.ndarray, tol: float) -> DualSolution | None:

@@ -100,6 +100,23 @@ def _dual_newton(op: _Operator, y: np.ndarray) -> DualNewton | None:
     return newton
 
 
+def _path_grid(lam_max: float, ratio: float, n_lambdas: int) -> np.ndarray:
+    """Every positive λ the default SURE path (:func:`_sure_path`) can visit, in its order:
+    ``n_lambdas`` geometric values from ``λ_max`` down to ``ratio · λ_max``, then at most
+    ``n_lambdas`` more, each the last times ``ratio^{1/(n−1)}``, while the last is above
+    ``_LAM_FLOOR · λ_max``.  The path solves a prefix of it (at least the first
+    ``n_lambdas``), bit for bit these numbers, so a screen may solve them too
+    (``dpgauss.denoise.auto``)."""
+    grid = [float(v) for v in lam_max * np.geomspace(1.0, ratio, n_lambdas)]
+    if n_lambdas > 1:
+        step = ratio ** (1.0 / (n_lambdas - 1))
+        for _ in range(n_lambdas):
+            if not grid[-1] > lam_max * _LAM_FLOOR:
+                break
+            grid.append(grid[-1] * step)
+    return np.array(grid, dtype=np.float64)
+
+
 def _sure_path(
     solve: Callable[[float], Any],
     sure: Callable[[Any], float | None],
@@ -109,27 +126,21 @@ def _sure_path(
 ) -> list[Any]:
     """The fits of the default SURE path: ``n_lambdas`` geometric λ from ``λ_max`` down to
     ``ratio · λ_max``, extended (by at most ``n_lambdas`` more steps, never below
-    ``_LAM_FLOOR · λ_max``) while SURE is still falling at its end, and then ``λ = 0``.
+    ``_LAM_FLOOR · λ_max``) while SURE is still falling at its end, and then ``λ = 0``
+    (the λ of :func:`_path_grid`).
 
     The path ends at ``λ = 0``, where ``β̂ = y`` and ``SURE = Σσᵢ²`` (``‖y − y‖² = 0``,
     ``df = d``), the raw release's exact risk.  So the fit chosen by SURE is never worse than
     the raw release by its own SURE: a geometric path stops at a positive λ (issue #26: one
     that stopped at 7·10⁻⁷ λ_max published a map worse than the raw one, RMSE 5.01 against
     4.20, with nothing to fall back on)."""
-    fits = [solve(float(v)) for v in lam_max * np.geomspace(1.0, ratio, n_lambdas)]
+    grid = _path_grid(lam_max, ratio, n_lambdas)
+    fits = [solve(float(v)) for v in grid[:n_lambdas]]
     # σ is given on the SURE path, so no risk is None; each fit's SURE computed once
     risks = cast(list[float], [sure(f) for f in fits])
-    step = ratio ** (1.0 / max(n_lambdas - 1, 1))
-    extra = 0
-    while (
-        n_lambdas > 1
-        and extra < n_lambdas
-        and fits[-1].lam > lam_max * _LAM_FLOOR
-        and int(np.argmin(risks)) == len(fits) - 1
-    ):
-        fits.append(solve(fits[-1].lam * step))
+    while len(fits) < grid.size and int(np.argmin(risks)) == len(fits) - 1:
+        fits.append(solve(float(grid[len(fits)])))
         risks.append(cast(float, sure(fits[-1])))
-        extra += 1
     fits.append(solve(0.0))
     return fits
 

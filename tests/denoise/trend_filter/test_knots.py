@@ -75,34 +75,40 @@ def test_the_face_is_the_projection_on_the_knots_splines():
         np.testing.assert_allclose(lap @ u, y - x, rtol=0, atol=1e-9 * (1 + np.abs(u).max()))
 
 
+def _both_routes(y: np.ndarray, sigma: float, g) -> tuple:
+    """Order 1's SURE path on ``g`` by the knot route (with, per λ, whether the knots
+    finished it) and by the banded route (the knot kernel made unavailable)."""
+    finished: list[bool] = []
+    spy = _dual_newton.DualNewton._knot_pdas
+
+    def counting(self, *args):
+        res = spy(self, *args)
+        finished.append(isinstance(res, _dual_newton.DualSolution))
+        return res
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(_dual_newton.DualNewton, "_knot_pdas", counting)
+    try:
+        fast = trend_filter(y, sigma, g, order=1)
+    finally:
+        mp.undo()
+    mp.setattr(_knots, "_compiled", None)
+    mp.setattr(_knots, "_tried", True)
+    try:
+        slow = trend_filter(y, sigma, g, order=1)
+    finally:
+        mp.undo()
+    return fast, slow, finished
+
+
 @NEEDS_NUMBA
 def test_the_knots_solve_the_path_of_the_chain_cases():
     """The 4,000-bin chain of ``benchmarks/bench_auto.py`` (8 flat steps, σ = 1): the knot
     route is taken and gives the path of the banded route (df at every λ, chosen λ)."""
     rng = np.random.default_rng(17)
     y = np.repeat(rng.normal(0.0, 3.0, 8), 500) + rng.standard_normal(4000)
-    g = as_graph(_chain(4000), 4000)
-    calls = []
-    spy = _dual_newton.DualNewton._knot_pdas
-
-    def counting(self, *args):
-        res = spy(self, *args)
-        calls.append(isinstance(res, _dual_newton.DualSolution))
-        return res
-
-    mp = pytest.MonkeyPatch()
-    mp.setattr(_dual_newton.DualNewton, "_knot_pdas", counting)
-    try:
-        fast = trend_filter(y, 1.0, g, order=1)
-    finally:
-        mp.undo()
+    fast, slow, calls = _both_routes(y, 1.0, as_graph(_chain(4000), 4000))
     assert sum(calls) >= 30  # most λ finished on the knots
-    mp.setattr(_knots, "_compiled", None)
-    mp.setattr(_knots, "_tried", True)
-    try:
-        slow = trend_filter(y, 1.0, g, order=1)
-    finally:
-        mp.undo()
     np.testing.assert_array_equal(fast.params["path"]["df"], slow.params["path"]["df"])
     np.testing.assert_allclose(fast.params["path"]["sure"], slow.params["path"]["sure"], rtol=1e-9)
     assert fast.params["lam"] == slow.params["lam"]
@@ -123,29 +129,9 @@ def test_the_knot_path_is_the_banded_path(kind, n, scale, seed):
     and estimate equal to rounding."""
     rng = np.random.default_rng(seed)
     y = scale * (_signal(kind, n, rng) + rng.standard_normal(n))
-    g = as_graph(_chain(n), n)
-    finished = []
-    spy = _dual_newton.DualNewton._knot_pdas
-
-    def counting(self, *args):
-        res = spy(self, *args)
-        finished.append(isinstance(res, _dual_newton.DualSolution))
-        return res
-
-    mp = pytest.MonkeyPatch()
-    mp.setattr(_dual_newton.DualNewton, "_knot_pdas", counting)
-    try:
-        fast = trend_filter(y, scale, g, order=1)
-    finally:
-        mp.undo()
+    fast, slow, finished = _both_routes(y, scale, as_graph(_chain(n), n))
     if n >= 20:
         assert any(finished)  # the knots solved some λ of the path
-    mp.setattr(_knots, "_compiled", None)
-    mp.setattr(_knots, "_tried", True)
-    try:
-        slow = trend_filter(y, scale, g, order=1)
-    finally:
-        mp.undo()
     if "path" not in slow.params:  # y in the null space
         np.testing.assert_allclose(fast.estimate, slow.estimate, rtol=1e-12, atol=0)
         return

@@ -95,7 +95,6 @@ import re
 import threading
 import warnings
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -380,7 +379,11 @@ class SparkEngine:
     # ---------------------------------------------------------------------- source
 
     def _read(self, spec: ReleaseSpec) -> tuple[Any, list[str], tuple[str, str] | None]:
-        """(DataFrame, the source's columns, for CSV the (line, malformed) columns or None)."""
+        """(DataFrame, the source's columns, for CSV the (line, malformed) columns or None).
+
+        A Parquet source read with the JVM leaves its files' footers in ``self._footers``
+        (:meth:`_parquet`), for :meth:`_nanos`; otherwise that is None."""
+        self._footers: list[Any] | None = None
         src = spec.source
         if self._dataframe is not None:
             if src.table is None:
@@ -404,8 +407,64 @@ class SparkEngine:
         paths = list(src.paths)
         if src.bundled is not None:
             paths = ["file://" + p for p in paths]
-        df = spark.read.option("mergeSchema", "true").parquet(*paths)
+        if _jvm(spark) is None:  # Spark Connect: Spark's own schema job
+            df = spark.read.option("mergeSchema", "true").parquet(*paths)
+        else:
+            df, self._footers = self._parquet(paths)
         return df, list(df.columns), None
+
+    def _parquet(self, paths: list[str]) -> tuple[Any, list[Any]]:
+        """The Parquet files of ``paths`` as a DataFrame of their merged schema, and their
+        footers (``org.apache.parquet.hadoop.Footer``, without row groups), read once.
+
+        Spark's ``mergeSchema`` runs a Spark job over every file's footer before the job
+        that reads the records.  Here the driver reads the footers instead (Spark's
+        ``ParquetFileFormat.readParquetFootersInParallel``, a thread pool, as
+        :meth:`_nanos` did), converts each with Spark's converter under the session's
+        settings (``readSchemaFromFooter``: the Spark schema a Spark writer stored, else
+        the Parquet schema) and merges them in file order with ``StructType.merge`` under
+        ``spark.sql.caseSensitive``: what ``mergeSchemasInParallel`` computes, without a
+        job.  The files are those Spark lists for ``paths`` (a DataFrame read with an empty
+        schema: listing only); the DataFrame is then read with the merged schema (partition
+        columns of ``key=value`` directories are still discovered by Spark).  The only Spark
+        job over the source is the aggregation's."""
+        from pyspark.sql import types as spt
+
+        spark = self.spark
+        jvm, conf = _jvm(spark), spark._jsc.hadoopConfiguration()
+        files = sorted(spark.read.schema(spt.StructType([])).parquet(*paths).inputFiles())
+        if not files:
+            raise EngineError(f"cannot read the source: no Parquet file in {paths[:3]}")
+        statuses = jvm.java.util.ArrayList()
+        for uri in files:
+            path = jvm.org.apache.hadoop.fs.Path(uri)
+            statuses.add(path.getFileSystem(conf).getFileStatus(path))
+        scala = jvm.scala.jdk.javaapi.CollectionConverters
+        parquet = jvm.org.apache.spark.sql.execution.datasources.parquet
+        module = getattr(getattr(parquet, "ParquetFileFormat$"), "MODULE$")
+        sql_conf = spark._jsparkSession.sessionState().conf()
+        footers = list(
+            scala.asJava(
+                module.readParquetFootersInParallel(
+                    conf,
+                    scala.asScala(statuses).toSeq(),
+                    bool(sql_conf.ignoreCorruptFiles()),
+                    bool(sql_conf.ignoreMissingFiles()),
+                )
+            )
+        )
+        by_path = {str(f.getFile().toUri().toString()): f for f in footers}
+        footers = [by_path[u] for u in files if u in by_path]
+        if not footers:
+            raise EngineError(f"cannot read the source: no readable Parquet file in {paths[:3]}")
+        converter = parquet.ParquetToSparkSchemaConverter(sql_conf)
+        case_sensitive = bool(sql_conf.caseSensitiveAnalysis())
+        merged = None
+        for footer in footers:
+            one = module.readSchemaFromFooter(footer, converter)
+            merged = one if merged is None else merged.merge(one, case_sensitive)
+        schema = spt.StructType.fromJson(json.loads(str(merged.json())))
+        return spark.read.schema(schema).parquet(*paths), footers
 
     def _typed(
         self,
@@ -467,8 +526,8 @@ class SparkEngine:
         ``[filter]``, domain and value columns) → whether UTC-adjusted.
 
         Spark's schema says LONG for both an integer and a ``TIMESTAMP(NANOS)``; the
-        files' footers tell them apart (read only when such a column is a LONG, on the
-        driver, a few at a time).  The unit and ``record_columns`` need no look-up: equal
+        files' footers tell them apart (those :meth:`_parquet` read for the schema: no file
+        is opened again).  The unit and ``record_columns`` need no look-up: equal
         LONGs are equal timestamps.  A column of several types across the files is refused
         (DuckDB cannot read such files together either)."""
         from pyspark.sql import types as spt
@@ -482,18 +541,11 @@ class SparkEngine:
         wanted = [c for c in dict.fromkeys(str(c) for c in typed) if c in longs]
         if not wanted:
             return {}
-        jvm, conf = _jvm(self.spark), self.spark._jsc.hadoopConfiguration()
-        parquet = jvm.org.apache.parquet.hadoop
+        footers = self._footers
+        assert footers is not None  # _read of a Parquet source with a JVM (_parquet)
 
-        def kinds(uri: str) -> dict[str, str]:
-            path = jvm.org.apache.hadoop.fs.Path(uri)
-            reader = parquet.ParquetFileReader.open(
-                parquet.util.HadoopInputFile.fromPath(path, conf)
-            )
-            try:
-                schema = reader.getFooter().getFileMetaData().getSchema()
-            finally:
-                reader.close()
+        def kinds(footer: Any) -> dict[str, str]:
+            schema = footer.getParquetMetadata().getFileMetaData().getSchema()
             out = {}
             for c in wanted:
                 if not schema.containsField(c):
@@ -505,9 +557,7 @@ class SparkEngine:
                 )
             return out
 
-        files = list(df.inputFiles())
-        with ThreadPoolExecutor(max_workers=max(1, min(8, len(files)))) as pool:
-            found = list(pool.map(kinds, files))
+        found = [kinds(footer) for footer in footers]  # read once, by _parquet
         labels = {
             "ns": "a nanosecond timestamp (TIMESTAMP(NANOS))",
             "utc": "a UTC-adjusted nanosecond timestamp (TIMESTAMP(NANOS, UTC))",

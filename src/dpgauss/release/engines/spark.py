@@ -65,10 +65,17 @@ How the job is built (DataFrame API; SQL text only for the parsing expressions):
   many salts); the ``isnull`` flags keep ``(NULL, 5)`` and ``(5, NULL)`` apart (xxhash64 skips
   NULLs).  The key priority of (unit, key) is ``xxhash64(salt, 'keys', unit, key)``.  Both
   depend on content and the salt only, never on a row's position.
+* **One query over the source.**  :meth:`SparkEngine.describe` (the check before the
+  charge) reads a Parquet source's schema from the footers on the driver, merged as Spark's
+  ``mergeSchema`` merges them but without its Spark job (:meth:`SparkEngine._parquet`); the
+  aggregation, also before the charge, is the one query that reads the records (a test
+  counts the jobs and the scans).
 * **One scan, one shuffle.**  Every row is classified in one projection (malformed, outside
   the filter, no unit, invalid domain, invalid value, outside the domain, in domain) and
   repartitioned once by ``pk`` — a hash of the unit for in-domain rows, of the whole row
-  otherwise (so invalid rows do not pile up in one task).  The bounds are window functions
+  otherwise (so invalid rows do not pile up in one task).  Only the unit of an in-domain
+  row (NULL otherwise), the priority, the key (minus the class for a row not in the
+  domain) and ``pk`` cross the shuffle.  The bounds are window functions
   on that partitioning (no further exchange): ``row_number`` over (unit, key) by priority for
   c, ``dense_rank`` of the key priority over the unit for k, ``row_number`` over the unit by
   priority for b, each among the rows still kept.  One ``GROUP BY`` of the class-or-key code
@@ -459,7 +466,7 @@ class SparkEngine:
             raise EngineError(f"cannot read the source: no readable Parquet file in {paths[:3]}")
         converter = parquet.ParquetToSparkSchemaConverter(sql_conf)
         case_sensitive = bool(sql_conf.caseSensitiveAnalysis())
-        merged = None
+        merged: Any = None
         for footer in footers:
             one = module.readSchemaFromFooter(footer, converter)
             merged = one if merged is None else merged.merge(one, case_sensitive)
@@ -1154,65 +1161,72 @@ class _Job(RecordExpressions):
             .otherwise(IN_DOMAIN)
         )
         extra = (["v"] if value is not None else []) + (["la", "lo"] if dom.spread else [])
-        rows = keyed.select(
+        # Only what the bounds and the GROUP BY need crosses the shuffle and the sort: the
+        # unit of an in-domain row (``eu``, NULL otherwise: ``ok`` is ``eu IS NOT NULL``),
+        # its priority, and ``key``: the key of an in-domain row, minus the class of any
+        # other (its group ``g`` below).
+        classed = keyed.select(
             cls.alias("cls"),
             "u",
             "p",
             sf.col("p" if record_cols is None else "h").alias("h"),
             sf.col("key").cast("long").alias("key"),
             *extra,
-        ).select(
-            "*",
-            (sf.col("cls") == IN_DOMAIN).alias("ok"),
-            sf.when(sf.col("cls") == IN_DOMAIN, sf.col("u")).alias("eu"),
         )
-        rows = rows.withColumn(
-            "pk", sf.when(sf.col("ok"), sf.xxhash64(sf.col("eu"))).otherwise(sf.col("h"))
+        in_domain = sf.col("cls") == IN_DOMAIN
+        rows = classed.select(
+            sf.when(in_domain, sf.col("u")).alias("eu"),
+            "p",
+            sf.when(in_domain, sf.col("key")).otherwise(-sf.col("cls").cast("long")).alias("key"),
+            sf.when(in_domain, sf.xxhash64(sf.col("u"))).otherwise(sf.col("h")).alias("pk"),
+            *extra,
         ).repartition("pk")
+        ok = sf.col("eu").isNotNull()
 
-        # 3. The bounds, in the order c → k → b, each among the rows still kept.
+        # 3. The bounds, in the order c → k → b, each among the rows still kept.  A window
+        # partition (pk, eu) holds in-domain rows only or none, so without c and k the rows
+        # still kept before b are the whole partition or none, and b orders by p alone.
         b = spec.bounds.max_records_per_unit
         k = spec.bounds.max_keys_per_unit
         c = spec.bounds.max_records_per_key
         per_unit = Window.partitionBy("pk", "eu")
+        kc = ok
         if c is not None:
             w = Window.partitionBy("pk", "eu", "key").orderBy("p")
-            rows = rows.withColumn("kc", sf.col("ok") & (sf.row_number().over(w) <= c))
-        else:
-            rows = rows.withColumn("kc", sf.col("ok"))
+            rows = rows.withColumn("kc", ok & (sf.row_number().over(w) <= c))
+            kc = sf.col("kc")
+        kk = kc
         if k is not None:
             kp = sf.xxhash64(salt, sf.lit("keys"), sf.col("eu"), sf.col("key"))
             rows = rows.withColumn("kp", kp)
-            w = per_unit.orderBy(sf.col("kc").desc(), "kp", "key")
-            rows = rows.withColumn("kk", sf.col("kc") & (sf.dense_rank().over(w) <= k))
-        else:
-            rows = rows.withColumn("kk", sf.col("kc"))
-        rn = sf.row_number().over(per_unit.orderBy(sf.col("kk").desc(), "p"))
-        rows = rows.withColumn("rb", rn)
-        kept = sf.col("kk") & (sf.col("rb") <= b) if b is not None else sf.col("kk")
-        rows = rows.withColumn("kept", kept).withColumn(
-            "first_u", sf.col("ok") & (sf.col("rb") == 1)
-        )
-        g = (
-            sf.when(~sf.col("ok"), -sf.col("cls").cast("long"))
-            .when(sf.col("kept"), sf.col("key"))
-            .otherwise(sf.lit(DROPPED).cast("long"))
-        )
-
-        def as_int(name: str) -> Any:
-            return sf.sum(sf.col(name).cast("long"))
+            w = per_unit.orderBy(kc.desc(), "kp", "key")
+            rows = rows.withColumn("kk", kc & (sf.dense_rank().over(w) <= k))
+            kk = sf.col("kk")
+        order = [kk.desc(), sf.col("p")] if c is not None or k is not None else [sf.col("p")]
+        rows = rows.withColumn("rb", sf.row_number().over(per_unit.orderBy(*order)))
+        kept = kk & (sf.col("rb") <= b) if b is not None else kk
+        first_u = ok & (sf.col("rb") == 1)
+        g = sf.when(~ok | kept, sf.col("key")).otherwise(sf.lit(DROPPED).cast("long"))
 
         # 4. One GROUP BY of g: the aggregate and every counter.
         if dom.spread:
-            rows = self._spread(rows.withColumn("g", g), value is not None)
-            g = sf.col("g")
+            rows = rows.select(
+                g.alias("g"),
+                kept.alias("kept"),
+                first_u.alias("first_u"),
+                kc.alias("kc"),
+                kk.alias("kk"),
+                *extra,
+            )
+            rows = self._spread(rows, value is not None)
+            g, first_u, kc, kk = (sf.col(n) for n in ("g", "first_u", "kc", "kk"))
         s = sf.sum("v") if value is not None else sf.lit(None).cast("double")
         mass = sf.sum("mass") if dom.spread else sf.lit(None).cast("double")
         return rows.groupBy(g.alias("g")).agg(
             sf.sum(sf.col("n")).alias("n") if dom.spread else sf.count(sf.lit(1)).alias("n"),
-            as_int("first_u").alias("units"),
-            as_int("kc").alias("n_c"),
-            as_int("kk").alias("n_k"),
+            sf.sum(first_u.cast("long")).alias("units"),
+            sf.sum(kc.cast("long")).alias("n_c"),
+            sf.sum(kk.cast("long")).alias("n_k"),
             s.alias("s"),
             mass.alias("mass"),
         )

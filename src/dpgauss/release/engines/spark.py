@@ -431,37 +431,34 @@ class SparkEngine:
         settings (``readSchemaFromFooter``: the Spark schema a Spark writer stored, else
         the Parquet schema) and merges them in file order with ``StructType.merge`` under
         ``spark.sql.caseSensitive``: what ``mergeSchemasInParallel`` computes, without a
-        job.  The files are those Spark lists for ``paths`` (a DataFrame read with an empty
-        schema: listing only); the DataFrame is then read with the merged schema (partition
-        columns of ``key=value`` directories are still discovered by Spark).  The only Spark
-        job over the source is the aggregation's."""
+        job.  The files are those Spark lists for ``paths`` (the file index of a DataFrame
+        read with an empty schema: listing only, no footer), in its order; the DataFrame is
+        then read with the merged schema (partition columns of ``key=value`` directories are
+        still discovered by Spark).  The only Spark job over the source is the
+        aggregation's."""
         from pyspark.sql import types as spt
 
         spark = self.spark
         jvm, conf = _jvm(spark), spark._jsc.hadoopConfiguration()
-        files = sorted(spark.read.schema(spt.StructType([])).parquet(*paths).inputFiles())
+        listing = spark.read.schema(spt.StructType([])).parquet(*paths)
+        # the files of Spark's listing (its file index), in its order: the order the
+        # schema job would merge them in
+        statuses = listing._jdf.queryExecution().analyzed().relation().location().allFiles()
+        scala = jvm.scala.jdk.javaapi.CollectionConverters
+        files = [str(st.getPath().toString()) for st in scala.asJava(statuses)]
         if not files:
             raise EngineError(f"cannot read the source: no Parquet file in {paths[:3]}")
-        statuses = jvm.java.util.ArrayList()
-        for uri in files:
-            path = jvm.org.apache.hadoop.fs.Path(uri)
-            statuses.add(path.getFileSystem(conf).getFileStatus(path))
-        scala = jvm.scala.jdk.javaapi.CollectionConverters
         parquet = jvm.org.apache.spark.sql.execution.datasources.parquet
         module = getattr(getattr(parquet, "ParquetFileFormat$"), "MODULE$")
         sql_conf = spark._jsparkSession.sessionState().conf()
-        footers = list(
-            scala.asJava(
-                module.readParquetFootersInParallel(
-                    conf,
-                    scala.asScala(statuses).toSeq(),
-                    bool(sql_conf.ignoreCorruptFiles()),
-                    bool(sql_conf.ignoreMissingFiles()),
-                )
-            )
+        read = module.readParquetFootersInParallel(
+            conf,
+            statuses,
+            bool(sql_conf.ignoreCorruptFiles()),
+            bool(sql_conf.ignoreMissingFiles()),
         )
-        by_path = {str(f.getFile().toUri().toString()): f for f in footers}
-        footers = [by_path[u] for u in files if u in by_path]
+        by_path = {str(f.getFile().toString()): f for f in scala.asJava(read)}
+        footers = [by_path[f] for f in files if f in by_path]
         if not footers:
             raise EngineError(f"cannot read the source: no readable Parquet file in {paths[:3]}")
         converter = parquet.ParquetToSparkSchemaConverter(sql_conf)

@@ -987,3 +987,25 @@ def test_a_release_takes_one_spark_query_over_the_source(
     plan = str(collected[0]._jdf.queryExecution().optimizedPlan().toString())
     assert plan.count("Relation [") == 1, plan
     np.testing.assert_array_equal(agg.counts, [2, 3, 3, 0, 0, 0, 0, 0, 0, 0])
+
+
+def test_describe_of_files_in_partition_directories_is_sparks_schema(
+    engine: SparkEngine, spark, tmp_path: Path
+) -> None:
+    """The schema merged on the driver is what Spark's own ``mergeSchema`` reading of the
+    same glob gives (files in ``key=value`` directories: a glob's files carry no partition
+    column, on both paths), and the release reads every file."""
+    for part, uids in (("1", [0, 1]), ("2", [2, 3, 4])):
+        (tmp_path / f"p={part}").mkdir()
+        write_parquet(
+            tmp_path / f"p={part}" / "f.parquet",
+            uid=np.array(uids),
+            key=np.ones(len(uids), dtype=np.int64),
+        )
+    glob = str(tmp_path / "p=*" / "*.parquet")
+    spec = make_spec(glob)
+    theirs = spark.read.option("mergeSchema", "true").parquet(glob)
+    assert engine.describe(spec) == {
+        f.name: f.dataType.simpleString() for f in theirs.schema.fields
+    }
+    np.testing.assert_array_equal(bounded_aggregate(spec, engine=engine, salt=5).counts[1], 5)

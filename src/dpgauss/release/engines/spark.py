@@ -433,9 +433,8 @@ class SparkEngine:
         ``spark.sql.caseSensitive``: what ``mergeSchemasInParallel`` computes, without a
         job.  The files are those Spark lists for ``paths`` (the file index of a DataFrame
         read with an empty schema: listing only, no footer), in its order; the DataFrame is
-        then read with the merged schema (partition columns of ``key=value`` directories are
-        still discovered by Spark).  The only Spark job over the source is the
-        aggregation's."""
+        then read with the merged schema (partition columns, if its listing finds any, are
+        Spark's as before).  The only Spark job over the source is the aggregation's."""
         from pyspark.sql import types as spt
 
         spark = self.spark

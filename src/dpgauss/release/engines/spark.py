@@ -199,6 +199,14 @@ def _one_line(exc: BaseException) -> str:
     return text if len(text) <= 400 else text[:397] + "..."
 
 
+def _internals_changed() -> tuple[type[BaseException], ...]:
+    """What a call into Spark's JVM internals raises when this Spark lacks them: py4j's
+    "method does not exist" and a missing attribute of a JVM object."""
+    from py4j.protocol import Py4JError
+
+    return (Py4JError, AttributeError, TypeError)
+
+
 def _file_uri(path: str) -> str:
     """A local path as a ``file://`` URI for Spark, its glob characters escaped (Hadoop
     expands globs in every path it is given; these are already files)."""
@@ -414,10 +422,16 @@ class SparkEngine:
         paths = list(src.paths)
         if src.bundled is not None:
             paths = ["file://" + p for p in paths]
-        if _jvm(spark) is None:  # Spark Connect: Spark's own schema job
-            df = spark.read.option("mergeSchema", "true").parquet(*paths)
-        else:
-            df, self._footers = self._parquet(paths)
+        if _jvm(spark) is not None:
+            try:
+                df, self._footers = self._parquet(paths)
+                return df, list(df.columns), None
+            except _internals_changed():
+                # Spark internals _parquet calls are not public API: a Spark 4 release
+                # without them takes Spark's own schema job (the same schema, one more pass)
+                self._footers = None
+        # Spark Connect (no JVM here), or internals changed: Spark's own schema job
+        df = spark.read.option("mergeSchema", "true").parquet(*paths)
         return df, list(df.columns), None
 
     def _parquet(self, paths: list[str]) -> tuple[Any, list[Any]]:
@@ -524,6 +538,19 @@ class SparkEngine:
             else:
                 conf.set(NANOS_AS_LONG, before)
 
+    def _footer(self, uri: str) -> Any:
+        """One Parquet file's footer (``ParquetMetadata``), read on the driver through
+        parquet-hadoop's public reader (the route when :meth:`_parquet` could not be used)."""
+        jvm, conf = _jvm(self.spark), self.spark._jsc.hadoopConfiguration()
+        parquet = jvm.org.apache.parquet.hadoop
+        reader = parquet.ParquetFileReader.open(
+            parquet.util.HadoopInputFile.fromPath(jvm.org.apache.hadoop.fs.Path(uri), conf)
+        )
+        try:
+            return reader.getFooter()
+        finally:
+            reader.close()
+
     def _nanos(self, spec: ReleaseSpec, df: Any) -> dict[str, bool]:
         """The columns read as LONG nanoseconds that the spec reads as more than an id (the
         ``[filter]``, domain and value columns) → whether UTC-adjusted.
@@ -544,11 +571,13 @@ class SparkEngine:
         wanted = [c for c in dict.fromkeys(str(c) for c in typed) if c in longs]
         if not wanted:
             return {}
-        footers = self._footers
-        assert footers is not None  # _read of a Parquet source with a JVM (_parquet)
+        if self._footers is not None:  # read once, by _parquet
+            metadata = [footer.getParquetMetadata() for footer in self._footers]
+        else:  # Spark's own schema job read them: open each file's footer on the driver
+            metadata = [self._footer(uri) for uri in df.inputFiles()]
 
-        def kinds(footer: Any) -> dict[str, str]:
-            schema = footer.getParquetMetadata().getFileMetaData().getSchema()
+        def kinds(meta: Any) -> dict[str, str]:
+            schema = meta.getFileMetaData().getSchema()
             out = {}
             for c in wanted:
                 if not schema.containsField(c):
@@ -560,7 +589,7 @@ class SparkEngine:
                 )
             return out
 
-        found = [kinds(footer) for footer in footers]  # read once, by _parquet
+        found = [kinds(meta) for meta in metadata]
         labels = {
             "ns": "a nanosecond timestamp (TIMESTAMP(NANOS))",
             "utc": "a UTC-adjusted nanosecond timestamp (TIMESTAMP(NANOS, UTC))",

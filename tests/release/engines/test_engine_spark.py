@@ -949,3 +949,63 @@ def test_describe_and_the_aggregate_after_it_read_the_source_once(
     again = bounded_aggregate(spec, engine=engine, salt=1)
     assert len(reads) == 2
     np.testing.assert_array_equal(again.counts, [0, 2, 1, 0, 0, 0, 0, 0, 0, 0])
+
+
+def test_a_release_takes_one_spark_query_over_the_source(
+    engine: SparkEngine, spark, tmp_path: Path, monkeypatch
+) -> None:
+    """Issue #31 item 4, one pass: ``describe`` (the check before the charge) starts no
+    Spark job — the schema is merged on the driver from the footers, as Spark's
+    ``mergeSchema`` would merge it — and the aggregate is one query (one ``collect``) whose
+    plan scans the source once."""
+    a = write_parquet(tmp_path / "a.parquet", uid=np.arange(6), key=np.arange(6) % 3)
+    b = write_parquet(
+        tmp_path / "b.parquet",
+        extra=np.array(["x", "y"]),
+        key=np.array([1, 2], dtype=np.int64),
+        uid=np.array([10, 11]),
+    )
+    spec = make_spec(tmp_path / "*.parquet")
+    tracker = spark.sparkContext.statusTracker()
+    before = set(tracker.getJobIdsForGroup(None))
+    types = engine.describe(spec)
+    assert set(tracker.getJobIdsForGroup(None)) == before  # no Spark job
+    merged = spark.read.option("mergeSchema", "true").parquet(str(a), str(b))
+    assert types == {f.name: f.dataType.simpleString() for f in merged.schema.fields}
+
+    frames = type(spark.range(1))  # the session's DataFrame class (pyspark.sql.classic)
+    collected: list = []
+    real = frames.collect
+
+    def recording(self):  # type: ignore[no-untyped-def]
+        collected.append(self)
+        return real(self)
+
+    monkeypatch.setattr(frames, "collect", recording)
+    agg = bounded_aggregate(spec, engine=engine, salt=3)
+    assert len(collected) == 1
+    plan = str(collected[0]._jdf.queryExecution().optimizedPlan().toString())
+    assert plan.count("Relation [") == 1, plan
+    np.testing.assert_array_equal(agg.counts, [2, 3, 3, 0, 0, 0, 0, 0, 0, 0])
+
+
+def test_describe_of_files_in_partition_directories_is_sparks_schema(
+    engine: SparkEngine, spark, tmp_path: Path
+) -> None:
+    """The schema merged on the driver is what Spark's own ``mergeSchema`` reading of the
+    same glob gives (files in ``key=value`` directories: a glob's files carry no partition
+    column, on both paths), and the release reads every file."""
+    for part, uids in (("1", [0, 1]), ("2", [2, 3, 4])):
+        (tmp_path / f"p={part}").mkdir()
+        write_parquet(
+            tmp_path / f"p={part}" / "f.parquet",
+            uid=np.array(uids),
+            key=np.ones(len(uids), dtype=np.int64),
+        )
+    glob = str(tmp_path / "p=*" / "*.parquet")
+    spec = make_spec(glob)
+    theirs = spark.read.option("mergeSchema", "true").parquet(glob)
+    assert engine.describe(spec) == {
+        f.name: f.dataType.simpleString() for f in theirs.schema.fields
+    }
+    np.testing.assert_array_equal(bounded_aggregate(spec, engine=engine, salt=5).counts[1], 5)

@@ -267,6 +267,48 @@ def test_a_column_nanoseconds_in_one_file_and_integers_in_another_is_refused(
     assert "\n" not in str(info.value)
 
 
+@pytest.mark.parametrize("utc", [False, True])
+def test_without_sparks_footer_internals_the_schema_job_gives_the_same_release(
+    tmp_path: Path, engine, monkeypatch, utc: bool
+) -> None:
+    """The driver-side schema merge calls Spark internals (``SparkEngine._parquet``); a Spark
+    without them takes Spark's own ``mergeSchema`` job and opens each footer through
+    parquet-hadoop for the nanosecond look-up: the same types, aggregate and counters, and
+    the same refusal of a column of two types."""
+    from py4j.protocol import Py4JError
+
+    src, t = one_record_a_unit(tmp_path, utc)
+    spec = make_spec(
+        src,
+        domain={"kind": "values", "column": "k", "values": list(range(t.size))},
+        filter=WINDOW,
+        bounds={"max_records_per_unit": 1},
+    )
+    types, agg = engine.describe(spec), bounded_aggregate(spec, engine=engine, salt=1)
+
+    def missing(self, paths):  # type: ignore[no-untyped-def]
+        raise Py4JError("Method readParquetFootersInParallel does not exist")
+
+    monkeypatch.setattr(SparkEngine, "_parquet", missing)
+    assert engine.describe(spec) == types
+    again = bounded_aggregate(spec, engine=engine, salt=1)
+    np.testing.assert_array_equal(again.counts, agg.counts)
+    assert again.rows == agg.rows
+    other = tmp_path / "two"
+    other.mkdir()
+    write_ns(other / "a.parquet", uid=[1, 2], k=[0, 0], t=[T0, T0 + NS])
+    pq.write_table(
+        pa.table({"uid": [3], "k": [0], "t": pa.array([5], pa.int64())}), other / "b.parquet"
+    )
+    mixed = make_spec(
+        other / "*.parquet",
+        domain={"kind": "values", "column": "k", "values": [0]},
+        filter=WINDOW,
+    )
+    with pytest.raises(EngineError, match=r"column 't'.*nanosecond.*integer"):
+        engine.describe(mixed)
+
+
 # ----------------------------------------------------------------------- the CLI, stderr
 
 _PY_WARNING = re.compile(r"^\S.*:\d+: \w*Warning: ")

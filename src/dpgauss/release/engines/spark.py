@@ -65,10 +65,17 @@ How the job is built (DataFrame API; SQL text only for the parsing expressions):
   many salts); the ``isnull`` flags keep ``(NULL, 5)`` and ``(5, NULL)`` apart (xxhash64 skips
   NULLs).  The key priority of (unit, key) is ``xxhash64(salt, 'keys', unit, key)``.  Both
   depend on content and the salt only, never on a row's position.
+* **One query over the source.**  :meth:`SparkEngine.describe` (the check before the
+  charge) reads a Parquet source's schema from the footers on the driver, merged as Spark's
+  ``mergeSchema`` merges them but without its Spark job (:meth:`SparkEngine._parquet`); the
+  aggregation, also before the charge, is the one query that reads the records (a test
+  counts the jobs and the scans).
 * **One scan, one shuffle.**  Every row is classified in one projection (malformed, outside
   the filter, no unit, invalid domain, invalid value, outside the domain, in domain) and
   repartitioned once by ``pk`` — a hash of the unit for in-domain rows, of the whole row
-  otherwise (so invalid rows do not pile up in one task).  The bounds are window functions
+  otherwise (so invalid rows do not pile up in one task).  Only the unit of an in-domain
+  row (NULL otherwise), the priority, the key (minus the class for a row not in the
+  domain) and ``pk`` cross the shuffle.  The bounds are window functions
   on that partitioning (no further exchange): ``row_number`` over (unit, key) by priority for
   c, ``dense_rank`` of the key priority over the unit for k, ``row_number`` over the unit by
   priority for b, each among the rows still kept.  One ``GROUP BY`` of the class-or-key code
@@ -95,7 +102,6 @@ import re
 import threading
 import warnings
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -191,6 +197,14 @@ def _one_line(exc: BaseException) -> str:
             break
     text = " ".join(" ".join(lines).split()) or type(exc).__name__
     return text if len(text) <= 400 else text[:397] + "..."
+
+
+def _internals_changed() -> tuple[type[BaseException], ...]:
+    """What a call into Spark's JVM internals raises when this Spark lacks them: py4j's
+    "method does not exist" and a missing attribute of a JVM object."""
+    from py4j.protocol import Py4JError
+
+    return (Py4JError, AttributeError, TypeError)
 
 
 def _file_uri(path: str) -> str:
@@ -380,7 +394,11 @@ class SparkEngine:
     # ---------------------------------------------------------------------- source
 
     def _read(self, spec: ReleaseSpec) -> tuple[Any, list[str], tuple[str, str] | None]:
-        """(DataFrame, the source's columns, for CSV the (line, malformed) columns or None)."""
+        """(DataFrame, the source's columns, for CSV the (line, malformed) columns or None).
+
+        A Parquet source read with the JVM leaves its files' footers in ``self._footers``
+        (:meth:`_parquet`), for :meth:`_nanos`; otherwise that is None."""
+        self._footers: list[Any] | None = None
         src = spec.source
         if self._dataframe is not None:
             if src.table is None:
@@ -404,8 +422,66 @@ class SparkEngine:
         paths = list(src.paths)
         if src.bundled is not None:
             paths = ["file://" + p for p in paths]
+        if _jvm(spark) is not None:
+            try:
+                df, self._footers = self._parquet(paths)
+                return df, list(df.columns), None
+            except _internals_changed():
+                # Spark internals _parquet calls are not public API: a Spark 4 release
+                # without them takes Spark's own schema job (the same schema, one more pass)
+                self._footers = None
+        # Spark Connect (no JVM here), or internals changed: Spark's own schema job
         df = spark.read.option("mergeSchema", "true").parquet(*paths)
         return df, list(df.columns), None
+
+    def _parquet(self, paths: list[str]) -> tuple[Any, list[Any]]:
+        """The Parquet files of ``paths`` as a DataFrame of their merged schema, and their
+        footers (``org.apache.parquet.hadoop.Footer``, without row groups), read once.
+
+        Spark's ``mergeSchema`` runs a Spark job over every file's footer before the job
+        that reads the records.  Here the driver reads the footers instead (Spark's
+        ``ParquetFileFormat.readParquetFootersInParallel``, a thread pool, as
+        :meth:`_nanos` did), converts each with Spark's converter under the session's
+        settings (``readSchemaFromFooter``: the Spark schema a Spark writer stored, else
+        the Parquet schema) and merges them in file order with ``StructType.merge`` under
+        ``spark.sql.caseSensitive``: what ``mergeSchemasInParallel`` computes, without a
+        job.  The files are those Spark lists for ``paths`` (the file index of a DataFrame
+        read with an empty schema: listing only, no footer), in its order; the DataFrame is
+        then read with the merged schema (partition columns, if its listing finds any, are
+        Spark's as before).  The only Spark job over the source is the aggregation's."""
+        from pyspark.sql import types as spt
+
+        spark = self.spark
+        jvm, conf = _jvm(spark), spark._jsc.hadoopConfiguration()
+        listing = spark.read.schema(spt.StructType([])).parquet(*paths)
+        # the files of Spark's listing (its file index), in its order: the order the
+        # schema job would merge them in
+        statuses = listing._jdf.queryExecution().analyzed().relation().location().allFiles()
+        scala = jvm.scala.jdk.javaapi.CollectionConverters
+        files = [str(st.getPath().toString()) for st in scala.asJava(statuses)]
+        if not files:
+            raise EngineError(f"cannot read the source: no Parquet file in {paths[:3]}")
+        parquet = jvm.org.apache.spark.sql.execution.datasources.parquet
+        module = getattr(getattr(parquet, "ParquetFileFormat$"), "MODULE$")
+        sql_conf = spark._jsparkSession.sessionState().conf()
+        read = module.readParquetFootersInParallel(
+            conf,
+            statuses,
+            bool(sql_conf.ignoreCorruptFiles()),
+            bool(sql_conf.ignoreMissingFiles()),
+        )
+        by_path = {str(f.getFile().toString()): f for f in scala.asJava(read)}
+        footers = [by_path[f] for f in files if f in by_path]
+        if not footers:
+            raise EngineError(f"cannot read the source: no readable Parquet file in {paths[:3]}")
+        converter = parquet.ParquetToSparkSchemaConverter(sql_conf)
+        case_sensitive = bool(sql_conf.caseSensitiveAnalysis())
+        merged: Any = None
+        for footer in footers:
+            one = module.readSchemaFromFooter(footer, converter)
+            merged = one if merged is None else merged.merge(one, case_sensitive)
+        schema = spt.StructType.fromJson(json.loads(str(merged.json())))
+        return spark.read.schema(schema).parquet(*paths), footers
 
     def _typed(
         self,
@@ -462,13 +538,26 @@ class SparkEngine:
             else:
                 conf.set(NANOS_AS_LONG, before)
 
+    def _footer(self, uri: str) -> Any:
+        """One Parquet file's footer (``ParquetMetadata``), read on the driver through
+        parquet-hadoop's public reader (the route when :meth:`_parquet` could not be used)."""
+        jvm, conf = _jvm(self.spark), self.spark._jsc.hadoopConfiguration()
+        parquet = jvm.org.apache.parquet.hadoop
+        reader = parquet.ParquetFileReader.open(
+            parquet.util.HadoopInputFile.fromPath(jvm.org.apache.hadoop.fs.Path(uri), conf)
+        )
+        try:
+            return reader.getFooter()
+        finally:
+            reader.close()
+
     def _nanos(self, spec: ReleaseSpec, df: Any) -> dict[str, bool]:
         """The columns read as LONG nanoseconds that the spec reads as more than an id (the
         ``[filter]``, domain and value columns) → whether UTC-adjusted.
 
         Spark's schema says LONG for both an integer and a ``TIMESTAMP(NANOS)``; the
-        files' footers tell them apart (read only when such a column is a LONG, on the
-        driver, a few at a time).  The unit and ``record_columns`` need no look-up: equal
+        files' footers tell them apart (those :meth:`_parquet` read for the schema: no file
+        is opened again).  The unit and ``record_columns`` need no look-up: equal
         LONGs are equal timestamps.  A column of several types across the files is refused
         (DuckDB cannot read such files together either)."""
         from pyspark.sql import types as spt
@@ -482,18 +571,13 @@ class SparkEngine:
         wanted = [c for c in dict.fromkeys(str(c) for c in typed) if c in longs]
         if not wanted:
             return {}
-        jvm, conf = _jvm(self.spark), self.spark._jsc.hadoopConfiguration()
-        parquet = jvm.org.apache.parquet.hadoop
+        if self._footers is not None:  # read once, by _parquet
+            metadata = [footer.getParquetMetadata() for footer in self._footers]
+        else:  # Spark's own schema job read them: open each file's footer on the driver
+            metadata = [self._footer(uri) for uri in df.inputFiles()]
 
-        def kinds(uri: str) -> dict[str, str]:
-            path = jvm.org.apache.hadoop.fs.Path(uri)
-            reader = parquet.ParquetFileReader.open(
-                parquet.util.HadoopInputFile.fromPath(path, conf)
-            )
-            try:
-                schema = reader.getFooter().getFileMetaData().getSchema()
-            finally:
-                reader.close()
+        def kinds(meta: Any) -> dict[str, str]:
+            schema = meta.getFileMetaData().getSchema()
             out = {}
             for c in wanted:
                 if not schema.containsField(c):
@@ -505,9 +589,7 @@ class SparkEngine:
                 )
             return out
 
-        files = list(df.inputFiles())
-        with ThreadPoolExecutor(max_workers=max(1, min(8, len(files)))) as pool:
-            found = list(pool.map(kinds, files))
+        found = [kinds(meta) for meta in metadata]
         labels = {
             "ns": "a nanosecond timestamp (TIMESTAMP(NANOS))",
             "utc": "a UTC-adjusted nanosecond timestamp (TIMESTAMP(NANOS, UTC))",
@@ -1104,65 +1186,72 @@ class _Job(RecordExpressions):
             .otherwise(IN_DOMAIN)
         )
         extra = (["v"] if value is not None else []) + (["la", "lo"] if dom.spread else [])
-        rows = keyed.select(
+        # Only what the bounds and the GROUP BY need crosses the shuffle and the sort: the
+        # unit of an in-domain row (``eu``, NULL otherwise: ``ok`` is ``eu IS NOT NULL``),
+        # its priority, and ``key``: the key of an in-domain row, minus the class of any
+        # other (its group ``g`` below).
+        classed = keyed.select(
             cls.alias("cls"),
             "u",
             "p",
             sf.col("p" if record_cols is None else "h").alias("h"),
             sf.col("key").cast("long").alias("key"),
             *extra,
-        ).select(
-            "*",
-            (sf.col("cls") == IN_DOMAIN).alias("ok"),
-            sf.when(sf.col("cls") == IN_DOMAIN, sf.col("u")).alias("eu"),
         )
-        rows = rows.withColumn(
-            "pk", sf.when(sf.col("ok"), sf.xxhash64(sf.col("eu"))).otherwise(sf.col("h"))
+        in_domain = sf.col("cls") == IN_DOMAIN
+        rows = classed.select(
+            sf.when(in_domain, sf.col("u")).alias("eu"),
+            "p",
+            sf.when(in_domain, sf.col("key")).otherwise(-sf.col("cls").cast("long")).alias("key"),
+            sf.when(in_domain, sf.xxhash64(sf.col("u"))).otherwise(sf.col("h")).alias("pk"),
+            *extra,
         ).repartition("pk")
+        ok = sf.col("eu").isNotNull()
 
-        # 3. The bounds, in the order c → k → b, each among the rows still kept.
+        # 3. The bounds, in the order c → k → b, each among the rows still kept.  A window
+        # partition (pk, eu) holds in-domain rows only or none, so without c and k the rows
+        # still kept before b are the whole partition or none, and b orders by p alone.
         b = spec.bounds.max_records_per_unit
         k = spec.bounds.max_keys_per_unit
         c = spec.bounds.max_records_per_key
         per_unit = Window.partitionBy("pk", "eu")
+        kc = ok
         if c is not None:
             w = Window.partitionBy("pk", "eu", "key").orderBy("p")
-            rows = rows.withColumn("kc", sf.col("ok") & (sf.row_number().over(w) <= c))
-        else:
-            rows = rows.withColumn("kc", sf.col("ok"))
+            rows = rows.withColumn("kc", ok & (sf.row_number().over(w) <= c))
+            kc = sf.col("kc")
+        kk = kc
         if k is not None:
             kp = sf.xxhash64(salt, sf.lit("keys"), sf.col("eu"), sf.col("key"))
             rows = rows.withColumn("kp", kp)
-            w = per_unit.orderBy(sf.col("kc").desc(), "kp", "key")
-            rows = rows.withColumn("kk", sf.col("kc") & (sf.dense_rank().over(w) <= k))
-        else:
-            rows = rows.withColumn("kk", sf.col("kc"))
-        rn = sf.row_number().over(per_unit.orderBy(sf.col("kk").desc(), "p"))
-        rows = rows.withColumn("rb", rn)
-        kept = sf.col("kk") & (sf.col("rb") <= b) if b is not None else sf.col("kk")
-        rows = rows.withColumn("kept", kept).withColumn(
-            "first_u", sf.col("ok") & (sf.col("rb") == 1)
-        )
-        g = (
-            sf.when(~sf.col("ok"), -sf.col("cls").cast("long"))
-            .when(sf.col("kept"), sf.col("key"))
-            .otherwise(sf.lit(DROPPED).cast("long"))
-        )
-
-        def as_int(name: str) -> Any:
-            return sf.sum(sf.col(name).cast("long"))
+            w = per_unit.orderBy(kc.desc(), "kp", "key")
+            rows = rows.withColumn("kk", kc & (sf.dense_rank().over(w) <= k))
+            kk = sf.col("kk")
+        order = [kk.desc(), sf.col("p")] if c is not None or k is not None else [sf.col("p")]
+        rows = rows.withColumn("rb", sf.row_number().over(per_unit.orderBy(*order)))
+        kept = kk & (sf.col("rb") <= b) if b is not None else kk
+        first_u = ok & (sf.col("rb") == 1)
+        g = sf.when(~ok | kept, sf.col("key")).otherwise(sf.lit(DROPPED).cast("long"))
 
         # 4. One GROUP BY of g: the aggregate and every counter.
         if dom.spread:
-            rows = self._spread(rows.withColumn("g", g), value is not None)
-            g = sf.col("g")
+            rows = rows.select(
+                g.alias("g"),
+                kept.alias("kept"),
+                first_u.alias("first_u"),
+                kc.alias("kc"),
+                kk.alias("kk"),
+                *extra,
+            )
+            rows = self._spread(rows, value is not None)
+            g, first_u, kc, kk = (sf.col(n) for n in ("g", "first_u", "kc", "kk"))
         s = sf.sum("v") if value is not None else sf.lit(None).cast("double")
         mass = sf.sum("mass") if dom.spread else sf.lit(None).cast("double")
         return rows.groupBy(g.alias("g")).agg(
             sf.sum(sf.col("n")).alias("n") if dom.spread else sf.count(sf.lit(1)).alias("n"),
-            as_int("first_u").alias("units"),
-            as_int("kc").alias("n_c"),
-            as_int("kk").alias("n_k"),
+            sf.sum(first_u.cast("long")).alias("units"),
+            sf.sum(kc.cast("long")).alias("n_c"),
+            sf.sum(kk.cast("long")).alias("n_k"),
             s.alias("s"),
             mass.alias("mass"),
         )

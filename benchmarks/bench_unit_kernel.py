@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_pipeline import engine_runner, generate
 from dpgauss.release.engines import unit_topb
 
-PHASES = ("_hash_ids", "_histogram", "_scatter", "_select", "_tally")
+PHASES = ("_hash_ids", "_partition", "_select")
 
 
 def main() -> None:

@@ -565,7 +565,7 @@ class DuckDBEngine:
         ((large,),) = con.execute("SELECT current_setting('arrow_large_buffer_size')").fetchall()
         con.execute("SET arrow_large_buffer_size = true")
         try:
-            reader = con.sql(sql, params={**params, **more}).to_arrow_reader(1 << 20)
+            reader = con.sql(sql, params={**params, **more}).to_arrow_reader(1 << 19)
             counts, units, classes = unit_topb.select(
                 reader, b, query.key_bits, d, int(plan.salt), self.threads or 0
             )

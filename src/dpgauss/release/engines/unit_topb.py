@@ -64,9 +64,8 @@ its parent used the kernel does not use it (GNU OpenMP aborts in such a child):
 
 from __future__ import annotations
 
-import os
 import sys
-import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -77,36 +76,23 @@ __all__ = ["available", "select"]
 
 _numba = numba()  # numba is optional (the `fast` extra)
 
-#: Rows per bucket aimed at (a bucket's table and rows then fit in a core's cache).
-BUCKET_ROWS = 4096
-_MAX_BITS = 12
+_MAX_BITS = 12  # at most 4,096 buckets
+#: Rows (and, string ids, words) of a block of partitioned rows (:class:`_Blocks`).
+BLOCK_ROWS = 1 << 21
+BLOCK_WORDS = 1 << 23
+#: Up to this many records a unit, a slot keeps its smallest ``pk`` as rows come (:func:`_select`).
+_INLINE_B = 16
+#: Counters of the per-task counts at most (fewer tasks for a larger domain).
+_COUNTERS = 1 << 22
 _CLASSES = 8  # class codes 0 … 7 (engines.base: IN_DOMAIN = 0 … MALFORMED = 6)
 _SORT_INLINE = 32  # segments up to this long are insertion-sorted in place
-_EMPTY = 2**64 - 1  # a slot of the kept-keys array that holds no kept row
-#: numba's parallel layers may not be entered from two threads at once (the ``workqueue``
-#: layer aborts the process), and GNU OpenMP does not survive a fork: one call at a time,
-#: and none in a child forked after the parent used the kernel.
-_LOCK = threading.Lock()
-_USED = False
-_FORKED_AFTER_USE = False
-
-
-def _after_fork_in_child() -> None:
-    # A child has one thread: a lock held at the fork by another thread of the parent
-    # would never be let go there.  Its holder had run no parallel region if ``_USED`` was
-    # still False (else the child does not use the kernel), so a new lock is safe.
-    global _FORKED_AFTER_USE, _LOCK
-    _FORKED_AFTER_USE = _FORKED_AFTER_USE or _USED
-    _LOCK = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def available() -> bool:
-    """Whether the compiled kernel can run: numba is installed, and this is not a process
-    forked after its parent ran the kernel (GNU OpenMP aborts there; the sort serves it)."""
-    return _numba is not None and not _FORKED_AFTER_USE
+    """Whether the compiled kernel can run: numba is installed (its functions run no
+    parallel region — threads of their own, see :meth:`_Blocks.select` — so neither a fork
+    nor concurrent calls stop them)."""
+    return _numba is not None
 
 
 def _mix(x: Any, salt: Any) -> Any:
@@ -117,94 +103,91 @@ def _mix(x: Any, salt: Any) -> Any:
     return x ^ (x >> np.uint64(31))
 
 
-def _histogram(u: Any, c: Any, off: Any, salt: Any, bits: int, chunks: int) -> tuple[Any, Any, Any]:
-    """Per chunk of rows: in-domain rows per bucket, rows per class, and (string ids, ``off``
-    their offsets, else empty) the words their in-domain rows take per bucket
-    (:func:`_id_words`)."""
-    n = u.size
-    hist = np.zeros((chunks, 1 << bits), np.int64)
-    strings = off.size > 0
-    words = np.zeros((chunks, 1 << bits) if strings else (chunks, 0), np.int64)
-    cls = np.zeros((chunks, _CLASSES), np.int64)
-    shift = np.uint64(64 - bits)
-    step = (n + chunks - 1) // chunks
-    for j in _numba.prange(chunks):
-        lo = j * step
-        hi = min(n, lo + step)
-        h = hist[j]
-        inside = 0
-        for i in range(lo, hi):
-            k = c[i]
-            if k == 0:
-                g = _mix(u[i], salt) >> shift
-                h[g] += 1
-                if strings:
-                    words[j, g] += _id_words(off[i + 1] - off[i])
-                inside += 1
-            else:  # rare: no store on the hot path
-                cls[j, k] += 1
-        cls[j, 0] = inside
-    return hist, cls, words
-
-
 def _id_words(size: int) -> int:
     """The 64-bit words an id of ``size`` bytes takes once partitioned: its length, then its
     bytes, zero-padded to whole words (equal words ⇔ equal ids)."""
     return 1 + (size + 7) // 8
 
 
-def _scatter(
+def _partition(
     u: Any,
     pk: Any,
     c: Any,
     salt: Any,
     bits: int,
-    start: Any,
-    ou: Any,
-    op: Any,
     off: Any,
     raw: Any,
     words: Any,
-    word_start: Any,
+    ou: Any,
+    op: Any,
+    at: int,
     poff: Any,
     pids: Any,
-) -> None:
-    """Write the in-domain rows (u, pk) of one batch into ``ou``/``op``, grouped by bucket:
-    ``start[j, b]`` is where the batch's chunk ``j`` writes its rows of bucket ``b``
-    (ranges disjoint from every other chunk's).  With string ids (``off``/``raw`` their
-    offsets and bytes, ``words`` the bytes as words, else empty) also the id as words
-    (:func:`_id_words`), from ``word_start[j, b]`` on in ``pids``, and where they start in
-    ``poff``: the words follow the rows' order, so row ``q``'s id is
-    ``pids[poff[q]:poff[q + 1]]``."""
-    n = u.size
-    chunks = start.shape[0]
-    shift = np.uint64(64 - bits)
-    step = (n + chunks - 1) // chunks
+    wat: int,
+    seg: Any,
+    cls: Any,
+) -> tuple[int, int]:
+    """Partition one batch's in-domain rows by bucket into a block, from row ``at`` (and,
+    string ids, word ``wat``) on; returns the rows and words written.
+
+    ``u`` is the batch's integer ids (their 64-bit patterns), or, for string ids (``off``,
+    ``raw``, ``words`` their offsets, bytes and whole words, else empty), their salted hashes
+    (:func:`_hash_ids`).  A row's bucket is the top ``bits`` bits of ``h``, ``h = mix(u,
+    salt)`` for an integer id (a bijection of the id: equal ``h`` ⇔ equal ids) or the
+    string id's hash; ``ou`` gets ``h``, ``op`` the row's ``pk``.  Counting sort: the
+    in-domain rows per bucket, then each row is written where its bucket's rows go, so that
+    bucket ``g`` of this batch is ``[seg[g], seg[g + 1])`` of the block.  A string id is
+    copied too, as words (:func:`_id_words`) from ``poff[q]`` on in ``pids``.  ``cls[k]``
+    gains the batch's rows of class ``k`` (``cls[0]``: in the domain)."""
+    n = pk.size
+    nb = 1 << bits
     strings = off.size > 0
-    for j in _numba.prange(chunks):
-        pos = start[j].copy()
-        at = word_start[j].copy() if strings else pos
-        lo = j * step
-        hi = min(n, lo + step)
-        for i in range(lo, hi):
-            if c[i] == 0:
-                x = u[i]
-                b = _mix(x, salt) >> shift
-                q = pos[b]
-                pos[b] = q + 1
-                ou[q] = x
-                op[q] = pk[i]
-                if strings:
-                    w = at[b]
-                    poff[q] = w
-                    k, end = np.int64(off[i]), np.int64(off[i + 1])
-                    pids[w] = np.uint64(end - k)
-                    w += 1
-                    while k < end:
-                        pids[w] = _load_word(raw, words, k, end)
-                        w += 1
-                        k += 8
-                    at[b] = w
+    hist = np.zeros(nb, np.int64)
+    wh = np.zeros(nb if strings else 0, np.int64)
+    shift = np.uint64(64 - bits)
+    inside = 0
+    for i in range(n):
+        kind = c[i]
+        if kind == 0:
+            g = (u[i] if strings else _mix(u[i], salt)) >> shift
+            hist[g] += 1
+            if strings:
+                wh[g] += _id_words(off[i + 1] - off[i])
+            inside += 1
+        else:  # rare: no store on the hot path
+            cls[kind] += 1
+    cls[0] += inside
+    pos = np.empty(nb, np.int64)
+    wpos = np.empty(nb if strings else 0, np.int64)
+    q, w = at, wat
+    for g in range(nb):
+        seg[g] = q
+        pos[g] = q
+        q += hist[g]
+        if strings:
+            wpos[g] = w
+            w += wh[g]
+    seg[nb] = q
+    for i in range(n):
+        if c[i] == 0:
+            x = u[i] if strings else _mix(u[i], salt)
+            g = x >> shift
+            r = pos[g]
+            pos[g] = r + 1
+            ou[r] = x
+            op[r] = pk[i]
+            if strings:
+                v = wpos[g]
+                poff[r] = v
+                k, end = np.int64(off[i]), np.int64(off[i + 1])
+                pids[v] = np.uint64(end - k)
+                v += 1
+                while k < end:
+                    pids[v] = _load_word(raw, words, k, end)
+                    v += 1
+                    k += 8
+                wpos[g] = v
+    return q - at, w - wat
 
 
 def _load_word(raw: Any, words: Any, k: int | np.int64, end: int | np.int64) -> Any:
@@ -228,19 +211,6 @@ def _load_word(raw: Any, words: Any, k: int | np.int64, end: int | np.int64) -> 
     return w
 
 
-def _same_id(a: int, b: int, poff: Any, pids: Any) -> bool:
-    """Whether partitioned rows ``a`` and ``b`` have the same string id (the same words:
-    the length first, then the zero-padded bytes)."""
-    sa, ea = poff[a], poff[a + 1]
-    sb = poff[b]
-    if pids[sa] != pids[sb]:  # the lengths
-        return False
-    for k in range(1, ea - sa):
-        if pids[sa + k] != pids[sb + k]:
-            return False
-    return True
-
-
 def _hash_ids(offsets: Any, data: Any, words: Any, salt: Any, out: Any) -> None:
     """``out[i]``: a 64-bit hash of the bytes of string id ``i``, keyed by ``salt``.
 
@@ -251,7 +221,7 @@ def _hash_ids(offsets: Any, data: Any, words: Any, salt: Any, out: Any) -> None:
     hashes; unequal ones may collide (rarely), which costs time, never exactness
     (:func:`_select` compares the bytes)."""
     n = out.size
-    for i in _numba.prange(n):
+    for i in range(n):
         lo, hi = offsets[i], offsets[i + 1]
         h = _mix(np.uint64(hi - lo), salt)
         k = lo
@@ -262,135 +232,190 @@ def _hash_ids(offsets: Any, data: Any, words: Any, salt: Any, out: Any) -> None:
 
 
 def _select(
-    ou: Any,
-    op: Any,
-    poff: Any,
-    pids: Any,
-    edges: Any,
+    ous: Any,
+    ops: Any,
+    poffs: Any,
+    pidss: Any,
+    block_of: Any,
+    seg: Any,
+    sizes: Any,
     b: int,
     kbits: int,
-    salt: Any,
-    threads: int,
+    counts: Any,
+    task: int,
+    tasks: int,
 ) -> int:
-    """Per bucket ``[edges[i], edges[i+1])``: the keys of each unit's ``b`` smallest ``pk``,
-    written over the bucket's own range of ``ou`` (its unit ids are not needed after its
-    slots are made), the rest of the range set to :data:`_EMPTY`; returns the number of
-    units.  Buckets own disjoint ranges, so threads never write to the same place.
+    """Task ``task`` of ``tasks``: for buckets ``g = task, task + tasks, …``, each unit's
+    ``b`` smallest ``pk``, their keys counted in ``counts`` (the task's own); returns the
+    number of units of those buckets.
 
-    With string ids (``poff`` not empty) ``ou`` holds a salted hash of the id
-    (:func:`_hash_ids`), and a slot is a (hash, id) pair: a row joins a slot of equal hash
-    only if its id (``pids[poff[r]:poff[r + 1]]``) equals that of the slot's first row, so
-    ids whose hashes collide get slots of their own."""
-    nb = edges.size - 1
-    strings = poff.size > 0
-    units = np.zeros(threads, np.int64)
+    Bucket ``g`` is, for every batch ``j``, rows ``[seg[j, g], seg[j, g + 1])`` of block
+    ``block_of[j]`` (``ous``/``ops``, and for string ids ``poffs``/``pidss``: lists of the
+    blocks' arrays), ``sizes[g]`` rows in all.  An open-addressing table gives each unit of the bucket a slot,
+    keyed by its ``h`` (:func:`_partition`); for string ids a slot is a (hash, id) pair: a
+    row joins a slot of equal hash only if its id's words equal those of the slot's first
+    row (copied aside when the slot is made), so ids whose hashes collide get slots of their
+    own.  Up to :data:`_INLINE_B` records a unit, a slot holds its ``b`` smallest ``pk`` so
+    far, sorted, and each row is inserted in passing (a multiset that does not depend on the
+    rows' order; equal ``pk`` are equal keys); beyond, the bucket's rows are gathered by slot
+    and a slot of more than ``b`` rows is sorted."""
+    nb = sizes.size
+    strings = poffs[0].size > 0 or pidss[0].size > 0
+    inline = b <= _INLINE_B
+    units = 0
     kmask = np.uint64((1 << kbits) - 1)
-    empty = np.uint64(_EMPTY)
-    for t in _numba.prange(threads):
-        big = 1
-        for i in range(t, nb, threads):
-            big = max(big, edges[i + 1] - edges[i])
-        cap = 2
-        while cap < 2 * big:
-            cap *= 2
-        keys = np.empty(cap, np.uint64)
-        first = np.empty(cap if strings else 0, np.int64)
-        stamp = np.zeros(cap, np.int64)
-        slot = np.empty(cap, np.int64)
-        row_slot = np.empty(big, np.int64)
-        size = np.empty(big, np.int64)
-        fill = np.empty(big + 1, np.int64)
-        buf = np.empty(big, np.uint64)
-        epoch = 0
-        for i in range(t, nb, threads):
-            lo, hi = edges[i], edges[i + 1]
-            n = hi - lo
-            if n == 0:
+    nbatch = block_of.size
+    big = 1
+    for g in range(task, nb, tasks):
+        big = max(big, sizes[g])
+    cap = 2
+    while cap < 2 * big:
+        cap *= 2
+    # a table entry: the unit's h, then (bucket stamp << 40 | slot): one cache line
+    table = np.zeros((cap, 2), np.uint64)
+    top = np.empty(big * b if inline else 0, np.uint64)
+    size = np.empty(big, np.int64)
+    row_slot = np.empty(0 if inline else big, np.int64)
+    fill = np.empty(0 if inline else big + 1, np.int64)
+    buf = np.empty(0 if inline else big, np.uint64)
+    sid_at = np.empty(big + 1 if strings else 0, np.int64)
+    sid = np.empty(64 if strings else 0, np.uint64)
+    mine = counts
+    epoch = 0
+    for g in range(task, nb, tasks):
+        n = sizes[g]
+        if n == 0:
+            continue
+        epoch += 1
+        tag = np.uint64(epoch) << np.uint64(40)
+        m = 2
+        while m < 2 * n:
+            m *= 2
+        mask = np.uint64(m - 1)
+        slots = 0
+        stored = 0  # words of the slots' ids in `sid`
+        idx = 0  # the row's place in the bucket
+        cur = block_of[0]
+        ou, op = ous[cur], ops[cur]
+        po, pw = np.empty(0, np.int64), np.empty(0, np.uint64)
+        if strings:
+            po, pw = poffs[cur], pidss[cur]
+        for j in range(nbatch):
+            lo, hi = seg[g, j], seg[g + 1, j]
+            if lo == hi:
                 continue
-            epoch += 1
-            m = 2
-            while m < 2 * n:
-                m *= 2
-            mask = np.uint64(m - 1)
-            slots = 0
+            if block_of[j] != cur:
+                cur = block_of[j]
+                ou, op = ous[cur], ops[cur]
+                if strings:
+                    po, pw = poffs[cur], pidss[cur]
             for r in range(lo, hi):  # a slot per unit
                 x = ou[r]
-                h = _mix(x, ~salt) & mask
-                while stamp[h] == epoch and (
-                    keys[h] != x or (strings and not _same_id(first[h], r, poff, pids))
+                h = x & mask
+                while table[h, 1] >= tag and (
+                    table[h, 0] != x
+                    or (strings and not _same_id(sid, sid_at[table[h, 1] ^ tag], pw, po[r]))
                 ):
                     h = (h + np.uint64(1)) & mask
-                if stamp[h] != epoch:
-                    stamp[h] = epoch
-                    keys[h] = x
-                    if strings:
-                        first[h] = r
-                    slot[h] = slots
+                e = table[h, 1]
+                if e < tag:  # a new unit
+                    e = tag | np.uint64(slots)
+                    table[h, 0] = x
+                    table[h, 1] = e
                     size[slots] = 0
+                    if strings:  # the id's words, aside (the next slot's start after)
+                        p = po[r]
+                        nw = _id_words(np.int64(pw[p]))
+                        if stored + nw > sid.size:
+                            more = np.empty(2 * (stored + nw), np.uint64)
+                            more[:stored] = sid[:stored]
+                            sid = more
+                        sid_at[slots] = stored
+                        for k in range(nw):
+                            sid[stored + k] = pw[p + k]
+                        stored += nw
                     slots += 1
-                s = slot[h]
-                row_slot[r - lo] = s
-                size[s] += 1
-            units[t] += slots
-            fill[0] = 0
-            for s in range(slots):  # the rows of each slot, together
-                fill[s + 1] = fill[s] + size[s]
+                s = np.int64(e ^ tag)
+                v = op[r]
+                k = size[s]
+                if inline:  # keep the b smallest so far, sorted
+                    base = s * b
+                    if k < b:
+                        size[s] = k + 1
+                        q = base + k
+                    elif v < top[base + b - 1]:
+                        q = base + b - 1
+                    else:
+                        continue
+                    while q > base and top[q - 1] > v:
+                        top[q] = top[q - 1]
+                        q -= 1
+                    top[q] = v
+                else:
+                    row_slot[idx] = s
+                    size[s] = k + 1
+                    idx += 1
+        units += slots
+        if inline:
+            for s in range(slots):
+                base = s * b
+                for p in range(base, base + size[s]):
+                    mine[top[p] & kmask] += 1
+            continue
+        fill[0] = 0
+        for s in range(slots):  # the rows of each slot, together
+            fill[s + 1] = fill[s] + size[s]
+        idx = 0
+        for j in range(nbatch):
+            lo, hi = seg[g, j], seg[g + 1, j]
+            if lo == hi:
+                continue
+            op = ops[block_of[j]]
             for r in range(lo, hi):
-                s = row_slot[r - lo]
+                s = row_slot[idx]
                 buf[fill[s]] = op[r]
                 fill[s] += 1
-            begin = 0
-            out = lo
-            for s in range(slots):
-                k = size[s]
-                if k > b:  # keep the b smallest pk: sort the segment
-                    if k <= _SORT_INLINE:
-                        for p in range(begin + 1, begin + k):
-                            v = buf[p]
-                            q = p
-                            while q > begin and buf[q - 1] > v:
-                                buf[q] = buf[q - 1]
-                                q -= 1
-                            buf[q] = v
-                    else:
-                        buf[begin : begin + k].sort()
-                    k = b
-                for p in range(begin, begin + k):
-                    ou[out] = buf[p] & kmask
-                    out += 1
-                begin += size[s]
-            for r in range(out, hi):
-                ou[r] = empty
-    return units.sum()
+                idx += 1
+        begin = 0
+        for s in range(slots):
+            k = size[s]
+            if k > b:  # keep the b smallest pk: sort the segment
+                if k <= _SORT_INLINE:
+                    for p in range(begin + 1, begin + k):
+                        v = buf[p]
+                        q = p
+                        while q > begin and buf[q - 1] > v:
+                            buf[q] = buf[q - 1]
+                            q -= 1
+                        buf[q] = v
+                else:
+                    buf[begin : begin + k].sort()
+                k = b
+            for p in range(begin, begin + k):
+                mine[buf[p] & kmask] += 1
+            begin += size[s]
+    return units
 
 
-def _tally(kept: Any, d: int) -> tuple[Any, int]:
-    """Rows per key of ``kept`` (:data:`_EMPTY` skipped); the number of entries ≥ ``d``
-    (none: keys are below ``d`` by construction; checked, never trusted, since nothing here
-    is bounds-checked)."""
-    counts = np.zeros(d, np.int64)
-    empty = np.uint64(_EMPTY)
-    bad = 0
-    for r in range(kept.size):
-        x = kept[r]
-        if x != empty:
-            if x < d:
-                counts[x] += 1
-            else:
-                bad += 1
-    return counts, bad
+def _same_id(sid: Any, at: int, pids: Any, p: int) -> bool:
+    """Whether the id stored from ``sid[at]`` on equals the partitioned id from ``pids[p]``
+    on (the same words: the length first, then the zero-padded bytes)."""
+    if sid[at] != pids[p]:  # the lengths
+        return False
+    for k in range(1, _id_words(np.int64(pids[p]))):
+        if sid[at + k] != pids[p + k]:
+            return False
+    return True
 
 
 if _numba is not None:  # compiled on first use, cached on disk
     _mix = _numba.njit(cache=True, inline="always")(_mix)
-    _histogram = _numba.njit(cache=True, parallel=True, nogil=True)(_histogram)
-    _scatter = _numba.njit(cache=True, parallel=True, nogil=True)(_scatter)
+    _id_words = _numba.njit(cache=True, inline="always")(_id_words)
     _load_word = _numba.njit(cache=True, inline="always")(_load_word)
     _same_id = _numba.njit(cache=True, inline="always")(_same_id)
-    _id_words = _numba.njit(cache=True, inline="always")(_id_words)
-    _hash_ids = _numba.njit(cache=True, parallel=True, nogil=True)(_hash_ids)
-    _select = _numba.njit(cache=True, parallel=True, nogil=True)(_select)
-    _tally = _numba.njit(cache=True, nogil=True)(_tally)
+    _partition = _numba.njit(cache=True, parallel=False, nogil=True)(_partition)
+    _hash_ids = _numba.njit(cache=True, parallel=False, nogil=True)(_hash_ids)
+    _select = _numba.njit(cache=True, parallel=False, nogil=True)(_select)
 
 
 def select(
@@ -404,7 +429,8 @@ def select(
         An iterable of Arrow record batches with three non-null columns in this order:
         the unit (any 64-bit integer type, whose bit pattern identifies the unit, or a
         string type, whose bytes do), ``pk`` (``UBIGINT``; the key in its low
-        ``key_bits`` bits) and the class (``UTINYINT``, 0 for an in-domain row).
+        ``key_bits`` bits) and the class (``UTINYINT``, 0 for an in-domain row).  Each is
+        partitioned as it comes and let go (none is held past the next).
     b : int ≥ 1, records kept per unit
     key_bits : int, the bits of ``pk`` that hold the key
     d : int ≥ 1, the number of keys (every key is below ``d``)
@@ -418,44 +444,138 @@ def select(
         with an in-domain row, ``classes[c]`` the rows of class ``c`` (``classes[0]`` the
         in-domain rows, kept or not).
     """
-    global _USED
     if _numba is None:
         raise RuntimeError(
             "dpgauss: the per-unit top-b kernel needs numba: " + install_hint("fast")
         )
-    columns, ids = _columns(batches)
-    with _LOCK:
-        _USED = True
-        previous = _numba.get_num_threads()
-        threads = min(int(threads), previous) if threads else previous
-        _numba.set_num_threads(threads)  # this thread's parallel regions only
-        try:
-            return _select_locked(columns, ids, b, key_bits, d, salt, threads)
-        finally:
-            _numba.set_num_threads(previous)
-
-
-def _columns(batches: Any) -> tuple[list[Any], list[Any]]:
-    """The batches' columns (u, pk, c) and, for string ids, their buffers
-    (:func:`_id_buffers`), as zero-copy numpy views of the Arrow batches (no NULLs).  A
-    function of its own so that no batch outlives it but through these views, which
-    :func:`_select_locked` lets go once every batch is partitioned."""
-    columns: list[Any] = []
-    ids: list[Any] = []
+    if not 1 <= int(key_bits) <= max(16, int(d).bit_length() + 1) or (int(d) - 1) >> int(
+        key_bits
+    ):
+        raise RuntimeError(f"dpgauss: internal error: key_bits {key_bits} for {d} keys")
+    store = _Blocks(np.uint64(salt & (2**64 - 1)), int(threads))
     for batch in batches:
-        if batch.num_rows:
-            if any(batch.column(i).null_count for i in range(3)):  # the query never does
-                raise RuntimeError("dpgauss: internal error: a NULL reached the unit kernel")
-            unit = batch.column(0)
-            if _is_text(unit.type):
-                ids.append(_id_buffers(unit))
-                u = None  # hashed under the lock (compiled, in parallel)
-            else:
-                u = unit.to_numpy().view(np.uint64)
-            columns.append((u, batch.column(1).to_numpy(), batch.column(2).to_numpy()))
-    if ids and len(ids) != len(columns):
-        raise RuntimeError("dpgauss: internal error: string ids in only some batches")
-    return columns, ids
+        store.add(batch)
+        del batch  # let it go before the next is made
+    return store.select(int(b), int(key_bits), int(d))
+
+
+class _Blocks:
+    """The in-domain rows of the batches seen so far, partitioned by bucket, in blocks.
+
+    A block holds :data:`BLOCK_ROWS` rows (more if one batch has more): ``ou`` (the unit's
+    ``h``), ``op`` (``pk``) and, for string ids, ``poff`` (where the row's id starts in the
+    block's ``pids``).  A batch's rows go into one block, bucket after bucket; ``seg[j]``
+    gives where each bucket of batch ``j`` starts in its block ``block_of[j]``.  Blocks are
+    numpy arrays of several MB (numpy asks the kernel for huge pages there, so filling
+    fresh memory faults a 2 MB page at a time); their unused tails are never touched."""
+
+    def __init__(self, salt: Any, threads: int) -> None:
+        self.salt = salt
+        self.threads = threads
+        self.bits = 0  # decided by the first batch
+        self.strings: bool | None = None
+        self.ous: list[np.ndarray] = []
+        self.ops: list[np.ndarray] = []
+        self.poffs: list[np.ndarray] = []
+        self.pidss: list[np.ndarray] = []
+        self.at = self.wat = 0
+        self.segs: list[np.ndarray] = []
+        self.block_of: list[int] = []
+        self.classes = np.zeros(_CLASSES, np.int64)
+        self.hashed = np.zeros(0, np.uint64)
+
+    def add(self, batch: Any) -> None:
+        n = batch.num_rows
+        if not n:
+            return
+        if any(batch.column(i).null_count for i in range(3)):  # the query never does
+            raise RuntimeError("dpgauss: internal error: a NULL reached the unit kernel")
+        unit = batch.column(0)
+        strings = _is_text(unit.type)
+        if self.strings is None:
+            self.strings = strings
+            # the buckets, from the first batch's size (2**_MAX_BITS for DuckDB's batches of
+            # 2**17 rows, fewer for a small source); they decide where rows are stored only
+            self.bits = min(_MAX_BITS, max(1, int(np.ceil(np.log2(max(2.0, n / 32))))))
+        elif strings != self.strings:
+            raise RuntimeError("dpgauss: internal error: string ids in only some batches")
+        pk, c = batch.column(1).to_numpy(), batch.column(2).to_numpy()
+        if strings:
+            off, raw, words = _id_buffers(unit)
+            need = 2 * n + (int(off[-1]) - int(off[0])) // 8
+        else:
+            off, raw, words = _NONE_OFF, _NONE_RAW, _NONE_WORDS
+            need = 0
+        if strings:
+            if self.hashed.size < n:
+                self.hashed = np.empty(n, np.uint64)
+            u = self.hashed[:n]
+            _hash_ids(off, raw, words, self.salt, u)
+        else:
+            u = unit.to_numpy().view(np.uint64)
+        if not self.ous or self.at + n > self.ous[-1].size or (
+            strings and self.wat + need > self.pidss[-1].size
+        ):
+            self._new_block(n, need)
+        seg = np.empty((1 << self.bits) + 1, np.int64)
+        poff = self.poffs[-1] if strings else _NONE_OFF
+        pids = self.pidss[-1] if strings else _NONE_WORDS
+        rows, used = _partition(
+            u, pk, c, self.salt, self.bits, off, raw, words, self.ous[-1],
+            self.ops[-1], self.at, poff, pids, self.wat, seg, self.classes,
+        )  # fmt: skip
+        self.at += rows
+        self.wat += used
+        self.segs.append(seg)
+        self.block_of.append(len(self.ous) - 1)
+
+    def _new_block(self, rows: int, words: int) -> None:
+        size = max(BLOCK_ROWS, rows)
+        self.ous.append(np.empty(size, np.uint64))
+        self.ops.append(np.empty(size, np.uint64))
+        if self.strings:
+            self.poffs.append(np.empty(size, np.int64))
+            self.pidss.append(np.empty(max(BLOCK_WORDS, words), np.uint64))
+        self.at = self.wat = 0
+
+    def select(self, b: int, key_bits: int, d: int) -> tuple[np.ndarray, int, np.ndarray]:
+        """The counts, units and classes of the rows seen (:func:`select`)."""
+        if not self.segs:
+            return np.zeros(d, np.int64), 0, self.classes
+        # bucket-major: a bucket's starts in every batch lie together
+        seg = np.ascontiguousarray(np.stack(self.segs).T)
+        sizes = np.diff(seg, axis=0).sum(axis=1)
+        block_of = np.asarray(self.block_of, np.int64)
+        typed = _numba.typed.List
+        ous, ops = typed(self.ous), typed(self.ops)
+        if self.strings:
+            poffs, pidss = typed(self.poffs), typed(self.pidss)
+        else:  # (numba may read them even where they are not used: one per block)
+            poffs = typed([_NONE_OFF] * len(self.ous))
+            pidss = typed([_NONE_WORDS] * len(self.ous))
+        width = 1 << key_bits  # every value of a key's bits has a counter
+        # tasks on threads of their own (the kernels let go of the GIL), each with a row of
+        # counters: at most _COUNTERS in all (fewer tasks for a large domain)
+        threads = self.threads or _numba.get_num_threads()
+        tasks = max(1, min(threads, _COUNTERS // width, 1 << self.bits))
+        counts = np.zeros((tasks, width), np.int64)
+        args = (ous, ops, poffs, pidss, block_of, seg, sizes, b, key_bits)
+
+        def task(t: int) -> int:
+            return int(_select(*args, counts[t], t, tasks))
+
+        if tasks == 1:
+            units = task(0)
+        else:
+            with ThreadPoolExecutor(tasks - 1) as pool:
+                others = [pool.submit(task, t) for t in range(1, tasks)]
+                units = task(0) + sum(f.result() for f in others)
+        total = counts.sum(axis=0)
+        if total[d:].any():  # none: keys are below d by construction (checked, not trusted)
+            raise RuntimeError(
+                "dpgauss: internal error: a key outside the domain reached the kernel"
+            )
+        return total[:d].copy(), units, self.classes
 
 
 def _is_text(arrow_type: Any) -> bool:
@@ -502,94 +622,6 @@ def _id_buffers(column: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return offsets, raw, words
 
 
-def _select_locked(
-    columns: list[Any],
-    ids: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
-    b: int,
-    key_bits: int,
-    d: int,
-    salt: int,
-    threads: int,
-) -> tuple[np.ndarray, int, np.ndarray]:
-    """:func:`select` on the batches' columns, under the lock and the thread count; the
-    columns (and string ids) are let go once every batch is partitioned."""
-    n = sum(pk.size for _, pk, _ in columns)
-    # at least one bit: a shift by 64 is undefined in LLVM
-    bits = min(_MAX_BITS, max(1, int(np.ceil(np.log2(max(1.0, n / BUCKET_ROWS))))))
-    key = np.uint64(salt & (2**64 - 1))
-    none = (np.zeros(0, np.int64), np.zeros(0, np.uint8), np.zeros(0, np.uint64))
-    # (no loop variable below may hold a batch's column past the partitioning, after which
-    # the batches are let go)
-    for i in range(len(ids)):  # string ids: their salted hashes
-        hashed = np.empty(ids[i][0].size - 1, np.uint64)
-        _hash_ids(*ids[i], key, hashed)
-        columns[i] = (hashed, columns[i][1], columns[i][2])
-        del hashed
-    hists, sizes, classes = [], [], np.zeros(_CLASSES, np.int64)
-    for i in range(len(columns)):
-        u, c = columns[i][0], columns[i][2]
-        chunks = max(1, min(threads, u.size // 65536))
-        hist, cls, used = _histogram(u, c, ids[i][0] if ids else none[0], key, bits, chunks)
-        del u, c
-        hists.append(hist)
-        sizes.append(used)
-        classes += cls.sum(axis=0)
-    # where chunk j of batch i writes bucket k: after every row of the buckets below k, and
-    # of bucket k in the chunks before (i, j): prefix sums in bucket-major order (the ids'
-    # words likewise, so that they lie in the rows' order)
-    starts, per_bucket = _starts(hists, bits)
-    m = int(per_bucket.sum())
-    ou, op = np.empty(m, np.uint64), np.empty(m, np.uint64)
-    if ids:
-        word_starts, per_bucket_words = _starts(sizes, bits)
-        poff = np.empty(m + 1, np.int64)
-        poff[m] = int(per_bucket_words.sum())
-        pids = np.empty(int(poff[m]), np.uint64)
-    else:
-        word_starts = np.zeros((len(starts), 0), np.int64)
-        poff, pids = none[0], np.zeros(0, np.uint64)
-    row = 0
-    for i, hist in enumerate(hists):
-        u, pk, c = columns[i]
-        off, raw, words = ids[i] if ids else none
-        rows = slice(row, row + len(hist))
-        start, word_start = starts[rows], word_starts[rows]
-        _scatter(
-            u,
-            pk,
-            c,
-            key,
-            bits,
-            np.ascontiguousarray(start),
-            ou,
-            op,
-            off,
-            raw,
-            words,
-            np.ascontiguousarray(word_start),
-            poff,
-            pids,
-        )
-        row += len(hist)
-    # Let go of the batches only now: freeing them between the scatters made the scatters
-    # of string ids 2.5x slower (their page faults, 20 M rows).
-    if hists:
-        del u, pk, c, off, raw, words, start, word_start
-    columns.clear()
-    ids.clear()
-    edges = np.concatenate(([0], np.cumsum(per_bucket))).astype(np.int64)
-    units = int(_select(ou, op, poff, pids, edges, int(b), int(key_bits), key, threads))
-    del op, poff, pids
-    counts, bad = _tally(ou, int(d))
-    if bad:
-        raise RuntimeError("dpgauss: internal error: a key outside the domain reached the kernel")
-    return counts, units, classes
-
-
-def _starts(hists: list[np.ndarray], bits: int) -> tuple[np.ndarray, np.ndarray]:
-    """Where each (batch chunk, bucket) starts, from the per-chunk sizes in ``hists``: after
-    every bucket below, and the earlier chunks of its own bucket; and the bucket totals."""
-    every = np.concatenate(hists) if hists else np.zeros((0, 1 << bits), np.int64)
-    flat = every.T.ravel()
-    starts = (np.cumsum(flat) - flat).reshape(every.T.shape).T
-    return starts, every.sum(axis=0)
+_NONE_OFF = np.zeros(0, np.int64)
+_NONE_RAW = np.zeros(0, np.uint8)
+_NONE_WORDS = np.zeros(0, np.uint64)

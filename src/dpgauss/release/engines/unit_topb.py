@@ -264,6 +264,7 @@ def _select(
     inline = b <= _INLINE_B
     units = 0
     kmask = np.uint64((1 << kbits) - 1)
+    full = np.uint64(2**64 - 1)  # an empty entry of a slot's b smallest
     nbatch = block_of.size
     big = 1
     for g in range(task, nb, tasks):
@@ -323,6 +324,8 @@ def _select(
                     table[h, 0] = x
                     table[h, 1] = e
                     size[slots] = 0
+                    for q in range(slots * b, slots * b + b if inline else 0):
+                        top[q] = full
                     if strings:  # the id's words, aside (the next slot's start after)
                         p = po[r]
                         nw = _id_words(np.int64(pw[p]))
@@ -338,28 +341,21 @@ def _select(
                 s = np.int64(e ^ tag)
                 v = op[r]
                 k = size[s]
-                if inline:  # keep the b smallest so far, sorted
+                if inline:  # the b smallest so far, sorted, v merged in (no branch)
+                    size[s] = k + 1
                     base = s * b
-                    if k < b:
-                        size[s] = k + 1
-                        q = base + k
-                    elif v < top[base + b - 1]:
-                        q = base + b - 1
-                    else:
-                        continue
-                    while q > base and top[q - 1] > v:
-                        top[q] = top[q - 1]
-                        q -= 1
-                    top[q] = v
+                    for q in range(base + b - 1, base, -1):
+                        top[q] = min(max(top[q - 1], v), top[q])
+                    top[base] = min(top[base], v)
                 else:
                     row_slot[idx] = s
                     size[s] = k + 1
                     idx += 1
         units += slots
-        if inline:
+        if inline:  # a slot's first min(size, b) entries: its rows' b smallest pk
             for s in range(slots):
                 base = s * b
-                for p in range(base, base + size[s]):
+                for p in range(base, base + min(size[s], b)):
                     mine[top[p] & kmask] += 1
             continue
         fill[0] = 0

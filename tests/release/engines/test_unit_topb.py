@@ -285,7 +285,7 @@ def test_select_keeps_each_string_units_b_smallest(
     ids = [names[i] for i in rng.integers(0, len(names), n)]
     _, pk, c = random_rows(rng, n, 1, d, ties=True)
 
-    def crowded(offsets, data, words, salt, out):
+    def crowded(offsets, words, salt, out):
         out[:] = (np.diff(offsets) % 2).astype(np.uint64)
 
     with pytest.MonkeyPatch.context() as patch:
@@ -443,17 +443,19 @@ def test_a_child_forked_after_use_runs_the_kernel(tmp_path: Path):
 @settings(max_examples=200, deadline=None)
 @given(data=st.binary(min_size=0, max_size=80), k=st.integers(0, 80), size=st.integers(1, 12))
 def test_a_word_is_the_same_read_by_words_or_by_bytes(data, k, size):
-    """The partitioned ids and their hashes read whole words where they can, bytes near the
-    end of a buffer (or on a big-endian machine): both give the same little-endian word."""
-    raw = np.frombuffer(data, np.uint8)
-    k = min(k, raw.size)
-    end = min(raw.size, k + size)
-    if k >= end:
+    """The partitioned ids and their hashes read a word of bytes ``k … k + 7`` (fewer at the
+    end of an id) from the padded words of the buffer, with two shifts whatever the
+    alignment: the same little-endian word as the bytes, zero-padded."""
+    if k >= len(data):
         return
-    words = raw[: raw.size // 8 * 8].view(np.uint64) if raw.size >= 8 else np.zeros(0, np.uint64)
+    end = min(len(data), k + size)
+    words = unit_topb._padded_words(data, 0, len(data))
+    assert words.size >= -(-len(data) // 8) + 1 and not words.view(np.uint8)[len(data) :].any()
     want = int.from_bytes(data[k : min(k + 8, end)], "little")
-    assert int(unit_topb._load_word(raw, words, k, end)) == want
-    assert int(unit_topb._load_word(raw, np.zeros(0, np.uint64), k, end)) == want
+    assert int(unit_topb._load_word(words, k, end)) == want
+    # a slice of the buffer: its own bytes, from word 0
+    part = unit_topb._padded_words(data, k, end)
+    assert int(unit_topb._load_word(part, 0, end - k)) == want
 
 
 def test_sliced_string_columns():

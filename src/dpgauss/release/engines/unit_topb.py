@@ -116,7 +116,6 @@ def _partition(
     salt: Any,
     bits: int,
     off: Any,
-    raw: Any,
     words: Any,
     ou: Any,
     op: Any,
@@ -183,35 +182,30 @@ def _partition(
                 pids[v] = np.uint64(end - k)
                 v += 1
                 while k < end:
-                    pids[v] = _load_word(raw, words, k, end)
+                    pids[v] = _load_word(words, k, end)
                     v += 1
                     k += 8
                 wpos[g] = v
     return q - at, w - wat
 
 
-def _load_word(raw: Any, words: Any, k: int | np.int64, end: int | np.int64) -> Any:
-    """The bytes ``raw[k:min(k + 8, end)]`` as a little-endian 64-bit word, zero-padded.
-    ``words`` is ``raw``'s whole words (``raw`` viewed as ``uint64``; empty on a big-endian
-    machine): two aligned loads and shifts where they cover the bytes, else byte by byte."""
-    base, shift = k >> 3, k & 7
+def _load_word(words: Any, k: int | np.int64, end: int | np.int64) -> Any:
+    """The bytes ``k … min(k + 8, end) − 1`` of the ids' buffer as a little-endian 64-bit
+    word, zero-padded; ``words`` is the buffer as little-endian words with a word of zeros
+    after its last byte's (:func:`_id_buffers`), so that the two words that cover the bytes
+    are always there: no branch but the mask of a last, partial word.  (A byte-by-byte read
+    behind a bounds test, the earlier form, made hashing 32-character ids 8× slower.)"""
+    base = k >> 3
+    s = np.uint64(8 * (k & 7))
+    # (the high word shifted in two steps: a shift by 64 is undefined in LLVM)
+    w = (words[base] >> s) | ((words[base + 1] << np.uint64(1)) << (np.uint64(63) - s))
     left = end - k
-    if base + 1 < words.size:
-        if shift == 0:
-            w = words[base]
-        else:
-            s = np.uint64(8 * shift)
-            w = (words[base] >> s) | (words[base + 1] << (np.uint64(64) - s))
-        if left < 8:
-            w &= (np.uint64(1) << np.uint64(8 * left)) - np.uint64(1)
-        return w
-    w = np.uint64(0)
-    for t in range(min(8, left)):
-        w |= np.uint64(raw[k + t]) << np.uint64(8 * t)
+    if left < 8:
+        w &= (np.uint64(1) << np.uint64(8 * left)) - np.uint64(1)
     return w
 
 
-def _hash_ids(offsets: Any, data: Any, words: Any, salt: Any, out: Any) -> None:
+def _hash_ids(offsets: Any, words: Any, salt: Any, out: Any) -> None:
     """``out[i]``: a 64-bit hash of the bytes of string id ``i``, keyed by ``salt``.
 
     The id's length, then each 8-byte word (the last one zero-padded) is folded in by
@@ -226,7 +220,7 @@ def _hash_ids(offsets: Any, data: Any, words: Any, salt: Any, out: Any) -> None:
         h = _mix(np.uint64(hi - lo), salt)
         k = lo
         while k < hi:
-            h = _mix(h ^ _load_word(data, words, k, hi), salt)
+            h = _mix(h ^ _load_word(words, k, hi), salt)
             k += 8
         out[i] = h
 
@@ -497,16 +491,16 @@ class _Blocks:
             raise RuntimeError("dpgauss: internal error: string ids in only some batches")
         pk, c = batch.column(1).to_numpy(), batch.column(2).to_numpy()
         if strings:
-            off, raw, words = _id_buffers(unit)
+            off, words = _id_buffers(unit)
             need = 2 * n + (int(off[-1]) - int(off[0])) // 8
         else:
-            off, raw, words = _NONE_OFF, _NONE_RAW, _NONE_WORDS
+            off, words = _NONE_OFF, _NONE_WORDS
             need = 0
         if strings:
             if self.hashed.size < n:
                 self.hashed = np.empty(n, np.uint64)
             u = self.hashed[:n]
-            _hash_ids(off, raw, words, self.salt, u)
+            _hash_ids(off, words, self.salt, u)
         else:
             u = unit.to_numpy().view(np.uint64)
         if not self.ous or self.at + n > self.ous[-1].size or (
@@ -517,7 +511,7 @@ class _Blocks:
         poff = self.poffs[-1] if strings else _NONE_OFF
         pids = self.pidss[-1] if strings else _NONE_WORDS
         rows, used = _partition(
-            u, pk, c, self.salt, self.bits, off, raw, words, self.ous[-1],
+            u, pk, c, self.salt, self.bits, off, words, self.ous[-1],
             self.ops[-1], self.at, poff, pids, self.wat, seg, self.classes,
         )  # fmt: skip
         self.at += rows
@@ -593,12 +587,12 @@ def _is_string_view(arrow_type: Any) -> bool:
     return bool(test is not None and test(arrow_type))
 
 
-def _id_buffers(column: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(offsets, bytes, words) of an Arrow string column, as zero-copy numpy views: the id
-    of row ``i`` is ``bytes[offsets[i]:offsets[i + 1]]`` (64-bit offsets: ``large_string``,
-    and ``string_view``, which is converted to it); ``words``: the bytes' whole 64-bit words
-    (empty on a big-endian machine or an unaligned buffer: then bytes are read one by one,
-    which gives the same words, see :func:`_load_word`)."""
+def _id_buffers(column: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets, words) of an Arrow string column: the id of row ``i`` is the bytes
+    ``offsets[i] … offsets[i + 1] − 1`` of ``words``, the column's bytes copied into
+    little-endian 64-bit words with a word of zeros after them (:func:`_load_word`);
+    ``offsets`` from 0 (a sliced column's are shifted).  ``string_view`` is converted to
+    ``large_string``."""
     import pyarrow as pa
 
     if _is_string_view(column.type):
@@ -611,13 +605,18 @@ def _id_buffers(column: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         raise RuntimeError(f"dpgauss: internal error: unit ids of type {column.type}")
     _, off, data = column.buffers()
     offsets = np.frombuffer(off, offset_type)[column.offset : column.offset + len(column) + 1]
-    raw = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
-    words = np.zeros(0, np.uint64)
-    if sys.byteorder == "little" and raw.size >= 8 and raw.ctypes.data % 8 == 0:
-        words = raw[: raw.size // 8 * 8].view(np.uint64)
-    return offsets, raw, words
+    first, last = int(offsets[0]), int(offsets[-1])
+    return offsets.astype(np.int64) - first, _padded_words(data, first, last)
+
+
+def _padded_words(data: Any, first: int, last: int) -> np.ndarray:
+    """Bytes ``first … last − 1`` of the buffer ``data`` as little-endian 64-bit words (the
+    native type), the last one zero-padded, and a word of zeros after them."""
+    words = np.zeros((last - first) // 8 + 2, "<u8")
+    if last > first:
+        words.view(np.uint8)[: last - first] = np.frombuffer(data, np.uint8)[first:last]
+    return words.astype(np.uint64, copy=False)  # (a copy on a big-endian machine only)
 
 
 _NONE_OFF = np.zeros(0, np.int64)
-_NONE_RAW = np.zeros(0, np.uint8)
 _NONE_WORDS = np.zeros(0, np.uint64)

@@ -4,67 +4,63 @@ The bounding query of :mod:`dpgauss.release.engines.duckdb` keeps, for every pri
 ``b`` records of smallest priority, by one global sort on (unit, priority) and a streaming
 ``lag``.  For the commonest release (a ``count`` whose only bound is
 ``max_records_per_unit``, over integer unit ids, or string ids read from files) this module
-makes the *same* selection without sorting the rows, in 0.36–0.7× the sort's CPU time with
-integer ids and 0.58× with 32-character string ids (2 M and 20 M rows,
-``python benchmarks/bench_pipeline.py [--string-units]``).  DuckDB still reads, classifies,
-keys and hashes every record (one statement of the semantics); it hands over, row by row,
-the unit ``u`` (an integer id's 64-bit pattern, or the string id itself), the
+makes the *same* selection without sorting the rows (CPU time against the sort's and the
+scan floor's: ``docs/benchmarks.md``).  DuckDB still reads, classifies, keys and hashes
+every record (one statement of the semantics); it hands over, row by row, in Arrow batches
+of 2¹⁷ rows, the unit ``u`` (an integer id's 64-bit pattern, or the string id itself), the
 key-in-priority ``pk = (p >> kb) << kb | key`` of an in-domain row (the general path's own
 sort key) and the row's class ``c`` (0 in the domain, else the class code of
-:mod:`dpgauss.release.engines.duckdb`).  Then:
+:mod:`dpgauss.release.engines.duckdb`).  Then, batch by batch as they come:
 
 0. **String ids** are hashed to 64 bits, keyed by the salt (:func:`_hash_ids`); the hash
-   only places them, their bytes decide equality (step 2).
-1. **Partition** the in-domain rows by the top ``bits`` bits of a mixed hash of ``u``
-   (counting sort: a histogram per chunk of rows, prefix sums, a scatter; chunks in
-   parallel, each into its own disjoint ranges).  A unit's rows all land in one bucket, so
-   buckets are independent; ``bits`` (at most 12) makes a bucket about 4,096 rows on
-   average up to 16 M rows (larger beyond), small enough for what follows to stay in cache.
+   only places them, their bytes decide equality (step 2).  An integer id's ``h`` is
+   ``mix(u, salt)``, a bijection of ``u``.
+1. **Partition** the batch's in-domain rows by the top ``bits`` bits of ``h`` (counting
+   sort: a histogram, prefix sums, a scatter) into a block of memory, after the batches
+   before; the batch is then let go.  A unit's rows all land in one bucket, so buckets
+   are independent; ``bits`` is 12 for DuckDB's batches (fewer for a small first batch),
+   about 1,200 rows a bucket at 5 M rows, small enough for what follows to stay in cache.
    A string id is copied along with its row, as 64-bit words (its length, then its bytes
    zero-padded), so that a bucket's ids lie together.
-2. **Select** in each bucket (buckets in parallel): an open-addressing table gives each
-   unit a slot — for string ids a slot is a (hash, id) pair: a row joins a slot of equal
-   hash only if its id's words equal those of the slot's first row, so ids whose hashes
-   collide are never merged; the bucket's rows are counted and scattered by slot; a slot
-   with at most ``b`` rows keeps them all, a larger one is sorted and keeps its first ``b``.
-   The key of a kept row is ``pk``'s low ``kb`` bits.
+2. **Select** in each bucket (its part of every batch): an open-addressing table gives
+   each unit a slot, which keeps the ``b`` smallest ``pk`` of the unit's rows
+   (:func:`_select`); the keys they hold (``pk``'s low ``kb`` bits) are counted.
 
 **Same records as the general path.**  The general path keeps, per unit, the ``b`` rows
 first in the order of ``pk`` (rows of equal ``pk`` are interchangeable there: equal ``pk``
 means equal key); step 2 keeps the ``b`` smallest ``pk`` of the unit's rows, a multiset of
 keys that does not depend on how equal ``pk`` are ordered, nor on the order rows arrive in,
-nor on the partition (a function of ``u`` only).  Units are the same: equal integer ids,
-or string ids of equal bytes (the sort compares ``VARCHAR`` by bytes when no collation is
-set, which the engine checks before it uses the kernel).  So the counts equal the general
-path's bit for bit, for every source (``tests/release/engines/test_unit_topb.py``; the
-neighbouring-dataset fuzzer runs this path as ``duckdb-kernel``, CSV sources included).
+nor on the batches or the partition (a function of ``u`` only).  Units are the same: equal
+integer ids, or string ids of equal bytes (the sort compares ``VARCHAR`` by bytes when no
+collation is set, which the engine checks before it uses the kernel).  So the counts equal
+the general path's bit for bit, for every source (``tests/release/engines/test_unit_topb.py``;
+the neighbouring-dataset fuzzer runs this path as ``duckdb-kernel``, CSV sources included).
 Nothing here looks at other units: a unit's kept rows are a function of its own records
 and the salt, whatever the other units hold — other units only share its bucket or its
-hash, which changes where its rows are stored, not which are kept.  The hash that places
-units in buckets is keyed by the secret salt (for string ids, each 8-byte word is folded
-in by a mixing keyed by it), so crowding a bucket or a probe sequence on purpose needs
-the salt — the mixing is not a cryptographic PRF, so this is a defence, not a proof; a
-crowded bucket (one unit with millions of rows, or colliding ids) is only slower, never
-wrong.
+hash, which changes where its rows are stored, not which are kept; the number of buckets
+(from the first batch's size) and of blocks only say where rows are stored.  The hash that
+places units in buckets and table entries is keyed by the secret salt (for string ids,
+each 8-byte word is folded in by a mixing keyed by it), so crowding a bucket or a probe
+sequence on purpose needs the salt — the mixing is not a cryptographic PRF, so this is a
+defence, not a proof; a crowded bucket (one unit with millions of rows, or colliding ids)
+is only slower, never wrong.
 
-Memory: the three columns (17 bytes a row) and their partitioned copy (16 bytes a row),
-about 3.3 GB at 10⁸ rows with integer ids (peak 3.8 GB measured, ``docs/benchmarks.md``);
-string ids add the ids as DuckDB hands them over (their bytes and 4 of offset), their
-hash (8) and, partitioned, 16 bytes and the id's bytes rounded up to whole words: about
-125 bytes a row with 32-character ids, 12.5 GB at 10⁸ rows (estimated, not measured).
-The batches are let go once all are partitioned; per-thread scratch
-of the largest bucket; the kept keys overwrite the partitioned unit ids, so nothing grows
-with the number of keys times threads.  None of it is under DuckDB's ``memory_limit``.
+Memory: one Arrow batch at a time, and the partitioned rows, 16 bytes an in-domain row
+with integer ids (1.6 GB at 10⁸ rows), in blocks of :data:`BLOCK_ROWS` rows; string ids add
+8 bytes of offset and the id's bytes rounded up to whole words, plus one (about 64 bytes a
+row with 32-character ids: estimated, not measured).  Per-task scratch of the largest
+bucket, and a row of counters per task.  None of it is under DuckDB's ``memory_limit``.
 The first call in a new environment compiles the kernels (about 10–20 s; cached on disk
-after that).  Calls are serialised by a lock (numba's ``workqueue`` layer aborts on
-concurrent parallel regions), honour the caller's thread count, and a process forked after
-its parent used the kernel does not use it (GNU OpenMP aborts in such a child):
-:func:`available` is then False and the engine sorts instead, with the same result.
+after that).  No numba parallel region runs: the selection's tasks run on threads of their
+own (the compiled functions let go of the GIL) and the partitioning on the caller's.  An
+OpenMP team spin-waits at its barriers, which on a loaded machine (other processes on the
+cores) cost more CPU than the work: a 128 K-row histogram took 22 ms of CPU in a parallel
+region against 0.2 ms without (load average 5 on 2 cores).  So calls may run concurrently
+and in a forked process (GNU OpenMP aborted in a child forked after its parent used it).
 """
 
 from __future__ import annotations
 
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -103,7 +99,7 @@ def _mix(x: Any, salt: Any) -> Any:
     return x ^ (x >> np.uint64(31))
 
 
-def _id_words(size: int) -> int:
+def _id_words(size: Any) -> Any:
     """The 64-bit words an id of ``size`` bytes takes once partitioned: its length, then its
     bytes, zero-padded to whole words (equal words ⇔ equal ids)."""
     return 1 + (size + 7) // 8
@@ -243,16 +239,21 @@ def _select(
     ``b`` smallest ``pk``, their keys counted in ``counts`` (the task's own); returns the
     number of units of those buckets.
 
-    Bucket ``g`` is, for every batch ``j``, rows ``[seg[j, g], seg[j, g + 1])`` of block
+    Bucket ``g`` is, for every batch ``j``, rows ``[seg[g, j], seg[g + 1, j])`` of block
     ``block_of[j]`` (``ous``/``ops``, and for string ids ``poffs``/``pidss``: lists of the
-    blocks' arrays), ``sizes[g]`` rows in all.  An open-addressing table gives each unit of the bucket a slot,
-    keyed by its ``h`` (:func:`_partition`); for string ids a slot is a (hash, id) pair: a
-    row joins a slot of equal hash only if its id's words equal those of the slot's first
-    row (copied aside when the slot is made), so ids whose hashes collide get slots of their
-    own.  Up to :data:`_INLINE_B` records a unit, a slot holds its ``b`` smallest ``pk`` so
-    far, sorted, and each row is inserted in passing (a multiset that does not depend on the
-    rows' order; equal ``pk`` are equal keys); beyond, the bucket's rows are gathered by slot
-    and a slot of more than ``b`` rows is sorted."""
+    blocks' arrays), ``sizes[g]`` rows in all.  An open-addressing table (an entry: the
+    unit's ``h``, then the bucket's stamp and the slot, one cache line) gives each unit of
+    the bucket a slot; for string ids a slot is a (hash, id) pair: a row joins a slot of
+    equal hash only if its id's words equal those of the slot's first row (copied aside
+    when the slot is made), so ids whose hashes collide get slots of their own.  Up to
+    :data:`_INLINE_B` records a unit, a slot holds the ``b`` smallest ``pk`` of its rows so
+    far, sorted (empty entries ``2⁶⁴ − 1``), and each row's ``v`` is merged in without a
+    branch: ``top[q] ← min(max(top[q − 1], v), top[q])`` from the last entry down, then
+    ``top[0] ← min(top[0], v)`` — entries below ``v`` stay, ``v`` takes the first place
+    above them, the rest move up one, the last falls out; after ``n`` rows the first
+    ``min(n, b)`` entries are the ``b`` smallest of the multiset (a ``pk`` of ``2⁶⁴ − 1``
+    ties an empty entry: the same value, the same key).  Beyond :data:`_INLINE_B`, the
+    bucket's rows are gathered by slot and a slot of more than ``b`` rows is sorted."""
     nb = sizes.size
     strings = poffs[0].size > 0 or pidss[0].size > 0
     inline = b <= _INLINE_B
@@ -347,14 +348,13 @@ def _select(
                     idx += 1
         units += slots
         if inline:  # a slot's first min(size, b) entries: its rows' b smallest pk
-            for s in range(slots):
-                base = s * b
-                for p in range(base, base + min(size[s], b)):
+            for z in range(slots):
+                for p in range(z * b, z * b + min(size[z], b)):
                     mine[top[p] & kmask] += 1
             continue
         fill[0] = 0
-        for s in range(slots):  # the rows of each slot, together
-            fill[s + 1] = fill[s] + size[s]
+        for z in range(slots):  # the rows of each slot, together
+            fill[z + 1] = fill[z] + size[z]
         idx = 0
         for j in range(nbatch):
             lo, hi = seg[g, j], seg[g + 1, j]
@@ -362,13 +362,13 @@ def _select(
                 continue
             op = ops[block_of[j]]
             for r in range(lo, hi):
-                s = row_slot[idx]
-                buf[fill[s]] = op[r]
-                fill[s] += 1
+                z = row_slot[idx]
+                buf[fill[z]] = op[r]
+                fill[z] += 1
                 idx += 1
         begin = 0
-        for s in range(slots):
-            k = size[s]
+        for z in range(slots):
+            k = size[z]
             if k > b:  # keep the b smallest pk: sort the segment
                 if k <= _SORT_INLINE:
                     for p in range(begin + 1, begin + k):
@@ -383,7 +383,7 @@ def _select(
                 k = b
             for p in range(begin, begin + k):
                 mine[buf[p] & kmask] += 1
-            begin += size[s]
+            begin += size[z]
     return units
 
 
@@ -438,9 +438,7 @@ def select(
         raise RuntimeError(
             "dpgauss: the per-unit top-b kernel needs numba: " + install_hint("fast")
         )
-    if not 1 <= int(key_bits) <= max(16, int(d).bit_length() + 1) or (int(d) - 1) >> int(
-        key_bits
-    ):
+    if not 1 <= int(key_bits) <= max(16, int(d).bit_length() + 1) or (int(d) - 1) >> int(key_bits):
         raise RuntimeError(f"dpgauss: internal error: key_bits {key_bits} for {d} keys")
     store = _Blocks(np.uint64(salt & (2**64 - 1)), int(threads))
     for batch in batches:
@@ -503,8 +501,10 @@ class _Blocks:
             _hash_ids(off, words, self.salt, u)
         else:
             u = unit.to_numpy().view(np.uint64)
-        if not self.ous or self.at + n > self.ous[-1].size or (
-            strings and self.wat + need > self.pidss[-1].size
+        if (
+            not self.ous
+            or self.at + n > self.ous[-1].size
+            or (strings and self.wat + need > self.pidss[-1].size)
         ):
             self._new_block(n, need)
         seg = np.empty((1 << self.bits) + 1, np.int64)

@@ -656,3 +656,122 @@ def test_the_connections_default_order_changes_nothing(tmp_path: Path, ids, boun
         got = bounded_aggregate(spec, salt=6, engine=engine)
         np.testing.assert_array_equal(got.counts, want.counts)
         assert got.rows == want.rows
+
+
+# ------------------------------------------------------- adversarial ids, blocks, tasks
+
+
+def _adversarial_strings(rng: np.random.Generator, n: int) -> list[str | None]:
+    """String ids a contributor could write: no id (NULL, empty), ids that read as
+    missing or not-a-number, a NUL, case and Unicode variants (a combining accent, an
+    astral character), ids of 100,000 characters differing in their last, a unit with
+    most of the records, and ids of a record each (many units)."""
+    odd = ["", "NaN", "nan", "NULL", "null", "None", "a\x00", "a", "A", "é", "e\u0301",
+           "𝄞" * 7, "x" * 100_000, "x" * 99_999 + "y", " a", "a "]  # fmt: skip
+    out: list[str | None] = []
+    for i in range(n):
+        r = rng.random()
+        if r < 0.02:
+            out.append(None)
+        elif r < 0.25:
+            out.append(odd[int(rng.integers(0, len(odd)))])
+        elif r < 0.6:
+            out.append("crowded")  # one unit with a third of the records
+        elif r < 0.8:
+            out.append(f"solo-{i}")  # a unit of one record
+        else:
+            out.append(f"u{int(rng.integers(0, 300))}")
+    return out
+
+
+@pytest.mark.parametrize("b", [1, 5, 16, 17, 40])
+def test_adversarial_string_ids_keep_the_general_paths_records(tmp_path: Path, b):
+    rng = np.random.default_rng(21 + b)
+    n = 6_000
+    uid = _adversarial_strings(rng, n)
+    src = tmp_path / "s.parquet"
+    pq.write_table(
+        pa.table({"uid": pa.array(uid, pa.string()), "key": rng.integers(-2, 60, n)}), src
+    )
+    spec = make_spec(src, max_records_per_unit=b)
+    for salt in (0, 77, 2**64 - 1):
+        kernel = bounded_aggregate(spec, salt=salt, engine=DuckDBEngine(kernel=True))
+        general = bounded_aggregate(spec, salt=salt, engine=DuckDBEngine(kernel=False))
+        np.testing.assert_array_equal(kernel.counts, general.counts)
+        assert kernel.rows == general.rows
+        assert kernel.rows.null_unit == sum(u is None or u == "" for u in uid)
+
+
+@pytest.mark.parametrize("b", [1, 5, 17])
+def test_adversarial_integer_ids_keep_the_general_paths_records(tmp_path: Path, b):
+    """The extreme ids, 0 and −1 (every bit set), NULL, one unit with most records, and
+    units of one record each."""
+    rng = np.random.default_rng(40 + b)
+    n = 6_000
+    ends = np.array([-(2**63), 2**63 - 1, 0, -1, 1], np.int64)
+    pick = rng.random(n)
+    uid = np.where(
+        pick < 0.3,
+        ends[rng.integers(0, len(ends), n)],
+        np.where(pick < 0.6, 12345, np.arange(n, dtype=np.int64) * 7919 + 3),
+    )
+    mask = rng.random(n) < 0.02
+    src = tmp_path / "i.parquet"
+    pq.write_table(
+        pa.table({"uid": pa.array(uid, pa.int64(), mask=mask), "key": rng.integers(-2, 60, n)}),
+        src,
+    )
+    spec = make_spec(src, max_records_per_unit=b)
+    for salt in (0, 5, 2**64 - 1):
+        kernel = bounded_aggregate(spec, salt=salt, engine=DuckDBEngine(kernel=True))
+        general = bounded_aggregate(spec, salt=salt, engine=DuckDBEngine(kernel=False))
+        np.testing.assert_array_equal(kernel.counts, general.counts)
+        assert kernel.rows == general.rows
+        assert kernel.rows.null_unit == int(mask.sum())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ids", ["int", "str"])
+def test_several_duckdb_batches_keep_the_general_paths_records(tmp_path: Path, ids):
+    """More rows than one Arrow batch of the engine (2¹⁷): units spread over batches."""
+    rng = np.random.default_rng(17)
+    n = 400_000
+    uid = rng.integers(0, 40_000, n)
+    column = pa.array(uid) if ids == "int" else pa.array([f"{x:032X}" for x in uid.tolist()])
+    src = tmp_path / "f.parquet"
+    pq.write_table(pa.table({"uid": column, "key": rng.integers(-2, 60, n)}), src)
+    for b in (3, 20):
+        spec = make_spec(src, max_records_per_unit=b)
+        kernel = bounded_aggregate(spec, salt=9, engine=DuckDBEngine(kernel=True))
+        general = bounded_aggregate(spec, salt=9, engine=DuckDBEngine(kernel=False))
+        np.testing.assert_array_equal(kernel.counts, general.counts)
+        assert kernel.rows == general.rows
+
+
+@pytest.mark.parametrize("strings", [False, True])
+def test_small_blocks_one_task_and_many_buckets_change_nothing(monkeypatch, strings):
+    """Where rows are stored and who selects them change nothing: blocks smaller than a
+    batch's rows or ids (a new block for nearly every batch), one task (a domain too large
+    for a row of counters per task), and the most buckets."""
+    rng = np.random.default_rng(30)
+    d = 50
+    u, pk, c = random_rows(rng, 20_000, 2_000, d, ties=True)
+    if strings:
+        ids = [f"id-{x}" * (1 + x % 5) for x in (u % 5_000).tolist()]
+        make = lambda size: string_batches(ids, pk, c, size, True)  # noqa: E731
+        want = string_reference(ids, pk, c, 4, d)
+    else:
+        make = lambda size: batches(u, pk, c, size)  # noqa: E731
+        want = reference(u, pk, c, 4, d)
+    for block_rows, block_words, counters, size in (
+        (100, 100, 1 << 22, 1_500),
+        (1 << 21, 1 << 23, 1, 1_500),
+        (1 << 21, 1 << 23, 1 << 22, 20_000),
+    ):
+        monkeypatch.setattr(unit_topb, "BLOCK_ROWS", block_rows)
+        monkeypatch.setattr(unit_topb, "BLOCK_WORDS", block_words)
+        monkeypatch.setattr(unit_topb, "_COUNTERS", counters)
+        got = unit_topb.select(make(size), 4, KEY_BITS, d, 123, 3)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1] == want[1]
+        np.testing.assert_array_equal(got[2], want[2])

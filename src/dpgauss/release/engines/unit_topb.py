@@ -253,13 +253,17 @@ def _select(
     above them, the rest move up one, the last falls out; after ``n`` rows the first
     ``min(n, b)`` entries are the ``b`` smallest of the multiset (a ``pk`` of ``2⁶⁴ − 1``
     ties an empty entry: the same value, the same key).  Beyond :data:`_INLINE_B`, the
-    bucket's rows are gathered by slot and a slot of more than ``b`` rows is sorted."""
+    bucket's rows are gathered by slot and a slot of more than ``b`` rows is sorted.
+
+    Integer ids pass ``None`` for the lists: numba then compiles a form without the string
+    ids' tests."""
     nb = sizes.size
-    strings = poffs[0].size > 0 or pidss[0].size > 0
+    strings = poffs is not None
     inline = b <= _INLINE_B
     units = 0
     kmask = np.uint64((1 << kbits) - 1)
     full = np.uint64(2**64 - 1)  # an empty entry of a slot's b smallest
+    ub, one = np.uint64(b), np.uint64(1)
     nbatch = block_of.size
     big = 1
     for g in range(task, nb, tasks):
@@ -294,7 +298,7 @@ def _select(
         cur = block_of[0]
         ou, op = ous[cur], ops[cur]
         po, pw = np.empty(0, np.int64), np.empty(0, np.uint64)
-        if strings:
+        if poffs is not None and pidss is not None:
             po, pw = poffs[cur], pidss[cur]
         for j in range(nbatch):
             lo, hi = seg[g, j], seg[g + 1, j]
@@ -303,9 +307,9 @@ def _select(
             if block_of[j] != cur:
                 cur = block_of[j]
                 ou, op = ous[cur], ops[cur]
-                if strings:
+                if poffs is not None and pidss is not None:
                     po, pw = poffs[cur], pidss[cur]
-            for r in range(lo, hi):  # a slot per unit
+            for r in range(np.uint64(lo), np.uint64(hi)):  # a slot per unit
                 x = ou[r]
                 h = x & mask
                 while table[h, 1] >= tag and (
@@ -333,14 +337,18 @@ def _select(
                             sid[stored + k] = pw[p + k]
                         stored += nw
                     slots += 1
-                s = np.int64(e ^ tag)
+                # (unsigned indices: numba tests a signed one for a negative value on
+                # every access, which made this loop twice as slow)
+                s = e ^ tag
                 v = op[r]
                 k = size[s]
                 if inline:  # the b smallest so far, sorted, v merged in (no branch)
                     size[s] = k + 1
-                    base = s * b
-                    for q in range(base + b - 1, base, -1):
-                        top[q] = min(max(top[q - 1], v), top[q])
+                    base = s * ub
+                    q = base + ub - one
+                    while q > base:
+                        top[q] = min(max(top[q - one], v), top[q])
+                        q -= one
                     top[base] = min(top[base], v)
                 else:
                     row_slot[idx] = s
@@ -538,11 +546,8 @@ class _Blocks:
         block_of = np.asarray(self.block_of, np.int64)
         typed = _numba.typed.List
         ous, ops = typed(self.ous), typed(self.ops)
-        if self.strings:
-            poffs, pidss = typed(self.poffs), typed(self.pidss)
-        else:  # (numba may read them even where they are not used: one per block)
-            poffs = typed([_NONE_OFF] * len(self.ous))
-            pidss = typed([_NONE_WORDS] * len(self.ous))
+        poffs = typed(self.poffs) if self.strings else None
+        pidss = typed(self.pidss) if self.strings else None
         width = 1 << key_bits  # every value of a key's bits has a counter
         # tasks on threads of their own (the kernels let go of the GIL), each with a row of
         # counters: at most _COUNTERS in all (fewer tasks for a large domain)

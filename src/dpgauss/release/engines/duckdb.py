@@ -40,8 +40,8 @@ speed:
   files (CSV, Parquet; with no ``default_collation``), hands each row's unit,
   key-in-priority and class to the compiled kernel of :mod:`dpgauss.release.engines.unit_topb`
   (hash-partitioned per-unit top-b, numba), which keeps the same records as the sort in
-  0.36–0.7× its CPU time with integer ids, 0.4–0.58× with string ids (``python
-  benchmarks/bench_pipeline.py [--string-units]``, ``docs/benchmarks.md``).
+  0.33–0.36× its CPU time with integer ids, 0.48× with string ids (5 M and 20 M rows,
+  ``python benchmarks/bench_pipeline.py [--string-units]``, ``docs/benchmarks.md``).
   Used whenever numba is installed (``kernel=None``); it applies by the spec, the column's
   type and the connection's settings only.
 
@@ -315,7 +315,7 @@ class DuckDBEngine:
         from CSV or Parquet files (ids told apart by their bytes; not with a
         ``default_collation`` on the connection, nor for tables, whose columns may carry
         one): the same records (the kernel keeps the general path's ``b`` smallest sort
-        keys), 0.36–0.7× its CPU time (``docs/benchmarks.md``).  None (the default):
+        keys), 0.33–0.48× its CPU time (``docs/benchmarks.md``).  None (the default):
         whenever it applies and numba is installed (the ``fast`` extra); False: never;
         True: whenever it applies (an error without numba).  Whether it applies depends on
         the spec, the unit column's *type* and the connection's settings only.

@@ -54,9 +54,10 @@ The first call in a new environment compiles the kernels (about 10–20 s; cache
 after that).  No numba parallel region runs: the selection's tasks run on threads of their
 own (the compiled functions let go of the GIL) and the partitioning on the caller's.  An
 OpenMP team spin-waits at its barriers, which on a loaded machine (other processes on the
-cores) cost more CPU than the work: a 128 K-row histogram took 22 ms of CPU in a parallel
-region against 0.2 ms without (load average 5 on 2 cores).  So calls may run concurrently
-and in a forked process (GNU OpenMP aborted in a child forked after its parent used it).
+cores) cost more CPU than the work: a 131,072-row histogram took 22 ms of CPU in a parallel
+region against 0.2 ms with a passive wait (load average 5 on 2 cores;
+``docs/benchmarks.md``).  So calls may run concurrently and in a forked process (GNU
+OpenMP aborted in a child forked after its parent used it).
 """
 
 from __future__ import annotations

@@ -104,6 +104,27 @@ def test_order_batches_salt_and_threads_change_nothing():
 
 
 @pytest.mark.slow
+def test_a_unit_of_a_million_rows_keeps_its_b_smallest():
+    """A bucket of more rows than the inline slots may take (rows × b past
+    ``_INLINE_ENTRIES``): the gather serves it, with the same records."""
+    rng = np.random.default_rng(14)
+    n = (unit_topb._INLINE_ENTRIES // 16) + 50_000
+    u = np.concatenate([np.full(n, -7), rng.integers(0, 1_000, 30_000)]).astype(np.int64)
+    pk = (rng.integers(0, 2**40, u.size).astype(np.uint64) << np.uint64(KEY_BITS)) | (
+        rng.integers(0, 50, u.size).astype(np.uint64)
+    )
+    c = np.zeros(u.size, np.uint8)
+    for b in (16, 2):
+        got = unit_topb.select(batches(u, pk, c, 1 << 19), b, KEY_BITS, 50, 8, 2)
+        counts = np.zeros(50, np.int64)
+        for x in np.unique(u):
+            mine = np.sort(pk[u == x])[:b]
+            np.add.at(counts, (mine & np.uint64(2**KEY_BITS - 1)).astype(np.int64), 1)
+        np.testing.assert_array_equal(got[0], counts)
+        assert got[1] == np.unique(u).size
+
+
+@pytest.mark.slow
 def test_a_crowded_unit_and_long_segments():
     """One unit with 100,000 rows (one bucket holds it all), units with more rows than the
     insertion sort's limit, b larger than every unit."""

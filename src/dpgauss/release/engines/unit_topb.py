@@ -79,6 +79,8 @@ BLOCK_ROWS = 1 << 21
 BLOCK_WORDS = 1 << 23
 #: Up to this many records a unit, a slot keeps its smallest ``pk`` as rows come (:func:`_select`).
 _INLINE_B = 16
+#: ... and while the largest bucket's rows times ``b`` are at most this many entries.
+_INLINE_ENTRIES = 1 << 24
 #: Counters of the per-task counts at most (fewer tasks for a larger domain).
 _COUNTERS = 1 << 22
 _CLASSES = 8  # class codes 0 … 7 (engines.base: IN_DOMAIN = 0 … MALFORMED = 6)
@@ -253,14 +255,15 @@ def _select(
     ``top[0] ← min(top[0], v)`` — entries below ``v`` stay, ``v`` takes the first place
     above them, the rest move up one, the last falls out; after ``n`` rows the first
     ``min(n, b)`` entries are the ``b`` smallest of the multiset (a ``pk`` of ``2⁶⁴ − 1``
-    ties an empty entry: the same value, the same key).  Beyond :data:`_INLINE_B`, the
+    ties an empty entry: the same value, the same key).  Beyond :data:`_INLINE_B` (or when
+    the largest bucket's rows times ``b`` pass :data:`_INLINE_ENTRIES`: a unit with millions
+    of rows would make the slots' arrays as large, ``b`` entries a row), the
     bucket's rows are gathered by slot and a slot of more than ``b`` rows is sorted.
 
     Integer ids pass ``None`` for the lists: numba then compiles a form without the string
     ids' tests."""
     nb = sizes.size
     strings = poffs is not None
-    inline = b <= _INLINE_B
     units = 0
     kmask = np.uint64((1 << kbits) - 1)
     full = np.uint64(2**64 - 1)  # an empty entry of a slot's b smallest
@@ -274,6 +277,9 @@ def _select(
         cap *= 2
     # a table entry: the unit's h, then (bucket stamp << 40 | slot): one cache line
     table = np.zeros((cap, 2), np.uint64)
+    # the slots' b smallest, sized by the rows of the largest bucket (the slots are at most
+    # as many): past _INLINE_ENTRIES (one unit with millions of rows) the gather instead
+    inline = b <= _INLINE_B and big * b <= _INLINE_ENTRIES
     top = np.empty(big * b if inline else 0, np.uint64)
     size = np.empty(big, np.int64)
     row_slot = np.empty(0 if inline else big, np.int64)

@@ -179,6 +179,7 @@ print(json.dumps(out))
 """
 
 
+
 def _worker(script: str, name: str, head: str, repeats: int, env: dict[str, str]) -> dict:
     """Runs ``script`` for the case ``name`` in a fresh interpreter; its last line's JSON."""
     done = subprocess.run(
@@ -191,7 +192,6 @@ def _worker(script: str, name: str, head: str, repeats: int, env: dict[str, str]
     if done.returncode:
         raise SystemExit(f"{name} failed:\n{done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
-
 
 def order1(cases: list[str], repeats: int, src: Path) -> None:
     """CPU medians of the order-1 SURE path under the face routes' settings and of the λ

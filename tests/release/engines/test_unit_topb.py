@@ -104,6 +104,27 @@ def test_order_batches_salt_and_threads_change_nothing():
 
 
 @pytest.mark.slow
+def test_a_unit_of_a_million_rows_keeps_its_b_smallest():
+    """A bucket of more rows than the inline slots may take (rows × b past
+    ``_INLINE_ENTRIES``): the gather serves it, with the same records."""
+    rng = np.random.default_rng(14)
+    n = (unit_topb._INLINE_ENTRIES // 16) + 50_000
+    u = np.concatenate([np.full(n, -7), rng.integers(0, 1_000, 30_000)]).astype(np.int64)
+    pk = (rng.integers(0, 2**40, u.size).astype(np.uint64) << np.uint64(KEY_BITS)) | (
+        rng.integers(0, 50, u.size).astype(np.uint64)
+    )
+    c = np.zeros(u.size, np.uint8)
+    for b in (16, 2):
+        got = unit_topb.select(batches(u, pk, c, 1 << 19), b, KEY_BITS, 50, 8, 2)
+        counts = np.zeros(50, np.int64)
+        for x in np.unique(u):
+            mine = np.sort(pk[u == x])[:b]
+            np.add.at(counts, (mine & np.uint64(2**KEY_BITS - 1)).astype(np.int64), 1)
+        np.testing.assert_array_equal(got[0], counts)
+        assert got[1] == np.unique(u).size
+
+
+@pytest.mark.slow
 def test_a_crowded_unit_and_long_segments():
     """One unit with 100,000 rows (one bucket holds it all), units with more rows than the
     insertion sort's limit, b larger than every unit."""
@@ -285,7 +306,7 @@ def test_select_keeps_each_string_units_b_smallest(
     ids = [names[i] for i in rng.integers(0, len(names), n)]
     _, pk, c = random_rows(rng, n, 1, d, ties=True)
 
-    def crowded(offsets, data, words, salt, out):
+    def crowded(offsets, words, salt, out):
         out[:] = (np.diff(offsets) % 2).astype(np.uint64)
 
     with pytest.MonkeyPatch.context() as patch:
@@ -422,34 +443,40 @@ def test_concurrent_calls_under_the_workqueue_layer(tmp_path: Path):
     assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
 
 
-def test_a_child_forked_after_use_sorts_instead(tmp_path: Path):
-    """GNU OpenMP aborts in a child forked after the parent ran a parallel region: such a
-    child reports the kernel unavailable, and the engine falls back to the sort."""
+def test_a_child_forked_after_use_runs_the_kernel(tmp_path: Path):
+    """The kernel runs no parallel region (GNU OpenMP aborted in a child forked after the
+    parent ran one): a child forked after use runs it too, with the parent's counts."""
     import multiprocessing
 
-    u = np.arange(100, dtype=np.int64)
-    unit_topb.select(batches(u, u.view(np.uint64), np.zeros(100, np.uint8), 50), 1, 7, 100, 1)
+    rng = np.random.default_rng(3)
+    u, pk, c = random_rows(rng, 5_000, 700, 50, ties=True)
+    want = unit_topb.select(batches(u, pk, c, 1_000), 2, KEY_BITS, 50, 5, 2)
     ctx = multiprocessing.get_context("fork")
     with ctx.Pool(1) as pool:
-        assert pool.apply(unit_topb.available) is False
-    assert unit_topb.available()
+        assert pool.apply(unit_topb.available) is True
+        got = pool.apply(unit_topb.select, (batches(u, pk, c, 1_000), 2, KEY_BITS, 50, 5, 2))
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[1] == want[1]
+    np.testing.assert_array_equal(got[2], want[2])
 
 
 @pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(data=st.binary(min_size=0, max_size=80), k=st.integers(0, 80), size=st.integers(1, 12))
 def test_a_word_is_the_same_read_by_words_or_by_bytes(data, k, size):
-    """The partitioned ids and their hashes read whole words where they can, bytes near the
-    end of a buffer (or on a big-endian machine): both give the same little-endian word."""
-    raw = np.frombuffer(data, np.uint8)
-    k = min(k, raw.size)
-    end = min(raw.size, k + size)
-    if k >= end:
+    """The partitioned ids and their hashes read a word of bytes ``k … k + 7`` (fewer at the
+    end of an id) from the padded words of the buffer, with two shifts whatever the
+    alignment: the same little-endian word as the bytes, zero-padded."""
+    if k >= len(data):
         return
-    words = raw[: raw.size // 8 * 8].view(np.uint64) if raw.size >= 8 else np.zeros(0, np.uint64)
+    end = min(len(data), k + size)
+    words = unit_topb._padded_words(data, 0, len(data))
+    assert words.size >= -(-len(data) // 8) + 1 and not words.view(np.uint8)[len(data) :].any()
     want = int.from_bytes(data[k : min(k + 8, end)], "little")
-    assert int(unit_topb._load_word(raw, words, k, end)) == want
-    assert int(unit_topb._load_word(raw, np.zeros(0, np.uint64), k, end)) == want
+    assert int(unit_topb._load_word(words, k, end)) == want
+    # a slice of the buffer: its own bytes, from word 0
+    part = unit_topb._padded_words(data, k, end)
+    assert int(unit_topb._load_word(part, 0, end - k)) == want
 
 
 def test_sliced_string_columns():
@@ -568,50 +595,24 @@ def test_without_string_view_in_pyarrow(monkeypatch):
     assert got[1] == want[1]
 
 
-@pytest.mark.slow
-def test_a_child_forked_while_the_lock_is_held_before_any_use():
-    """A fork while another thread holds the lock, before any parallel region ran (the
-    first call, between taking the lock and marking the kernel used): the child may use the
-    kernel, and must not wait forever for a lock whose holder does not exist there."""
-    import subprocess
-    import sys
-    import textwrap
-
-    script = textwrap.dedent(
-        """
-        import multiprocessing, numpy as np, pyarrow as pa
-        from dpgauss.release.engines import unit_topb
-        def run():
-            u = np.arange(100, dtype=np.int64)
-            batch = pa.record_batch(
-                [pa.array(u), pa.array(u.view(np.uint64)),
-                 pa.array(np.zeros(100, np.uint8))], names=["u", "pk", "c"])
-            return int(unit_topb.select([batch], 1, 7, 100, 1)[0].sum())
-        if __name__ == "__main__":
-            unit_topb._LOCK.acquire()  # as a thread inside its first call would
-            ctx = multiprocessing.get_context("fork")
-            with ctx.Pool(1) as pool:
-                print("kept", pool.apply_async(run).get(timeout=120))
-        """
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=600
-    )
-    assert done.returncode == 0 and "kept 100" in done.stdout, done.stderr[-2000:]
-
-
 def test_batches_are_let_go_once_partitioned(monkeypatch):
-    """The selection runs after every batch is partitioned: by then no Arrow buffer of the
-    batches may be held (the last batch was, by the loop that read them: with one batch,
-    nothing was ever let go)."""
-    held = []
-    real = unit_topb._select
+    """Each batch is partitioned as it comes and let go: while one is partitioned no other
+    is held, and the selection runs with no Arrow buffer held (the last batch was, by the
+    loop that read them: with one batch, nothing was ever let go)."""
+    held: list[int] = []
+    during: list[int] = []
+    real, real_partition = unit_topb._select, unit_topb._partition
 
     def spy(*args):
         held.append(pa.total_allocated_bytes())
         return real(*args)
 
+    def spy_partition(*args):
+        during.append(pa.total_allocated_bytes())
+        return real_partition(*args)
+
     monkeypatch.setattr(unit_topb, "_select", spy)
+    monkeypatch.setattr(unit_topb, "_partition", spy_partition)
     rng = np.random.default_rng(12)
     n = 50_000
     ids = [f"unit-{x:08d}-{'x' * 40}" for x in rng.integers(0, 5_000, n)]
@@ -633,9 +634,13 @@ def test_batches_are_let_go_once_partitioned(monkeypatch):
     base = pa.total_allocated_bytes()
     want = string_reference(ids, pk, c, 3, 50)
     for parts in (1, 3):
-        got = unit_topb.select(stream(parts), 3, KEY_BITS, 50, 9)
+        largest = max(b.nbytes for b in stream(parts))
+        held.clear()
+        during.clear()
+        got = unit_topb.select(stream(parts), 3, KEY_BITS, 50, 9, 2)
         np.testing.assert_array_equal(got[0], want[0])
-    assert held == [base, base]
+        assert held and set(held) == {base}
+        assert len(during) == parts and max(during) - base <= largest + 4096  # (padding)
 
 
 @pytest.mark.slow
@@ -672,3 +677,122 @@ def test_the_connections_default_order_changes_nothing(tmp_path: Path, ids, boun
         got = bounded_aggregate(spec, salt=6, engine=engine)
         np.testing.assert_array_equal(got.counts, want.counts)
         assert got.rows == want.rows
+
+
+# ------------------------------------------------------- adversarial ids, blocks, tasks
+
+
+def _adversarial_strings(rng: np.random.Generator, n: int) -> list[str | None]:
+    """String ids a contributor could write: no id (NULL, empty), ids that read as
+    missing or not-a-number, a NUL, case and Unicode variants (a combining accent, an
+    astral character), ids of 100,000 characters differing in their last, a unit with
+    most of the records, and ids of a record each (many units)."""
+    odd = ["", "NaN", "nan", "NULL", "null", "None", "a\x00", "a", "A", "é", "e\u0301",
+           "𝄞" * 7, "x" * 100_000, "x" * 99_999 + "y", " a", "a "]  # fmt: skip
+    out: list[str | None] = []
+    for i in range(n):
+        r = rng.random()
+        if r < 0.02:
+            out.append(None)
+        elif r < 0.25:
+            out.append(odd[int(rng.integers(0, len(odd)))])
+        elif r < 0.6:
+            out.append("crowded")  # one unit with a third of the records
+        elif r < 0.8:
+            out.append(f"solo-{i}")  # a unit of one record
+        else:
+            out.append(f"u{int(rng.integers(0, 300))}")
+    return out
+
+
+@pytest.mark.parametrize("b", [1, 5, 16, 17, 40])
+def test_adversarial_string_ids_keep_the_general_paths_records(tmp_path: Path, b):
+    rng = np.random.default_rng(21 + b)
+    n = 6_000
+    uid = _adversarial_strings(rng, n)
+    src = tmp_path / "s.parquet"
+    pq.write_table(
+        pa.table({"uid": pa.array(uid, pa.string()), "key": rng.integers(-2, 60, n)}), src
+    )
+    spec = make_spec(src, max_records_per_unit=b)
+    for salt in (0, 77, 2**64 - 1):
+        kernel = bounded_aggregate(spec, salt=salt, engine=DuckDBEngine(kernel=True))
+        general = bounded_aggregate(spec, salt=salt, engine=DuckDBEngine(kernel=False))
+        np.testing.assert_array_equal(kernel.counts, general.counts)
+        assert kernel.rows == general.rows
+        assert kernel.rows.null_unit == sum(u is None or u == "" for u in uid)
+
+
+@pytest.mark.parametrize("b", [1, 5, 17])
+def test_adversarial_integer_ids_keep_the_general_paths_records(tmp_path: Path, b):
+    """The extreme ids, 0 and −1 (every bit set), NULL, one unit with most records, and
+    units of one record each."""
+    rng = np.random.default_rng(40 + b)
+    n = 6_000
+    ends = np.array([-(2**63), 2**63 - 1, 0, -1, 1], np.int64)
+    pick = rng.random(n)
+    uid = np.where(
+        pick < 0.3,
+        ends[rng.integers(0, len(ends), n)],
+        np.where(pick < 0.6, 12345, np.arange(n, dtype=np.int64) * 7919 + 3),
+    )
+    mask = rng.random(n) < 0.02
+    src = tmp_path / "i.parquet"
+    pq.write_table(
+        pa.table({"uid": pa.array(uid, pa.int64(), mask=mask), "key": rng.integers(-2, 60, n)}),
+        src,
+    )
+    spec = make_spec(src, max_records_per_unit=b)
+    for salt in (0, 5, 2**64 - 1):
+        kernel = bounded_aggregate(spec, salt=salt, engine=DuckDBEngine(kernel=True))
+        general = bounded_aggregate(spec, salt=salt, engine=DuckDBEngine(kernel=False))
+        np.testing.assert_array_equal(kernel.counts, general.counts)
+        assert kernel.rows == general.rows
+        assert kernel.rows.null_unit == int(mask.sum())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("ids", ["int", "str"])
+def test_several_duckdb_batches_keep_the_general_paths_records(tmp_path: Path, ids):
+    """More rows than one Arrow batch of the engine (2¹⁷): units spread over batches."""
+    rng = np.random.default_rng(17)
+    n = 400_000
+    uid = rng.integers(0, 40_000, n)
+    column = pa.array(uid) if ids == "int" else pa.array([f"{x:032X}" for x in uid.tolist()])
+    src = tmp_path / "f.parquet"
+    pq.write_table(pa.table({"uid": column, "key": rng.integers(-2, 60, n)}), src)
+    for b in (3, 20):
+        spec = make_spec(src, max_records_per_unit=b)
+        kernel = bounded_aggregate(spec, salt=9, engine=DuckDBEngine(kernel=True))
+        general = bounded_aggregate(spec, salt=9, engine=DuckDBEngine(kernel=False))
+        np.testing.assert_array_equal(kernel.counts, general.counts)
+        assert kernel.rows == general.rows
+
+
+@pytest.mark.parametrize("strings", [False, True])
+def test_small_blocks_one_task_and_many_buckets_change_nothing(monkeypatch, strings):
+    """Where rows are stored and who selects them change nothing: blocks smaller than a
+    batch's rows or ids (a new block for nearly every batch), one task (a domain too large
+    for a row of counters per task), and the most buckets."""
+    rng = np.random.default_rng(30)
+    d = 50
+    u, pk, c = random_rows(rng, 20_000, 2_000, d, ties=True)
+    if strings:
+        ids = [f"id-{x}" * (1 + x % 5) for x in (u % 5_000).tolist()]
+        make = lambda size: string_batches(ids, pk, c, size, True)  # noqa: E731
+        want = string_reference(ids, pk, c, 4, d)
+    else:
+        make = lambda size: batches(u, pk, c, size)  # noqa: E731
+        want = reference(u, pk, c, 4, d)
+    for block_rows, block_words, counters, size in (
+        (100, 100, 1 << 22, 1_500),
+        (1 << 21, 1 << 23, 1, 1_500),
+        (1 << 21, 1 << 23, 1 << 22, 20_000),
+    ):
+        monkeypatch.setattr(unit_topb, "BLOCK_ROWS", block_rows)
+        monkeypatch.setattr(unit_topb, "BLOCK_WORDS", block_words)
+        monkeypatch.setattr(unit_topb, "_COUNTERS", counters)
+        got = unit_topb.select(make(size), 4, KEY_BITS, d, 123, 3)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert got[1] == want[1]
+        np.testing.assert_array_equal(got[2], want[2])

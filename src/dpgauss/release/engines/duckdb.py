@@ -40,8 +40,8 @@ speed:
   files (CSV, Parquet; with no ``default_collation``), hands each row's unit,
   key-in-priority and class to the compiled kernel of :mod:`dpgauss.release.engines.unit_topb`
   (hash-partitioned per-unit top-b, numba), which keeps the same records as the sort in
-  0.36–0.7× its CPU time with integer ids, 0.4–0.58× with string ids (``python
-  benchmarks/bench_pipeline.py [--string-units]``, ``docs/benchmarks.md``).
+  0.33–0.36× its CPU time with integer ids, 0.48× with string ids (5 M and 20 M rows,
+  ``python benchmarks/bench_pipeline.py [--string-units]``, ``docs/benchmarks.md``).
   Used whenever numba is installed (``kernel=None``); it applies by the spec, the column's
   type and the connection's settings only.
 
@@ -108,6 +108,11 @@ from .sql import INT_BOUNDS, RecordExpressions, suffix
 __all__ = ["DuckDBEngine", "quote_ident"]
 
 _CLASS_BITS = 3  # the fast path keeps a row's class in the low bits of its sort key
+#: Rows of an Arrow batch handed to the kernel: each is partitioned and let go before the
+#: next (``unit_topb``), so the batches never all live at once.  In a one-off measurement
+#: at 5 M rows, DuckDB spent about 10 % more CPU making batches of 2²⁰ rows than of
+#: 2¹⁶–2¹⁸ (more fresh memory to fault in); 2¹⁹ keeps the batches few.
+_KERNEL_BATCH_ROWS = 1 << 19
 _GROUPS = 4  # CSV fields extracted per regexp_extract (RE2 one-pass up to 4 groups)
 
 _INTEGER_TYPES = tuple(INT_BOUNDS)  # every integer type of DuckDB below HUGEINT
@@ -310,7 +315,7 @@ class DuckDBEngine:
         from CSV or Parquet files (ids told apart by their bytes; not with a
         ``default_collation`` on the connection, nor for tables, whose columns may carry
         one): the same records (the kernel keeps the general path's ``b`` smallest sort
-        keys), 0.36–0.7× its CPU time (``docs/benchmarks.md``).  None (the default):
+        keys), 0.33–0.48× its CPU time (``docs/benchmarks.md``).  None (the default):
         whenever it applies and numba is installed (the ``fast`` extra); False: never;
         True: whenever it applies (an error without numba).  Whether it applies depends on
         the spec, the unit column's *type* and the connection's settings only.
@@ -565,7 +570,7 @@ class DuckDBEngine:
         ((large,),) = con.execute("SELECT current_setting('arrow_large_buffer_size')").fetchall()
         con.execute("SET arrow_large_buffer_size = true")
         try:
-            reader = con.sql(sql, params={**params, **more}).to_arrow_reader(1 << 20)
+            reader = con.sql(sql, params={**params, **more}).to_arrow_reader(_KERNEL_BATCH_ROWS)
             counts, units, classes = unit_topb.select(
                 reader, b, query.key_bits, d, int(plan.salt), self.threads or 0
             )

@@ -4,69 +4,65 @@ The bounding query of :mod:`dpgauss.release.engines.duckdb` keeps, for every pri
 ``b`` records of smallest priority, by one global sort on (unit, priority) and a streaming
 ``lag``.  For the commonest release (a ``count`` whose only bound is
 ``max_records_per_unit``, over integer unit ids, or string ids read from files) this module
-makes the *same* selection without sorting the rows, in 0.36–0.7× the sort's CPU time with
-integer ids and 0.58× with 32-character string ids (2 M and 20 M rows,
-``python benchmarks/bench_pipeline.py [--string-units]``).  DuckDB still reads, classifies,
-keys and hashes every record (one statement of the semantics); it hands over, row by row,
-the unit ``u`` (an integer id's 64-bit pattern, or the string id itself), the
+makes the *same* selection without sorting the rows (CPU time against the sort's and the
+scan floor's: ``docs/benchmarks.md``).  DuckDB still reads, classifies, keys and hashes
+every record (one statement of the semantics); it hands over, row by row, in Arrow batches
+of 2¹⁷ rows, the unit ``u`` (an integer id's 64-bit pattern, or the string id itself), the
 key-in-priority ``pk = (p >> kb) << kb | key`` of an in-domain row (the general path's own
 sort key) and the row's class ``c`` (0 in the domain, else the class code of
-:mod:`dpgauss.release.engines.duckdb`).  Then:
+:mod:`dpgauss.release.engines.duckdb`).  Then, batch by batch as they come:
 
 0. **String ids** are hashed to 64 bits, keyed by the salt (:func:`_hash_ids`); the hash
-   only places them, their bytes decide equality (step 2).
-1. **Partition** the in-domain rows by the top ``bits`` bits of a mixed hash of ``u``
-   (counting sort: a histogram per chunk of rows, prefix sums, a scatter; chunks in
-   parallel, each into its own disjoint ranges).  A unit's rows all land in one bucket, so
-   buckets are independent; ``bits`` (at most 12) makes a bucket about 4,096 rows on
-   average up to 16 M rows (larger beyond), small enough for what follows to stay in cache.
+   only places them, their bytes decide equality (step 2).  An integer id's ``h`` is
+   ``mix(u, salt)``, a bijection of ``u``.
+1. **Partition** the batch's in-domain rows by the top ``bits`` bits of ``h`` (counting
+   sort: a histogram, prefix sums, a scatter) into a block of memory, after the batches
+   before; the batch is then let go.  A unit's rows all land in one bucket, so buckets
+   are independent; ``bits`` is 12 for DuckDB's batches (fewer for a small first batch),
+   about 1,200 rows a bucket at 5 M rows, small enough for what follows to stay in cache.
    A string id is copied along with its row, as 64-bit words (its length, then its bytes
    zero-padded), so that a bucket's ids lie together.
-2. **Select** in each bucket (buckets in parallel): an open-addressing table gives each
-   unit a slot — for string ids a slot is a (hash, id) pair: a row joins a slot of equal
-   hash only if its id's words equal those of the slot's first row, so ids whose hashes
-   collide are never merged; the bucket's rows are counted and scattered by slot; a slot
-   with at most ``b`` rows keeps them all, a larger one is sorted and keeps its first ``b``.
-   The key of a kept row is ``pk``'s low ``kb`` bits.
+2. **Select** in each bucket (its part of every batch): an open-addressing table gives
+   each unit a slot, which keeps the ``b`` smallest ``pk`` of the unit's rows
+   (:func:`_select`); the keys they hold (``pk``'s low ``kb`` bits) are counted.
 
 **Same records as the general path.**  The general path keeps, per unit, the ``b`` rows
 first in the order of ``pk`` (rows of equal ``pk`` are interchangeable there: equal ``pk``
 means equal key); step 2 keeps the ``b`` smallest ``pk`` of the unit's rows, a multiset of
 keys that does not depend on how equal ``pk`` are ordered, nor on the order rows arrive in,
-nor on the partition (a function of ``u`` only).  Units are the same: equal integer ids,
-or string ids of equal bytes (the sort compares ``VARCHAR`` by bytes when no collation is
-set, which the engine checks before it uses the kernel).  So the counts equal the general
-path's bit for bit, for every source (``tests/release/engines/test_unit_topb.py``; the
-neighbouring-dataset fuzzer runs this path as ``duckdb-kernel``, CSV sources included).
+nor on the batches or the partition (a function of ``u`` only).  Units are the same: equal
+integer ids, or string ids of equal bytes (the sort compares ``VARCHAR`` by bytes when no
+collation is set, which the engine checks before it uses the kernel).  So the counts equal
+the general path's bit for bit, for every source (``tests/release/engines/test_unit_topb.py``;
+the neighbouring-dataset fuzzer runs this path as ``duckdb-kernel``, CSV sources included).
 Nothing here looks at other units: a unit's kept rows are a function of its own records
 and the salt, whatever the other units hold — other units only share its bucket or its
-hash, which changes where its rows are stored, not which are kept.  The hash that places
-units in buckets is keyed by the secret salt (for string ids, each 8-byte word is folded
-in by a mixing keyed by it), so crowding a bucket or a probe sequence on purpose needs
-the salt — the mixing is not a cryptographic PRF, so this is a defence, not a proof; a
-crowded bucket (one unit with millions of rows, or colliding ids) is only slower, never
-wrong.
+hash, which changes where its rows are stored, not which are kept; the number of buckets
+(from the first batch's size) and of blocks only say where rows are stored.  The hash that
+places units in buckets and table entries is keyed by the secret salt (for string ids,
+each 8-byte word is folded in by a mixing keyed by it), so crowding a bucket or a probe
+sequence on purpose needs the salt — the mixing is not a cryptographic PRF, so this is a
+defence, not a proof; a crowded bucket (one unit with millions of rows, or colliding ids)
+is only slower, never wrong.
 
-Memory: the three columns (17 bytes a row) and their partitioned copy (16 bytes a row),
-about 3.3 GB at 10⁸ rows with integer ids (peak 3.8 GB measured, ``docs/benchmarks.md``);
-string ids add the ids as DuckDB hands them over (their bytes and 4 of offset), their
-hash (8) and, partitioned, 16 bytes and the id's bytes rounded up to whole words: about
-125 bytes a row with 32-character ids, 12.5 GB at 10⁸ rows (estimated, not measured).
-The batches are let go once all are partitioned; per-thread scratch
-of the largest bucket; the kept keys overwrite the partitioned unit ids, so nothing grows
-with the number of keys times threads.  None of it is under DuckDB's ``memory_limit``.
+Memory: one Arrow batch at a time, and the partitioned rows, 16 bytes an in-domain row
+with integer ids (1.6 GB at 10⁸ rows), in blocks of :data:`BLOCK_ROWS` rows; string ids add
+8 bytes of offset and the id's bytes rounded up to whole words, plus one (about 64 bytes a
+row with 32-character ids: estimated, not measured).  Per-task scratch of the largest
+bucket, and a row of counters per task.  None of it is under DuckDB's ``memory_limit``.
 The first call in a new environment compiles the kernels (about 10–20 s; cached on disk
-after that).  Calls are serialised by a lock (numba's ``workqueue`` layer aborts on
-concurrent parallel regions), honour the caller's thread count, and a process forked after
-its parent used the kernel does not use it (GNU OpenMP aborts in such a child):
-:func:`available` is then False and the engine sorts instead, with the same result.
+after that).  No numba parallel region runs: the selection's tasks run on threads of their
+own (the compiled functions let go of the GIL) and the partitioning on the caller's.  An
+OpenMP team spin-waits at its barriers, which on a loaded machine (other processes on the
+cores) cost more CPU than the work: a 131,072-row histogram took 22 ms of CPU in a parallel
+region against 0.2 ms with a passive wait (load average 5 on 2 cores;
+``docs/benchmarks.md``).  So calls may run concurrently and in a forked process (GNU
+OpenMP aborted in a child forked after its parent used it).
 """
 
 from __future__ import annotations
 
-import os
-import sys
-import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -77,36 +73,25 @@ __all__ = ["available", "select"]
 
 _numba = numba()  # numba is optional (the `fast` extra)
 
-#: Rows per bucket aimed at (a bucket's table and rows then fit in a core's cache).
-BUCKET_ROWS = 4096
-_MAX_BITS = 12
+_MAX_BITS = 12  # at most 4,096 buckets
+#: Rows (and, string ids, words) of a block of partitioned rows (:class:`_Blocks`).
+BLOCK_ROWS = 1 << 21
+BLOCK_WORDS = 1 << 23
+#: Up to this many records a unit, a slot keeps its smallest ``pk`` as rows come (:func:`_select`).
+_INLINE_B = 16
+#: ... and while the largest bucket's rows times ``b`` are at most this many entries.
+_INLINE_ENTRIES = 1 << 24
+#: Counters of the per-task counts at most (fewer tasks for a larger domain).
+_COUNTERS = 1 << 22
 _CLASSES = 8  # class codes 0 … 7 (engines.base: IN_DOMAIN = 0 … MALFORMED = 6)
 _SORT_INLINE = 32  # segments up to this long are insertion-sorted in place
-_EMPTY = 2**64 - 1  # a slot of the kept-keys array that holds no kept row
-#: numba's parallel layers may not be entered from two threads at once (the ``workqueue``
-#: layer aborts the process), and GNU OpenMP does not survive a fork: one call at a time,
-#: and none in a child forked after the parent used the kernel.
-_LOCK = threading.Lock()
-_USED = False
-_FORKED_AFTER_USE = False
-
-
-def _after_fork_in_child() -> None:
-    # A child has one thread: a lock held at the fork by another thread of the parent
-    # would never be let go there.  Its holder had run no parallel region if ``_USED`` was
-    # still False (else the child does not use the kernel), so a new lock is safe.
-    global _FORKED_AFTER_USE, _LOCK
-    _FORKED_AFTER_USE = _FORKED_AFTER_USE or _USED
-    _LOCK = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def available() -> bool:
-    """Whether the compiled kernel can run: numba is installed, and this is not a process
-    forked after its parent ran the kernel (GNU OpenMP aborts there; the sort serves it)."""
-    return _numba is not None and not _FORKED_AFTER_USE
+    """Whether the compiled kernel can run: numba is installed (its functions run no
+    parallel region — threads of their own, see :meth:`_Blocks.select` — so neither a fork
+    nor concurrent calls stop them)."""
+    return _numba is not None
 
 
 def _mix(x: Any, salt: Any) -> Any:
@@ -117,131 +102,109 @@ def _mix(x: Any, salt: Any) -> Any:
     return x ^ (x >> np.uint64(31))
 
 
-def _histogram(u: Any, c: Any, off: Any, salt: Any, bits: int, chunks: int) -> tuple[Any, Any, Any]:
-    """Per chunk of rows: in-domain rows per bucket, rows per class, and (string ids, ``off``
-    their offsets, else empty) the words their in-domain rows take per bucket
-    (:func:`_id_words`)."""
-    n = u.size
-    hist = np.zeros((chunks, 1 << bits), np.int64)
-    strings = off.size > 0
-    words = np.zeros((chunks, 1 << bits) if strings else (chunks, 0), np.int64)
-    cls = np.zeros((chunks, _CLASSES), np.int64)
-    shift = np.uint64(64 - bits)
-    step = (n + chunks - 1) // chunks
-    for j in _numba.prange(chunks):
-        lo = j * step
-        hi = min(n, lo + step)
-        h = hist[j]
-        inside = 0
-        for i in range(lo, hi):
-            k = c[i]
-            if k == 0:
-                g = _mix(u[i], salt) >> shift
-                h[g] += 1
-                if strings:
-                    words[j, g] += _id_words(off[i + 1] - off[i])
-                inside += 1
-            else:  # rare: no store on the hot path
-                cls[j, k] += 1
-        cls[j, 0] = inside
-    return hist, cls, words
-
-
-def _id_words(size: int) -> int:
+def _id_words(size: Any) -> Any:
     """The 64-bit words an id of ``size`` bytes takes once partitioned: its length, then its
     bytes, zero-padded to whole words (equal words ⇔ equal ids)."""
     return 1 + (size + 7) // 8
 
 
-def _scatter(
+def _partition(
     u: Any,
     pk: Any,
     c: Any,
     salt: Any,
     bits: int,
-    start: Any,
+    off: Any,
+    words: Any,
     ou: Any,
     op: Any,
-    off: Any,
-    raw: Any,
-    words: Any,
-    word_start: Any,
+    at: int,
     poff: Any,
     pids: Any,
-) -> None:
-    """Write the in-domain rows (u, pk) of one batch into ``ou``/``op``, grouped by bucket:
-    ``start[j, b]`` is where the batch's chunk ``j`` writes its rows of bucket ``b``
-    (ranges disjoint from every other chunk's).  With string ids (``off``/``raw`` their
-    offsets and bytes, ``words`` the bytes as words, else empty) also the id as words
-    (:func:`_id_words`), from ``word_start[j, b]`` on in ``pids``, and where they start in
-    ``poff``: the words follow the rows' order, so row ``q``'s id is
-    ``pids[poff[q]:poff[q + 1]]``."""
-    n = u.size
-    chunks = start.shape[0]
-    shift = np.uint64(64 - bits)
-    step = (n + chunks - 1) // chunks
+    wat: int,
+    seg: Any,
+    cls: Any,
+) -> tuple[int, int]:
+    """Partition one batch's in-domain rows by bucket into a block, from row ``at`` (and,
+    string ids, word ``wat``) on; returns the rows and words written.
+
+    ``u`` is the batch's integer ids (their 64-bit patterns), or, for string ids (``off``,
+    ``raw``, ``words`` their offsets, bytes and whole words, else empty), their salted hashes
+    (:func:`_hash_ids`).  A row's bucket is the top ``bits`` bits of ``h``, ``h = mix(u,
+    salt)`` for an integer id (a bijection of the id: equal ``h`` ⇔ equal ids) or the
+    string id's hash; ``ou`` gets ``h``, ``op`` the row's ``pk``.  Counting sort: the
+    in-domain rows per bucket, then each row is written where its bucket's rows go, so that
+    bucket ``g`` of this batch is ``[seg[g], seg[g + 1])`` of the block.  A string id is
+    copied too, as words (:func:`_id_words`) from ``poff[q]`` on in ``pids``.  ``cls[k]``
+    gains the batch's rows of class ``k`` (``cls[0]``: in the domain)."""
+    n = pk.size
+    nb = 1 << bits
     strings = off.size > 0
-    for j in _numba.prange(chunks):
-        pos = start[j].copy()
-        at = word_start[j].copy() if strings else pos
-        lo = j * step
-        hi = min(n, lo + step)
-        for i in range(lo, hi):
-            if c[i] == 0:
-                x = u[i]
-                b = _mix(x, salt) >> shift
-                q = pos[b]
-                pos[b] = q + 1
-                ou[q] = x
-                op[q] = pk[i]
-                if strings:
-                    w = at[b]
-                    poff[q] = w
-                    k, end = np.int64(off[i]), np.int64(off[i + 1])
-                    pids[w] = np.uint64(end - k)
-                    w += 1
-                    while k < end:
-                        pids[w] = _load_word(raw, words, k, end)
-                        w += 1
-                        k += 8
-                    at[b] = w
+    hist = np.zeros(nb, np.int64)
+    wh = np.zeros(nb if strings else 0, np.int64)
+    shift = np.uint64(64 - bits)
+    inside = 0
+    for i in range(n):
+        kind = c[i]
+        if kind == 0:
+            g = (u[i] if strings else _mix(u[i], salt)) >> shift
+            hist[g] += 1
+            if strings:
+                wh[g] += _id_words(off[i + 1] - off[i])
+            inside += 1
+        else:  # rare: no store on the hot path
+            cls[kind] += 1
+    cls[0] += inside
+    pos = np.empty(nb, np.int64)
+    wpos = np.empty(nb if strings else 0, np.int64)
+    q, w = at, wat
+    for g in range(nb):
+        seg[g] = q
+        pos[g] = q
+        q += hist[g]
+        if strings:
+            wpos[g] = w
+            w += wh[g]
+    seg[nb] = q
+    for i in range(n):
+        if c[i] == 0:
+            x = u[i] if strings else _mix(u[i], salt)
+            g = x >> shift
+            r = pos[g]
+            pos[g] = r + 1
+            ou[r] = x
+            op[r] = pk[i]
+            if strings:
+                v = wpos[g]
+                poff[r] = v
+                k, end = np.int64(off[i]), np.int64(off[i + 1])
+                pids[v] = np.uint64(end - k)
+                v += 1
+                while k < end:
+                    pids[v] = _load_word(words, k, end)
+                    v += 1
+                    k += 8
+                wpos[g] = v
+    return q - at, w - wat
 
 
-def _load_word(raw: Any, words: Any, k: int | np.int64, end: int | np.int64) -> Any:
-    """The bytes ``raw[k:min(k + 8, end)]`` as a little-endian 64-bit word, zero-padded.
-    ``words`` is ``raw``'s whole words (``raw`` viewed as ``uint64``; empty on a big-endian
-    machine): two aligned loads and shifts where they cover the bytes, else byte by byte."""
-    base, shift = k >> 3, k & 7
+def _load_word(words: Any, k: int | np.int64, end: int | np.int64) -> Any:
+    """The bytes ``k … min(k + 8, end) − 1`` of the ids' buffer as a little-endian 64-bit
+    word, zero-padded; ``words`` is the buffer as little-endian words with a word of zeros
+    after its last byte's (:func:`_id_buffers`), so that the two words that cover the bytes
+    are always there: no branch but the mask of a last, partial word.  (A byte-by-byte read
+    behind a bounds test, the earlier form, made hashing 32-character ids 8× slower.)"""
+    base = k >> 3
+    s = np.uint64(8 * (k & 7))
+    # (the high word shifted in two steps: a shift by 64 is undefined in LLVM)
+    w = (words[base] >> s) | ((words[base + 1] << np.uint64(1)) << (np.uint64(63) - s))
     left = end - k
-    if base + 1 < words.size:
-        if shift == 0:
-            w = words[base]
-        else:
-            s = np.uint64(8 * shift)
-            w = (words[base] >> s) | (words[base + 1] << (np.uint64(64) - s))
-        if left < 8:
-            w &= (np.uint64(1) << np.uint64(8 * left)) - np.uint64(1)
-        return w
-    w = np.uint64(0)
-    for t in range(min(8, left)):
-        w |= np.uint64(raw[k + t]) << np.uint64(8 * t)
+    if left < 8:
+        w &= (np.uint64(1) << np.uint64(8 * left)) - np.uint64(1)
     return w
 
 
-def _same_id(a: int, b: int, poff: Any, pids: Any) -> bool:
-    """Whether partitioned rows ``a`` and ``b`` have the same string id (the same words:
-    the length first, then the zero-padded bytes)."""
-    sa, ea = poff[a], poff[a + 1]
-    sb = poff[b]
-    if pids[sa] != pids[sb]:  # the lengths
-        return False
-    for k in range(1, ea - sa):
-        if pids[sa + k] != pids[sb + k]:
-            return False
-    return True
-
-
-def _hash_ids(offsets: Any, data: Any, words: Any, salt: Any, out: Any) -> None:
+def _hash_ids(offsets: Any, words: Any, salt: Any, out: Any) -> None:
     """``out[i]``: a 64-bit hash of the bytes of string id ``i``, keyed by ``salt``.
 
     The id's length, then each 8-byte word (the last one zero-padded) is folded in by
@@ -251,146 +214,213 @@ def _hash_ids(offsets: Any, data: Any, words: Any, salt: Any, out: Any) -> None:
     hashes; unequal ones may collide (rarely), which costs time, never exactness
     (:func:`_select` compares the bytes)."""
     n = out.size
-    for i in _numba.prange(n):
+    for i in range(n):
         lo, hi = offsets[i], offsets[i + 1]
         h = _mix(np.uint64(hi - lo), salt)
         k = lo
         while k < hi:
-            h = _mix(h ^ _load_word(data, words, k, hi), salt)
+            h = _mix(h ^ _load_word(words, k, hi), salt)
             k += 8
         out[i] = h
 
 
 def _select(
-    ou: Any,
-    op: Any,
-    poff: Any,
-    pids: Any,
-    edges: Any,
+    ous: Any,
+    ops: Any,
+    poffs: Any,
+    pidss: Any,
+    block_of: Any,
+    seg: Any,
+    sizes: Any,
     b: int,
     kbits: int,
-    salt: Any,
-    threads: int,
+    counts: Any,
+    task: int,
+    tasks: int,
 ) -> int:
-    """Per bucket ``[edges[i], edges[i+1])``: the keys of each unit's ``b`` smallest ``pk``,
-    written over the bucket's own range of ``ou`` (its unit ids are not needed after its
-    slots are made), the rest of the range set to :data:`_EMPTY`; returns the number of
-    units.  Buckets own disjoint ranges, so threads never write to the same place.
+    """Task ``task`` of ``tasks``: for buckets ``g = task, task + tasks, …``, each unit's
+    ``b`` smallest ``pk``, their keys counted in ``counts`` (the task's own); returns the
+    number of units of those buckets.
 
-    With string ids (``poff`` not empty) ``ou`` holds a salted hash of the id
-    (:func:`_hash_ids`), and a slot is a (hash, id) pair: a row joins a slot of equal hash
-    only if its id (``pids[poff[r]:poff[r + 1]]``) equals that of the slot's first row, so
-    ids whose hashes collide get slots of their own."""
-    nb = edges.size - 1
-    strings = poff.size > 0
-    units = np.zeros(threads, np.int64)
+    Bucket ``g`` is, for every batch ``j``, rows ``[seg[g, j], seg[g + 1, j])`` of block
+    ``block_of[j]`` (``ous``/``ops``, and for string ids ``poffs``/``pidss``: lists of the
+    blocks' arrays), ``sizes[g]`` rows in all.  An open-addressing table (an entry: the
+    unit's ``h``, then the bucket's stamp and the slot, one cache line) gives each unit of
+    the bucket a slot; for string ids a slot is a (hash, id) pair: a row joins a slot of
+    equal hash only if its id's words equal those of the slot's first row (copied aside
+    when the slot is made), so ids whose hashes collide get slots of their own.  Up to
+    :data:`_INLINE_B` records a unit, a slot holds the ``b`` smallest ``pk`` of its rows so
+    far, sorted (empty entries ``2⁶⁴ − 1``), and each row's ``v`` is merged in without a
+    branch: ``top[q] ← min(max(top[q − 1], v), top[q])`` from the last entry down, then
+    ``top[0] ← min(top[0], v)`` — entries below ``v`` stay, ``v`` takes the first place
+    above them, the rest move up one, the last falls out; after ``n`` rows the first
+    ``min(n, b)`` entries are the ``b`` smallest of the multiset (a ``pk`` of ``2⁶⁴ − 1``
+    ties an empty entry: the same value, the same key).  Beyond :data:`_INLINE_B` (or when
+    the largest bucket's rows times ``b`` pass :data:`_INLINE_ENTRIES`: a unit with millions
+    of rows would make the slots' arrays as large, ``b`` entries a row), the
+    bucket's rows are gathered by slot and a slot of more than ``b`` rows is sorted.
+
+    Integer ids pass ``None`` for the lists: numba then compiles a form without the string
+    ids' tests."""
+    nb = sizes.size
+    strings = poffs is not None
+    units = 0
     kmask = np.uint64((1 << kbits) - 1)
-    empty = np.uint64(_EMPTY)
-    for t in _numba.prange(threads):
-        big = 1
-        for i in range(t, nb, threads):
-            big = max(big, edges[i + 1] - edges[i])
-        cap = 2
-        while cap < 2 * big:
-            cap *= 2
-        keys = np.empty(cap, np.uint64)
-        first = np.empty(cap if strings else 0, np.int64)
-        stamp = np.zeros(cap, np.int64)
-        slot = np.empty(cap, np.int64)
-        row_slot = np.empty(big, np.int64)
-        size = np.empty(big, np.int64)
-        fill = np.empty(big + 1, np.int64)
-        buf = np.empty(big, np.uint64)
-        epoch = 0
-        for i in range(t, nb, threads):
-            lo, hi = edges[i], edges[i + 1]
-            n = hi - lo
-            if n == 0:
+    full = np.uint64(2**64 - 1)  # an empty entry of a slot's b smallest
+    ub, one = np.uint64(b), np.uint64(1)
+    nbatch = block_of.size
+    big = 1
+    for g in range(task, nb, tasks):
+        big = max(big, sizes[g])
+    cap = 2
+    while cap < 2 * big:
+        cap *= 2
+    # a table entry: the unit's h, then (bucket stamp << 40 | slot): one cache line
+    table = np.zeros((cap, 2), np.uint64)
+    # the slots' b smallest, sized by the rows of the largest bucket (the slots are at most
+    # as many): past _INLINE_ENTRIES (one unit with millions of rows) the gather instead
+    inline = b <= _INLINE_B and big * b <= _INLINE_ENTRIES
+    top = np.empty(big * b if inline else 0, np.uint64)
+    size = np.empty(big, np.int64)
+    row_slot = np.empty(0 if inline else big, np.int64)
+    fill = np.empty(0 if inline else big + 1, np.int64)
+    buf = np.empty(0 if inline else big, np.uint64)
+    sid_at = np.empty(big + 1 if strings else 0, np.int64)
+    sid = np.empty(64 if strings else 0, np.uint64)
+    mine = counts
+    epoch = 0
+    for g in range(task, nb, tasks):
+        n = sizes[g]
+        if n == 0:
+            continue
+        epoch += 1
+        tag = np.uint64(epoch) << np.uint64(40)
+        m = 2
+        while m < 2 * n:
+            m *= 2
+        mask = np.uint64(m - 1)
+        slots = 0
+        stored = 0  # words of the slots' ids in `sid`
+        idx = 0  # the row's place in the bucket
+        cur = block_of[0]
+        ou, op = ous[cur], ops[cur]
+        po, pw = np.empty(0, np.int64), np.empty(0, np.uint64)
+        if poffs is not None and pidss is not None:
+            po, pw = poffs[cur], pidss[cur]
+        for j in range(nbatch):
+            lo, hi = seg[g, j], seg[g + 1, j]
+            if lo == hi:
                 continue
-            epoch += 1
-            m = 2
-            while m < 2 * n:
-                m *= 2
-            mask = np.uint64(m - 1)
-            slots = 0
-            for r in range(lo, hi):  # a slot per unit
+            if block_of[j] != cur:
+                cur = block_of[j]
+                ou, op = ous[cur], ops[cur]
+                if poffs is not None and pidss is not None:
+                    po, pw = poffs[cur], pidss[cur]
+            for r in range(np.uint64(lo), np.uint64(hi)):  # a slot per unit
                 x = ou[r]
-                h = _mix(x, ~salt) & mask
-                while stamp[h] == epoch and (
-                    keys[h] != x or (strings and not _same_id(first[h], r, poff, pids))
+                h = x & mask
+                while table[h, 1] >= tag and (
+                    table[h, 0] != x
+                    or (strings and not _same_id(sid, sid_at[table[h, 1] ^ tag], pw, po[r]))
                 ):
                     h = (h + np.uint64(1)) & mask
-                if stamp[h] != epoch:
-                    stamp[h] = epoch
-                    keys[h] = x
-                    if strings:
-                        first[h] = r
-                    slot[h] = slots
+                e = table[h, 1]
+                if e < tag:  # a new unit
+                    e = tag | np.uint64(slots)
+                    table[h, 0] = x
+                    table[h, 1] = e
                     size[slots] = 0
+                    for q in range(slots * b, slots * b + b if inline else 0):
+                        top[q] = full
+                    if strings:  # the id's words, aside (the next slot's start after)
+                        p = po[r]
+                        nw = _id_words(np.int64(pw[p]))
+                        if stored + nw > sid.size:
+                            more = np.empty(2 * (stored + nw), np.uint64)
+                            more[:stored] = sid[:stored]
+                            sid = more
+                        sid_at[slots] = stored
+                        for k in range(nw):
+                            sid[stored + k] = pw[p + k]
+                        stored += nw
                     slots += 1
-                s = slot[h]
-                row_slot[r - lo] = s
-                size[s] += 1
-            units[t] += slots
-            fill[0] = 0
-            for s in range(slots):  # the rows of each slot, together
-                fill[s + 1] = fill[s] + size[s]
-            for r in range(lo, hi):
-                s = row_slot[r - lo]
-                buf[fill[s]] = op[r]
-                fill[s] += 1
-            begin = 0
-            out = lo
-            for s in range(slots):
+                # (unsigned indices: numba tests a signed one for a negative value on
+                # every access, which made this loop twice as slow)
+                s = e ^ tag
+                v = op[r]
                 k = size[s]
-                if k > b:  # keep the b smallest pk: sort the segment
-                    if k <= _SORT_INLINE:
-                        for p in range(begin + 1, begin + k):
-                            v = buf[p]
-                            q = p
-                            while q > begin and buf[q - 1] > v:
-                                buf[q] = buf[q - 1]
-                                q -= 1
-                            buf[q] = v
-                    else:
-                        buf[begin : begin + k].sort()
-                    k = b
-                for p in range(begin, begin + k):
-                    ou[out] = buf[p] & kmask
-                    out += 1
-                begin += size[s]
-            for r in range(out, hi):
-                ou[r] = empty
-    return units.sum()
+                if inline:  # the b smallest so far, sorted, v merged in (no branch)
+                    size[s] = k + 1
+                    base = s * ub
+                    q = base + ub - one
+                    while q > base:
+                        top[q] = min(max(top[q - one], v), top[q])
+                        q -= one
+                    top[base] = min(top[base], v)
+                else:
+                    row_slot[idx] = s
+                    size[s] = k + 1
+                    idx += 1
+        units += slots
+        if inline:  # a slot's first min(size, b) entries: its rows' b smallest pk
+            for z in range(slots):
+                for p in range(z * b, z * b + min(size[z], b)):
+                    mine[top[p] & kmask] += 1
+            continue
+        fill[0] = 0
+        for z in range(slots):  # the rows of each slot, together
+            fill[z + 1] = fill[z] + size[z]
+        idx = 0
+        for j in range(nbatch):
+            lo, hi = seg[g, j], seg[g + 1, j]
+            if lo == hi:
+                continue
+            op = ops[block_of[j]]
+            for r in range(lo, hi):
+                z = row_slot[idx]
+                buf[fill[z]] = op[r]
+                fill[z] += 1
+                idx += 1
+        begin = 0
+        for z in range(slots):
+            k = size[z]
+            if k > b:  # keep the b smallest pk: sort the segment
+                if k <= _SORT_INLINE:
+                    for p in range(begin + 1, begin + k):
+                        v = buf[p]
+                        q = p
+                        while q > begin and buf[q - 1] > v:
+                            buf[q] = buf[q - 1]
+                            q -= 1
+                        buf[q] = v
+                else:
+                    buf[begin : begin + k].sort()
+                k = b
+            for p in range(begin, begin + k):
+                mine[buf[p] & kmask] += 1
+            begin += size[z]
+    return units
 
 
-def _tally(kept: Any, d: int) -> tuple[Any, int]:
-    """Rows per key of ``kept`` (:data:`_EMPTY` skipped); the number of entries ≥ ``d``
-    (none: keys are below ``d`` by construction; checked, never trusted, since nothing here
-    is bounds-checked)."""
-    counts = np.zeros(d, np.int64)
-    empty = np.uint64(_EMPTY)
-    bad = 0
-    for r in range(kept.size):
-        x = kept[r]
-        if x != empty:
-            if x < d:
-                counts[x] += 1
-            else:
-                bad += 1
-    return counts, bad
+def _same_id(sid: Any, at: int, pids: Any, p: int) -> bool:
+    """Whether the id stored from ``sid[at]`` on equals the partitioned id from ``pids[p]``
+    on (the same words: the length first, then the zero-padded bytes)."""
+    if sid[at] != pids[p]:  # the lengths
+        return False
+    for k in range(1, _id_words(np.int64(pids[p]))):
+        if sid[at + k] != pids[p + k]:
+            return False
+    return True
 
 
 if _numba is not None:  # compiled on first use, cached on disk
     _mix = _numba.njit(cache=True, inline="always")(_mix)
-    _histogram = _numba.njit(cache=True, parallel=True, nogil=True)(_histogram)
-    _scatter = _numba.njit(cache=True, parallel=True, nogil=True)(_scatter)
+    _id_words = _numba.njit(cache=True, inline="always")(_id_words)
     _load_word = _numba.njit(cache=True, inline="always")(_load_word)
     _same_id = _numba.njit(cache=True, inline="always")(_same_id)
-    _id_words = _numba.njit(cache=True, inline="always")(_id_words)
-    _hash_ids = _numba.njit(cache=True, parallel=True, nogil=True)(_hash_ids)
-    _select = _numba.njit(cache=True, parallel=True, nogil=True)(_select)
-    _tally = _numba.njit(cache=True, nogil=True)(_tally)
+    _partition = _numba.njit(cache=True, parallel=False, nogil=True)(_partition)
+    _hash_ids = _numba.njit(cache=True, parallel=False, nogil=True)(_hash_ids)
+    _select = _numba.njit(cache=True, parallel=False, nogil=True)(_select)
 
 
 def select(
@@ -404,7 +434,8 @@ def select(
         An iterable of Arrow record batches with three non-null columns in this order:
         the unit (any 64-bit integer type, whose bit pattern identifies the unit, or a
         string type, whose bytes do), ``pk`` (``UBIGINT``; the key in its low
-        ``key_bits`` bits) and the class (``UTINYINT``, 0 for an in-domain row).
+        ``key_bits`` bits) and the class (``UTINYINT``, 0 for an in-domain row).  Each is
+        partitioned as it comes and let go (none is held past the next).
     b : int ≥ 1, records kept per unit
     key_bits : int, the bits of ``pk`` that hold the key
     d : int ≥ 1, the number of keys (every key is below ``d``)
@@ -418,44 +449,135 @@ def select(
         with an in-domain row, ``classes[c]`` the rows of class ``c`` (``classes[0]`` the
         in-domain rows, kept or not).
     """
-    global _USED
     if _numba is None:
         raise RuntimeError(
             "dpgauss: the per-unit top-b kernel needs numba: " + install_hint("fast")
         )
-    columns, ids = _columns(batches)
-    with _LOCK:
-        _USED = True
-        previous = _numba.get_num_threads()
-        threads = min(int(threads), previous) if threads else previous
-        _numba.set_num_threads(threads)  # this thread's parallel regions only
-        try:
-            return _select_locked(columns, ids, b, key_bits, d, salt, threads)
-        finally:
-            _numba.set_num_threads(previous)
-
-
-def _columns(batches: Any) -> tuple[list[Any], list[Any]]:
-    """The batches' columns (u, pk, c) and, for string ids, their buffers
-    (:func:`_id_buffers`), as zero-copy numpy views of the Arrow batches (no NULLs).  A
-    function of its own so that no batch outlives it but through these views, which
-    :func:`_select_locked` lets go once every batch is partitioned."""
-    columns: list[Any] = []
-    ids: list[Any] = []
+    if not 1 <= int(key_bits) <= max(16, int(d).bit_length() + 1) or (int(d) - 1) >> int(key_bits):
+        raise RuntimeError(f"dpgauss: internal error: key_bits {key_bits} for {d} keys")
+    store = _Blocks(np.uint64(salt & (2**64 - 1)), int(threads))
     for batch in batches:
-        if batch.num_rows:
-            if any(batch.column(i).null_count for i in range(3)):  # the query never does
-                raise RuntimeError("dpgauss: internal error: a NULL reached the unit kernel")
-            unit = batch.column(0)
-            if _is_text(unit.type):
-                ids.append(_id_buffers(unit))
-                u = None  # hashed under the lock (compiled, in parallel)
-            else:
-                u = unit.to_numpy().view(np.uint64)
-            columns.append((u, batch.column(1).to_numpy(), batch.column(2).to_numpy()))
-    if ids and len(ids) != len(columns):
-        raise RuntimeError("dpgauss: internal error: string ids in only some batches")
-    return columns, ids
+        store.add(batch)
+        del batch  # let it go before the next is made
+    return store.select(int(b), int(key_bits), int(d))
+
+
+class _Blocks:
+    """The in-domain rows of the batches seen so far, partitioned by bucket, in blocks.
+
+    A block holds :data:`BLOCK_ROWS` rows (more if one batch has more): ``ou`` (the unit's
+    ``h``), ``op`` (``pk``) and, for string ids, ``poff`` (where the row's id starts in the
+    block's ``pids``).  A batch's rows go into one block, bucket after bucket; ``seg[j]``
+    gives where each bucket of batch ``j`` starts in its block ``block_of[j]``.  Blocks are
+    numpy arrays of several MB (numpy asks the kernel for huge pages there, so filling
+    fresh memory faults a 2 MB page at a time); their unused tails are never touched."""
+
+    def __init__(self, salt: Any, threads: int) -> None:
+        self.salt = salt
+        self.threads = threads
+        self.bits = 0  # decided by the first batch
+        self.strings: bool | None = None
+        self.ous: list[np.ndarray] = []
+        self.ops: list[np.ndarray] = []
+        self.poffs: list[np.ndarray] = []
+        self.pidss: list[np.ndarray] = []
+        self.at = self.wat = 0
+        self.segs: list[np.ndarray] = []
+        self.block_of: list[int] = []
+        self.classes = np.zeros(_CLASSES, np.int64)
+        self.hashed = np.zeros(0, np.uint64)
+
+    def add(self, batch: Any) -> None:
+        n = batch.num_rows
+        if not n:
+            return
+        if any(batch.column(i).null_count for i in range(3)):  # the query never does
+            raise RuntimeError("dpgauss: internal error: a NULL reached the unit kernel")
+        unit = batch.column(0)
+        strings = _is_text(unit.type)
+        if self.strings is None:
+            self.strings = strings
+            # the buckets, from the first batch's size (2**_MAX_BITS for DuckDB's batches of
+            # 2**17 rows, fewer for a small source); they decide where rows are stored only
+            self.bits = min(_MAX_BITS, max(1, int(np.ceil(np.log2(max(2.0, n / 32))))))
+        elif strings != self.strings:
+            raise RuntimeError("dpgauss: internal error: string ids in only some batches")
+        pk, c = batch.column(1).to_numpy(), batch.column(2).to_numpy()
+        if strings:
+            off, words = _id_buffers(unit)
+            need = 2 * n + (int(off[-1]) - int(off[0])) // 8
+        else:
+            off, words = _NONE_OFF, _NONE_WORDS
+            need = 0
+        if strings:
+            if self.hashed.size < n:
+                self.hashed = np.empty(n, np.uint64)
+            u = self.hashed[:n]
+            _hash_ids(off, words, self.salt, u)
+        else:
+            u = unit.to_numpy().view(np.uint64)
+        if (
+            not self.ous
+            or self.at + n > self.ous[-1].size
+            or (strings and self.wat + need > self.pidss[-1].size)
+        ):
+            self._new_block(n, need)
+        seg = np.empty((1 << self.bits) + 1, np.int64)
+        poff = self.poffs[-1] if strings else _NONE_OFF
+        pids = self.pidss[-1] if strings else _NONE_WORDS
+        rows, used = _partition(
+            u, pk, c, self.salt, self.bits, off, words, self.ous[-1],
+            self.ops[-1], self.at, poff, pids, self.wat, seg, self.classes,
+        )  # fmt: skip
+        self.at += rows
+        self.wat += used
+        self.segs.append(seg)
+        self.block_of.append(len(self.ous) - 1)
+
+    def _new_block(self, rows: int, words: int) -> None:
+        size = max(BLOCK_ROWS, rows)
+        self.ous.append(np.empty(size, np.uint64))
+        self.ops.append(np.empty(size, np.uint64))
+        if self.strings:
+            self.poffs.append(np.empty(size, np.int64))
+            self.pidss.append(np.empty(max(BLOCK_WORDS, words), np.uint64))
+        self.at = self.wat = 0
+
+    def select(self, b: int, key_bits: int, d: int) -> tuple[np.ndarray, int, np.ndarray]:
+        """The counts, units and classes of the rows seen (:func:`select`)."""
+        if not self.segs:
+            return np.zeros(d, np.int64), 0, self.classes
+        # bucket-major: a bucket's starts in every batch lie together
+        seg = np.ascontiguousarray(np.stack(self.segs).T)
+        sizes = np.diff(seg, axis=0).sum(axis=1)
+        block_of = np.asarray(self.block_of, np.int64)
+        typed = _numba.typed.List
+        ous, ops = typed(self.ous), typed(self.ops)
+        poffs = typed(self.poffs) if self.strings else None
+        pidss = typed(self.pidss) if self.strings else None
+        width = 1 << key_bits  # every value of a key's bits has a counter
+        # tasks on threads of their own (the kernels let go of the GIL), each with a row of
+        # counters: at most _COUNTERS in all (fewer tasks for a large domain)
+        threads = self.threads or _numba.get_num_threads()
+        tasks = max(1, min(threads, _COUNTERS // width, 1 << self.bits))
+        counts = np.zeros((tasks, width), np.int64)
+        args = (ous, ops, poffs, pidss, block_of, seg, sizes, b, key_bits)
+
+        def task(t: int) -> int:
+            return int(_select(*args, counts[t], t, tasks))
+
+        if tasks == 1:
+            units = task(0)
+        else:
+            with ThreadPoolExecutor(tasks - 1) as pool:
+                others = [pool.submit(task, t) for t in range(1, tasks)]
+                units = task(0) + sum(f.result() for f in others)
+        total = counts.sum(axis=0)
+        if total[d:].any():  # none: keys are below d by construction (checked, not trusted)
+            raise RuntimeError(
+                "dpgauss: internal error: a key outside the domain reached the kernel"
+            )
+        return total[:d].copy(), units, self.classes
 
 
 def _is_text(arrow_type: Any) -> bool:
@@ -477,12 +599,12 @@ def _is_string_view(arrow_type: Any) -> bool:
     return bool(test is not None and test(arrow_type))
 
 
-def _id_buffers(column: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(offsets, bytes, words) of an Arrow string column, as zero-copy numpy views: the id
-    of row ``i`` is ``bytes[offsets[i]:offsets[i + 1]]`` (64-bit offsets: ``large_string``,
-    and ``string_view``, which is converted to it); ``words``: the bytes' whole 64-bit words
-    (empty on a big-endian machine or an unaligned buffer: then bytes are read one by one,
-    which gives the same words, see :func:`_load_word`)."""
+def _id_buffers(column: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(offsets, words) of an Arrow string column: the id of row ``i`` is the bytes
+    ``offsets[i] … offsets[i + 1] − 1`` of ``words``, the column's bytes copied into
+    little-endian 64-bit words with a word of zeros after them (:func:`_load_word`);
+    ``offsets`` from 0 (a sliced column's are shifted).  ``string_view`` is converted to
+    ``large_string``."""
     import pyarrow as pa
 
     if _is_string_view(column.type):
@@ -495,101 +617,18 @@ def _id_buffers(column: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         raise RuntimeError(f"dpgauss: internal error: unit ids of type {column.type}")
     _, off, data = column.buffers()
     offsets = np.frombuffer(off, offset_type)[column.offset : column.offset + len(column) + 1]
-    raw = np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)
-    words = np.zeros(0, np.uint64)
-    if sys.byteorder == "little" and raw.size >= 8 and raw.ctypes.data % 8 == 0:
-        words = raw[: raw.size // 8 * 8].view(np.uint64)
-    return offsets, raw, words
+    first, last = int(offsets[0]), int(offsets[-1])
+    return offsets.astype(np.int64) - first, _padded_words(data, first, last)
 
 
-def _select_locked(
-    columns: list[Any],
-    ids: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
-    b: int,
-    key_bits: int,
-    d: int,
-    salt: int,
-    threads: int,
-) -> tuple[np.ndarray, int, np.ndarray]:
-    """:func:`select` on the batches' columns, under the lock and the thread count; the
-    columns (and string ids) are let go once every batch is partitioned."""
-    n = sum(pk.size for _, pk, _ in columns)
-    # at least one bit: a shift by 64 is undefined in LLVM
-    bits = min(_MAX_BITS, max(1, int(np.ceil(np.log2(max(1.0, n / BUCKET_ROWS))))))
-    key = np.uint64(salt & (2**64 - 1))
-    none = (np.zeros(0, np.int64), np.zeros(0, np.uint8), np.zeros(0, np.uint64))
-    # (no loop variable below may hold a batch's column past the partitioning, after which
-    # the batches are let go)
-    for i in range(len(ids)):  # string ids: their salted hashes
-        hashed = np.empty(ids[i][0].size - 1, np.uint64)
-        _hash_ids(*ids[i], key, hashed)
-        columns[i] = (hashed, columns[i][1], columns[i][2])
-        del hashed
-    hists, sizes, classes = [], [], np.zeros(_CLASSES, np.int64)
-    for i in range(len(columns)):
-        u, c = columns[i][0], columns[i][2]
-        chunks = max(1, min(threads, u.size // 65536))
-        hist, cls, used = _histogram(u, c, ids[i][0] if ids else none[0], key, bits, chunks)
-        del u, c
-        hists.append(hist)
-        sizes.append(used)
-        classes += cls.sum(axis=0)
-    # where chunk j of batch i writes bucket k: after every row of the buckets below k, and
-    # of bucket k in the chunks before (i, j): prefix sums in bucket-major order (the ids'
-    # words likewise, so that they lie in the rows' order)
-    starts, per_bucket = _starts(hists, bits)
-    m = int(per_bucket.sum())
-    ou, op = np.empty(m, np.uint64), np.empty(m, np.uint64)
-    if ids:
-        word_starts, per_bucket_words = _starts(sizes, bits)
-        poff = np.empty(m + 1, np.int64)
-        poff[m] = int(per_bucket_words.sum())
-        pids = np.empty(int(poff[m]), np.uint64)
-    else:
-        word_starts = np.zeros((len(starts), 0), np.int64)
-        poff, pids = none[0], np.zeros(0, np.uint64)
-    row = 0
-    for i, hist in enumerate(hists):
-        u, pk, c = columns[i]
-        off, raw, words = ids[i] if ids else none
-        rows = slice(row, row + len(hist))
-        start, word_start = starts[rows], word_starts[rows]
-        _scatter(
-            u,
-            pk,
-            c,
-            key,
-            bits,
-            np.ascontiguousarray(start),
-            ou,
-            op,
-            off,
-            raw,
-            words,
-            np.ascontiguousarray(word_start),
-            poff,
-            pids,
-        )
-        row += len(hist)
-    # Let go of the batches only now: freeing them between the scatters made the scatters
-    # of string ids 2.5x slower (their page faults, 20 M rows).
-    if hists:
-        del u, pk, c, off, raw, words, start, word_start
-    columns.clear()
-    ids.clear()
-    edges = np.concatenate(([0], np.cumsum(per_bucket))).astype(np.int64)
-    units = int(_select(ou, op, poff, pids, edges, int(b), int(key_bits), key, threads))
-    del op, poff, pids
-    counts, bad = _tally(ou, int(d))
-    if bad:
-        raise RuntimeError("dpgauss: internal error: a key outside the domain reached the kernel")
-    return counts, units, classes
+def _padded_words(data: Any, first: int, last: int) -> np.ndarray:
+    """Bytes ``first … last − 1`` of the buffer ``data`` as little-endian 64-bit words (the
+    native type), the last one zero-padded, and a word of zeros after them."""
+    words = np.zeros((last - first) // 8 + 2, "<u8")
+    if last > first:
+        words.view(np.uint8)[: last - first] = np.frombuffer(data, np.uint8)[first:last]
+    return words.astype(np.uint64, copy=False)  # (a copy on a big-endian machine only)
 
 
-def _starts(hists: list[np.ndarray], bits: int) -> tuple[np.ndarray, np.ndarray]:
-    """Where each (batch chunk, bucket) starts, from the per-chunk sizes in ``hists``: after
-    every bucket below, and the earlier chunks of its own bucket; and the bucket totals."""
-    every = np.concatenate(hists) if hists else np.zeros((0, 1 << bits), np.int64)
-    flat = every.T.ravel()
-    starts = (np.cumsum(flat) - flat).reshape(every.T.shape).T
-    return starts, every.sum(axis=0)
+_NONE_OFF = np.zeros(0, np.int64)
+_NONE_WORDS = np.zeros(0, np.uint64)

@@ -8,6 +8,10 @@ for every source (the neighbouring-dataset fuzzer runs it too, as ``duckdb-kerne
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -796,3 +800,46 @@ def test_small_blocks_one_task_and_many_buckets_change_nothing(monkeypatch, stri
         np.testing.assert_array_equal(got[0], want[0])
         assert got[1] == want[1]
         np.testing.assert_array_equal(got[2], want[2])
+
+
+# ------------------------------------------------------------ review of branch `bound`
+
+
+def _run_isolated(code: str) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh interpreter on this tree's package: a kernel that writes out of
+    bounds kills its process (a segmentation fault), which must fail the test, not the run."""
+    src = str(Path(unit_topb.__file__).resolve().parents[3])
+    env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+
+
+def test_a_huge_b_with_many_units_in_a_bucket():
+    """``b`` may be up to 2⁵³: a new slot's inline entries were cleared over
+    ``range(slots * b, 0)`` when the slots are not inline, and ``slots * b`` overflows
+    ``int64`` from 1,024 units in a bucket on — a range of 2⁶³ writes before the (empty)
+    array: the process died (through the engine: 4.4 M units, ``b = 2**53``)."""
+    done = _run_isolated(
+        """
+        import numpy as np, pyarrow as pa
+        from dpgauss.release.engines import unit_topb
+
+        def batch(u):
+            n = len(u)
+            pk = np.arange(n, dtype=np.uint64) << np.uint64(6)
+            return pa.record_batch(
+                [pa.array(u, pa.int64()), pa.array(pk, pa.uint64()),
+                 pa.array(np.zeros(n, np.uint8), pa.uint8())], names=["u", "pk", "c"])
+
+        # a first batch of one row: two buckets, then about 1,500 units in each
+        for b in (2**53, 2**62):
+            counts, units, _ = unit_topb.select(
+                [batch(np.array([-1])), batch(np.arange(3_000, dtype=np.int64))],
+                b, 6, 1, 1, 1)
+            print(int(counts[0]), units)
+        """
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["3001", "3001", "3001", "3001"]

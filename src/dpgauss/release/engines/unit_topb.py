@@ -330,8 +330,9 @@ def _select(
                     table[h, 0] = x
                     table[h, 1] = e
                     size[slots] = 0
-                    for q in range(slots * b, slots * b + b if inline else 0):
-                        top[q] = full
+                    if inline:  # (only then: slots * b overflows int64 for a b near 2**53)
+                        for q in range(slots * b, slots * b + b):
+                            top[q] = full
                     if strings:  # the id's words, aside (the next slot's start after)
                         p = po[r]
                         nw = _id_words(np.int64(pw[p]))

@@ -843,3 +843,43 @@ def test_a_huge_b_with_many_units_in_a_bucket():
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["3001", "3001", "3001", "3001"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("b", [2, 16])
+def test_a_crowded_unit_takes_scratch_by_its_units_not_its_rows(b):
+    """One unit of 4 M rows (one bucket holds them all): the selection's scratch (the unit
+    table, each slot's b smallest, the slots' sizes) was sized by the largest bucket's
+    *rows* — 2 entries of 16 bytes a row for the table alone, 49–65 bytes a row in all,
+    on top of the 16 of the partitioned rows (memory no ``memory_limit`` bounds, while the
+    sort would spill).  Sized by the units, which grow, the scratch of one unit is small;
+    only the gather of a unit's rows (``b`` > 16, or a unit of millions of rows) takes
+    16 bytes a row.  Peak resident memory of the call, in a fresh process."""
+    done = _run_isolated(
+        f"""
+        import resource
+        import numpy as np, pyarrow as pa
+        from dpgauss.release.engines import unit_topb
+
+        n, b = 4_000_000, {b}
+        rng = np.random.default_rng(0)
+        pk = (rng.integers(0, 2**50, n).astype(np.uint64) << np.uint64(6)) | rng.integers(
+            0, 50, n).astype(np.uint64)
+        u = np.full(n, 12345, np.int64)
+        c = np.zeros(n, np.uint8)
+        step = 1 << 19
+        batches = [pa.record_batch([pa.array(u[i:i + step]), pa.array(pk[i:i + step]),
+                                    pa.array(c[i:i + step])], names=["u", "pk", "c"])
+                   for i in range(0, n, step)]
+        unit_topb.select(batches[:1], b, 6, 50, 1, 1)  # compiled (or loaded) first
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        counts, units, _ = unit_topb.select(batches, b, 6, 50, 1, 1)
+        rise = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+        want = np.bincount((np.sort(pk)[:b] & np.uint64(63)).astype(np.int64), minlength=50)
+        assert units == 1 and (counts == want).all()
+        print(rise * 1024 / n)
+        """
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    per_row = float(done.stdout.split()[-1])
+    assert per_row < (16 + 4 if b <= 2 else 16 + 16 + 4), per_row

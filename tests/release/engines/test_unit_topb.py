@@ -883,3 +883,32 @@ def test_a_crowded_unit_takes_scratch_by_its_units_not_its_rows(b):
     assert done.returncode == 0, done.stderr[-2000:]
     per_row = float(done.stdout.split()[-1])
     assert per_row < (16 + 4 if b <= 2 else 16 + 16 + 4), per_row
+
+
+@pytest.mark.parametrize("strings", [False, True])
+@pytest.mark.parametrize("b", [3, 20])
+def test_more_units_in_a_bucket_than_the_first_scratch(strings, b):
+    """A first batch of one row makes two buckets; then about 30,000 units in each, more
+    than the slots' first scratch (``_SLOTS0``): it doubles, the table is rebuilt, with
+    every unit's rows still its own (ids equal in hash split by their bytes)."""
+    assert 30_000 > unit_topb._SLOTS0
+    rng = np.random.default_rng(50 + b)
+    n = 150_000
+    u = np.concatenate([[7], rng.integers(0, 60_000, n - 1)]).astype(np.int64)
+    pk = (rng.integers(0, 4, n).astype(np.uint64) << np.uint64(KEY_BITS)) | rng.integers(
+        0, 50, n
+    ).astype(np.uint64)
+    c = np.where(rng.random(n) < 0.05, 3, 0).astype(np.uint8)
+    if strings:
+        ids = [f"unit-{x}" * (1 + x % 3) for x in u.tolist()]
+        parts = string_batches(ids[:1], pk[:1], c[:1], 1, False) + string_batches(
+            ids[1:], pk[1:], c[1:], 40_000, True
+        )
+        want = string_reference(ids, pk, c, b, 50)
+    else:
+        parts = batches(u[:1], pk[:1], c[:1], 1) + batches(u[1:], pk[1:], c[1:], 40_000)
+        want = reference(u, pk, c, b, 50)
+    got = unit_topb.select(parts, b, KEY_BITS, 50, 99, 2)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert got[1] == want[1]
+    np.testing.assert_array_equal(got[2], want[2])

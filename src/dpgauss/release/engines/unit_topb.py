@@ -48,8 +48,10 @@ is only slower, never wrong.
 Memory: one Arrow batch at a time, and the partitioned rows, 16 bytes an in-domain row
 with integer ids (1.6 GB at 10⁸ rows), in blocks of :data:`BLOCK_ROWS` rows; string ids add
 8 bytes of offset and the id's bytes rounded up to whole words, plus one (about 64 bytes a
-row with 32-character ids: estimated, not measured).  Per-task scratch of the largest
-bucket, and a row of counters per task.  None of it is under DuckDB's ``memory_limit``.
+row with 32-character ids: estimated, not measured).  Per-task scratch sized by the units
+of a bucket, not its rows (a unit of 4 M rows took 43–59 bytes a row of it when sized by the
+rows), except the gather's 16 bytes a row of the largest bucket (``b`` > 16, or a unit of
+millions of rows), and a row of counters per task.  None of it is under DuckDB's ``memory_limit``.
 The first call in a new environment compiles the kernels (about 10–20 s; cached on disk
 after that).  No numba parallel region runs: the selection's tasks run on threads of their
 own (the compiled functions let go of the GIL) and the partitioning on the caller's.  An
@@ -81,6 +83,8 @@ BLOCK_WORDS = 1 << 23
 _INLINE_B = 16
 #: ... and while the largest bucket's rows times ``b`` are at most this many entries.
 _INLINE_ENTRIES = 1 << 24
+#: Slots a task's scratch holds at first (doubled as a bucket's units need).
+_SLOTS0 = 1 << 14
 #: Counters of the per-task counts at most (fewer tasks for a larger domain).
 _COUNTERS = 1 << 22
 _CLASSES = 8  # class codes 0 … 7 (engines.base: IN_DOMAIN = 0 … MALFORMED = 6)
@@ -259,6 +263,10 @@ def _select(
     the largest bucket's rows times ``b`` pass :data:`_INLINE_ENTRIES`: a unit with millions
     of rows would make the slots' arrays as large, ``b`` entries a row), the
     bucket's rows are gathered by slot and a slot of more than ``b`` rows is sorted.
+    The slots' scratch (the table, sizes, b smallest, ids' places) has room for
+    ``min(rows of the largest bucket, _SLOTS0)`` units at first: a bucket with more units
+    is passed over again, with twice the room (a fresh stamp; growing the arrays inside the
+    loop made it 2–3× slower), so one unit of millions of rows takes little scratch.
 
     Integer ids pass ``None`` for the lists: numba then compiles a form without the string
     ids' tests."""
@@ -272,20 +280,24 @@ def _select(
     big = 1
     for g in range(task, nb, tasks):
         big = max(big, sizes[g])
+    # The scratch of the slots (their sizes, b smallest, ids' places, the table) is sized
+    # by the units, doubled when a bucket has more (at most _SLOTS0 at first, as many as
+    # the largest bucket's rows if fewer): not by the rows, of which one unit may have
+    # millions.  Only the gather takes a word or two a row of the largest bucket.
+    room = min(big, _SLOTS0)
     cap = 2
-    while cap < 2 * big:
+    while cap < 2 * room:
         cap *= 2
     # a table entry: the unit's h, then (bucket stamp << 40 | slot): one cache line
     table = np.zeros((cap, 2), np.uint64)
-    # the slots' b smallest, sized by the rows of the largest bucket (the slots are at most
-    # as many): past _INLINE_ENTRIES (one unit with millions of rows) the gather instead
+    # past _INLINE_ENTRIES rows times b in a bucket, the gather instead
     inline = b <= _INLINE_B and big * b <= _INLINE_ENTRIES
-    top = np.empty(big * b if inline else 0, np.uint64)
-    size = np.empty(big, np.int64)
+    top = np.empty(room * b if inline else 0, np.uint64)
+    size = np.empty(room, np.int64)
     row_slot = np.empty(0 if inline else big, np.int64)
-    fill = np.empty(0 if inline else big + 1, np.int64)
+    fill = np.empty(0 if inline else room + 1, np.int64)
     buf = np.empty(0 if inline else big, np.uint64)
-    sid_at = np.empty(big + 1 if strings else 0, np.int64)
+    sid_at = np.empty(room + 1 if strings else 0, np.int64)
     sid = np.empty(64 if strings else 0, np.uint64)
     mine = counts
     epoch = 0
@@ -293,75 +305,94 @@ def _select(
         n = sizes[g]
         if n == 0:
             continue
-        epoch += 1
-        tag = np.uint64(epoch) << np.uint64(40)
-        m = 2
-        while m < 2 * n:
-            m *= 2
-        mask = np.uint64(m - 1)
-        slots = 0
-        stored = 0  # words of the slots' ids in `sid`
-        idx = 0  # the row's place in the bucket
-        cur = block_of[0]
-        ou, op = ous[cur], ops[cur]
-        po, pw = np.empty(0, np.int64), np.empty(0, np.uint64)
-        if poffs is not None and pidss is not None:
-            po, pw = poffs[cur], pidss[cur]
-        for j in range(nbatch):
-            lo, hi = seg[g, j], seg[g + 1, j]
-            if lo == hi:
-                continue
-            if block_of[j] != cur:
-                cur = block_of[j]
-                ou, op = ous[cur], ops[cur]
-                if poffs is not None and pidss is not None:
-                    po, pw = poffs[cur], pidss[cur]
-            for r in range(np.uint64(lo), np.uint64(hi)):  # a slot per unit
-                x = ou[r]
-                h = x & mask
-                while table[h, 1] >= tag and (
-                    table[h, 0] != x
-                    or (strings and not _same_id(sid, sid_at[table[h, 1] ^ tag], pw, po[r]))
-                ):
-                    h = (h + np.uint64(1)) & mask
-                e = table[h, 1]
-                if e < tag:  # a new unit
-                    e = tag | np.uint64(slots)
-                    table[h, 0] = x
-                    table[h, 1] = e
-                    size[slots] = 0
-                    if inline:  # (only then: slots * b overflows int64 for a b near 2**53)
-                        for q in range(slots * b, slots * b + b):
-                            top[q] = full
-                    if strings:  # the id's words, aside (the next slot's start after)
-                        p = po[r]
-                        nw = _id_words(np.int64(pw[p]))
-                        if stored + nw > sid.size:
-                            more = np.empty(2 * (stored + nw), np.uint64)
-                            more[:stored] = sid[:stored]
-                            sid = more
-                        sid_at[slots] = stored
-                        for k in range(nw):
-                            sid[stored + k] = pw[p + k]
-                        stored += nw
-                    slots += 1
-                # (unsigned indices: numba tests a signed one for a negative value on
-                # every access, which made this loop twice as slow)
-                s = e ^ tag
-                v = op[r]
-                k = size[s]
-                if inline:  # the b smallest so far, sorted, v merged in (no branch)
-                    size[s] = k + 1
-                    base = s * ub
-                    q = base + ub - one
-                    while q > base:
-                        top[q] = min(max(top[q - one], v), top[q])
-                        q -= one
-                    top[base] = min(top[base], v)
-                else:
-                    row_slot[idx] = s
-                    size[s] = k + 1
-                    idx += 1
+        while True:  # a pass over the bucket; again with twice the room if it overflows
+            epoch += 1
+            tag = np.uint64(epoch) << np.uint64(40)
+            m = 2
+            while m < 2 * n and m < cap:
+                m *= 2
+            mask = np.uint64(m - 1)
+            slots = 0
+            over = False
+            stored = 0  # words of the slots' ids in `sid`
+            idx = 0  # the row's place in the bucket
+            cur = block_of[0]
+            ou, op = ous[cur], ops[cur]
+            po, pw = np.empty(0, np.int64), np.empty(0, np.uint64)
+            if poffs is not None and pidss is not None:
+                po, pw = poffs[cur], pidss[cur]
+            for j in range(nbatch):
+                lo, hi = seg[g, j], seg[g + 1, j]
+                if lo == hi:
+                    continue
+                if block_of[j] != cur:
+                    cur = block_of[j]
+                    ou, op = ous[cur], ops[cur]
+                    if poffs is not None and pidss is not None:
+                        po, pw = poffs[cur], pidss[cur]
+                if over:
+                    break
+                for r in range(np.uint64(lo), np.uint64(hi)):  # a slot per unit
+                    x = ou[r]
+                    h = x & mask
+                    while table[h, 1] >= tag and (
+                        table[h, 0] != x
+                        or (strings and not _same_id(sid, sid_at[table[h, 1] ^ tag], pw, po[r]))
+                    ):
+                        h = (h + np.uint64(1)) & mask
+                    e = table[h, 1]
+                    if e < tag:  # a new unit
+                        if slots == room:  # more units than the scratch holds
+                            over = True
+                            break
+                        e = tag | np.uint64(slots)
+                        table[h, 0] = x
+                        table[h, 1] = e
+                        size[slots] = 0
+                        if inline:  # (only then: slots * b overflows int64 for a b near 2**53)
+                            for q in range(slots * b, slots * b + b):
+                                top[q] = full
+                        if strings:  # the id's words, aside (the next slot's start after)
+                            p = po[r]
+                            nw = _id_words(np.int64(pw[p]))
+                            if stored + nw > sid.size:
+                                more = np.empty(2 * (stored + nw), np.uint64)
+                                more[:stored] = sid[:stored]
+                                sid = more
+                            sid_at[slots] = stored
+                            for k in range(nw):
+                                sid[stored + k] = pw[p + k]
+                            stored += nw
+                        slots += 1
+                    # (unsigned indices: numba tests a signed one for a negative value on
+                    # every access, which made this loop twice as slow)
+                    s = e ^ tag
+                    v = op[r]
+                    k = size[s]
+                    if inline:  # the b smallest so far, sorted, v merged in (no branch)
+                        size[s] = k + 1
+                        base = s * ub
+                        q = base + ub - one
+                        while q > base:
+                            top[q] = min(max(top[q - one], v), top[q])
+                            q -= one
+                        top[base] = min(top[base], v)
+                    else:
+                        row_slot[idx] = s
+                        size[s] = k + 1
+                        idx += 1
+            if not over:
+                break
+            room *= 2
+            size = np.empty(room, np.int64)
+            top = np.empty(room * b if inline else 0, np.uint64)
+            sid_at = np.empty(room + 1 if strings else 0, np.int64)
+            fill = np.empty(0 if inline else room + 1, np.int64)
+            while cap < 2 * room:
+                cap *= 2
+            if table.shape[0] < cap:
+                table = np.zeros((cap, 2), np.uint64)
+                epoch = 0  # (a fresh table: no stale stamps)
         units += slots
         if inline:  # a slot's first min(size, b) entries: its rows' b smallest pk
             for z in range(slots):

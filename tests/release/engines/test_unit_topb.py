@@ -912,3 +912,33 @@ def test_more_units_in_a_bucket_than_the_first_scratch(strings, b):
     np.testing.assert_array_equal(got[0], want[0])
     assert got[1] == want[1]
     np.testing.assert_array_equal(got[2], want[2])
+
+
+@pytest.mark.parametrize("batch_rows", [7, 1_000, 1 << 19])
+def test_ids_at_word_boundaries_and_batch_sizes(tmp_path: Path, monkeypatch, batch_rows):
+    """String ids are read as padded little-endian words: ids of 1, 7, 8, 9, 15, 16, 17,
+    24 and 25 bytes, and the same with the last byte a NUL, a NUL more, a NUL first, another
+    last byte or a two-byte character (equal words but for the length, or but for one
+    byte); DuckDB's batches of 7 rows (two buckets), 1,000 rows or the engine's own.  The
+    kernel keeps the sort's records and counts each distinct id as one unit."""
+    import dpgauss.release.engines.duckdb as duckdb_engine
+
+    rng = np.random.default_rng(60)
+    ids: list[bytes] = []
+    for length in (1, 7, 8, 9, 15, 16, 17, 24, 25):
+        s = bytes(rng.integers(97, 100, length).tolist())
+        ids += [s, s[:-1] + b"\x00", s + b"\x00", b"\x00" + s, s[:-1] + b"\x01"]
+        ids.append(s[:-1] + "é".encode())
+    distinct = [x for x in dict.fromkeys(ids) if x]
+    n = 6_000
+    uid = [distinct[i].decode() for i in rng.integers(0, len(distinct), n)]
+    src = tmp_path / "w.parquet"
+    key = rng.integers(-2, 60, n)
+    pq.write_table(pa.table({"uid": uid, "key": key, "t": rng.random(n)}), src)
+    spec = make_spec(src, max_records_per_unit=2)
+    general = bounded_aggregate(spec, salt=12, engine=DuckDBEngine(kernel=False))
+    monkeypatch.setattr(duckdb_engine, "_KERNEL_BATCH_ROWS", batch_rows)
+    kernel = bounded_aggregate(spec, salt=12, engine=DuckDBEngine(kernel=True))
+    np.testing.assert_array_equal(kernel.counts, general.counts)
+    assert kernel.rows == general.rows
+    assert kernel.rows.units == len({u for u, k in zip(uid, key, strict=True) if 0 <= k < 50})

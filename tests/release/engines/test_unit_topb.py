@@ -449,19 +449,42 @@ def test_concurrent_calls_under_the_workqueue_layer(tmp_path: Path):
 
 def test_a_child_forked_after_use_runs_the_kernel(tmp_path: Path):
     """The kernel runs no parallel region (GNU OpenMP aborted in a child forked after the
-    parent ran one): a child forked after use runs it too, with the parent's counts."""
-    import multiprocessing
+    parent ran one): a child forked after use runs it too, with the parent's counts.
 
-    rng = np.random.default_rng(3)
-    u, pk, c = random_rows(rng, 5_000, 700, 50, ties=True)
-    want = unit_topb.select(batches(u, pk, c, 1_000), 2, KEY_BITS, 50, 5, 2)
-    ctx = multiprocessing.get_context("fork")
-    with ctx.Pool(1) as pool:
-        assert pool.apply(unit_topb.available) is True
-        got = pool.apply(unit_topb.select, (batches(u, pk, c, 1_000), 2, KEY_BITS, 50, 5, 2))
-    np.testing.assert_array_equal(got[0], want[0])
-    assert got[1] == want[1]
-    np.testing.assert_array_equal(got[2], want[2])
+    Parent and child are a fresh interpreter and its fork, under a timeout: forking the test
+    process itself inherited whatever earlier tests left (DuckDB connections, threads), and
+    the child crashed in 3 of 5 runs of this file while collecting them, with ``pool.apply``
+    waiting forever (review of the bound branch, finding 3)."""
+    script = textwrap.dedent(
+        """
+        import multiprocessing, numpy as np, pyarrow as pa
+        from dpgauss.release.engines import unit_topb
+        rng = np.random.default_rng(3)
+        n = 5_000
+        u = rng.integers(0, 700, n)
+        pk = rng.integers(0, 2**40, n).astype(np.uint64) << np.uint64(6)
+        c = np.zeros(n, np.uint8)
+        def parts():
+            return [pa.record_batch([pa.array(u[i:i + 1000], pa.int64()),
+                                     pa.array(pk[i:i + 1000], pa.uint64()),
+                                     pa.array(c[i:i + 1000], pa.uint8())],
+                                    names=["u", "pk", "c"]) for i in range(0, n, 1000)]
+        def counts(res):
+            return [np.asarray(res[0]).tolist(), res[1], np.asarray(res[2]).tolist()]
+        if __name__ == "__main__":
+            want = counts(unit_topb.select(parts(), 2, 6, 50, 5, 2))
+            ctx = multiprocessing.get_context("fork")
+            with ctx.Pool(1) as pool:
+                assert pool.apply(unit_topb.available) is True
+                got = pool.apply_async(unit_topb.select, (parts(), 2, 6, 50, 5, 2)).get(300)
+            assert counts(got) == want
+            print("ok")
+        """
+    )
+    path = tmp_path / "fork_child.py"
+    path.write_text(script)
+    done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and "ok" in done.stdout, done.stderr[-2000:]
 
 
 @pytest.mark.slow

@@ -316,7 +316,7 @@ def auto(
     def add(res: Denoised, name: str) -> None:
         nonlocal best
         challengers.append(res)
-        if _passes(res, base, base_risk, full, margin, var) and float(res.risk) < best:  # type: ignore[arg-type]
+        if _below(res.risk, min(_bar(res, base, base_risk, full, margin, var), best)):
             best = float(res.risk)  # type: ignore[arg-type]
         lap(name)
 
@@ -413,7 +413,7 @@ def auto(
     candidates = baselines + challengers
     chosen, best = first_choice, base_risk
     for i, cand in enumerate(challengers, start=len(baselines)):
-        if _passes(cand, base, base_risk, full, margin, var) and float(cand.risk) < best:  # type: ignore[arg-type]
+        if _below(cand.risk, min(_bar(cand, base, base_risk, full, margin, var), best)):
             chosen, best = i, float(cand.risk)  # type: ignore[arg-type]
     winner = candidates[chosen]
     table: list[dict[str, Any]] = [
@@ -435,19 +435,9 @@ def auto(
     return dataclasses.replace(winner, params=params)
 
 
-def _passes(
-    cand: Denoised,
-    base: np.ndarray,
-    base_risk: float,
-    full: float,
-    margin: float,
-    var: np.ndarray,
-) -> bool:
-    """Whether ``cand`` beats the best baseline by its guard (``auto``'s docstring)."""
-    risk = cand.risk
-    if risk is None or not math.isfinite(risk):
-        return False
-    return bool(risk < _bar(cand, base, base_risk, full, margin, var))
+def _below(risk: float | None, bar: float) -> bool:
+    """Whether a candidate's SURE ``risk`` passes its guard: finite and below its ``bar``."""
+    return risk is not None and math.isfinite(risk) and risk < bar
 
 
 def _bar(

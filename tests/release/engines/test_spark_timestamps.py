@@ -248,22 +248,27 @@ def test_a_nanosecond_column_in_other_roles_agrees_with_duckdb(
         assert agg.counts.tolist() == [float(t.size)] and agg.rows.units == t.size
 
 
+def mixed_types(folder: Path) -> ReleaseSpec:
+    """A spec filtering on ``t``, over two files: ``t`` nanoseconds in one, integers in the
+    other."""
+    write_ns(folder / "a.parquet", uid=[1, 2], k=[0, 0], t=[T0, T0 + NS])
+    pq.write_table(
+        pa.table({"uid": [3], "k": [0], "t": pa.array([5], pa.int64())}), folder / "b.parquet"
+    )
+    return make_spec(
+        folder / "*.parquet",
+        domain={"kind": "values", "column": "k", "values": [0]},
+        filter=WINDOW,
+    )
+
+
 def test_a_column_nanoseconds_in_one_file_and_integers_in_another_is_refused(
     tmp_path: Path, engine
 ) -> None:
     """Spark would merge both to LONG (and DuckDB cannot read them together): refused before
     anything is read, in one line naming the column."""
-    write_ns(tmp_path / "a.parquet", uid=[1, 2], k=[0, 0], t=[T0, T0 + NS])
-    pq.write_table(
-        pa.table({"uid": [3], "k": [0], "t": pa.array([5], pa.int64())}), tmp_path / "b.parquet"
-    )
-    spec = make_spec(
-        tmp_path / "*.parquet",
-        domain={"kind": "values", "column": "k", "values": [0]},
-        filter=WINDOW,
-    )
     with pytest.raises(EngineError, match=r"column 't'.*nanosecond.*integer") as info:
-        engine.describe(spec)
+        engine.describe(mixed_types(tmp_path))
     assert "\n" not in str(info.value)
 
 
@@ -296,17 +301,8 @@ def test_without_sparks_footer_internals_the_schema_job_gives_the_same_release(
     assert again.rows == agg.rows
     other = tmp_path / "two"
     other.mkdir()
-    write_ns(other / "a.parquet", uid=[1, 2], k=[0, 0], t=[T0, T0 + NS])
-    pq.write_table(
-        pa.table({"uid": [3], "k": [0], "t": pa.array([5], pa.int64())}), other / "b.parquet"
-    )
-    mixed = make_spec(
-        other / "*.parquet",
-        domain={"kind": "values", "column": "k", "values": [0]},
-        filter=WINDOW,
-    )
     with pytest.raises(EngineError, match=r"column 't'.*nanosecond.*integer"):
-        engine.describe(mixed)
+        engine.describe(mixed_types(other))
 
 
 # ----------------------------------------------------------------------- the CLI, stderr

@@ -307,6 +307,7 @@ def auto(
     lap("none, james_stein")
 
     challengers: list[Denoised] = []
+    bars: list[float] = []  # each challenger's bar (_bar), computed once
     skipped: list[str] = []
     screened: list[dict[str, Any]] = []
     # the SURE a later challenger must go below to be chosen: the baseline's, or that of an
@@ -316,7 +317,8 @@ def auto(
     def add(res: Denoised, name: str) -> None:
         nonlocal best
         challengers.append(res)
-        if _below(res.risk, min(_bar(res, base, base_risk, full, margin, var), best)):
+        bars.append(_bar(res, base, base_risk, full, margin, var))
+        if _below(res.risk, min(bars[-1], best)):
             best = float(res.risk)  # type: ignore[arg-type]
         lap(name)
 
@@ -412,15 +414,15 @@ def auto(
 
     candidates = baselines + challengers
     chosen, best = first_choice, base_risk
-    for i, cand in enumerate(challengers, start=len(baselines)):
-        if _below(cand.risk, min(_bar(cand, base, base_risk, full, margin, var), best)):
+    for i, (cand, bar) in enumerate(zip(challengers, bars, strict=True), start=len(baselines)):
+        if _below(cand.risk, min(bar, best)):
             chosen, best = i, float(cand.risk)  # type: ignore[arg-type]
     winner = candidates[chosen]
     table: list[dict[str, Any]] = [
         {"method": c.method, "risk": c.risk, "params": _summary(c.params)} for c in candidates
     ]
-    for entry, cand in zip(table[len(baselines) :], challengers, strict=True):
-        entry["bar"] = _bar(cand, base, base_risk, full, margin, var)
+    for entry, bar in zip(table[len(baselines) :], bars, strict=True):
+        entry["bar"] = bar
     params = dict(winner.params)
     params.update({"candidates": table, "selected": chosen, "margin": margin, "screen": screen})
     if screen_off is not None:

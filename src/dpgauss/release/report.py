@@ -483,8 +483,7 @@ def _candidate_lines(cands: list[dict[str, Any]], part: str = "") -> list[str]:
         line = f"  {mark} {c.get('label', c['method']):<{width}}  SURE {sure}"
         bar = c.get("bar")
         if (
-            not c.get("selected")
-            and won is not None
+            won is not None  # the chosen one has risk == won: never flagged
             and isinstance(risk, int | float)
             and isinstance(bar, int | float)
             and risk < won

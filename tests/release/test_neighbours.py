@@ -1488,6 +1488,12 @@ class Files:
                 # f64 for '١', an Arabic-Indic digit, and fails on it): no frame a user could
                 # build from these rows, so no case
                 reject()
+            wide = [getattr(pl, t) for t in ("Int128", "UInt128") if hasattr(pl, t)]
+            if any(t in wide for t in built.schema.values()):
+                # polars types a column of integers past int64 as Int128, which dpgauss
+                # refuses by its type (frames._scannable; test_frames): the type is the
+                # user's inference from the data, as above, so no case
+                reject()
             return _scannable(built, "polars")
         rows = self.typed(rows)
         if feature == "arrow":

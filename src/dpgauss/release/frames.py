@@ -90,6 +90,15 @@ def _scannable(data: Any, kind: str) -> Any:
                 f"the DataFrame's columns {', '.join(map(repr, bad))} have the Polars Object "
                 "type, which has no defined reading: cast them to a typed column first"
             )
+        # 128-bit integers have no Arrow type pyarrow imports ('_pli128'): refused by type,
+        # before anything is read, rather than failing in the conversion
+        wide = tuple(getattr(pl, name) for name in ("Int128", "UInt128") if hasattr(pl, name))
+        bad = [n for n, t in data.schema.items() if t in wide]
+        if bad:
+            raise ValueError(
+                f"the DataFrame's columns {', '.join(map(repr, bad))} are 128-bit Polars "
+                "integers, which Arrow cannot carry: cast them to Int64 or String first"
+            )
         return data.to_arrow()
     return data
 

@@ -254,3 +254,26 @@ def test_review_findings_on_the_table_tool(tmp_path: Path, capsys) -> None:
     back = pq.read_table(res.output)
     assert str(back.schema.field("released").type) == "int64"
     assert str(back.schema.field("key").type) == "string"
+
+
+def test_a_weak_fit_says_so(tmp_path: Path, capsys) -> None:
+    """A denoiser that gains less than 2× on the values given (soft thresholding of a dense
+    smooth signal) has *weak* error bars (``ErrorBars.weak``): the report's intervals say
+    ``weak_fit`` and the summary says why they are near the raw ones; a strong fit (James–
+    Stein toward the mean on a nearly flat table) says neither."""
+    d = 400
+    rng = np.random.default_rng(4)
+    for name, values, weak in (
+        ("dense", 3.0 * np.sin(2 * np.pi * np.arange(d) / d) + rng.standard_normal(d), True),
+        ("flat", 10.0 + 0.05 * rng.standard_normal(d), False),
+    ):
+        src = tmp_path / f"{name}.csv"
+        src.write_text("key,v\n" + "".join(f"{i},{float(v)!r}\n" for i, v in enumerate(values)))
+        method, params = ("soft_threshold", "{}") if weak else ("james_stein", '{"target": "mean"}')
+        out = tmp_path / f"{name}.out.csv"
+        args = ["denoise", str(src), "--value", "v", "--sigma", "1", "--method", method]
+        assert main([*args, "--params", params, "--out", str(out)]) == 0
+        text = capsys.readouterr().out
+        report = json.loads((tmp_path / f"{name}.out.csv.report.json").read_text())
+        assert report["intervals"]["weak_fit"] is weak
+        assert ("weak fit" in text) is weak

@@ -37,7 +37,7 @@ import numpy as np
 from .._optional import require
 from ..denoise import Denoised, Structure, as_graph
 from ..denoise.registry import entry
-from ..denoise.result import DRAWS, INTERVAL_METHOD, error_bars, public_seed
+from ..denoise.result import DRAWS, INTERVAL_METHOD, WEAK_NOTE, error_bars, public_seed
 from ..denoise.structure import lattice_graph
 from .groups import group_table, median_widths, read_groups
 from .outputs import OutputGroup, cell_text, write_csv
@@ -79,7 +79,8 @@ class DenoisedTable:
                 f"error      : estimated RMSE per key {rmse_text(rmse, up)} vs "
                 f"{r['raw_rmse_per_key']:.4g} without denoising",
                 f"intervals  : {iv['level']:.0%} ({iv['method']}) median width "
-                f"{iv['median_width']:.4g} vs {iv['raw_width']:.4g} for the values given",
+                f"{iv['median_width']:.4g} vs {iv['raw_width']:.4g} for the values given"
+                + (f"; {WEAK_NOTE}" if iv.get("weak_fit") else ""),
                 f"output     : {self.output}; report {self.report_path}",
             ]
             + (
@@ -418,6 +419,7 @@ def denoise_table(
                 "level": level,
                 "method": "exact" if bars.source == "exact" else INTERVAL_METHOD,
                 "draws": bars.draws,
+                "weak_fit": bars.weak,
                 "median_width": float(np.median(hi - lo)),
                 "raw_width": float(np.median(2.0 * z * sig_all)),
                 "target": "coverage at hot spots, next to jumps, on average (docs/denoising.md)",

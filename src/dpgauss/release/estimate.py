@@ -287,6 +287,7 @@ def _den_info(den: Denoised, bars: ErrorBars, sigma: float, d: int, level: float
             "level": level,
             "method": "exact" if bars.source == "exact" else INTERVAL_METHOD,
             "draws": bars.draws,
+            "weak_fit": bars.weak,
             "median_width": float(np.median(hi - lo)) if d else None,
             "raw_width": 2.0 * float(-special.ndtri((1.0 - level) / 2.0)) * sigma,
             "target": "coverage at hot spots, next to jumps, on average (docs/denoising.md)",

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from ..denoise.result import WEAK_NOTE
 from .domains.graph_files import BUNDLED_GRAPHS
 from .domains.regions import BUNDLED_REGIONS
 
@@ -216,7 +217,7 @@ class PublicReport:
             lines.append(
                 f"intervals  : denoised {iv['level']:.0%} intervals ({how}) median "
                 f"width {iv['median_width']:.4g} vs {iv['raw_width']:.4g} for the released "
-                "values"
+                "values" + (f"; {WEAK_NOTE}" if iv.get("weak_fit") else "")
             )
         grp = den.get("groups")
         if isinstance(grp, dict):

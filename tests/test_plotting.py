@@ -126,6 +126,39 @@ def test_a_constant_map_gets_a_sane_scale_and_says_constant(value):
     assert scale.vmax - scale.vmin >= 1.0  # never the collapsed [0, 1e-12]
 
 
+def test_a_map_flat_within_its_error_bars_is_drawn_on_their_scale():
+    """Shrunk noise (James–Stein toward 0 at shrinkage 0.002 of noise of σ = 21) spans
+    ±0.1 while its intervals are ±33: on its own percentile scale it would read as hot
+    spots (issue #26).  With the intervals' median half-width as ``resolution`` it is *flat
+    within its error bars*: drawn on ``median ± resolution``; a map that varies more than
+    its error bars keeps its percentile scale."""
+    rng = np.random.default_rng(3)
+    shrunk = 0.002 * 21.0 * rng.standard_normal(4000)
+    scale = plotting.robust_scale(shrunk, resolution=33.0)
+    assert scale.flat and not scale.constant and scale.span == pytest.approx(np.ptp(shrunk))
+    c = float(np.median(shrunk))
+    assert (scale.vmin, scale.vmax) == pytest.approx((c - 33.0, c + 33.0))
+    assert not plotting.robust_scale(shrunk).flat  # no resolution: the percentile scale
+    wide = np.linspace(0.0, 100.0, 500)
+    assert not plotting.robust_scale(wide, resolution=33.0).flat
+    assert plotting.robust_scale(np.zeros(10), resolution=33.0).constant  # constant first
+
+
+@needs_mpl
+@pytest.mark.parametrize("kind", ["graph", "grid"])
+def test_a_flat_panel_says_so_in_its_title(kind):
+    rng = np.random.default_rng(4)
+    n = 60
+    geo = _chain(n) if kind == "graph" else plotting.GridGeometry(np.arange(10.0), np.arange(6.0))
+    v = 0.05 * rng.standard_normal(n)
+    fig = plotting.map_figure(geo, [plotting.MapPanel("denoised", v, resolution=2.0)])
+    ax = fig.axes[0]
+    clim = ax.collections[0].get_clim() if kind == "graph" else ax.images[0].get_clim()
+    c = float(np.median(v))
+    assert clim == pytest.approx((c - 2.0, c + 2.0))
+    assert f"flat within its error bars: values span {np.ptp(v):.3g} < ±2" in ax.get_title()
+
+
 @needs_mpl
 def test_every_graph_panel_has_its_own_percentile_scale_and_the_pm_panel_too():
     rng = np.random.default_rng(1)

@@ -10,7 +10,10 @@ the taxi experiment.  They show the release's uncertainty, not only its values
   percentile of what it draws, arrows on its colour bar where values go beyond), so neither
   the noise of the released panel nor a few hot spots wash out the others, and the ± panel
   (the interval's half-width) has its own; a constant map is drawn on a sane scale and says
-  "constant" in its title (it never collapses to ``[0, 1e-12]``);
+  "constant" in its title (it never collapses to ``[0, 1e-12]``), and a map whose values
+  all lie within less than its typical error bar (``MapPanel.resolution``) is drawn on that
+  error bar's scale and says "flat within its error bars" (shrunk noise never looks like
+  hot spots);
 * the keys that stand out beyond their error bars (:func:`stand_out`: the interval
   excludes the map's mean) are marked, cyan above and green below the mean;
 * a product domain is drawn as small multiples (:func:`draw_small_multiples`: one map per
@@ -91,22 +94,35 @@ _DPI = 130
 class ColourScale:
     """A panel's colour limits ``[vmin, vmax]``; ``constant`` when every finite value is
     ``value`` (then the limits are ``value ± max(0.5, 5 % of |value|)``, never a collapsed
-    ``[0, 1e-12]``)."""
+    ``[0, 1e-12]``); ``flat`` when the values span less than the panel's ``resolution``
+    (then the limits are ``value ± resolution``, ``value`` their median, and ``span`` is
+    what they span)."""
 
     vmin: float
     vmax: float
     constant: bool = False
     value: float | None = None
+    flat: bool = False
+    span: float | None = None
+    resolution: float | None = None
 
 
 def robust_scale(
-    values: object, percentiles: tuple[float, float] = SCALE_PERCENTILES
+    values: object,
+    percentiles: tuple[float, float] = SCALE_PERCENTILES,
+    resolution: float | None = None,
 ) -> ColourScale:
     """The robust colour scale of one panel: the 2nd and 98th percentiles of its finite
     values; their minimum and maximum when the percentiles coincide (a map mostly 0 with a
     few hot spots); and for a constant map (every finite value within ``1e-9`` relative of
     the others) ``value ± max(0.5, 5 % of |value|)``, with ``constant`` set.  No finite value:
-    ``[0, 1]``."""
+    ``[0, 1]``.
+
+    ``resolution`` (e.g. the median half-width of the values' intervals): when every finite
+    value lies within less than it of the others (``max − min < resolution``), the map is
+    *flat within its error bars* — its colours would draw differences its error bars cannot
+    tell apart (James–Stein's shrunk noise as hot spots, issue #26) — and the scale is
+    ``median ± resolution`` with ``flat`` set."""
     v = np.asarray(values, dtype=np.float64).ravel()
     v = v[np.isfinite(v)]
     if not v.size:
@@ -118,6 +134,10 @@ def robust_scale(
         c = float(np.median(v))
         h = max(0.5, 0.05 * abs(c))
         return ColourScale(c - h, c + h, True, c)
+    span = float(v.max() - v.min())
+    if resolution is not None and math.isfinite(resolution) and span < resolution:
+        c = float(np.median(v))
+        return ColourScale(c - resolution, c + resolution, False, c, True, span, resolution)
     return ColourScale(lo, hi)
 
 
@@ -164,7 +184,9 @@ class MapPanel:
     """One panel of a figure: its ``name`` (the title), one value per key, and optionally
     ``marks`` (one ``-1``/``0``/``+1`` per key, as :func:`stand_out` gives: drawn as hollow
     markers or outlines), its colour map, its colour bar's ``label`` and, for a series, a
-    ``band`` ``(lower, upper)`` to shade.  A plain ``(name, values)`` tuple is a panel too."""
+    ``band`` ``(lower, upper)`` to shade, and its ``resolution`` (the median half-width of
+    its values' intervals: a panel whose values span less is drawn as *flat within its error
+    bars*, :func:`robust_scale`).  A plain ``(name, values)`` tuple is a panel too."""
 
     name: str
     values: Any
@@ -172,6 +194,7 @@ class MapPanel:
     cmap: str | None = None
     label: str | None = None
     band: tuple[Any, Any] | None = None
+    resolution: float | None = None
 
 
 PanelLike = MapPanel | tuple[str, Any]
@@ -317,6 +340,10 @@ def _title(p: MapPanel, scale: ColourScale, marks: np.ndarray | None) -> str:
     lines = [p.name]
     if scale.constant:
         lines.append(f"constant: every value is {scale.value:.4g}")
+    elif scale.flat:
+        lines.append(
+            f"flat within its error bars: values span {scale.span:.3g} < ±{scale.resolution:.3g}"
+        )
     if marks is not None:
         up, down = int(np.sum(marks > 0)), int(np.sum(marks < 0))
         lines.append(
@@ -422,9 +449,14 @@ def _draw_one(
         v = np.nan_to_num(values, nan=0.0)
         on_edges = 0.5 * (v[geo.edges[:, 0]] + v[geo.edges[:, 1]])
         if scale is None:
-            scale = robust_scale(on_edges if on_edges.size else v)
-            if robust_scale(v).constant:
-                scale = robust_scale(v)
+            # constant or flat is decided on the node values (as the title says); the colours
+            # of a map that is neither span its segments' values
+            node = robust_scale(v, resolution=p.resolution)
+            scale = (
+                node
+                if node.constant or node.flat
+                else robust_scale(on_edges if on_edges.size else v)
+            )
         order = np.argsort(on_edges, kind="stable")
         seg = _graph_segments(geo)
         mappable: Any = LineCollection(
@@ -461,7 +493,7 @@ def _draw_one(
     elif isinstance(geo, RegionGeometry):
         from matplotlib.collections import PathCollection
 
-        scale = robust_scale(values) if scale is None else scale
+        scale = robust_scale(values, resolution=p.resolution) if scale is None else scale
         paths = _region_paths(geo)
         mappable = PathCollection(paths, cmap=cmap, edgecolor="0.6", linewidth=0.2)
         mappable.set_array(values)
@@ -499,7 +531,7 @@ def _draw_one(
     elif isinstance(geo, GridGeometry):
         xe, xdate = _grid_numbers(geo.x_edges)
         ye, ydate = _grid_numbers(geo.y_edges)
-        scale = robust_scale(values) if scale is None else scale
+        scale = robust_scale(values, resolution=p.resolution) if scale is None else scale
         x0, x1 = _ends(xe)
         y0, y1 = _ends(ye)
         mappable = ax.imshow(
@@ -548,7 +580,7 @@ def _draw_one(
         return None, "neither"
     if legend:
         ax.legend(handles=legend, fontsize=6, loc="best", framealpha=0.7)
-    ax.set_title(_title(p, robust_scale(values), marks), fontsize=8)
+    ax.set_title(_title(p, robust_scale(values, resolution=p.resolution), marks), fontsize=8)
     return mappable, _extend(extend_of, scale)
 
 
@@ -663,8 +695,11 @@ def map_figure(
         common = ColourScale(0.0, max(float(vmax), 1e-12))
     elif shared:
         pooled = [np.asarray(p.values, np.float64).ravel() for p in ps if p.cmap is None]
+        res = [float(p.resolution) for p in ps if p.cmap is None and p.resolution is not None]
         if pooled:
-            common = robust_scale(np.concatenate(pooled))
+            common = robust_scale(
+                np.concatenate(pooled), resolution=float(np.median(res)) if res else None
+            )
     last, extends = None, set()
     for ax, p in zip(axes, ps, strict=False):
         own = common if (common is not None and (p.cmap is None or vmax is not None)) else None

@@ -75,6 +75,33 @@ def test_a_product_is_drawn_as_small_multiples(tmp_path, monkeypatch, parts, geo
     expected = plotting.stand_out(cols["denoised_lower"], cols["denoised_upper"], mean)
     drawn = sum(int(np.sum(np.asarray(m.marks) != 0)) for m in seen["maps"])
     assert drawn <= int(np.sum(expected != 0))
+    # the marks are per-key tests: the label says how many chance alone would mark, and each
+    # map knows its error bars' scale (a map flat within them is drawn on it)
+    assert "about 5% of the" in seen["label"] and "by chance alone" in seen["label"]
+    half = (cols["denoised_upper"] - cols["denoised_lower"]) / 2
+    assert all(m.resolution == pytest.approx(float(np.median(half))) for m in seen["maps"])
+
+
+@needs_mpl
+def test_a_map_says_what_chance_alone_would_mark(tmp_path, monkeypatch):
+    seen = {}
+    real = plotting.draw_maps
+
+    def spy(path, geo, panels, **kw):
+        seen.update(panels=panels, **kw)
+        return real(path, geo, panels, **kw)
+
+    monkeypatch.setattr(plotting, "draw_maps", spy)
+    spec = _spec(tmp_path, {"kind": "grid", "x": X, "y": Y})
+    res = pipeline.run_release(spec, ledger=make_ledger(tmp_path, 10.0))
+    n = res.columns["denoised"].size
+    assert seen["note"] == (
+        "marked: the interval excludes the mean; were every key at the mean, about 5% of "
+        f"the {n:,} keys would be marked by chance alone"
+    )
+    den = seen["panels"][1]
+    half = (res.columns["denoised_upper"] - res.columns["denoised_lower"]) / 2
+    assert den.resolution == pytest.approx(float(np.median(half)))
 
 
 def test_a_product_of_values_only_is_not_drawn_and_the_summary_says_so(tmp_path):

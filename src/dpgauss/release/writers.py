@@ -147,9 +147,18 @@ def draw(path: str, plan: ReleasePlan, columns: dict[str, np.ndarray], chosen: s
     released, denoised = columns["released"], columns["denoised"]
     lower, upper = columns["denoised_lower"], columns["denoised_upper"]
     pm = (upper - lower) / 2.0
+    finite_pm = pm[np.isfinite(pm)]
+    # a denoised map whose values span less than this is flat within its error bars
+    resolution = float(np.median(finite_pm)) if finite_pm.size else None
     shown = denoised[np.isfinite(denoised)]
     centre = float(np.mean(shown)) if shown.size else 0.0
     marks = stand_out(lower, upper, centre)  # the interval excludes the map's mean
+    # the marks are per-key tests: were every key at the mean, up to 1 − level of them would
+    # be marked by chance alone (issue #26: shrunk noise must not read as hot spots)
+    chance = (
+        f"were every key at the mean, about {1.0 - spec.output.level:.0%} of the "
+        f"{denoised.size:,} keys would be marked by chance alone"
+    )
     pm_name = f"± of the denoised {spec.output.level:.0%} interval (its half-width)"
     method = (
         spec.denoise.method
@@ -185,14 +194,19 @@ def draw(path: str, plan: ReleasePlan, columns: dict[str, np.ndarray], chosen: s
                 if len(part) == 1 and axes[part[0]].spec.kind == "range"
                 else None
             )
-            maps.append(MapPanel(name, den_m[k], marks=marks_m[k], band=band))
+            maps.append(
+                MapPanel(name, den_m[k], marks=marks_m[k], band=band, resolution=resolution)
+            )
         draw_small_multiples(
             path,
             geo,
             maps,
             total=n_other,
             what=f"values of {' × '.join(axes[i].name for i in others)}",
-            label=f"denoised {what} ({method}); marked: interval excludes the mean {centre:.4g}",
+            label=(
+                f"denoised {what} ({method}); marked: interval excludes the mean "
+                f"{centre:.4g}\n({chance})"
+            ),
             title=spec.name,
         )
         return
@@ -218,11 +232,12 @@ def draw(path: str, plan: ReleasePlan, columns: dict[str, np.ndarray], chosen: s
         geo,
         [
             MapPanel("released", released),
-            MapPanel(den_name, denoised, marks=marks),
+            MapPanel(den_name, denoised, marks=marks, resolution=resolution),
             MapPanel(pm_name, pm, cmap="viridis", label=f"± {what}"),
         ],
         label=label,
         title=spec.name,
+        note=f"marked: the interval excludes the mean; {chance}",
     )
 
 

@@ -549,7 +549,7 @@ def _screen_trend_filter(
             top_fit = solve(lam_max)  # the null-space projection, exactly
         else:
             # the probes below are separate solves: no solver is built for λ_max (on the
-            # 4,091-junction Manhattan graph that set-up was 20 ms, the whole screen)
+            # 4,091-junction Manhattan graph its set-up was 15 ms of the screen's 20)
             lam_max, top_fit = _top_fit(y, g, order)
         r = y - top_fit.beta
         top_risk, top_df = float(r @ r) - d * s2 + 2.0 * s2 * top_fit.df, float(top_fit.df)

@@ -564,3 +564,89 @@ def test_screened_choice_equals_unscreened_on_random_chains(kind, graph, n, scal
         # it could not be chosen: its SURE is not below both the earlier best and its bar
         cand = full[(rec["method"], rec["order"])]
         assert cand["risk"] >= min(rec["threshold"], cand["bar"])
+
+
+def _adversarial_graph(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Edges on nodes ``0 … n−1`` (n ≥ 1): a random graph, several components with isolated
+    nodes, a star, a grid, a cycle, or none at all."""
+    from dpgauss.denoise.structure import lattice_edges
+
+    if kind == "random" and n >= 2:
+        return _random_graph(n, rng)
+    if kind == "pieces" and n >= 6:
+        half = n // 2 - 1  # two random graphs; the last one or two nodes isolated
+        other = _random_graph(half, rng) + half
+        return np.concatenate([_random_graph(half, rng), other])
+    if kind == "star" and n >= 2:
+        return np.stack([np.zeros(n - 1, dtype=np.int64), np.arange(1, n)], axis=1)
+    if kind == "grid" and n >= 4:
+        return lattice_edges((2, n // 2))
+    if kind == "cycle" and n >= 3:
+        return np.stack([np.arange(n), (np.arange(n) + 1) % n], axis=1)
+    return np.zeros((0, 2), dtype=np.int64)
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(
+    kind=st.sampled_from(["random", "pieces", "star", "grid", "cycle", "none"]),
+    n=st.integers(min_value=1, max_value=60),
+    order=st.sampled_from([1, 2]),
+    data=st.sampled_from(["noise", "null", "zero", "huge", "tiny"]),
+    seed=st.integers(min_value=0, max_value=2**16),
+)
+def test_the_top_fit_is_the_warm_solver_s_first_fit(kind, n, order, data, seed):
+    """``_top_fit`` (λ_max and its fit without a solver, for the screen on graphs that are
+    not chains) gives bit for bit what the path's solver gives at λ_max: the same λ_max,
+    fit, zero rows, df and objective, on adversarial graphs (several components, isolated
+    nodes, stars, grids, one node, no edges) and data (noise, in the null space, zero,
+    1e±150)."""
+    from dpgauss.denoise import as_graph
+    from dpgauss.denoise.trend_filter import _top_fit, _warm_solver
+
+    rng = np.random.default_rng(seed)
+    edges = _adversarial_graph(kind, n, rng)
+    g = as_graph(edges, n)
+    y = rng.standard_normal(n)
+    if data == "null":  # a constant per component: the null space of L (and of D L)
+        y = rng.standard_normal(g.n_components)[g.components]
+    elif data == "zero":
+        y = np.zeros(n)
+    elif data == "huge":
+        y = y * 1e150
+    elif data == "tiny":
+        y = y * 1e-150
+    lam_max, fit = _top_fit(y, g, order)
+    warm_max, solve = _warm_solver(y, g, order)
+    warm = solve(warm_max)
+    assert lam_max == warm_max
+    np.testing.assert_array_equal(fit.beta, warm.beta)
+    np.testing.assert_array_equal(fit.zero, warm.zero)
+    assert (fit.df, fit.objective, fit.gap, fit.lam) == (
+        warm.df,
+        warm.objective,
+        warm.gap,
+        warm.lam,
+    )
+
+
+def test_the_screen_builds_no_solver_on_a_graph_that_is_not_a_chain(monkeypatch):
+    """Order 1 on a graph that is not a chain is screened by bounds and separate probes: no
+    warm solver is built for λ_max (its set-up was all of the screen's time on the
+    Manhattan graph), and the choice is that of ``screen=False``."""
+    from dpgauss.denoise.structure import lattice_edges
+
+    auto_module = importlib.import_module("dpgauss.denoise.auto")
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the screen built the path's solver")
+
+    rng = np.random.default_rng(5)
+    blocks = np.repeat(np.repeat(rng.normal(0, 3, (3, 4)), 5, 0), 5, 1).ravel()
+    y = blocks + rng.standard_normal(300)
+    slow = auto(y, 1.0, lattice_edges((15, 20)), screen=False)
+    with monkeypatch.context() as patch:
+        patch.setattr(auto_module, "_warm_solver", refuse)
+        fast = auto(y, 1.0, lattice_edges((15, 20)))
+    assert (fast.method, fast.params.get("order")) == (slow.method, slow.params.get("order"))
+    assert fast.risk == slow.risk
+    np.testing.assert_array_equal(fast.estimate, slow.estimate)

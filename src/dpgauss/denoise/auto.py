@@ -36,6 +36,7 @@ from .trend_filter import (
     _graph_tv,
     _lattice_shape,
     _path_grid,
+    _top_fit,
     _warm_solver,
     trend_filter,
 )
@@ -542,9 +543,14 @@ def _screen_trend_filter(
     n = _N_LAMBDAS
     solve: Callable[[float], Any] | None = None
     if order >= 1:
-        # the path's own solver, warm-started from λ to λ in any order (the descent below)
-        lam_max, solve = _warm_solver(y, g, order, max_iter=SCREEN_MAX_ITER)
-        top_fit = solve(lam_max)  # the null-space projection, exactly
+        if _is_chain(g):
+            # the path's own solver, warm-started from λ to λ in any order (the descent)
+            lam_max, solve = _warm_solver(y, g, order, max_iter=SCREEN_MAX_ITER)
+            top_fit = solve(lam_max)  # the null-space projection, exactly
+        else:
+            # the probes below are separate solves: no solver is built for λ_max (on the
+            # 4,091-junction Manhattan graph its set-up was 15 ms of the screen's 20)
+            lam_max, top_fit = _top_fit(y, g, order)
         r = y - top_fit.beta
         top_risk, top_df = float(r @ r) - d * s2 + 2.0 * s2 * top_fit.df, float(top_fit.df)
     else:
@@ -596,7 +602,7 @@ def _screen_trend_filter(
                 f"path ({probes} solved)"
             )
             return True, record
-        if solve is not None and rnd == 0 and _is_chain(g):
+        if solve is not None and rnd == 0:
             # order 1 on a chain: the descent (its solves cost about one path step each)
             return _descend(solve, grid, n, y, s2, df_lb, threshold, sure, rss_lb, df_at, record)
         # Cost only (never a choice): the probes below help only if, even with every probed

@@ -186,6 +186,7 @@ from ._path import (
     _least_norm_dual,
     _Path,
     _path_table,
+    _projection_fit,
     _sure_path,
 )
 from ._path import _null_projection as _null_projection
@@ -580,6 +581,22 @@ def trend_filter(
         refit=refit if s is not None else None,
         observed=arr,
     )
+
+
+def _top_fit(y: np.ndarray, g: Graph, order: int) -> tuple[float, _Fit]:
+    """``λ_max`` and the fit at ``λ_max`` (the null-space projection, exact) of
+    ``trend_filter(y, σ, g, order=order)``, without building a solver: the numbers
+    ``_warm_solver(y, g, order)`` and its solve at ``λ_max`` give, bit for bit (the same
+    ``_least_norm_dual`` and ``_projection_fit``), for a screen that solves no other λ."""
+    yv = np.asarray(y, dtype=np.float64).ravel()
+    op = _make_operator(g, order)
+    if g.m == 0 or yv.size == 0:
+        return 0.0, _identity_fit(op, yv, 0.0)
+    u_ls = _least_norm_dual(op, yv)
+    lam_max = float(np.max(np.abs(u_ls))) if u_ls.size else 0.0
+    if lam_max == 0.0:  # as _Path.solve(0.0)
+        return 0.0, _identity_fit(op, yv, 0.0)
+    return lam_max, _projection_fit(op, yv, lam_max)
 
 
 def _warm_solver(

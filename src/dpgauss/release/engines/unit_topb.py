@@ -8,9 +8,11 @@ makes the *same* selection without sorting the rows (CPU time against the sort's
 scan floor's: ``docs/benchmarks.md``).  DuckDB still reads, classifies, keys and hashes
 every record (one statement of the semantics); it hands over, row by row, in Arrow batches
 (of 2¹⁹ rows), the unit ``u`` (an integer id's 64-bit pattern, or the string id itself), the
-key-in-priority ``pk = (p >> kb) << kb | key`` of an in-domain row (the general path's own
-sort key) and the row's class ``c`` (0 in the domain, else the class code of
-:mod:`dpgauss.release.engines.duckdb`).  Then, batch by batch as they come:
+record's priority ``p`` and ``k``: the key of an in-domain row, else minus the row's class
+(the class codes of :mod:`dpgauss.release.engines.base`).  The kernel makes an in-domain
+row's key-in-priority ``pk = (p >> kb) << kb | key``, the general path's own sort key, as
+it partitions the row (in SQL, that and the class's own column took DuckDB 0.04 s more CPU
+at 20 M rows: ``docs/benchmarks.md``).  Then, batch by batch as they come:
 
 0. **String ids** are hashed to 64 bits, keyed by the salt (:func:`_hash_ids`); the hash
    only places them, their bytes decide equality (step 2).  An integer id's ``h`` is
@@ -117,10 +119,11 @@ def _id_words(size: Any) -> Any:
 
 def _partition(
     u: Any,
-    pk: Any,
-    c: Any,
+    p: Any,
+    kc: Any,
     salt: Any,
     bits: int,
+    kbits: int,
     off: Any,
     words: Any,
     out: Any,
@@ -131,7 +134,12 @@ def _partition(
     cls: Any,
 ) -> tuple[int, int]:
     """Partition one batch's in-domain rows by bucket into a block, from row ``at`` (and,
-    string ids, word ``wat``) on; returns the rows and words written.
+    string ids, word ``wat``) on; returns the rows and words written, or ``(−1, 0)`` if a
+    row's ``kc`` is neither a key below ``2**kbits`` nor minus a class code (never, from
+    the engine's query: checked, not trusted; the caller raises).
+
+    Row ``i`` is in the domain if ``kc[i] ≥ 0`` (its key), else of class ``−kc[i]``; an
+    in-domain row's ``pk`` is ``(p[i] >> kbits) << kbits | kc[i]``.
 
     ``u`` is the batch's integer ids (their 64-bit patterns), or, for string ids (``off``,
     ``raw``, ``words`` their offsets, bytes and whole words, else empty), their salted hashes
@@ -144,23 +152,30 @@ def _partition(
     ``[seg[g], seg[g + 1])`` of the block.  A string id is copied too, as words
     (:func:`_id_words`), from ``wat`` on in ``pids``.  ``cls[k]`` gains the batch's rows of
     class ``k`` (``cls[0]``: in the domain)."""
-    n = pk.size
+    n = p.size
     nb = 1 << bits
     strings = off.size > 0
     hist = np.zeros(nb, np.int64)
     wh = np.zeros(nb if strings else 0, np.int64)
     shift = np.uint64(64 - bits)
+    kb = np.uint64(kbits)
     inside = 0
+    keys = 0  # the in-domain rows' keys, or-ed: below 2**kbits (checked, not trusted)
     for i in range(n):
-        kind = c[i]
-        if kind == 0:
+        kind = kc[i]
+        if kind >= 0:
+            keys |= kind
             g = (u[i] if strings else _mix(u[i], salt)) >> shift
             hist[g] += 1
             if strings:
                 wh[g] += _id_words(off[i + 1] - off[i])
             inside += 1
         else:  # rare: no store on the hot path
-            cls[kind] += 1
+            if kind <= -cls.size:  # not a class code: never (checked)
+                return -1, 0
+            cls[-kind] += 1
+    if keys >> kbits != 0:  # a key beyond kbits bits: never
+        return -1, 0
     cls[0] += inside
     pos = np.empty(nb, np.int64)
     wpos = np.empty(nb if strings else 0, np.int64)
@@ -174,15 +189,17 @@ def _partition(
             w += wh[g]
     seg[nb] = q
     for i in range(n):
-        if c[i] == 0:
+        kind = kc[i]
+        if kind >= 0:
             x = u[i] if strings else _mix(u[i], salt)
+            pk = ((p[i] >> kb) << kb) | np.uint64(kind)
             g = x >> shift
             r = pos[g]
             pos[g] = r + 1
             if strings:  # (h, pk, where the id's words start), the words after
                 v = wpos[g]
                 out[3 * r] = x
-                out[3 * r + 1] = pk[i]
+                out[3 * r + 1] = pk
                 out[3 * r + 2] = v
                 k, end = np.int64(off[i]), np.int64(off[i + 1])
                 pids[v] = np.uint64(end - k)
@@ -194,7 +211,7 @@ def _partition(
                 wpos[g] = v
             else:  # (h, pk)
                 out[2 * r] = x
-                out[2 * r + 1] = pk[i]
+                out[2 * r + 1] = pk
     return q - at, w - wat
 
 
@@ -477,11 +494,12 @@ def select(
     batches
         An iterable of Arrow record batches with three non-null columns in this order:
         the unit (any 64-bit integer type, whose bit pattern identifies the unit, or a
-        string type, whose bytes do), ``pk`` (``UBIGINT``; the key in its low
-        ``key_bits`` bits) and the class (``UTINYINT``, 0 for an in-domain row).  Each is
-        partitioned as it comes and let go (none is held past the next).
+        string type, whose bytes do), the priority ``p`` (``UBIGINT``) and ``k``
+        (``INTEGER`` or ``BIGINT``): an in-domain row's key ``≥ 0``, else minus its class
+        code.  Each is partitioned as it comes and let go (none is held past the next).
     b : int ≥ 1, records kept per unit
-    key_bits : int, the bits of ``pk`` that hold the key
+    key_bits : int, the low bits of ``pk`` that hold the key (``pk = (p >> key_bits) <<
+        key_bits | key``: the rows a unit keeps are its ``b`` smallest ``pk``)
     d : int ≥ 1, the number of keys (every key is below ``d``)
     salt : int, keys the hash that places units in buckets
     threads : int, parallel tasks (0: numba's thread count)
@@ -499,7 +517,7 @@ def select(
         )
     if not 1 <= int(key_bits) <= max(16, int(d).bit_length() + 1) or (int(d) - 1) >> int(key_bits):
         raise RuntimeError(f"dpgauss: internal error: key_bits {key_bits} for {d} keys")
-    store = _Blocks(np.uint64(salt & (2**64 - 1)), int(threads))
+    store = _Blocks(np.uint64(salt & (2**64 - 1)), int(threads), int(key_bits))
     for batch in batches:
         store.add(batch)
         del batch  # let it go before the next is made
@@ -517,9 +535,10 @@ class _Blocks:
     pages there, so filling fresh memory faults a 2 MB page at a time); their unused tails
     are never touched."""
 
-    def __init__(self, salt: Any, threads: int) -> None:
+    def __init__(self, salt: Any, threads: int, key_bits: int) -> None:
         self.salt = salt
         self.threads = threads
+        self.key_bits = key_bits
         self.bits = 0  # decided by the first batch
         self.strings: bool | None = None
         self.blocks: list[np.ndarray] = []
@@ -545,7 +564,11 @@ class _Blocks:
             self.bits = min(_MAX_BITS, max(1, int(np.ceil(np.log2(max(2.0, n / 32))))))
         elif strings != self.strings:
             raise RuntimeError("dpgauss: internal error: string ids in only some batches")
-        pk, c = batch.column(1).to_numpy(), batch.column(2).to_numpy()
+        p, kc = batch.column(1).to_numpy(), batch.column(2).to_numpy()
+        if p.dtype != np.uint64 or kc.dtype not in (np.int32, np.int64):
+            raise RuntimeError(
+                f"dpgauss: internal error: the unit kernel got {p.dtype} and {kc.dtype}"
+            )
         if strings:
             off, words = _id_buffers(unit)
             need = 2 * n + (int(off[-1]) - int(off[0])) // 8
@@ -568,9 +591,13 @@ class _Blocks:
         seg = np.empty((1 << self.bits) + 1, np.int64)
         pids = self.pidss[-1] if strings else _NONE_WORDS
         rows, used = _partition(
-            u, pk, c, self.salt, self.bits, off, words, self.blocks[-1], self.at, pids,
-            self.wat, seg, self.classes,
+            u, p, kc, self.salt, self.bits, self.key_bits, off, words, self.blocks[-1],
+            self.at, pids, self.wat, seg, self.classes,
         )  # fmt: skip
+        if rows < 0:  # the query never makes one (checked, not trusted)
+            raise RuntimeError(
+                "dpgauss: internal error: a key or class outside the domain reached the kernel"
+            )
         self.at += rows
         self.wat += used
         self.segs.append(seg)

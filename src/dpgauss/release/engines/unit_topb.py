@@ -24,9 +24,9 @@ at 20 M rows: ``docs/benchmarks.md``).  Then, batch by batch as they come:
    about 1,200 rows a bucket at 5 M rows, small enough for what follows to stay in cache.
    A row is one record of 64-bit words, ``(h, pk)`` (and, string ids, where its id's words
    start): one stream of writes per bucket, not one per field (at 4,096 buckets, two
-   arrays' 8,192 streams made the scatter 1.3× slower and the selection's reads 1.15×:
-   ``docs/benchmarks.md``).  A string id is copied along with its row, as 64-bit words
-   (its length, then its bytes zero-padded), so that a bucket's ids lie together.
+   arrays' 8,192 streams made the partitioning about 1.3× slower: ``docs/benchmarks.md``).
+   A string id is copied along with its row, as 64-bit words (its length, then its bytes
+   zero-padded), so that a bucket's ids lie together.
 2. **Select** in each bucket (its part of every batch): an open-addressing table gives
    each unit a slot, which keeps the ``b`` smallest ``pk`` of the unit's rows
    (:func:`_select`); the keys they hold (``pk``'s low ``kb`` bits) are counted.
@@ -274,9 +274,8 @@ def _select(
     gives each unit of the bucket a slot; for string ids a slot is a (hash, id) pair: a row
     joins a slot of equal hash only if its id's words equal those of the slot's first row
     (copied aside when the slot is made), so ids whose hashes collide get slots of their
-    own.  Up to
-    :data:`_INLINE_B` records a unit, a slot holds the ``b`` smallest ``pk`` of its rows so
-    far, sorted (empty entries ``2⁶⁴ − 1``), and each row's ``v`` is merged in without a
+    own.  Up to :data:`_INLINE_B` records a unit, a slot holds the ``b`` smallest ``pk`` of
+    its rows so far, sorted (empty entries ``2⁶⁴ − 1``), and each row's ``v`` is merged in without a
     branch: ``top[q] ← min(max(top[q − 1], v), top[q])`` from the last entry down, then
     ``top[0] ← min(top[0], v)`` — entries below ``v`` stay, ``v`` takes the first place
     above them, the rest move up one, the last falls out; after ``n`` rows the first

@@ -32,20 +32,29 @@ pytestmark = pytest.mark.skipif(not unit_topb.available(), reason="needs numba (
 KEY_BITS = 6
 
 
-def batches(u: np.ndarray, pk: np.ndarray, c: np.ndarray, size: int) -> list[pa.RecordBatch]:
+def kernel_batch(
+    unit: pa.Array, pk: np.ndarray, c: np.ndarray, key_bits: int = KEY_BITS
+) -> pa.RecordBatch:
+    """The kernel's batch of rows whose key-in-priority is ``pk`` and class ``c``: the
+    priority ``p`` (its low ``key_bits`` bits scrambled: the kernel must put the key there)
+    and ``k``, the key of an in-domain row, else minus its class."""
+    mask = np.uint64(2**key_bits - 1)
+    noise = np.arange(pk.size, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    p = (pk & ~mask) | (noise & mask)
+    k = np.where(c == 0, (pk & mask).astype(np.int64), -c.astype(np.int64))
+    return pa.record_batch(
+        [unit, pa.array(p, pa.uint64()), pa.array(k.astype(np.int32), pa.int32())],
+        names=["u", "p", "k"],
+    )
+
+
+def batches(
+    u: np.ndarray, pk: np.ndarray, c: np.ndarray, size: int, key_bits: int = KEY_BITS
+) -> list[pa.RecordBatch]:
     out = []
     for lo in range(0, len(u), size):
         sl = slice(lo, lo + size)
-        out.append(
-            pa.record_batch(
-                [
-                    pa.array(u[sl], pa.int64()),
-                    pa.array(pk[sl], pa.uint64()),
-                    pa.array(c[sl], pa.uint8()),
-                ],
-                names=["u", "pk", "c"],
-            )
-        )
+        out.append(kernel_batch(pa.array(u[sl], pa.int64()), pk[sl], c[sl], key_bits))
     return out
 
 
@@ -149,7 +158,9 @@ def test_a_crowded_unit_and_long_segments():
 def test_nothing_in_the_domain():
     u = np.arange(10, dtype=np.int64)
     c = np.full(10, 4, np.uint8)
-    counts, units, classes = unit_topb.select(batches(u, u.view(np.uint64), c, 3), 2, 3, 8, 1)
+    counts, units, classes = unit_topb.select(
+        batches(u, u.view(np.uint64), c, 3, key_bits=3), 2, 3, 8, 1
+    )
     assert counts.sum() == 0 and units == 0 and classes[4] == 10
     counts, units, classes = unit_topb.select([], 2, 3, 8, 1)
     assert counts.sum() == 0 and units == 0 and classes.sum() == 0
@@ -259,16 +270,7 @@ def string_batches(ids: list[str], pk: np.ndarray, c: np.ndarray, size: int, lar
     for lo in range(0, len(ids), size):
         sl = slice(lo, lo + size)
         kind = pa.large_string() if large and (lo // size) % 2 else pa.string()
-        out.append(
-            pa.record_batch(
-                [
-                    pa.array(ids[sl], kind),
-                    pa.array(pk[sl], pa.uint64()),
-                    pa.array(c[sl], pa.uint8()),
-                ],
-                names=["u", "pk", "c"],
-            )
-        )
+        out.append(kernel_batch(pa.array(ids[sl], kind), pk[sl], c[sl]))
     return out
 
 
@@ -378,7 +380,43 @@ def test_a_key_outside_the_domain_is_an_internal_error():
     u = np.arange(4, dtype=np.int64)
     pk = np.array([1, 2, 9, 3], np.uint64)  # key 9 with d = 8
     with pytest.raises(RuntimeError, match="internal error"):
-        unit_topb.select(batches(u, pk, np.zeros(4, np.uint8), 4), 1, 4, 8, 1)
+        unit_topb.select(batches(u, pk, np.zeros(4, np.uint8), 4, key_bits=4), 1, 4, 8, 1)
+
+
+@pytest.mark.parametrize("k", [16, 2**31 - 1, -8, -(2**31)])
+def test_a_key_beyond_its_bits_or_not_a_class_is_an_internal_error(k):
+    """``k`` is a key below ``2**key_bits`` or minus a class code (1 … 7): anything else
+    (never made by the query) stops the kernel before it writes anything, whatever its
+    sign or size (minus the smallest 32-bit integer is itself: not read as a class)."""
+    unit = pa.array(np.arange(3), pa.int64())
+    p = pa.array(np.arange(3, dtype=np.uint64) << np.uint64(8), pa.uint64())
+    batch = pa.record_batch([unit, p, pa.array([1, k, -4], pa.int32())], names=["u", "p", "k"])
+    with pytest.raises(RuntimeError, match="internal error: a key or class outside"):
+        unit_topb.select([batch], 1, 4, 16, 1)
+    good = pa.record_batch([unit, p, pa.array([1, 15, -7], pa.int32())], names=["u", "p", "k"])
+    counts, units, classes = unit_topb.select([good], 1, 4, 16, 1)
+    assert counts[1] == counts[15] == 1 and units == 2 and classes[7] == 1
+
+
+def test_the_kernel_puts_the_key_in_the_priority():
+    """An in-domain row's ``pk`` is ``(p >> kb) << kb | key``, whatever ``p``'s low bits:
+    of one unit's rows, those of smaller ``p`` once the low bits are the key's are kept."""
+    unit = pa.array(np.zeros(3, np.int64), pa.int64())
+    # p's high parts 5, 5, 4 (low bits: 15, 0, 15); keys 2, 1, 3: pk 5|2, 5|1, 4|3
+    p = np.array([5 << 4 | 15, 5 << 4, 4 << 4 | 15], np.uint64)
+    k = pa.array([2, 1, 3], pa.int64())  # a BIGINT key column (a domain past 2**31 keys)
+    batch = pa.record_batch([unit, pa.array(p, pa.uint64()), k], names=["u", "p", "k"])
+    counts, units, _ = unit_topb.select([batch], 2, 4, 16, 1)
+    assert counts.tolist()[:4] == [0, 1, 0, 1] and units == 1
+
+
+def test_other_column_types_are_an_internal_error():
+    unit = pa.array(np.zeros(2, np.int64), pa.int64())
+    p = pa.array(np.zeros(2, np.uint64), pa.uint64())
+    for k in (pa.array([0, 0], pa.uint8()), pa.array([0, 0], pa.int16())):
+        batch = pa.record_batch([unit, p, k], names=["u", "p", "k"])
+        with pytest.raises(RuntimeError, match="internal error: the unit kernel got"):
+            unit_topb.select([batch], 1, 4, 16, 1)
 
 
 def test_an_error_while_streaming_is_the_engines_fixed_message(tmp_path: Path):
@@ -429,7 +467,7 @@ def test_concurrent_calls_under_the_workqueue_layer(tmp_path: Path):
         pk = rng.integers(0, 2**40, n).astype(np.uint64) << np.uint64(6)
         batch = pa.record_batch(
             [pa.array(u, pa.int64()), pa.array(pk, pa.uint64()),
-             pa.array(np.zeros(n, np.uint8), pa.uint8())], names=["u", "pk", "c"])
+             pa.array(np.zeros(n, np.int32), pa.int32())], names=["u", "p", "k"])
         out = []
         def run():
             for _ in range(3):
@@ -463,12 +501,12 @@ def test_a_child_forked_after_use_runs_the_kernel(tmp_path: Path):
         n = 5_000
         u = rng.integers(0, 700, n)
         pk = rng.integers(0, 2**40, n).astype(np.uint64) << np.uint64(6)
-        c = np.zeros(n, np.uint8)
+        k = np.zeros(n, np.int32)
         def parts():
             return [pa.record_batch([pa.array(u[i:i + 1000], pa.int64()),
                                      pa.array(pk[i:i + 1000], pa.uint64()),
-                                     pa.array(c[i:i + 1000], pa.uint8())],
-                                    names=["u", "pk", "c"]) for i in range(0, n, 1000)]
+                                     pa.array(k[i:i + 1000], pa.int32())],
+                                    names=["u", "p", "k"]) for i in range(0, n, 1000)]
         def counts(res):
             return [np.asarray(res[0]).tolist(), res[1], np.asarray(res[2]).tolist()]
         if __name__ == "__main__":
@@ -512,9 +550,7 @@ def test_sliced_string_columns():
     ids = [f"id{x}" for x in rng.integers(0, 300, 5_000)]
     _, pk, c = random_rows(rng, 5_000, 1, 50, ties=False)
     whole = pa.array(["junk"] * 7 + ids + ["junk"] * 5, pa.string()).slice(7, len(ids))
-    batch = pa.record_batch(
-        [whole, pa.array(pk, pa.uint64()), pa.array(c, pa.uint8())], names=["u", "pk", "c"]
-    )
+    batch = kernel_batch(whole, pk, c)
     got = unit_topb.select([batch], 3, KEY_BITS, 50, 11)
     want = string_reference(ids, pk, c, 3, 50)
     np.testing.assert_array_equal(got[0], want[0])
@@ -645,18 +681,17 @@ def test_batches_are_let_go_once_partitioned(monkeypatch):
     ids = [f"unit-{x:08d}-{'x' * 40}" for x in rng.integers(0, 5_000, n)]
     _, pk, c = random_rows(rng, n, 1, 50, ties=False)
 
+    def pooled(batch: pa.RecordBatch) -> pa.RecordBatch:  # every column in pyarrow's pool
+        return pa.record_batch(
+            [pa.array(col.to_pylist(), col.type) for col in batch.columns],
+            names=batch.schema.names,
+        )
+
     def stream(parts: int):
         size = -(-n // parts)
         for lo in range(0, n, size):
             sl = slice(lo, lo + size)
-            yield pa.record_batch(
-                [
-                    pa.array(ids[sl]),
-                    pa.array(pk[sl].tolist(), pa.uint64()),
-                    pa.array(c[sl].tolist(), pa.uint8()),
-                ],
-                names=["u", "pk", "c"],
-            )
+            yield pooled(kernel_batch(pa.array(ids[sl]), pk[sl], c[sl]))
 
     base = pa.total_allocated_bytes()
     want = string_reference(ids, pk, c, 3, 50)
@@ -855,7 +890,7 @@ def test_a_huge_b_with_many_units_in_a_bucket():
             pk = np.arange(n, dtype=np.uint64) << np.uint64(6)
             return pa.record_batch(
                 [pa.array(u, pa.int64()), pa.array(pk, pa.uint64()),
-                 pa.array(np.zeros(n, np.uint8), pa.uint8())], names=["u", "pk", "c"])
+                 pa.array(np.zeros(n, np.int32), pa.int32())], names=["u", "p", "k"])
 
         # a first batch of one row: two buckets, then about 1,500 units in each
         for b in (2**53, 2**62):
@@ -890,10 +925,10 @@ def test_a_crowded_unit_takes_scratch_by_its_units_not_its_rows(b):
         pk = (rng.integers(0, 2**50, n).astype(np.uint64) << np.uint64(6)) | rng.integers(
             0, 50, n).astype(np.uint64)
         u = np.full(n, 12345, np.int64)
-        c = np.zeros(n, np.uint8)
+        k = (pk & np.uint64(63)).astype(np.int32)
         step = 1 << 19
         batches = [pa.record_batch([pa.array(u[i:i + step]), pa.array(pk[i:i + step]),
-                                    pa.array(c[i:i + step])], names=["u", "pk", "c"])
+                                    pa.array(k[i:i + step])], names=["u", "p", "k"])
                    for i in range(0, n, step)]
         unit_topb.select(batches[:1], b, 6, 50, 1, 1)  # compiled (or loaded) first
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -37,8 +37,8 @@ speed:
   kept), so the row counters come out of the same final ``GROUP BY`` as the aggregate.
 * **No sort at all for the commonest release.**  A count whose only bound is
   ``max_records_per_unit``, over an integer unit column or a ``VARCHAR`` one read from
-  files (CSV, Parquet; with no ``default_collation``), hands each row's unit,
-  key-in-priority and class to the compiled kernel of :mod:`dpgauss.release.engines.unit_topb`
+  files (CSV, Parquet; with no ``default_collation``), hands each row's unit, priority
+  and key (or class) to the compiled kernel of :mod:`dpgauss.release.engines.unit_topb`
   (hash-partitioned per-unit top-b, numba), which keeps the same records as the sort in
   0.33–0.36× its CPU time with integer ids, 0.48× with string ids (5 M and 20 M rows,
   ``python benchmarks/bench_pipeline.py [--string-units]``, ``docs/benchmarks.md``).
@@ -957,21 +957,22 @@ FROM sb"""
     def _kernel(self, sql: str, ok: str, cls: str) -> str:
         """The rows for :mod:`dpgauss.release.engines.unit_topb`: the unit (integer ids as their
         64-bit pattern, signed types as ``BIGINT``, unsigned as ``UBIGINT``: one type per
-        column, so injective; string ids as they are), the general path's key-in-priority
-        ``pk`` of an in-domain row, and the row class (0 in the domain, else its code), none
-        of them NULL."""
+        column, so injective; string ids as they are), the record's priority ``p`` and
+        ``cls``: an in-domain row's key, else minus its class code (``INTEGER`` when every
+        key fits one, else ``BIGINT``), none of them NULL.  The kernel makes the general
+        path's key-in-priority ``pk = (p >> kb) << kb | key`` itself: in SQL, ``pk`` and a
+        class column of their own took DuckDB 0.04 s more CPU at 20 M rows
+        (``docs/benchmarks.md``)."""
         t = self.types.get(self.spec.unit.column, "").upper()
-        kb = self.key_bits
         if t == "VARCHAR":
             unit = "u ELSE ''"
         else:
             unit = f"u::{'UBIGINT' if t.startswith('U') else 'BIGINT'} ELSE 0"
+        kind = "INTEGER" if self.plan.domain.size <= 2**31 - 1 else "BIGINT"
         return (
             sql
             + f"""
-SELECT CASE WHEN {ok} THEN {unit} END AS u,
-       CASE WHEN {ok} THEN ((p >> {kb}) << {kb}) | key::UBIGINT ELSE 0 END AS pk,
-       (CASE WHEN {ok} THEN 0 ELSE -({cls}) END)::UTINYINT AS c
+SELECT CASE WHEN {ok} THEN {unit} END AS u, p, ({cls})::{kind} AS k
 FROM keyed"""
         )
 

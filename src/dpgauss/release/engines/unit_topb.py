@@ -7,10 +7,12 @@ The bounding query of :mod:`dpgauss.release.engines.duckdb` keeps, for every pri
 makes the *same* selection without sorting the rows (CPU time against the sort's and the
 scan floor's: ``docs/benchmarks.md``).  DuckDB still reads, classifies, keys and hashes
 every record (one statement of the semantics); it hands over, row by row, in Arrow batches
-of 2¹⁷ rows, the unit ``u`` (an integer id's 64-bit pattern, or the string id itself), the
-key-in-priority ``pk = (p >> kb) << kb | key`` of an in-domain row (the general path's own
-sort key) and the row's class ``c`` (0 in the domain, else the class code of
-:mod:`dpgauss.release.engines.duckdb`).  Then, batch by batch as they come:
+(of 2¹⁹ rows), the unit ``u`` (an integer id's 64-bit pattern, or the string id itself), the
+record's priority ``p`` and ``k``: the key of an in-domain row, else minus the row's class
+(the class codes of :mod:`dpgauss.release.engines.base`).  The kernel makes an in-domain
+row's key-in-priority ``pk = (p >> kb) << kb | key``, the general path's own sort key, as
+it partitions the row (in SQL, that and the class's own column took DuckDB 0.04 s more CPU
+at 20 M rows: ``docs/benchmarks.md``).  Then, batch by batch as they come:
 
 0. **String ids** are hashed to 64 bits, keyed by the salt (:func:`_hash_ids`); the hash
    only places them, their bytes decide equality (step 2).  An integer id's ``h`` is
@@ -20,6 +22,9 @@ sort key) and the row's class ``c`` (0 in the domain, else the class code of
    before; the batch is then let go.  A unit's rows all land in one bucket, so buckets
    are independent; ``bits`` is 12 for DuckDB's batches (fewer for a small first batch),
    about 1,200 rows a bucket at 5 M rows, small enough for what follows to stay in cache.
+   A row is one record of 64-bit words, ``(h, pk)`` (and, string ids, where its id's words
+   start): one stream of writes per bucket, not one per field (at 4,096 buckets, two
+   arrays' 8,192 streams made the partitioning about 1.3× slower: ``docs/benchmarks.md``).
    A string id is copied along with its row, as 64-bit words (its length, then its bytes
    zero-padded), so that a bucket's ids lie together.
 2. **Select** in each bucket (its part of every batch): an open-addressing table gives
@@ -114,50 +119,63 @@ def _id_words(size: Any) -> Any:
 
 def _partition(
     u: Any,
-    pk: Any,
-    c: Any,
+    p: Any,
+    kc: Any,
     salt: Any,
     bits: int,
+    kbits: int,
     off: Any,
     words: Any,
-    ou: Any,
-    op: Any,
+    out: Any,
     at: int,
-    poff: Any,
     pids: Any,
     wat: int,
     seg: Any,
     cls: Any,
 ) -> tuple[int, int]:
     """Partition one batch's in-domain rows by bucket into a block, from row ``at`` (and,
-    string ids, word ``wat``) on; returns the rows and words written.
+    string ids, word ``wat``) on; returns the rows and words written, or ``(−1, 0)`` if a
+    row's ``kc`` is neither a key below ``2**kbits`` nor minus a class code (never, from
+    the engine's query: checked, not trusted; the caller raises).
+
+    Row ``i`` is in the domain if ``kc[i] ≥ 0`` (its key), else of class ``−kc[i]``; an
+    in-domain row's ``pk`` is ``(p[i] >> kbits) << kbits | kc[i]``.
 
     ``u`` is the batch's integer ids (their 64-bit patterns), or, for string ids (``off``,
     ``raw``, ``words`` their offsets, bytes and whole words, else empty), their salted hashes
     (:func:`_hash_ids`).  A row's bucket is the top ``bits`` bits of ``h``, ``h = mix(u,
     salt)`` for an integer id (a bijection of the id: equal ``h`` ⇔ equal ids) or the
-    string id's hash; ``ou`` gets ``h``, ``op`` the row's ``pk``.  Counting sort: the
-    in-domain rows per bucket, then each row is written where its bucket's rows go, so that
-    bucket ``g`` of this batch is ``[seg[g], seg[g + 1])`` of the block.  A string id is
-    copied too, as words (:func:`_id_words`) from ``poff[q]`` on in ``pids``.  ``cls[k]``
-    gains the batch's rows of class ``k`` (``cls[0]``: in the domain)."""
-    n = pk.size
+    string id's hash; row ``q`` of the block ``out`` is its words ``w·q … w·q + w − 1``:
+    ``h``, the row's ``pk`` and, for string ids (``w = 3``, else 2), where its id's words
+    start in ``pids``.  Counting sort: the in-domain rows per bucket, then each row is
+    written where its bucket's rows go, so that bucket ``g`` of this batch is rows
+    ``[seg[g], seg[g + 1])`` of the block.  A string id is copied too, as words
+    (:func:`_id_words`), from ``wat`` on in ``pids``.  ``cls[k]`` gains the batch's rows of
+    class ``k`` (``cls[0]``: in the domain)."""
+    n = p.size
     nb = 1 << bits
     strings = off.size > 0
     hist = np.zeros(nb, np.int64)
     wh = np.zeros(nb if strings else 0, np.int64)
     shift = np.uint64(64 - bits)
+    kb = np.uint64(kbits)
     inside = 0
+    keys = 0  # the in-domain rows' keys, or-ed: below 2**kbits (checked, not trusted)
     for i in range(n):
-        kind = c[i]
-        if kind == 0:
+        kind = kc[i]
+        if kind >= 0:
+            keys |= kind
             g = (u[i] if strings else _mix(u[i], salt)) >> shift
             hist[g] += 1
             if strings:
                 wh[g] += _id_words(off[i + 1] - off[i])
             inside += 1
         else:  # rare: no store on the hot path
-            cls[kind] += 1
+            if kind <= -cls.size:  # not a class code: never (checked)
+                return -1, 0
+            cls[-kind] += 1
+    if keys >> kbits != 0:  # a key beyond kbits bits: never
+        return -1, 0
     cls[0] += inside
     pos = np.empty(nb, np.int64)
     wpos = np.empty(nb if strings else 0, np.int64)
@@ -171,16 +189,18 @@ def _partition(
             w += wh[g]
     seg[nb] = q
     for i in range(n):
-        if c[i] == 0:
+        kind = kc[i]
+        if kind >= 0:
             x = u[i] if strings else _mix(u[i], salt)
+            pk = ((p[i] >> kb) << kb) | np.uint64(kind)
             g = x >> shift
             r = pos[g]
             pos[g] = r + 1
-            ou[r] = x
-            op[r] = pk[i]
-            if strings:
+            if strings:  # (h, pk, where the id's words start), the words after
                 v = wpos[g]
-                poff[r] = v
+                out[3 * r] = x
+                out[3 * r + 1] = pk
+                out[3 * r + 2] = v
                 k, end = np.int64(off[i]), np.int64(off[i + 1])
                 pids[v] = np.uint64(end - k)
                 v += 1
@@ -189,6 +209,9 @@ def _partition(
                     v += 1
                     k += 8
                 wpos[g] = v
+            else:  # (h, pk)
+                out[2 * r] = x
+                out[2 * r + 1] = pk
     return q - at, w - wat
 
 
@@ -229,9 +252,7 @@ def _hash_ids(offsets: Any, words: Any, salt: Any, out: Any) -> None:
 
 
 def _select(
-    ous: Any,
-    ops: Any,
-    poffs: Any,
+    blocks: Any,
     pidss: Any,
     block_of: Any,
     seg: Any,
@@ -247,14 +268,14 @@ def _select(
     number of units of those buckets.
 
     Bucket ``g`` is, for every batch ``j``, rows ``[seg[g, j], seg[g + 1, j])`` of block
-    ``block_of[j]`` (``ous``/``ops``, and for string ids ``poffs``/``pidss``: lists of the
-    blocks' arrays), ``sizes[g]`` rows in all.  An open-addressing table (an entry: the
-    unit's ``h``, then the bucket's stamp and the slot, one cache line) gives each unit of
-    the bucket a slot; for string ids a slot is a (hash, id) pair: a row joins a slot of
-    equal hash only if its id's words equal those of the slot's first row (copied aside
-    when the slot is made), so ids whose hashes collide get slots of their own.  Up to
-    :data:`_INLINE_B` records a unit, a slot holds the ``b`` smallest ``pk`` of its rows so
-    far, sorted (empty entries ``2⁶⁴ − 1``), and each row's ``v`` is merged in without a
+    ``block_of[j]`` (``blocks``, and for string ids ``pidss``: lists of the blocks' arrays,
+    a row as :func:`_partition` wrote it), ``sizes[g]`` rows in all.  An open-addressing
+    table (an entry: the unit's ``h``, then the bucket's stamp and the slot, one cache line)
+    gives each unit of the bucket a slot; for string ids a slot is a (hash, id) pair: a row
+    joins a slot of equal hash only if its id's words equal those of the slot's first row
+    (copied aside when the slot is made), so ids whose hashes collide get slots of their
+    own.  Up to :data:`_INLINE_B` records a unit, a slot holds the ``b`` smallest ``pk`` of
+    its rows so far, sorted (empty entries ``2⁶⁴ − 1``), and each row's ``v`` is merged in without a
     branch: ``top[q] ← min(max(top[q − 1], v), top[q])`` from the last entry down, then
     ``top[0] ← min(top[0], v)`` — entries below ``v`` stay, ``v`` takes the first place
     above them, the rest move up one, the last falls out; after ``n`` rows the first
@@ -268,14 +289,15 @@ def _select(
     is passed over again, with twice the room (a fresh stamp; growing the arrays inside the
     loop made it 2–3× slower), so one unit of millions of rows takes little scratch.
 
-    Integer ids pass ``None`` for the lists: numba then compiles a form without the string
+    Integer ids pass ``None`` for ``pidss``: numba then compiles a form without the string
     ids' tests."""
     nb = sizes.size
-    strings = poffs is not None
+    strings = pidss is not None
     units = 0
     kmask = np.uint64((1 << kbits) - 1)
     full = np.uint64(2**64 - 1)  # an empty entry of a slot's b smallest
-    ub, one = np.uint64(b), np.uint64(1)
+    ub, one, two = np.uint64(b), np.uint64(1), np.uint64(2)
+    width = np.uint64(3 if strings else 2)  # words a partitioned row takes (_Blocks)
     nbatch = block_of.size
     big = 1
     for g in range(task, nb, tasks):
@@ -317,27 +339,33 @@ def _select(
             stored = 0  # words of the slots' ids in `sid`
             idx = 0  # the row's place in the bucket
             cur = block_of[0]
-            ou, op = ous[cur], ops[cur]
-            po, pw = np.empty(0, np.int64), np.empty(0, np.uint64)
-            if poffs is not None and pidss is not None:
-                po, pw = poffs[cur], pidss[cur]
+            rows = blocks[cur]
+            pw = np.empty(0, np.uint64)
+            if pidss is not None:
+                pw = pidss[cur]
             for j in range(nbatch):
                 lo, hi = seg[g, j], seg[g + 1, j]
                 if lo == hi:
                     continue
                 if block_of[j] != cur:
                     cur = block_of[j]
-                    ou, op = ous[cur], ops[cur]
-                    if poffs is not None and pidss is not None:
-                        po, pw = poffs[cur], pidss[cur]
+                    rows = blocks[cur]
+                    if pidss is not None:
+                        pw = pidss[cur]
                 if over:
                     break
                 for r in range(np.uint64(lo), np.uint64(hi)):  # a slot per unit
-                    x = ou[r]
+                    rw = r * width
+                    x = rows[rw]
                     h = x & mask
                     while table[h, 1] >= tag and (
                         table[h, 0] != x
-                        or (strings and not _same_id(sid, sid_at[table[h, 1] ^ tag], pw, po[r]))
+                        or (
+                            strings
+                            and not _same_id(
+                                sid, sid_at[table[h, 1] ^ tag], pw, np.int64(rows[rw + two])
+                            )
+                        )
                     ):
                         h = (h + np.uint64(1)) & mask
                     e = table[h, 1]
@@ -353,21 +381,21 @@ def _select(
                             for q in range(slots * b, slots * b + b):
                                 top[q] = full
                         if strings:  # the id's words, aside (the next slot's start after)
-                            p = po[r]
-                            nw = _id_words(np.int64(pw[p]))
+                            at_id = np.int64(rows[rw + two])
+                            nw = _id_words(np.int64(pw[at_id]))
                             if stored + nw > sid.size:
                                 more = np.empty(2 * (stored + nw), np.uint64)
                                 more[:stored] = sid[:stored]
                                 sid = more
                             sid_at[slots] = stored
                             for k in range(nw):
-                                sid[stored + k] = pw[p + k]
+                                sid[stored + k] = pw[at_id + k]
                             stored += nw
                         slots += 1
                     # (unsigned indices: numba tests a signed one for a negative value on
                     # every access, which made this loop twice as slow)
                     s = e ^ tag
-                    v = op[r]
+                    v = rows[rw + one]
                     k = size[s]
                     if inline:  # the b smallest so far, sorted, v merged in (no branch)
                         size[s] = k + 1
@@ -407,10 +435,10 @@ def _select(
             lo, hi = seg[g, j], seg[g + 1, j]
             if lo == hi:
                 continue
-            op = ops[block_of[j]]
+            rows = blocks[block_of[j]]
             for r in range(lo, hi):
                 z = row_slot[idx]
-                buf[fill[z]] = op[r]
+                buf[fill[z]] = rows[np.uint64(r) * width + one]
                 fill[z] += 1
                 idx += 1
         begin = 0
@@ -434,7 +462,7 @@ def _select(
     return units
 
 
-def _same_id(sid: Any, at: int, pids: Any, p: int) -> bool:
+def _same_id(sid: Any, at: int, pids: Any, p: int | np.int64) -> bool:
     """Whether the id stored from ``sid[at]`` on equals the partitioned id from ``pids[p]``
     on (the same words: the length first, then the zero-padded bytes)."""
     if sid[at] != pids[p]:  # the lengths
@@ -465,11 +493,12 @@ def select(
     batches
         An iterable of Arrow record batches with three non-null columns in this order:
         the unit (any 64-bit integer type, whose bit pattern identifies the unit, or a
-        string type, whose bytes do), ``pk`` (``UBIGINT``; the key in its low
-        ``key_bits`` bits) and the class (``UTINYINT``, 0 for an in-domain row).  Each is
-        partitioned as it comes and let go (none is held past the next).
+        string type, whose bytes do), the priority ``p`` (``UBIGINT``) and ``k``
+        (``INTEGER`` or ``BIGINT``): an in-domain row's key ``≥ 0``, else minus its class
+        code.  Each is partitioned as it comes and let go (none is held past the next).
     b : int ≥ 1, records kept per unit
-    key_bits : int, the bits of ``pk`` that hold the key
+    key_bits : int, the low bits of ``pk`` that hold the key (``pk = (p >> key_bits) <<
+        key_bits | key``: the rows a unit keeps are its ``b`` smallest ``pk``)
     d : int ≥ 1, the number of keys (every key is below ``d``)
     salt : int, keys the hash that places units in buckets
     threads : int, parallel tasks (0: numba's thread count)
@@ -487,7 +516,7 @@ def select(
         )
     if not 1 <= int(key_bits) <= max(16, int(d).bit_length() + 1) or (int(d) - 1) >> int(key_bits):
         raise RuntimeError(f"dpgauss: internal error: key_bits {key_bits} for {d} keys")
-    store = _Blocks(np.uint64(salt & (2**64 - 1)), int(threads))
+    store = _Blocks(np.uint64(salt & (2**64 - 1)), int(threads), int(key_bits))
     for batch in batches:
         store.add(batch)
         del batch  # let it go before the next is made
@@ -497,21 +526,21 @@ def select(
 class _Blocks:
     """The in-domain rows of the batches seen so far, partitioned by bucket, in blocks.
 
-    A block holds :data:`BLOCK_ROWS` rows (more if one batch has more): ``ou`` (the unit's
-    ``h``), ``op`` (``pk``) and, for string ids, ``poff`` (where the row's id starts in the
-    block's ``pids``).  A batch's rows go into one block, bucket after bucket; ``seg[j]``
-    gives where each bucket of batch ``j`` starts in its block ``block_of[j]``.  Blocks are
-    numpy arrays of several MB (numpy asks the kernel for huge pages there, so filling
-    fresh memory faults a 2 MB page at a time); their unused tails are never touched."""
+    A block holds :data:`BLOCK_ROWS` rows (more if one batch has more), a row as consecutive
+    64-bit words: the unit's ``h``, ``pk`` and, for string ids, where the row's id starts in
+    the block's ``pids`` (:func:`_partition`).  A batch's rows go into one block, bucket
+    after bucket; ``seg[j]`` gives where each bucket of batch ``j`` starts in its block
+    ``block_of[j]``.  Blocks are numpy arrays of several MB (numpy asks the kernel for huge
+    pages there, so filling fresh memory faults a 2 MB page at a time); their unused tails
+    are never touched."""
 
-    def __init__(self, salt: Any, threads: int) -> None:
+    def __init__(self, salt: Any, threads: int, key_bits: int) -> None:
         self.salt = salt
         self.threads = threads
+        self.key_bits = key_bits
         self.bits = 0  # decided by the first batch
         self.strings: bool | None = None
-        self.ous: list[np.ndarray] = []
-        self.ops: list[np.ndarray] = []
-        self.poffs: list[np.ndarray] = []
+        self.blocks: list[np.ndarray] = []
         self.pidss: list[np.ndarray] = []
         self.at = self.wat = 0
         self.segs: list[np.ndarray] = []
@@ -530,11 +559,15 @@ class _Blocks:
         if self.strings is None:
             self.strings = strings
             # the buckets, from the first batch's size (2**_MAX_BITS for DuckDB's batches of
-            # 2**17 rows, fewer for a small source); they decide where rows are stored only
+            # 2**19 rows, fewer for a small source); they decide where rows are stored only
             self.bits = min(_MAX_BITS, max(1, int(np.ceil(np.log2(max(2.0, n / 32))))))
         elif strings != self.strings:
             raise RuntimeError("dpgauss: internal error: string ids in only some batches")
-        pk, c = batch.column(1).to_numpy(), batch.column(2).to_numpy()
+        p, kc = batch.column(1).to_numpy(), batch.column(2).to_numpy()
+        if p.dtype != np.uint64 or kc.dtype not in (np.int32, np.int64):
+            raise RuntimeError(
+                f"dpgauss: internal error: the unit kernel got {p.dtype} and {kc.dtype}"
+            )
         if strings:
             off, words = _id_buffers(unit)
             need = 2 * n + (int(off[-1]) - int(off[0])) // 8
@@ -549,29 +582,30 @@ class _Blocks:
         else:
             u = unit.to_numpy().view(np.uint64)
         if (
-            not self.ous
-            or self.at + n > self.ous[-1].size
+            not self.blocks
+            or self.at + n > self.blocks[-1].size // (3 if strings else 2)
             or (strings and self.wat + need > self.pidss[-1].size)
         ):
             self._new_block(n, need)
         seg = np.empty((1 << self.bits) + 1, np.int64)
-        poff = self.poffs[-1] if strings else _NONE_OFF
         pids = self.pidss[-1] if strings else _NONE_WORDS
         rows, used = _partition(
-            u, pk, c, self.salt, self.bits, off, words, self.ous[-1],
-            self.ops[-1], self.at, poff, pids, self.wat, seg, self.classes,
+            u, p, kc, self.salt, self.bits, self.key_bits, off, words, self.blocks[-1],
+            self.at, pids, self.wat, seg, self.classes,
         )  # fmt: skip
+        if rows < 0:  # the query never makes one (checked, not trusted)
+            raise RuntimeError(
+                "dpgauss: internal error: a key or class outside the domain reached the kernel"
+            )
         self.at += rows
         self.wat += used
         self.segs.append(seg)
-        self.block_of.append(len(self.ous) - 1)
+        self.block_of.append(len(self.blocks) - 1)
 
     def _new_block(self, rows: int, words: int) -> None:
         size = max(BLOCK_ROWS, rows)
-        self.ous.append(np.empty(size, np.uint64))
-        self.ops.append(np.empty(size, np.uint64))
+        self.blocks.append(np.empty(size * (3 if self.strings else 2), np.uint64))
         if self.strings:
-            self.poffs.append(np.empty(size, np.int64))
             self.pidss.append(np.empty(max(BLOCK_WORDS, words), np.uint64))
         self.at = self.wat = 0
 
@@ -584,8 +618,7 @@ class _Blocks:
         sizes = np.diff(seg, axis=0).sum(axis=1)
         block_of = np.asarray(self.block_of, np.int64)
         typed = _numba.typed.List
-        ous, ops = typed(self.ous), typed(self.ops)
-        poffs = typed(self.poffs) if self.strings else None
+        blocks = typed(self.blocks)
         pidss = typed(self.pidss) if self.strings else None
         width = 1 << key_bits  # every value of a key's bits has a counter
         # tasks on threads of their own (the kernels let go of the GIL), each with a row of
@@ -593,7 +626,7 @@ class _Blocks:
         threads = self.threads or _numba.get_num_threads()
         tasks = max(1, min(threads, _COUNTERS // width, 1 << self.bits))
         counts = np.zeros((tasks, width), np.int64)
-        args = (ous, ops, poffs, pidss, block_of, seg, sizes, b, key_bits)
+        args = (blocks, pidss, block_of, seg, sizes, b, key_bits)
 
         def task(t: int) -> int:
             return int(_select(*args, counts[t], t, tasks))

@@ -191,20 +191,28 @@ def test_engine_domain_sizes(tmp_path: Path, d, b, ids):
         assert kern.rows == gen.rows
 
 
-def test_engine_csv_malformed_and_filter(tmp_path: Path):
-    """CSV (class MALFORMED = 6 via k = -6) and the [filter] class through the engine."""
-    rng = np.random.default_rng(8)
+def _malformed_csv(path: Path, n: int, seed: int, *, extra_fields: bool) -> Path:
+    """``n`` records ``uid,key,t``: 5 % with an unterminated quote (MALFORMED), 5 % with no
+    unit, 5 % with an extra field if ``extra_fields``, the rest valid (keys -2 … 54)."""
+    rng = np.random.default_rng(seed)
     lines = ["uid,key,t"]
-    for i in range(4_000):
+    for i in range(n):
         r = rng.random()
         if r < 0.05:
             lines.append(f'{i % 30},"broken,{i}')
         elif r < 0.1:
             lines.append(f",{i % 50},{i % 10}")
+        elif extra_fields and r < 0.15:
+            lines.append(f"{i % 30},{i % 50},{i % 10},extra")
         else:
             lines.append(f"{int(rng.integers(0, 300))},{int(rng.integers(-2, 55))},{i % 10}")
-    src = tmp_path / "f.csv"
-    src.write_text("\n".join(lines) + "\n")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_engine_csv_malformed_and_filter(tmp_path: Path):
+    """CSV (class MALFORMED = 6 via k = -6) and the [filter] class through the engine."""
+    src = _malformed_csv(tmp_path / "f.csv", 4_000, 8, extra_fields=False)
     spec = ReleaseSpec.from_dict(
         {
             "source": {"path": str(src)},
@@ -305,20 +313,7 @@ def test_engine_tiny_sources_and_batches(
 
 
 def test_engine_csv_uses_kernel_with_malformed_lines(tmp_path, kernel_calls):
-    rng = np.random.default_rng(81)
-    lines = ["uid,key,t"]
-    for i in range(3_000):
-        r = rng.random()
-        if r < 0.05:
-            lines.append(f'{i % 30},"broken,{i}')
-        elif r < 0.1:
-            lines.append(f",{i % 50},{i % 10}")
-        elif r < 0.15:
-            lines.append(f"{i % 30},{i % 50},{i % 10},extra")
-        else:
-            lines.append(f"{int(rng.integers(0, 300))},{int(rng.integers(-2, 55))},{i % 10}")
-    src = tmp_path / "g.csv"
-    src.write_text("\n".join(lines) + "\n")
+    src = _malformed_csv(tmp_path / "g.csv", 3_000, 81, extra_fields=True)
     spec = make_spec(src, 50, 2)
     kern = bounded_aggregate(spec, salt=3, engine=DuckDBEngine(kernel=True))
     assert kernel_calls

@@ -441,6 +441,8 @@ def _draw_one(
     """Draw panel ``p`` on ``ax`` (on ``scale``, else its own robust scale); the mappable
     (None for a series) and its colour bar's ``extend`` (where values go beyond)."""
     values = np.asarray(p.values, dtype=np.float64).ravel()
+    # the panel's own scale, once: it decides constant or flat, and the title says which
+    own = robust_scale(values, resolution=p.resolution)
     marks = _marks_of(p, geo.size)
     legend: list[Any] = []
     if isinstance(geo, GraphGeometry):
@@ -451,11 +453,8 @@ def _draw_one(
         if scale is None:
             # constant or flat is decided on the node values (as the title says); the colours
             # of a map that is neither span its segments' values
-            node = robust_scale(v, resolution=p.resolution)
             scale = (
-                node
-                if node.constant or node.flat
-                else robust_scale(on_edges if on_edges.size else v)
+                own if own.constant or own.flat else robust_scale(on_edges if on_edges.size else v)
             )
         order = np.argsort(on_edges, kind="stable")
         seg = _graph_segments(geo)
@@ -493,7 +492,7 @@ def _draw_one(
     elif isinstance(geo, RegionGeometry):
         from matplotlib.collections import PathCollection
 
-        scale = robust_scale(values, resolution=p.resolution) if scale is None else scale
+        scale = own if scale is None else scale
         paths = _region_paths(geo)
         mappable = PathCollection(paths, cmap=cmap, edgecolor="0.6", linewidth=0.2)
         mappable.set_array(values)
@@ -531,7 +530,7 @@ def _draw_one(
     elif isinstance(geo, GridGeometry):
         xe, xdate = _grid_numbers(geo.x_edges)
         ye, ydate = _grid_numbers(geo.y_edges)
-        scale = robust_scale(values, resolution=p.resolution) if scale is None else scale
+        scale = own if scale is None else scale
         x0, x1 = _ends(xe)
         y0, y1 = _ends(ye)
         mappable = ax.imshow(
@@ -580,7 +579,7 @@ def _draw_one(
         return None, "neither"
     if legend:
         ax.legend(handles=legend, fontsize=6, loc="best", framealpha=0.7)
-    ax.set_title(_title(p, robust_scale(values, resolution=p.resolution), marks), fontsize=8)
+    ax.set_title(_title(p, own, marks), fontsize=8)
     return mappable, _extend(extend_of, scale)
 
 

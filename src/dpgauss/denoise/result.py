@@ -377,7 +377,7 @@ WEAK = 0.5
 #: What reports say of a weak fit's intervals.
 WEAK_NOTE = (
     "weak fit (its own error bars are at least half the raw error): the intervals reach "
-    "1.646σ on both sides of each released value"
+    f"{TOWARD:.0%} of the raw half-width on both sides of each released value"
 )
 _MAX_DRAWS = 100_000
 

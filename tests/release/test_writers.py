@@ -77,7 +77,7 @@ def test_a_product_is_drawn_as_small_multiples(tmp_path, monkeypatch, parts, geo
     assert drawn <= int(np.sum(expected != 0))
     # the marks are per-key tests: the label says how many chance alone would mark, and each
     # map knows its error bars' scale (a map flat within them is drawn on it)
-    assert "about 5% of the" in seen["label"] and "by chance alone" in seen["label"]
+    assert "by chance alone about 5% of the" in seen["label"]
     half = (cols["denoised_upper"] - cols["denoised_lower"]) / 2
     assert all(m.resolution == pytest.approx(float(np.median(half))) for m in seen["maps"])
 
@@ -95,11 +95,11 @@ def test_a_map_says_what_chance_alone_would_mark(tmp_path, monkeypatch):
     spec = _spec(tmp_path, {"kind": "grid", "x": X, "y": Y})
     res = pipeline.run_release(spec, ledger=make_ledger(tmp_path, 10.0))
     n = res.columns["denoised"].size
-    assert seen["note"] == (
-        "marked: the interval excludes the mean; were every key at the mean, about 5% of "
-        f"the {n:,} keys would be marked by chance alone"
-    )
     den = seen["panels"][1]
+    assert den.label.endswith(
+        f"(marked: interval excludes the mean;\nby chance alone about 5% of the {n:,} keys "
+        "would be marked)"
+    )
     half = (res.columns["denoised_upper"] - res.columns["denoised_lower"]) / 2
     assert den.resolution == pytest.approx(float(np.median(half)))
 

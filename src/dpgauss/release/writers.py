@@ -156,8 +156,8 @@ def draw(path: str, plan: ReleasePlan, columns: dict[str, np.ndarray], chosen: s
     # the marks are per-key tests: were every key at the mean, up to 1 − level of them would
     # be marked by chance alone (issue #26: shrunk noise must not read as hot spots)
     chance = (
-        f"were every key at the mean, about {1.0 - spec.output.level:.0%} of the "
-        f"{denoised.size:,} keys would be marked by chance alone"
+        f"by chance alone about {1.0 - spec.output.level:.0%} of the {denoised.size:,} keys "
+        "would be marked"
     )
     pm_name = f"± of the denoised {spec.output.level:.0%} interval (its half-width)"
     method = (
@@ -232,12 +232,17 @@ def draw(path: str, plan: ReleasePlan, columns: dict[str, np.ndarray], chosen: s
         geo,
         [
             MapPanel("released", released),
-            MapPanel(den_name, denoised, marks=marks, resolution=resolution),
+            MapPanel(
+                den_name,
+                denoised,
+                marks=marks,
+                label=f"{label}\n(marked: interval excludes the mean;\n{chance})",
+                resolution=resolution,
+            ),
             MapPanel(pm_name, pm, cmap="viridis", label=f"± {what}"),
         ],
         label=label,
         title=spec.name,
-        note=f"marked: the interval excludes the mean; {chance}",
     )
 
 
